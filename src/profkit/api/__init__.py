@@ -1,0 +1,36 @@
+"""The profiling API for Python programs, after the .NET CLR Profiling API.
+
+A profiler subclasses :class:`ProfilerCallback`, selects notifications with an
+:class:`EventMask` in ``initialize(info)``, and asks :class:`ProfilerInfo` about the ids it
+receives. See ``docs/api.md``.
+"""
+
+from profkit.api.callback import ProfilerCallback
+from profkit.api.errors import (
+    ImmutableFlagError,
+    NotAvailableError,
+    ProfilerApiError,
+    UnknownIdError,
+    UnsupportedEventError,
+)
+from profkit.api.events import IMMUTABLE, EventMask
+from profkit.api.ids import FunctionId, ModuleId, ThreadId
+from profkit.api.info import FunctionInfo, ModuleInfo, ProfilerInfo, ThreadInfo
+
+__all__ = [
+    "IMMUTABLE",
+    "EventMask",
+    "FunctionId",
+    "FunctionInfo",
+    "ImmutableFlagError",
+    "ModuleId",
+    "ModuleInfo",
+    "NotAvailableError",
+    "ProfilerApiError",
+    "ProfilerCallback",
+    "ProfilerInfo",
+    "ThreadId",
+    "ThreadInfo",
+    "UnknownIdError",
+    "UnsupportedEventError",
+]

@@ -1,0 +1,123 @@
+"""``ProfilerCallback``: the notifications a profiler receives (``ICorProfilerCallback``).
+
+Subclass it and override what you need; every method has a no-op default, so a
+profiler only pays for what it implements *and* selects in its event mask.
+
+Threading and reentrancy rules (as in the CLR, callbacks are **not serialized**):
+
+* A notification runs on the thread where the event happened (sampling: on the sampler
+  thread). Two threads can be inside callbacks at the same time; protect shared state.
+* While a callback runs, profkit suppresses notifications caused by the callback's own
+  code on that thread (no recursion into the profiler).
+* A callback that raises is reported once on stderr; the profiler is then detached and
+  the program goes on unaffected.
+* ``function_leave`` is delivered for every exit of a function, by ``return`` or by an
+  exception unwinding through it, so enter/leave always pair up; a generator or coroutine
+  that suspends gets ``function_yield`` instead, and ``function_resume`` when it continues.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from profkit.api.ids import FunctionId, ModuleId, ThreadId
+
+if TYPE_CHECKING:
+    from profkit.api.info import ProfilerInfo
+
+
+class ProfilerCallback:
+    """Base class of every profiler; all notifications are no-ops by default."""
+
+    # -- lifecycle ------------------------------------------------------------------
+    def initialize(self, info: ProfilerInfo) -> None:
+        """Called once at attach; set the event mask here (immutable bits only here)."""
+
+    def shutdown(self) -> None:
+        """Called once at process exit or detach; write results here."""
+
+    def profiler_detach_succeeded(self) -> None:
+        """Called after :meth:`ProfilerInfo.request_profiler_detach` has removed every hook."""
+
+    # -- functions (ENTER_LEAVE, FIRST_EXECUTION, FUNCTION_ARGS, FUNCTION_RETVAL) -----
+    def function_first_execution(self, function_id: FunctionId) -> None:
+        """A code object runs for the first time (the JIT-compilation analogue)."""
+
+    def function_enter(self, function_id: FunctionId) -> None:
+        """A Python function starts (a fresh call, not a generator resume)."""
+
+    def function_leave(self, function_id: FunctionId) -> None:
+        """A Python function ends, by return or by an exception unwinding through it."""
+
+    def function_yield(self, function_id: FunctionId) -> None:
+        """A generator or coroutine suspends (``yield`` / ``await``)."""
+
+    def function_resume(self, function_id: FunctionId) -> None:
+        """A generator or coroutine continues after a suspension."""
+
+    def function_arguments(self, function_id: FunctionId, arguments: Mapping[str, object]) -> None:
+        """The arguments of the call just entered (only with ``FUNCTION_ARGS``)."""
+
+    def function_return_value(self, function_id: FunctionId, value: object) -> None:
+        """The value about to be returned (only with ``FUNCTION_RETVAL``)."""
+
+    # -- transitions (CODE_TRANSITIONS) -----------------------------------------------
+    def python_to_native_transition(self, function_id: FunctionId) -> None:
+        """Python code calls a C function (``ManagedToUnmanagedTransition``)."""
+
+    def native_to_python_transition(self, function_id: FunctionId) -> None:
+        """A C function called from Python returns or raises (``UnmanagedToManagedTransition``)."""
+
+    # -- exceptions (EXCEPTIONS) --------------------------------------------------------
+    def exception_thrown(self, function_id: FunctionId, exception: BaseException) -> None:
+        """An exception is raised in (or propagates into) ``function_id``."""
+
+    def exception_unwind_function_leave(self, function_id: FunctionId) -> None:
+        """An exception leaves ``function_id`` unhandled (its frame is popped)."""
+
+    def exception_caught(self, function_id: FunctionId, exception: BaseException) -> None:
+        """An ``except`` clause in ``function_id`` takes the exception (``ExceptionCatcherEnter``)."""
+
+    def exception_reraised(self, function_id: FunctionId, exception: BaseException) -> None:
+        """A bare ``raise`` or a ``finally`` re-raises the exception in ``function_id``."""
+
+    # -- threads (THREADS) --------------------------------------------------------------
+    def thread_created(self, thread_id: ThreadId) -> None:
+        """A thread starts running Python code (called on that thread)."""
+
+    def thread_destroyed(self, thread_id: ThreadId) -> None:
+        """A thread has finished (called on that thread, as its last notification)."""
+
+    def thread_name_changed(self, thread_id: ThreadId, name: str) -> None:
+        """A thread's name was set or changed."""
+
+    # -- modules (MODULE_LOADS) -------------------------------------------------------
+    def module_load_started(self, module_id: ModuleId) -> None:
+        """An import of a module begins (name known; file may not be yet)."""
+
+    def module_load_finished(self, module_id: ModuleId, error: BaseException | None) -> None:
+        """The import ended; ``error`` is the exception if it failed, else ``None``."""
+
+    # -- garbage collection (GC) -------------------------------------------------------
+    def garbage_collection_started(self, generation: int) -> None:
+        """The cyclic collector starts a collection of ``generation`` (0, 1 or 2)."""
+
+    def garbage_collection_finished(
+        self, generation: int, collected: int, uncollectable: int
+    ) -> None:
+        """The collection ended; counts as ``gc.callbacks`` reports them."""
+
+    # -- sampling (SAMPLING) ----------------------------------------------------------
+    def stack_sample(
+        self,
+        thread_id: ThreadId,
+        function_ids: tuple[FunctionId, ...],
+        timestamp_ns: int,
+        weight_ns: int,
+    ) -> None:
+        """One sampled stack of one thread, outermost frame first.
+
+        ``weight_ns`` is the time this sample stands for (the wall or CPU time since the
+        previous sample of that thread). Delivered on the sampler thread.
+        """

@@ -1,0 +1,26 @@
+"""Opaque ids handed to profilers, and how long each one stays valid.
+
+Ids are plain ints so they are cheap to pass on every event and to use as dict keys.
+They are *opaque*: a profiler must not derive meaning from the value, only compare it
+and pass it back to :class:`~profkit.api.ProfilerInfo` to ask about it.
+
+=================  ==========================================  =================================
+id                 born                                        valid until
+=================  ==========================================  =================================
+``FunctionId``     first execution of a code object            profiler detach / process end
+                   (``function_first_execution``), or first    (code objects that die are not
+                   call of a C function (transitions)          reused: the id is never recycled)
+``ModuleId``       ``module_load_started``                     process end (a module removed from
+                                                               ``sys.modules`` keeps its id)
+``ThreadId``       ``thread_created`` (or first event seen     ``thread_destroyed``; the value may
+                   on a thread that predates the profiler)     be reused afterwards, as OS ids are
+=================  ==========================================  =================================
+"""
+
+from __future__ import annotations
+
+from typing import NewType
+
+FunctionId = NewType("FunctionId", int)
+ModuleId = NewType("ModuleId", int)
+ThreadId = NewType("ThreadId", int)

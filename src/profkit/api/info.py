@@ -1,0 +1,100 @@
+"""``ProfilerInfo``: what a profiler may ask of profkit (``ICorProfilerInfo``).
+
+This module states the contract as a :class:`typing.Protocol`; the collector provides the
+implementation. A profiler receives its ``ProfilerInfo`` in ``initialize`` and may keep it
+for the whole session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+from profkit.api.events import EventMask
+from profkit.api.ids import FunctionId, ModuleId, ThreadId
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionInfo:
+    """What is known about a function id (``GetFunctionInfo`` + ``GetTokenAndMetaData``)."""
+
+    function_id: FunctionId
+    name: str  #: the qualified name, e.g. ``Parser.parse`` (``__qualname__``)
+    module: str  #: the module name, e.g. ``myapp.core`` (``"<native>"`` unknown for C code)
+    filename: str  #: source file ("" for C functions)
+    first_line: int  #: first line number (0 for C functions)
+    is_native: bool  #: True for C functions seen through CODE_TRANSITIONS
+    is_generator: bool  #: generator, coroutine or async generator
+
+    @property
+    def full_name(self) -> str:
+        """``module.qualname``: what filters and reports show."""
+        return f"{self.module}.{self.name}" if self.module else self.name
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleInfo:
+    """What is known about a module id (``GetModuleInfo``)."""
+
+    module_id: ModuleId
+    name: str
+    filename: str | None  #: None until the load finishes, or for built-in modules
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadInfo:
+    """What is known about a thread id."""
+
+    thread_id: ThreadId
+    name: str
+    native_id: int | None
+    is_alive: bool
+
+
+class ProfilerInfo(Protocol):
+    """Services profkit offers a profiler. Safe to call from any callback and any thread."""
+
+    def set_event_mask(self, mask: EventMask) -> None:
+        """Select notifications; IMMUTABLE bits may only change inside ``initialize``.
+
+        Raises :class:`~profkit.api.errors.ImmutableFlagError` otherwise, and
+        :class:`~profkit.api.errors.UnsupportedEventError` for a category the active
+        backend cannot deliver (e.g. ``CODE_TRANSITIONS`` on a sampling-only backend).
+        """
+
+    def get_event_mask(self) -> EventMask: ...
+
+    def set_function_filter(self, accept: Callable[[FunctionInfo], bool]) -> None:
+        """Decide once per function whether its enter/leave events are delivered.
+
+        Rejected functions cost (almost) nothing afterwards: on ``sys.monitoring`` their
+        code objects are answered with ``DISABLE``. Their callees are still seen.
+        """
+
+    def set_function_events(self, function_id: FunctionId, mask: EventMask) -> None:
+        """Per-function event selection (the analogue of re-instrumenting one routine)."""
+
+    def get_function_info(self, function_id: FunctionId) -> FunctionInfo: ...
+
+    def get_module_info(self, module_id: ModuleId) -> ModuleInfo: ...
+
+    def get_thread_info(self, thread_id: ThreadId) -> ThreadInfo: ...
+
+    def get_current_thread_id(self) -> ThreadId: ...
+
+    def get_shadow_stack(self, thread_id: ThreadId) -> tuple[FunctionId, ...]:
+        """The thread's stack as profkit tracked it (needs ``ENABLE_SHADOW_STACK``), outermost first."""
+
+    def do_stack_snapshot(self, thread_id: ThreadId) -> tuple[FunctionId, ...]:
+        """The thread's stack read from its live frames now (needs ``ENABLE_STACK_SNAPSHOT``)."""
+
+    def iter_threads(self) -> Iterable[ThreadId]: ...
+
+    def request_profiler_detach(self) -> None:
+        """Remove every hook; ``profiler_detach_succeeded`` follows, then ``shutdown``."""
+
+    @property
+    def backend_name(self) -> str:
+        """The collector in use: ``"monitoring"``, ``"setprofile"`` or ``"sampler"``."""
+        ...

@@ -1,0 +1,1 @@
+"""The ``profkit`` command line: thin wrappers that parse, call the library, print."""

@@ -1,0 +1,122 @@
+"""Entry point of the ``profkit`` command: one table of subcommands, one error policy.
+
+Each subcommand lives in its own module under :mod:`profkit.cli` and exposes
+``register(subparsers)``, which adds its parser and sets ``handler`` (``args -> int``).
+Modules are imported only when their command runs (or for ``--help``), so
+``profkit run`` does not pay for numpy or the format readers.
+
+Error policy: a :class:`~profkit.errors.ProfkitError` becomes one line on stderr,
+``profkit: error: <message>``, and exit status 2. Anything else is a bug in profkit and is
+reported as one (with the traceback only under ``PROFKIT_DEBUG=1``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+
+from profkit import __version__
+from profkit.errors import ProfkitError
+
+# (command, module under profkit.cli, one-line help). The single list of commands:
+# help text and dispatch are both derived from it.
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("run", "run", "run a Python program under a profiler (ELT call tree or sampling)"),
+    ("monitor", "monitor", "receive and show a profiler's live UDP stream"),
+    ("report", "report", "print a saved profile as a call tree, flat or callers view"),
+    ("export", "export", "convert a saved profile (speedscope, Chrome trace, pstats, ...)"),
+    ("profdata", "profdata", "LLVM instrumentation profiles: show, merge, overlap"),
+    ("perfmap", "perfmap", "perf maps: show, lookup, convert, symbolize, verify"),
+)
+
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors as one line with exit status 2, like ours."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        raise SystemExit(f"{self.prog}: error: {message}") from None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """Build the full parser; with ``only``, import just that command's module."""
+    parser = _Parser(prog="profkit", description="profkit: a profiling toolkit.")
+    parser.add_argument("--version", action="version", version=f"profkit {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, module, help_text in COMMANDS:
+        if only is not None and name != only:
+            sub.add_parser(name, help=help_text, add_help=False)
+            continue
+        mod = importlib.import_module(f"profkit.cli.{module}")
+        mod.register(sub, name, help_text)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in args_list if not a.startswith("-")), None)
+    known = {name for name, _, _ in COMMANDS}
+    parser = build_parser(only=command if command in known else None)
+    if not args_list:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        args = parser.parse_args(args_list)
+    except SystemExit as exc:
+        return _exit_code(exc)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return int(handler(args) or 0)
+    except ProfkitError as exc:
+        print(f"profkit: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        # `profkit ... | head`: the reader went away; that is not an error of ours.
+        _silence_stdout()
+        return 0
+    except KeyboardInterrupt:
+        print("profkit: interrupted", file=sys.stderr)
+        return 130
+    except SystemExit:
+        raise
+    except Exception as exc:  # a profkit bug: say so plainly, keep the status distinct
+        if os.environ.get("PROFKIT_DEBUG") == "1":
+            raise
+        print(
+            f"profkit: internal error: {type(exc).__name__}: {exc} "
+            "(set PROFKIT_DEBUG=1 for a traceback; please report it)",
+            file=sys.stderr,
+        )
+        return 70
+
+
+def _exit_code(exc: SystemExit) -> int:
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def entry() -> None:
+    """Console-script entry: ``sys.exit(main())``."""
+    sys.exit(main())

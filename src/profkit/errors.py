@@ -1,0 +1,86 @@
+"""One root for every error profkit raises on purpose.
+
+The command line turns any :class:`ProfkitError` into a single line on stderr and exit
+status 2; anything else reaching the top is a profkit bug and is reported as such.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+FormatErrorKind = Literal[
+    "bad_magic",
+    "unsupported_version",
+    "truncated",
+    "malformed",
+    "too_large",
+    "incompatible",
+]
+
+
+class ProfkitError(Exception):
+    """Base class of profkit's own errors; ``str(err)`` is the one-line user message."""
+
+
+class UsageError(ProfkitError):
+    """A bad command-line argument or option value."""
+
+
+class SettingsError(ProfkitError):
+    """A ``PROFKIT_*`` environment variable or flag holds a value profkit cannot use."""
+
+
+class FormatError(ProfkitError):
+    """A file that does not follow its format.
+
+    Carries the file, the byte offset (or line number for line-oriented formats) and
+    a kind from a small fixed set, so callers can branch on ``kind`` and users see
+    *where* the file went wrong, not just that it did.
+    """
+
+    def __init__(
+        self,
+        kind: FormatErrorKind,
+        detail: str,
+        *,
+        path: str | None = None,
+        offset: int | None = None,
+        line: int | None = None,
+    ) -> None:
+        self.kind = kind
+        self.detail = detail
+        self.path = path
+        self.offset = offset
+        self.line = line
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        where = []
+        if self.path is not None:
+            where.append(self.path)
+        if self.offset is not None:
+            where.append(f"offset 0x{self.offset:x}")
+        if self.line is not None:
+            where.append(f"line {self.line}")
+        prefix = ": ".join(where)
+        body = f"{self.kind.replace('_', ' ')}: {self.detail}"
+        return f"{prefix}: {body}" if prefix else body
+
+    def with_path(self, path: str) -> FormatError:
+        """Return a copy naming ``path``; readers of in-memory bytes learn the name late."""
+        return type(self)(self.kind, self.detail, path=path, offset=self.offset, line=self.line)
+
+    def __str__(self) -> str:
+        return self._message()
+
+
+class ProfileFormatError(FormatError):
+    """An LLVM instrumentation profile (raw, indexed or text) that cannot be read."""
+
+
+class PerfMapFormatError(FormatError):
+    """A perf map, R2R perf map or perfinfo file that cannot be read."""
+
+
+class ProfileDataError(FormatError):
+    """A saved profkit profile (``profkit run`` output) that cannot be read."""

@@ -1,0 +1,1 @@
+"""profkit.export."""
