@@ -1,0 +1,115 @@
+"""The call-tree model shared by the ELT profiler, reports, exporters and the monitor.
+
+Times are integers in nanoseconds (``*_ns``). A tree is kept per thread; node children
+are keyed by frame index so the same function called from different places makes
+different nodes (a *call tree*, not a call graph).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+ProfileMode = Literal["trace", "sample"]
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """A function as reports show it: ``name`` is ``module.qualname``."""
+
+    name: str
+    file: str = ""
+    line: int = 0
+
+
+@dataclass(slots=True)
+class CallNode:
+    """One position in a call tree, aggregated over every call that reached it.
+
+    ``exclusive_ns`` is time spent in the function itself, including the time of callees
+    that were hidden (filtered out or below the base time), which is charged to the
+    nearest shown caller.
+    """
+
+    frame: int  #: index into ``CallProfile.frames``; -1 for a thread's root
+    calls: int = 0
+    inclusive_ns: int = 0
+    exclusive_ns: int = 0
+    min_ns: int = 0  #: shortest single call (0 when ``calls == 0``)
+    max_ns: int = 0  #: longest single call
+    children: dict[int, CallNode] = field(default_factory=dict)
+
+    def child(self, frame: int) -> CallNode:
+        """The child for ``frame``, created on first use."""
+        node = self.children.get(frame)
+        if node is None:
+            node = self.children[frame] = CallNode(frame)
+        return node
+
+    def add_call(self, duration_ns: int, exclusive_ns: int) -> None:
+        """Record one completed call of this node."""
+        if self.calls == 0 or duration_ns < self.min_ns:
+            self.min_ns = duration_ns
+        if duration_ns > self.max_ns:
+            self.max_ns = duration_ns
+        self.calls += 1
+        self.inclusive_ns += duration_ns
+        self.exclusive_ns += exclusive_ns
+
+    def walk(self, depth: int = 0) -> Iterator[tuple[int, CallNode]]:
+        """Depth-first (depth, node) pairs, children in insertion order."""
+        yield depth, self
+        for child in self.children.values():
+            yield from child.walk(depth + 1)
+
+
+@dataclass(slots=True)
+class ThreadTree:
+    """The call tree of one thread; ``root.frame == -1`` and its times are the totals."""
+
+    thread_id: int
+    name: str
+    root: CallNode = field(default_factory=lambda: CallNode(-1))
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """One call on a timeline (for Chrome trace / speedscope evented output)."""
+
+    thread: int  #: index into ``CallProfile.threads``
+    frame: int
+    start_ns: int  #: relative to the profile start
+    end_ns: int
+    depth: int
+
+
+@dataclass(slots=True)
+class CallProfile:
+    """A whole saved profile: frames, per-thread trees, optional timeline, metadata.
+
+    ``metadata`` holds run facts (argv, pid, python version, start time, duration, the
+    settings used, events/datagrams dropped); readers must tolerate unknown keys.
+    """
+
+    mode: ProfileMode
+    frames: list[Frame] = field(default_factory=list)
+    threads: list[ThreadTree] = field(default_factory=list)
+    spans: list[Span] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    _frame_index: dict[Frame, int] = field(default_factory=dict, repr=False, compare=False)
+
+    def frame_id(self, frame: Frame) -> int:
+        """Intern ``frame`` and return its index."""
+        index = self._frame_index.get(frame)
+        if index is None:
+            if not self._frame_index and self.frames:
+                self._frame_index.update((f, i) for i, f in enumerate(self.frames))
+                return self.frame_id(frame)
+            index = self._frame_index[frame] = len(self.frames)
+            self.frames.append(frame)
+        return index
+
+    @property
+    def total_ns(self) -> int:
+        return sum(t.root.inclusive_ns for t in self.threads)
