@@ -57,6 +57,20 @@ class CallNode:
         self.inclusive_ns += duration_ns
         self.exclusive_ns += exclusive_ns
 
+    def __eq__(self, other: object) -> bool:
+        """Structural equality, iterative: deep recursion must not overflow the stack."""
+        if not isinstance(other, CallNode):
+            return NotImplemented
+        pending = [(self, other)]
+        while pending:
+            a, b = pending.pop()
+            if (a.frame, a.calls, a.inclusive_ns, a.exclusive_ns, a.min_ns, a.max_ns) != (
+                b.frame, b.calls, b.inclusive_ns, b.exclusive_ns, b.min_ns, b.max_ns
+            ) or a.children.keys() != b.children.keys():
+                return False
+            pending.extend((child, b.children[key]) for key, child in a.children.items())
+        return True
+
     def walk(self, depth: int = 0) -> Iterator[tuple[int, CallNode]]:
         """Depth-first (depth, node) pairs, children in insertion order."""
         yield depth, self

@@ -1,0 +1,363 @@
+"""The saved profile file: versioned JSON (gzip-compressed when the name ends in ``.gz``).
+
+Layout (version 1, documented in ``docs/profile-format.md``)::
+
+    {"format": "profkit.calltree", "version": 1, "mode": "trace",
+     "metadata": {...},
+     "frames":  [[name, file, line], ...],
+     "threads": [{"thread_id": 1, "name": "MainThread",
+                  "nodes": [[parent, frame, calls, inclusive_ns, exclusive_ns, min_ns, max_ns], ...]}],
+     "spans":   [[thread, frame, start_ns, end_ns, depth], ...]}
+
+Trees are stored *flat*, in pre-order, each node naming its parent's position (node 0 is
+the root, parent -1, frame -1). That keeps the JSON nesting depth constant however deep
+the program recursed, so neither saving nor loading recurses, and a hostile file cannot
+exhaust the stack (pyinstrument's nested session JSON is the anti-example).
+
+:func:`load` checks every field and raises :class:`~profkit.errors.ProfileDataError`
+naming the file and a JSON-pointer location (``/threads/0/nodes/7/2``) for anything wrong,
+never a ``KeyError``. Gzip input is recognised by its magic bytes, whatever the name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import os
+import tempfile
+import zlib
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, NoReturn
+
+from profkit.calltree.model import CallNode, CallProfile, Frame, Span, ThreadTree
+from profkit.errors import FormatErrorKind, ProfileDataError
+
+FORMAT = "profkit.calltree"
+#: The version this module writes; it reads every version up to this one.
+VERSION = 1
+#: Largest (decompressed) file accepted: a guard against decompression bombs.
+MAX_BYTES = 1 << 30
+#: Deepest nesting accepted inside ``metadata`` (the rest of the format is flat).
+MAX_METADATA_DEPTH = 32
+_MAX_INT = (1 << 63) - 1
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def save(profile: CallProfile, path: str | os.PathLike[str]) -> None:
+    """Write ``profile`` to ``path`` atomically (temp file in the same directory + rename).
+
+    A name ending in ``.gz`` is gzip-compressed. Metadata values that JSON cannot hold are
+    stored as their ``repr`` so a run never loses its profile over an odd metadata value.
+    """
+    data = json.dumps(to_json(profile), separators=(",", ":"), default=repr).encode("utf-8")
+    target = Path(path)
+    if target.name.endswith(".gz"):
+        data = gzip.compress(data, compresslevel=6, mtime=0)
+    _write_atomic(target, data)
+
+
+def load(path: str | os.PathLike[str]) -> CallProfile:
+    """Read and validate a saved profile; raise :class:`ProfileDataError` for anything wrong."""
+    name = os.fspath(path)
+    try:
+        with open(name, "rb") as fh:
+            raw = fh.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise ProfileDataError("malformed", f"cannot read: {exc.strerror or exc}", path=name) from None
+    return loads(raw, path=name)
+
+
+def loads(raw: bytes, *, path: str | None = None) -> CallProfile:
+    """Parse a saved profile from bytes (gzip or plain JSON)."""
+    if len(raw) > MAX_BYTES:
+        raise ProfileDataError("too_large", f"file is larger than {MAX_BYTES} bytes", path=path)
+    compressed = raw[:2] == _GZIP_MAGIC
+    if compressed:
+        raw = _gunzip(raw, path)
+    if not raw.strip():
+        raise ProfileDataError("truncated", "empty file", path=path)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        where = " (decompressed)" if compressed else ""
+        raise ProfileDataError(
+            "malformed", f"not UTF-8 text{where}", path=path, offset=exc.start
+        ) from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        kind: FormatErrorKind = "truncated" if exc.pos >= len(text.rstrip()) else "malformed"
+        where = " (in the decompressed data)" if compressed else ""
+        raise ProfileDataError(
+            kind, f"not valid JSON{where}: {exc.msg} at column {exc.colno}", path=path, line=exc.lineno
+        ) from None
+    except RecursionError:
+        raise ProfileDataError("too_large", "JSON nested too deeply", path=path) from None
+    except ValueError as exc:  # e.g. an integer with more digits than int() accepts
+        raise ProfileDataError("malformed", f"not valid JSON: {exc}", path=path) from None
+    return from_json(doc, path=path)
+
+
+def _gunzip(raw: bytes, path: str | None) -> bytes:
+    """Decompress at most :data:`MAX_BYTES`, so a small bomb cannot exhaust memory."""
+    out = bytearray()
+    data = raw
+    while data:
+        dec = zlib.decompressobj(wbits=31)  # gzip wrapper; loop handles concatenated members
+        try:
+            while data:
+                out += dec.decompress(data, MAX_BYTES + 1 - len(out))
+                if len(out) > MAX_BYTES:
+                    raise ProfileDataError(
+                        "too_large", f"decompresses to more than {MAX_BYTES} bytes", path=path
+                    )
+                data = dec.unconsumed_tail
+        except zlib.error as exc:
+            raise ProfileDataError("malformed", f"bad gzip data: {exc}", path=path) from None
+        if not dec.eof:
+            raise ProfileDataError("truncated", "gzip stream ends early", path=path)
+        data = dec.unused_data
+        if data and data[:2] != _GZIP_MAGIC:
+            break  # trailing garbage after the gzip member: ignore, as gzip(1) warns and does
+    return bytes(out)
+
+
+def _write_atomic(target: Path, data: bytes) -> None:
+    directory = target.parent if str(target.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+# --------------------------------------------------------------------------- to JSON
+
+
+def to_json(profile: CallProfile) -> dict[str, Any]:
+    """The JSON document (plain dicts/lists) for ``profile``; iterative, no recursion."""
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "mode": profile.mode,
+        "metadata": profile.metadata,
+        "frames": [[f.name, f.file, f.line] for f in profile.frames],
+        "threads": [
+            {"thread_id": t.thread_id, "name": t.name, "nodes": _flatten(t.root)}
+            for t in profile.threads
+        ],
+        "spans": [[s.thread, s.frame, s.start_ns, s.end_ns, s.depth] for s in profile.spans],
+    }
+
+
+def _flatten(root: CallNode) -> list[list[int]]:
+    rows: list[list[int]] = []
+    stack: list[tuple[int, CallNode]] = [(-1, root)]
+    while stack:
+        parent, node = stack.pop()
+        index = len(rows)
+        rows.append(
+            [parent, node.frame, node.calls, node.inclusive_ns, node.exclusive_ns, node.min_ns, node.max_ns]
+        )
+        # reversed so children come out in insertion order (the model's order)
+        stack.extend((index, child) for child in reversed(node.children.values()))
+    return rows
+
+
+# --------------------------------------------------------------------------- from JSON
+
+
+class _Checker:
+    """Validation helpers that raise with the file name and a JSON-pointer location."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+
+    def fail(self, where: str, detail: str, kind: FormatErrorKind = "malformed") -> NoReturn:
+        raise ProfileDataError(kind, f"at {where or '/'}: {detail}", path=self.path)
+
+    def obj(self, value: Any, where: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            self.fail(where, f"expected an object, found {_kind(value)}")
+        return value
+
+    def arr(self, value: Any, where: str, length: int | None = None) -> list[Any]:
+        if not isinstance(value, list):
+            self.fail(where, f"expected an array, found {_kind(value)}")
+        if length is not None and len(value) != length:
+            self.fail(where, f"expected {length} items, found {len(value)}")
+        return value
+
+    def key(self, doc: dict[str, Any], key: str, where: str) -> Any:
+        if key not in doc:
+            self.fail(where, f"missing key {key!r}")
+        return doc[key]
+
+    def int_(self, value: Any, where: str, lo: int = 0, hi: int = _MAX_INT) -> int:
+        if type(value) is not int:
+            self.fail(where, f"expected an integer, found {_kind(value)}")
+        if not lo <= value <= hi:
+            self.fail(where, f"{value} is outside {lo}..{hi}")
+        return value
+
+    def str_(self, value: Any, where: str) -> str:
+        if not isinstance(value, str):
+            self.fail(where, f"expected a string, found {_kind(value)}")
+        return value
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+            list: "an array", dict: "an object"}.get(type(value), type(value).__name__)
+
+
+def from_json(doc: Any, *, path: str | None = None) -> CallProfile:
+    """Build a :class:`CallProfile` from a parsed JSON document, checking every field."""
+    c = _Checker(path)
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        what = "an object without it" if isinstance(doc, dict) else _kind(doc)
+        raise ProfileDataError(
+            "bad_magic", f'not a profkit profile (no "format": "{FORMAT}"; found {what})', path=path
+        )
+    version = doc.get("version")
+    if type(version) is not int or version < 1:
+        c.fail("/version", f"expected a positive integer, found {version!r}")
+    if version > VERSION:
+        raise ProfileDataError(
+            "unsupported_version",
+            f"profile format version {version} is newer than this profkit reads "
+            f"(up to {VERSION}); upgrade profkit",
+            path=path,
+        )
+    mode = c.key(doc, "mode", "")
+    if mode not in ("trace", "sample"):
+        c.fail("/mode", f'expected "trace" or "sample", found {mode!r}')
+    metadata = c.obj(doc.get("metadata", {}), "/metadata")
+    _check_depth(c, metadata)
+
+    frames: list[Frame] = []
+    for i, item in enumerate(c.arr(c.key(doc, "frames", ""), "/frames")):
+        where = f"/frames/{i}"
+        row = c.arr(item, where, 3)
+        frames.append(
+            Frame(c.str_(row[0], where + "/0"), c.str_(row[1], where + "/1"),
+                  c.int_(row[2], where + "/2"))
+        )
+
+    threads: list[ThreadTree] = []
+    for i, item in enumerate(c.arr(c.key(doc, "threads", ""), "/threads")):
+        where = f"/threads/{i}"
+        t = c.obj(item, where)
+        tid = c.int_(c.key(t, "thread_id", where), where + "/thread_id", -_MAX_INT)
+        name = c.str_(c.key(t, "name", where), where + "/name")
+        root = _unflatten(c, c.arr(c.key(t, "nodes", where), where + "/nodes"), where + "/nodes",
+                          len(frames))
+        threads.append(ThreadTree(tid, name, root))
+
+    spans: list[Span] = []
+    for i, item in enumerate(c.arr(doc.get("spans", []), "/spans")):
+        where = f"/spans/{i}"
+        row = c.arr(item, where, 5)
+        thread = c.int_(row[0], where + "/0", 0, len(threads) - 1) if threads else c.fail(
+            where + "/0", "span refers to a thread but the profile has none")
+        frame = c.int_(row[1], where + "/1", 0, len(frames) - 1) if frames else c.fail(
+            where + "/1", "span refers to a frame but the profile has none")
+        start = c.int_(row[2], where + "/2")
+        end = c.int_(row[3], where + "/3", start)
+        spans.append(Span(thread, frame, start, end, c.int_(row[4], where + "/4")))
+
+    return CallProfile(mode, frames, threads, spans, metadata)
+
+
+def _unflatten(c: _Checker, rows: list[Any], where: str, nframes: int) -> CallNode:
+    if not rows:
+        c.fail(where, "a thread needs at least its root node")
+    nodes: list[CallNode] = []
+    for i, item in enumerate(rows):
+        at = f"{where}/{i}"
+        row = c.arr(item, at, 7)
+        if i == 0:
+            if row[0] != -1 or row[1] != -1:
+                c.fail(at, "node 0 must be the root: parent -1, frame -1")
+            node = CallNode(-1)
+        else:
+            parent = c.int_(row[0], at + "/0", 0, i - 1)  # pre-order: parents come first
+            frame = c.int_(row[1], at + "/1", 0, nframes - 1) if nframes else c.fail(
+                at + "/1", "node refers to a frame but the profile has none")
+            siblings = nodes[parent].children
+            if frame in siblings:
+                c.fail(at + "/1", f"frame {frame} appears twice under node {parent}")
+            node = siblings[frame] = CallNode(frame)
+        node.calls = c.int_(row[2], at + "/2")
+        node.inclusive_ns = c.int_(row[3], at + "/3")
+        node.exclusive_ns = c.int_(row[4], at + "/4")
+        node.min_ns = c.int_(row[5], at + "/5")
+        node.max_ns = c.int_(row[6], at + "/6")
+        nodes.append(node)
+    return nodes[0]
+
+
+def _check_depth(c: _Checker, metadata: dict[str, Any]) -> None:
+    stack: list[tuple[Any, int]] = [(metadata, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_METADATA_DEPTH:
+            c.fail("/metadata", f"nested deeper than {MAX_METADATA_DEPTH} levels", "too_large")
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+
+
+# --------------------------------------------------------------------------- combine
+
+
+def combine(profiles: Iterable[CallProfile]) -> CallProfile:
+    """Merge the profiles of several processes (one file each) into one.
+
+    Frames are re-interned into one table; every thread keeps its own tree, named
+    ``pid N: <thread>`` when the source's metadata knows its pid, so per-process trees
+    stay apart. The result's metadata lists each source's metadata under ``"processes"``.
+    All inputs must have the same mode.
+    """
+    items = list(profiles)
+    if not items:
+        raise ProfileDataError("incompatible", "nothing to combine")
+    modes = {p.mode for p in items}
+    if len(modes) > 1:
+        raise ProfileDataError("incompatible", f"cannot combine modes {sorted(modes)}")
+    out = CallProfile(items[0].mode, metadata={"processes": [p.metadata for p in items]})
+    for p in items:
+        remap = [out.frame_id(f) for f in p.frames]
+        first_thread = len(out.threads)
+        pid = p.metadata.get("pid")
+        for t in p.threads:
+            name = f"pid {pid}: {t.name}" if pid is not None else t.name
+            out.threads.append(ThreadTree(t.thread_id, name, _remap(t.root, remap)))
+        out.spans.extend(
+            Span(first_thread + s.thread, remap[s.frame], s.start_ns, s.end_ns, s.depth)
+            for s in p.spans
+        )
+    return out
+
+
+def _remap(root: CallNode, remap: list[int]) -> CallNode:
+    new_root = CallNode(-1, root.calls, root.inclusive_ns, root.exclusive_ns, root.min_ns, root.max_ns)
+    stack = [(root, new_root)]
+    while stack:
+        old, new = stack.pop()
+        for child in old.children.values():
+            frame = remap[child.frame]
+            copy = new.children[frame] = CallNode(
+                frame, child.calls, child.inclusive_ns, child.exclusive_ns, child.min_ns, child.max_ns
+            )
+            stack.append((child, copy))
+    return new_root

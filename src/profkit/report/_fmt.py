@@ -1,0 +1,73 @@
+"""Shared formatting for the text reports: durations, colours, fitting names in a width."""
+
+from __future__ import annotations
+
+import re
+
+from profkit.errors import UsageError
+
+_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+_DURATION = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*(ns|us|µs|ms|s)?\s*", re.ASCII)
+
+
+def format_ns(ns: int) -> str:
+    """A duration in at most 8 characters with three significant digits (``12.3 ms``)."""
+    if ns < 1_000:
+        return f"{ns} ns"
+    for scale, unit in ((1e3, "µs"), (1e6, "ms")):
+        if ns < scale * 999.5:
+            return f"{_sig3(ns / scale)} {unit}"
+    seconds = ns / 1e9
+    return f"{_sig3(seconds)} s" if seconds < 999.5 else f"{seconds:.0f} s"
+
+
+def _sig3(value: float) -> str:
+    if value < 9.995:
+        return f"{value:.2f}"
+    if value < 99.95:
+        return f"{value:.1f}"
+    return f"{value:.0f}"
+
+
+def parse_duration(text: str) -> int:
+    """``"1ms"``, ``"250us"``, ``"0.5s"``, ``"800ns"`` (bare numbers are ns) → nanoseconds."""
+    match = _DURATION.fullmatch(text)
+    if match is None:
+        raise UsageError(f"bad duration {text!r}: expected a number with ns, us, ms or s")
+    value, unit = match.groups()
+    return round(float(value) * _UNITS[unit or "ns"])
+
+
+def fit(name: str, room: int) -> str:
+    """``name`` cut from the left to ``room`` characters: the end of a qualname says most."""
+    if len(name) <= room:
+        return name
+    if room <= 1:
+        return "…"[:room]
+    return "…" + name[len(name) - room + 1 :]
+
+
+class Palette:
+    """ANSI colours, or nothing at all when colour is off (so plain output has no escapes)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def _wrap(self, code: str, text: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.enabled else text
+
+    def heat(self, fraction: float, text: str) -> str:
+        """Colour by share of the total: red for the hot paths, dim for the noise."""
+        if fraction >= 0.5:
+            return self._wrap("31", text)
+        if fraction >= 0.2:
+            return self._wrap("33", text)
+        if fraction >= 0.05:
+            return self._wrap("32", text)
+        return self._wrap("2", text)
+
+    def bold(self, text: str) -> str:
+        return self._wrap("1", text)
+
+    def dim(self, text: str) -> str:
+        return self._wrap("2", text)

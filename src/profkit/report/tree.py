@@ -1,0 +1,107 @@
+"""Pure transforms on call trees used by reports and exporters (no printing, no recursion).
+
+Each function takes nodes and returns new nodes; inputs are never modified. Iterative on
+purpose: a recursive program's tree can be deeper than Python's recursion limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+
+from profkit.calltree.model import CallNode, CallProfile, Frame
+
+
+def parse_prefixes(prefix: str | Iterable[str] | None) -> tuple[str, ...]:
+    """``"myapp,lib.core"`` (or a list) → ``("myapp", "lib.core")``; empty means keep all."""
+    if prefix is None:
+        return ()
+    items = prefix.split(",") if isinstance(prefix, str) else list(prefix)
+    return tuple(p.strip().rstrip(".") for p in items if p.strip().rstrip("."))
+
+
+def matches(name: str, prefixes: tuple[str, ...]) -> bool:
+    """Module-path prefix match: ``myapp`` keeps ``myapp`` and ``myapp.x``, not ``myapplet``."""
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def merge_into(target: CallNode, node: CallNode) -> None:
+    """Add ``node``'s own statistics (not its children) to ``target``."""
+    if node.calls:
+        if target.calls == 0 or node.min_ns < target.min_ns:
+            target.min_ns = node.min_ns
+        target.max_ns = max(target.max_ns, node.max_ns)
+    target.calls += node.calls
+    target.inclusive_ns += node.inclusive_ns
+    target.exclusive_ns += node.exclusive_ns
+
+
+def copy_tree(root: CallNode) -> CallNode:
+    """A deep copy of ``root``."""
+    return filter_tree(root, lambda _f: True)
+
+
+def filter_tree(root: CallNode, keep: Callable[[int], bool]) -> CallNode:
+    """A copy of ``root`` without the nodes whose frame ``keep(frame)`` rejects.
+
+    A hidden node's children move up to its nearest shown ancestor (merged with any
+    same-frame sibling there) and its own time is charged to that ancestor's exclusive
+    time: the same rule the ELT profiler applies at capture time.
+    """
+    new_root = CallNode(-1)
+    merge_into(new_root, root)
+    stack: list[tuple[CallNode, CallNode]] = [(root, new_root)]
+    while stack:
+        old, target = stack.pop()
+        for child in old.children.values():
+            if keep(child.frame):
+                shown = target.child(child.frame)
+                merge_into(shown, child)
+                stack.append((child, shown))
+            else:
+                target.exclusive_ns += child.exclusive_ns
+                stack.append((child, target))
+    return new_root
+
+
+def filter_prefix(profile: CallProfile, root: CallNode, prefixes: tuple[str, ...]) -> CallNode:
+    """``root`` keeping only frames under the module prefixes (all of them when empty)."""
+    if not prefixes:
+        return root
+    frames = profile.frames
+    keep = [matches(f.name, prefixes) for f in frames]
+    return filter_tree(root, lambda f: keep[f])
+
+
+def merged_root(roots: Iterable[CallNode]) -> CallNode:
+    """One tree summing several (e.g. every thread), paths merged by frame."""
+    out = CallNode(-1)
+    for root in roots:
+        merge_into(out, root)
+        stack = [(root, out)]
+        while stack:
+            old, target = stack.pop()
+            for child in old.children.values():
+                node = target.child(child.frame)
+                merge_into(node, child)
+                stack.append((child, node))
+    return out
+
+
+def total_ns(root: CallNode) -> int:
+    """The time a tree covers: the root's, or its children's sum when the root is unset."""
+    return root.inclusive_ns or sum(c.inclusive_ns for c in root.children.values())
+
+
+def walk(root: CallNode) -> Iterator[tuple[int, CallNode, tuple[int, ...]]]:
+    """Pre-order ``(depth, node, path of frames above it)`` without recursion."""
+    stack: list[tuple[int, CallNode, tuple[int, ...]]] = [(0, root, ())]
+    while stack:
+        depth, node, path = stack.pop()
+        yield depth, node, path
+        below = (*path, node.frame) if node.frame >= 0 else path
+        stack.extend((depth + 1, c, below) for c in reversed(node.children.values()))
+
+
+def frame_label(frames: list[Frame], index: int) -> str:
+    """A frame's display name; the root shows as ``<root>``."""
+    return frames[index].name if 0 <= index < len(frames) else "<root>"

@@ -1,0 +1,107 @@
+"""The text call tree: order, filters, width, colour, deep trees."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from profkit.calltree.model import CallProfile, Frame, ThreadTree
+from profkit.errors import UsageError
+from profkit.report._fmt import format_ns, parse_duration
+from profkit.report.text import render_tree
+from tests.calltree.strategies import deep_profile, sample_profile
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _names(text: str) -> list[str]:
+    return [m.group(1) for m in re.finditer(r"[└├]─ ([^\s…]\S*)", text)]
+
+
+def test_tree_orders_children_by_inclusive_time() -> None:
+    text = render_tree(sample_profile())
+    assert _names(text) == [
+        "myapp.main", "myapp.core.work", "json.dumps", "myapp.core.helper", "json.dumps",
+        "myapp.core.helper",
+    ]
+    assert "Thread MainThread (id 1): 10.0 ms traced" in text
+    assert "Thread worker (id 2)" in text
+    assert "\x1b[" not in text
+
+
+def test_every_line_fits_the_width() -> None:
+    prof = deep_profile(300)
+    prof.frames[0] = Frame("a" * 200, "x.py", 1)
+    for width in (52, 60, 80, 120):
+        text = render_tree(prof, width=width)
+        assert max(len(line) for line in text.splitlines()) <= width
+    assert "[299]" in render_tree(prof)
+
+
+def test_deep_tree_does_not_recurse() -> None:
+    text = render_tree(deep_profile(5000))
+    assert text.count("myapp.rec") == 5000
+
+
+def test_color_only_when_asked() -> None:
+    colored = render_tree(sample_profile(), color=True)
+    assert "\x1b[31m" in colored
+    assert _ANSI.sub("", colored) == render_tree(sample_profile())
+
+
+def test_min_time_hides_and_summarises() -> None:
+    text = render_tree(sample_profile(), min_time_ns=3_000_000)
+    assert _names(text) == ["myapp.main", "myapp.core.work", "json.dumps", "myapp.core.helper"][:3]
+    assert "… 1 more below the limit" in text  # helper under work, dumps under main
+
+
+def test_top_and_max_depth() -> None:
+    text = render_tree(sample_profile(), top=1)
+    assert _names(text)[:3] == ["myapp.main", "myapp.core.work", "json.dumps"]
+    assert "… 1 more" in text
+    cut = render_tree(sample_profile(), max_depth=1)
+    assert _names(cut) == ["myapp.main", "myapp.core.helper"]
+    assert "myapp.main …" in cut
+
+
+def test_prefix_charges_hidden_time_to_caller() -> None:
+    text = render_tree(sample_profile(), prefix="myapp.core")
+    lines = [line for line in text.splitlines() if "myapp.core.work" in line]
+    assert len(lines) == 1
+    # work keeps 8 ms total and absorbs json.dumps' 4 ms into its 2 ms self time
+    assert re.search(r"8\.00 ms\s+6\.00 ms", lines[0])
+    assert "json.dumps" not in text
+    assert "myapp.main" not in text
+
+
+def test_prefix_is_a_module_path_prefix() -> None:
+    p = CallProfile("trace")
+    t = ThreadTree(1, "T")
+    p.threads.append(t)
+    t.root.child(p.frame_id(Frame("myapplet.x"))).add_call(5, 5)
+    t.root.child(p.frame_id(Frame("myapp"))).add_call(5, 5)
+    assert _names(render_tree(p, prefix="myapp")) == ["myapp"]
+    assert "no calls recorded under the prefix" in render_tree(p, prefix="other")
+
+
+def test_empty_profile() -> None:
+    assert "empty profile" in render_tree(CallProfile("sample"))
+
+
+@pytest.mark.parametrize(
+    ("text", "ns"), [("1ms", 1_000_000), ("250us", 250_000), ("0.5s", 500_000_000),
+                     ("800", 800), ("2 µs", 2000), (".5ms", 500_000)])
+def test_parse_duration(text: str, ns: int) -> None:
+    assert parse_duration(text) == ns
+
+
+@pytest.mark.parametrize("text", ["", "ms", "1h", "-1ms", "1e3ms", "١ms"])
+def test_parse_duration_rejects(text: str) -> None:
+    with pytest.raises(UsageError):
+        parse_duration(text)
+
+
+def test_format_ns_stays_short() -> None:
+    for ns in [0, 999, 1000, 99_949, 999_999, 10**9, 10**12 - 1, 10**13]:
+        assert len(format_ns(ns)) <= 8
