@@ -1,0 +1,86 @@
+"""The event-line stream: the article's format, with base time applied without orphans.
+
+Format (four spaces per depth; durations in µs with three decimals, or integer ns)::
+
+    Enter: myapp.main
+        Enter: myapp.work
+        Leave: myapp.work, Duration: 12.250 us
+        Resume: myapp.numbers
+        Yield: myapp.numbers, Duration: 0.700 us
+    Leave: myapp.main, Duration: 120.811 us
+
+``Resume``/``Yield`` open and close a generator or coroutine activation (``Enter`` is its
+first start, ``Leave`` its return).
+
+**Base time.** The stack entries ``stack[1:k]`` have had their opening line written;
+``k`` lives in the root entry (``stack[0][3]``). Entries above ``k`` are *pending*. An
+opening line is written — once, never retracted — as soon as its call is certain to be
+shown: when it closes after at least the base time, when a descendant is shown (a
+descendant's duration is a lower bound of its own), or when it has already been running
+for the base time at the next event on its thread. Pending entries always form the top of
+the stack, so each check looks at one entry: linear work, no re-printing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+_INDENT = "    "
+
+
+def format_duration(duration_ns: int, unit: str) -> str:
+    """``12.250 us`` or ``12250 ns``: the unit is always stated."""
+    if unit == "ns":
+        return f"{duration_ns} ns"
+    return f"{duration_ns / 1000:.3f} us"
+
+
+def on_open(
+    stack: list[list[Any]],
+    basetime: int,
+    now: int,
+    name: Callable[[Any], str],
+    emit: Callable[[str], None],
+) -> None:
+    """A call or resumption was pushed on ``stack``: write what is now certain."""
+    written = stack[0][3]
+    if basetime <= 0:
+        entry = stack[-1]
+        emit(f"{_INDENT * (len(stack) - 2)}{entry[3]}: {name(entry[0].fid)}")
+        stack[0][3] = len(stack)
+        return
+    top = len(stack)
+    while written < top and now - stack[written][1] >= basetime:
+        entry = stack[written]
+        emit(f"{_INDENT * (written - 1)}{entry[3]}: {name(entry[0].fid)}")
+        written += 1
+    stack[0][3] = written
+
+
+def on_close(
+    stack: list[list[Any]],
+    entry: list[Any],
+    duration: int,
+    kind: str,
+    basetime: int,
+    name: Callable[[Any], str],
+    emit: Callable[[str], None],
+    unit: str,
+) -> None:
+    """``entry`` was popped off ``stack`` (its index was ``len(stack)``)."""
+    index = len(stack)
+    written = stack[0][3]
+    if index >= written:
+        if duration < basetime:
+            return  # hidden, and its opening line was never written: nothing to undo
+        # Shown: its pending ancestors are at least as long, so they are shown too.
+        for depth in range(written, index):
+            pending = stack[depth]
+            emit(f"{_INDENT * (depth - 1)}{pending[3]}: {name(pending[0].fid)}")
+        emit(f"{_INDENT * (index - 1)}{entry[3]}: {name(entry[0].fid)}")
+    emit(
+        f"{_INDENT * (index - 1)}{kind}: {name(entry[0].fid)}, "
+        f"Duration: {format_duration(duration, unit)}"
+    )
+    stack[0][3] = index

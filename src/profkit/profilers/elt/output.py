@@ -1,0 +1,99 @@
+"""Where a profile goes at the end: file names, saving, and the tree on stderr.
+
+Naming (documented in ``docs/elt.md``):
+
+* ``profkit run`` writes ``-o FILE`` or, by default, ``profkit-<program>-<pid>.json`` in the
+  current directory (``<program>`` is the script's stem, the module name, or ``c``).
+* Child processes profiled through environment activation write
+  ``<stem>.<pid><suffix>`` next to the parent's file: ``PROFKIT_OUTPUT`` may hold the
+  placeholder ``{pid}``, which every process replaces with its own id.
+* An environment-activated profiler without ``PROFKIT_OUTPUT`` writes
+  ``profkit-<program>-<pid>.json`` in its working directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from profkit.calltree import file as profile_file
+from profkit.calltree.model import CallProfile
+
+if TYPE_CHECKING:
+    from profkit.profilers.elt.profiler import EltProfiler
+
+PID = "{pid}"
+
+
+def program_label(argv0: str) -> str:
+    """A file-name-safe label for the program: script stem, module name, or ``c``."""
+    if argv0 in ("-c", ""):
+        return "c"
+    stem = Path(argv0).stem
+    if stem == "__main__":
+        stem = Path(argv0).parent.name or stem
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", stem) or "python"
+
+
+def default_output(label: str) -> str:
+    """``profkit-<label>-{pid}.json`` (``{pid}`` replaced by :func:`resolve_output`)."""
+    return f"profkit-{label}-{PID}.json"
+
+
+def child_template(path: str) -> str:
+    """``out.json`` -> ``out.{pid}.json``: the file each child process writes."""
+    p = Path(path)
+    suffixes = "".join(p.suffixes[-2:]) if p.name.endswith(".json.gz") else p.suffix
+    stem = p.name[: len(p.name) - len(suffixes)] if suffixes else p.name
+    return str(p.with_name(f"{stem}.{PID}{suffixes or '.json'}"))
+
+
+def resolve_output(template: str, pid: int | None = None) -> str:
+    return template.replace(PID, str(os.getpid() if pid is None else pid))
+
+
+def render(profile: CallProfile, stream: TextIO) -> str:
+    """The call tree as ``profkit report`` prints it, fitted to the terminal of ``stream``."""
+    from profkit.report.text import render_tree
+
+    tty = _isatty(stream)
+    width = 80
+    if tty:
+        with contextlib.suppress(OSError, ValueError):
+            width = max(os.get_terminal_size(stream.fileno()).columns, 60)
+    color = tty and not os.environ.get("NO_COLOR")
+    return render_tree(profile, width=width, color=color, min_share=0.005, top=12, max_depth=40)
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def finish_standalone(profiler: EltProfiler) -> None:
+    """Save (and print, if the settings say so) an environment-activated profiler's profile.
+
+    Runs inside ``shutdown``, where raising would only get the profiler reported as
+    faulty: a failure to write is one line on stderr instead.
+    """
+    profile = profiler.profile
+    if profile is None:
+        return
+    settings = profiler.settings
+    template = settings.output or default_output(program_label(sys.argv[0] if sys.argv else ""))
+    path = resolve_output(template)
+    try:
+        profile_file.save(profile, path)
+        profiler.saved_path = path
+    except OSError as exc:
+        print(f"profkit: cannot write profile {path}: {exc.strerror or exc}", file=sys.stderr)
+        return
+    if settings.tree:
+        sys.stderr.write(render(profile, sys.stderr))
+        print(f"profkit: profile saved to {path}", file=sys.stderr)

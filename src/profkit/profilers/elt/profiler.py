@@ -1,0 +1,381 @@
+"""The ELT call-tree profiler: enter/leave/yield/resume → per-thread call trees and event lines.
+
+After the ELTProfiler article (``CallHistory``: a depth stack, a duration per call, one
+line per event), rebuilt on :mod:`profkit.api` without its faults:
+
+* **Capture-time namespace filter.** The prefix is given to
+  :meth:`ProfilerInfo.set_function_filter`, so code outside it is never delivered (on
+  ``sys.monitoring`` it runs at full speed); its time stays in the nearest shown caller.
+* **Base time without orphans.** An ``Enter`` line is *held* until the call is known to be
+  shown (it lasted ≥ the base time, or a shown descendant appeared, or it has already been
+  running for the base time), then written once; nothing is ever re-printed or retracted.
+* **Generators and coroutines.** Each activation (start or resume → yield or return) is one
+  call of its node, placed under whoever resumed it, as cProfile counts them; time spent
+  suspended is charged to nobody (it is not the coroutine's).
+* **Threads.** One stack per thread (a ``threading.local``), one tree per thread.
+
+Clock: :func:`time.perf_counter_ns`, bound at import so a program that mocks ``time``
+(freezegun) cannot disturb it; tests inject a fake clock instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from profkit.api import EventMask, FunctionInfo, ProfilerCallback, ProfilerInfo
+from profkit.api.ids import FunctionId, ThreadId
+from profkit.calltree.model import CallProfile, Frame, ThreadTree
+from profkit.profilers.elt import lines as _lines
+from profkit.profilers.elt.sinks import LineFlusher, Sink, TextSink, UdpSender
+from profkit.profilers.elt.tree import Node, convert
+from profkit.settings import Settings, prefix_matches
+
+_perf_counter_ns = time.perf_counter_ns
+_time_ns = time.time_ns
+_get_ident = threading.get_ident
+
+#: profkit's own machinery, never shown (it runs the program; it is not the program).
+INTERNAL_MODULES = (
+    "runpy",
+    "profkit.cli",
+    "profkit.collect",
+    "profkit.api",
+    "profkit.profilers",
+    "profkit.settings",
+    "profkit.monitor",
+    "profkit.calltree",
+    "profkit.report",
+)
+
+# A stack entry is a 4-item list, mutated in place (cheaper than an object on the hot path):
+_NODE, _START, _CHILD, _KIND = 0, 1, 2, 3
+
+
+class EltProfiler(ProfilerCallback):
+    """Call-tree profiler (``mode=trace``) or stack-sampling profiler (``mode=sample``).
+
+    Loadable by environment activation as ``profkit.profilers.elt:EltProfiler``; with no
+    arguments it reads its :class:`~profkit.settings.Settings` from ``PROFKIT_*``
+    variables. ``clock`` and ``on_line`` (receives each event line synchronously, instead
+    of the stream/UDP sinks) exist for tests and embedding. ``standalone`` profilers save (and optionally print) their profile in
+    :meth:`shutdown`; ``profkit run`` passes ``standalone=False`` and does that itself.
+    """
+
+    mode_override: str | None = None
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        clock: Callable[[], int] | None = None,
+        standalone: bool = True,
+        on_line: Callable[[str], None] | None = None,
+    ) -> None:
+        if settings is None:
+            settings = Settings.from_env(os.environ)
+        if self.mode_override is not None:
+            settings = settings.replace(mode=self.mode_override)
+        self.settings = settings
+        self.standalone = standalone
+        self._clock = clock or _perf_counter_ns
+        self._basetime = settings.basetime_ns
+        self._prefixes = settings.prefixes
+        self._info: ProfilerInfo | None = None
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        # (thread ident, stack) for every thread seen; stack[0] is that thread's root entry.
+        self._stacks: list[tuple[int, str, list[list[Any]]]] = []
+        self._samples: dict[ThreadId, tuple[str, Node]] = {}
+        self._accepted: dict[FunctionId, bool] = {}
+        self._names: dict[FunctionId, str] = {}
+        self._flusher: LineFlusher | None = None
+        # Event lines go to _emit: the flusher queue's append, or ``on_line`` (tests).
+        self._emit: Callable[[str], None] | None = None
+        self._on_line = on_line
+        self._udp: UdpSender | None = None
+        self._started_ns = 0
+        self._started_wall_ns = 0
+        self._closed_open_calls = 0
+        self.profile: CallProfile | None = None
+        self.saved_path: str | None = None
+
+    # -- lifecycle --------------------------------------------------------------------
+    def initialize(self, info: ProfilerInfo) -> None:
+        """Select events, install the namespace filter, open the line sinks."""
+        self._info = info
+        self._started_ns = self._clock()
+        self._started_wall_ns = _time_ns()
+        if self.settings.mode == "sample":
+            info.set_event_mask(EventMask.SAMPLING)
+        else:
+            info.set_event_mask(EventMask.ENTER_LEAVE)
+            self._open_sinks()
+        info.set_function_filter(self.accepts)
+
+    def _open_sinks(self) -> None:
+        if self._on_line is not None:
+            self._emit = self._on_line
+            return
+        sinks: list[Sink] = []
+        if self.settings.stream:
+            sinks.append(TextSink(self.settings.stream))
+        if self.settings.udp is not None:
+            self._udp = UdpSender(self.settings.udp)
+            sinks.append(self._udp)
+        if sinks:
+            self._flusher = LineFlusher(sinks)
+            self._emit = self._flusher.queue.append
+            self._flusher.start()
+
+    def accepts(self, info: FunctionInfo) -> bool:
+        """The capture-time filter: inside a prefix (if any) and not profkit's machinery."""
+        module = info.module
+        if prefix_matches(module, INTERNAL_MODULES):
+            return False
+        return not self._prefixes or prefix_matches(module, self._prefixes)
+
+    def shutdown(self) -> None:
+        """Build :attr:`profile`; a standalone profiler also saves (and prints) it."""
+        if self._flusher is not None:
+            self._flusher.close()
+        self.profile = self.build_profile()
+        if self.standalone:
+            from profkit.profilers.elt.output import finish_standalone
+
+            finish_standalone(self)
+
+    # -- trace mode: the hot path ------------------------------------------------------
+    def function_enter(self, function_id: FunctionId) -> None:
+        try:
+            stack = self._local.stack
+        except AttributeError:
+            stack = self._new_thread()
+        parent = stack[-1][0]
+        node = parent.children.get(function_id)
+        if node is None:
+            node = parent.children[function_id] = Node(function_id)
+        # Clock read last: our own bookkeeping is charged to the caller, not the callee.
+        stack.append([node, self._clock(), 0, "Enter"])
+        if self._emit is not None:
+            self._line_open(stack)
+
+    def function_leave(self, function_id: FunctionId) -> None:
+        now = self._clock()  # clock read first, for the same reason
+        try:
+            stack = self._local.stack
+        except AttributeError:
+            return  # a function entered before this thread was seen
+        entry = stack.pop()
+        node = entry[0]
+        if node.fid != function_id:
+            stack.append(entry)
+            self._resync(stack, function_id, now, "Leave")
+            return
+        duration = now - entry[1]
+        if duration >= self._basetime:
+            node.calls += 1
+            node.incl += duration
+            node.excl += duration - entry[2]
+            if duration > node.max:
+                node.max = duration
+            if duration < node.min:
+                node.min = duration
+            stack[-1][2] += duration
+        if self._emit is not None:
+            self._line_close(stack, entry, duration, "Leave")
+
+    def function_resume(self, function_id: FunctionId) -> None:
+        try:
+            stack = self._local.stack
+        except AttributeError:
+            stack = self._new_thread()
+        node = stack[-1][0].child(function_id)
+        stack.append([node, self._clock(), 0, "Resume"])
+        if self._emit is not None:
+            self._line_open(stack)
+
+    def function_yield(self, function_id: FunctionId) -> None:
+        now = self._clock()
+        try:
+            stack = self._local.stack
+        except AttributeError:
+            return
+        entry = stack.pop()
+        if entry[0].fid != function_id:
+            stack.append(entry)
+            self._resync(stack, function_id, now, "Yield")
+            return
+        self._close(stack, entry, now, "Yield")
+
+    def _close(self, stack: list[list[Any]], entry: list[Any], now: int, kind: str) -> None:
+        """Record one finished activation (the general, non-inlined form)."""
+        node = entry[0]
+        duration = now - entry[1]
+        if duration >= self._basetime:
+            node.calls += 1
+            node.incl += duration
+            node.excl += duration - entry[2]
+            node.max = max(node.max, duration)
+            node.min = min(node.min, duration)
+            stack[-1][2] += duration
+        if self._emit is not None:
+            self._line_close(stack, entry, duration, kind)
+
+    def _resync(self, stack: list[list[Any]], function_id: FunctionId, now: int, kind: str) -> None:
+        """A leave that does not match the top of the stack.
+
+        If the function is deeper in the stack, the calls above it missed their leave
+        (they are closed now, at the same instant); if it is not on the stack at all, it
+        was entered before profiling began, and the event is ignored.
+        """
+        for depth in range(len(stack) - 1, 0, -1):
+            if stack[depth][0].fid == function_id:
+                while len(stack) > depth + 1:
+                    self._close(stack, stack.pop(), now, "Leave")
+                self._close(stack, stack.pop(), now, kind)
+                return
+
+    def _new_thread(self) -> list[list[Any]]:
+        root = Node(None)
+        # The root entry's _KIND slot holds how many entries have had their line written.
+        stack: list[list[Any]] = [[root, self._clock(), 0, 1]]
+        self._local.stack = stack
+        with self._lock:
+            self._stacks.append((_get_ident(), threading.current_thread().name, stack))
+        return stack
+
+    # -- event lines -----------------------------------------------------------------
+    def _line_open(self, stack: list[list[Any]]) -> None:
+        _lines.on_open(stack, self._basetime, self._clock(), self._name, self._emit_line)
+
+    def _line_close(self, stack: list[list[Any]], entry: list[Any], duration: int, kind: str) -> None:
+        _lines.on_close(
+            stack, entry, duration, kind, self._basetime, self._name, self._emit_line,
+            self.settings.unit,
+        )
+
+    def _emit_line(self, line: str) -> None:
+        emit = self._emit
+        if emit is not None:
+            emit(line)
+
+    def _name(self, function_id: FunctionId) -> str:
+        name = self._names.get(function_id)
+        if name is None:
+            name = self._names[function_id] = self._function_info(function_id).full_name
+        return name
+
+    def _function_info(self, function_id: FunctionId) -> FunctionInfo:
+        assert self._info is not None
+        return self._info.get_function_info(function_id)
+
+    # -- sample mode ------------------------------------------------------------------
+    def stack_sample(
+        self,
+        thread_id: ThreadId,
+        function_ids: tuple[FunctionId, ...],
+        timestamp_ns: int,
+        weight_ns: int,
+    ) -> None:
+        """Add one sample: every shown frame on the path gets the weight, the leaf its self time."""
+        entry = self._samples.get(thread_id)
+        if entry is None:
+            entry = self._samples[thread_id] = (self._thread_name(thread_id), Node(None))
+        node = entry[1]
+        node.incl += weight_ns
+        accepted = self._accepted
+        for fid in function_ids:
+            ok = accepted.get(fid)
+            if ok is None:
+                ok = accepted[fid] = self.accepts(self._function_info(fid))
+            if ok:
+                node = node.child(fid)
+                node.calls += 1
+                node.incl += weight_ns
+        node.excl += weight_ns
+
+    def _thread_name(self, thread_id: ThreadId) -> str:
+        try:
+            assert self._info is not None
+            return self._info.get_thread_info(thread_id).name
+        except Exception:
+            return f"Thread-{thread_id}"
+
+    # -- results ----------------------------------------------------------------------
+    def build_profile(self) -> CallProfile:
+        """The profile so far: open calls are closed now, hidden-only branches dropped."""
+        now = self._clock()
+        profile = CallProfile(mode="sample" if self.settings.mode == "sample" else "trace")
+        frames: dict[int, Frame] = {}
+
+        def frame_of(fid: int) -> Frame:
+            frame = frames.get(fid)
+            if frame is None:
+                info = self._function_info(FunctionId(fid))
+                frame = frames[fid] = Frame(info.full_name, info.filename, info.first_line)
+            return frame
+
+        if self.settings.mode == "sample":
+            for tid, (name, root) in sorted(self._samples.items()):
+                tree = convert(root, profile, frame_of, root_totals=True)
+                profile.threads.append(ThreadTree(int(tid), name, tree))
+        else:
+            flusher_ident = self._flusher_ident()
+            with self._lock:
+                stacks = list(self._stacks)
+            names = {t.ident: t.name for t in threading.enumerate()}
+            for ident, name, stack in stacks:
+                if ident == flusher_ident:
+                    continue
+                self._close_open(stack, now)
+                tree = convert(stack[0][0], profile, frame_of, root_totals=False)
+                if tree.children:
+                    profile.threads.append(ThreadTree(ident, names.get(ident, name), tree))
+        profile.metadata.update(self._metadata(now))
+        return profile
+
+    def _close_open(self, stack: list[list[Any]], now: int) -> None:
+        """Calls still running at the end (other threads, a killed program) end now."""
+        emit, self._emit = self._emit, None  # their lines would go nowhere now
+        try:
+            while len(stack) > 1:
+                self._closed_open_calls += 1
+                self._close(stack, stack.pop(), now, "Leave")
+        finally:
+            self._emit = emit
+
+    def _flusher_ident(self) -> int | None:
+        thread = self._flusher._thread if self._flusher is not None else None
+        return thread.ident if thread is not None else None
+
+    def _metadata(self, now: int) -> dict[str, Any]:
+        meta: dict[str, Any] = {
+            "profiler": f"{type(self).__module__}:{type(self).__qualname__}",
+            "pid": os.getpid(),
+            "argv": list(sys.argv),
+            "python": sys.version.split()[0],
+            "start_time_ns": self._started_wall_ns,
+            "duration_ns": now - self._started_ns,
+            "settings": self.settings.as_dict(),
+            "open_calls_closed_at_end": self._closed_open_calls,
+        }
+        if self._info is not None:
+            with contextlib.suppress(Exception):
+                meta["backend"] = self._info.backend_name
+        if self._flusher is not None:
+            meta["lines_dropped"] = self._flusher.dropped + (self._udp.dropped if self._udp else 0)
+        if self._udp is not None:
+            meta["udp_datagrams_sent"] = self._udp.sent_datagrams
+        return meta
+
+
+class SamplingProfiler(EltProfiler):
+    """The same profiler in sample mode (``profkit.profilers.elt:SamplingProfiler``)."""
+
+    mode_override = "sample"

@@ -1,0 +1,148 @@
+"""Where event lines go: a text stream (stderr or a file) and/or UDP datagrams.
+
+The profiler's hot path only appends a finished line to a :class:`collections.deque`
+(atomic under the GIL, so no lock and no lost line when a flush runs concurrently). A
+background :class:`LineFlusher` thread drains it every ``period`` seconds, and at
+shutdown, and hands the batch to each sink. The program therefore never waits for a
+terminal or a network: the UDP socket is non-blocking, and a datagram the kernel will
+not take is dropped and *counted* (the ``dropped`` field of the next datagram, so the
+monitor can show loss that happened before the network). If the program produces lines
+faster than the flusher drains them, the queue is cut at ``max_queued`` lines, also
+counted, so memory stays bounded.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+from collections import deque
+from typing import IO, Protocol
+
+from profkit.monitor import protocol
+
+
+class Sink(Protocol):
+    def write_lines(self, lines: list[str]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class TextSink:
+    """Event lines to a text stream (``stderr``) or to a file opened for writing."""
+
+    def __init__(self, target: str) -> None:
+        self._owned = target != "stderr"
+        self._out: IO[str] = (
+            open(target, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
+            if self._owned
+            else sys.stderr
+        )
+
+    def write_lines(self, lines: list[str]) -> None:
+        try:
+            self._out.write("\n".join(lines) + "\n")
+            self._out.flush()
+        except (OSError, ValueError):
+            pass  # a closed/broken stream must not break the profiled program
+
+    def close(self) -> None:
+        if self._owned:
+            self._out.close()
+
+
+class UdpSender:
+    """Event lines as ``profkit.monitor.protocol`` datagrams, never blocking.
+
+    ``seq`` counts datagrams actually handed to the kernel, so a gap seen by the monitor
+    is loss on the way; lines the kernel refused are added to ``dropped`` instead.
+    """
+
+    def __init__(self, address: tuple[str, int], sender: str | None = None) -> None:
+        host, port = address
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.sender = sender or f"{socket.gethostname().split('.')[0] or 'host'}/{os.getpid()}"
+        self.seq = 0
+        self.dropped = 0
+        self.sent_datagrams = 0
+        self._sock = socket.socket(family, socket.SOCK_DGRAM)
+        self._sock.setblocking(False)
+        try:
+            self._sock.connect((host, port))  # resolves once; send() needs no address
+        except OSError:
+            self._sock.close()
+            raise
+
+    def write_lines(self, lines: list[str]) -> None:
+        for chunk in protocol.batch(lines):
+            data = protocol.encode(self.sender, self.seq, self.dropped, chunk)
+            try:
+                self._sock.send(data)
+            except (BlockingIOError, InterruptedError, OSError):
+                # Buffer full, or no listener (ECONNREFUSED from an earlier ICMP): drop and count.
+                self.dropped += len(chunk)
+                continue
+            self.seq += 1
+            self.sent_datagrams += 1
+
+    def add_dropped(self, count: int) -> None:
+        self.dropped += count
+
+    def close(self) -> None:
+        self._sock.close()
+
+
+class LineFlusher:
+    """Drains the profiler's line queue into the sinks on a daemon thread."""
+
+    def __init__(
+        self, sinks: list[Sink], *, period: float = 0.05, max_queued: int = 200_000
+    ) -> None:
+        self.queue: deque[str] = deque()
+        self.sinks = sinks
+        self.dropped = 0
+        self._period = period
+        self._max = max_queued
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="profkit-lines", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._period):
+            self.flush()
+
+    def flush(self) -> None:
+        """Move every queued line to the sinks (thread-safe; callable from any thread)."""
+        with self._lock:
+            queue = self.queue
+            count = len(queue)
+            if count > self._max:
+                # Bounded memory: drop the oldest excess, count it, tell the monitor.
+                excess = count - self._max
+                for _ in range(excess):
+                    queue.popleft()
+                self.dropped += excess
+                for sink in self.sinks:
+                    if isinstance(sink, UdpSender):
+                        sink.add_dropped(excess)
+                count -= excess
+            if not count:
+                return
+            pop = queue.popleft
+            lines = [pop() for _ in range(count)]
+            for sink in self.sinks:
+                sink.write_lines(lines)
+
+    def close(self) -> None:
+        """Stop the thread, flush what is left, close the sinks."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=2.0)
+        self.flush()
+        for sink in self.sinks:
+            sink.close()

@@ -1,0 +1,233 @@
+"""The settings of ``profkit run`` and the ELT profiler: one table, one frozen dataclass.
+
+Every setting is one row of :data:`SETTINGS`: the dataclass field, the ``PROFKIT_*``
+environment variable, the ``profkit run`` flag, a parser from text, a formatter back to
+text, and the default. Everything else is derived from that table — reading the
+environment, the CLI flags' help, validation messages, and :meth:`Settings.serialize`,
+which hands a child process the parent's *exact* settings through its environment
+(coverage.py's ``serialize()`` idea, but validated on the way back in).
+
+Precedence, lowest first: defaults → ``PROFKIT_*`` environment → command-line flags.
+A bad value is never guessed at: it raises :class:`~profkit.errors.SettingsError` naming
+the variable (or flag), the value and what was expected, e.g.
+``PROFKIT_BASETIME='abc': expected a duration like 100us, 2ms, 0.5s``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from profkit.errors import SettingsError
+
+Mode = Literal["trace", "sample"]
+Unit = Literal["us", "ns"]
+SampleClock = Literal["wall", "cpu"]
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|µs|ms|s)?\s*$")
+_UNIT_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+_MODULE_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+class _Invalid(ValueError):
+    """A parser's complaint; the table code adds the variable name and the value."""
+
+
+# -- parsers (text -> value) and formatters (value -> text) -------------------------------
+def parse_duration(text: str) -> int:
+    """``100us``, ``2ms``, ``0.5s``, ``250ns`` or a bare number of microseconds -> ns."""
+    match = _DURATION.match(text)
+    if not match:
+        raise _Invalid("expected a duration like 100us, 2ms, 0.5s")
+    number, unit = match.groups()
+    # A bare number is microseconds: the unit PROFILE_BASETIME users think in.
+    return round(float(number) * _UNIT_NS[unit or "us"])
+
+
+def format_duration(ns: int) -> str:
+    """The shortest exact text :func:`parse_duration` reads back as ``ns``."""
+    for unit in ("s", "ms", "us"):
+        if ns and ns % _UNIT_NS[unit] == 0:
+            return f"{ns // _UNIT_NS[unit]}{unit}"
+    return f"{ns}ns"
+
+
+def parse_prefixes(text: str) -> tuple[str, ...]:
+    """``myapp,myapp.core`` -> module-path prefixes (empty text: no filter)."""
+    parts = tuple(p.strip() for p in text.split(",") if p.strip())
+    for part in parts:
+        if not _MODULE_PATH.match(part):
+            raise _Invalid(
+                f"{part!r} is not a module path; expected comma-separated prefixes like myapp,myapp.core"
+            )
+    return parts
+
+
+def parse_address(text: str) -> tuple[str, int] | None:
+    """``HOST:PORT`` (``[::1]:2222`` for IPv6); empty text: off."""
+    text = text.strip()
+    if not text:
+        return None
+    host, sep, port_text = text.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise _Invalid("expected HOST:PORT, e.g. 127.0.0.1:2222")
+    return host, int(port_text)
+
+
+def format_address(value: tuple[str, int] | None) -> str:
+    if value is None:
+        return ""
+    host, port = value
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def parse_bool(text: str) -> bool:
+    low = text.strip().lower()
+    if low in _TRUE:
+        return True
+    if low in _FALSE:
+        return False
+    raise _Invalid("expected 1 or 0 (true/false, yes/no, on/off)")
+
+
+def _choice(*choices: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        value = text.strip().lower()
+        if value not in choices:
+            raise _Invalid("expected one of " + ", ".join(choices))
+        return value
+
+    return parse
+
+
+def _optional_text(text: str) -> str | None:
+    return text or None
+
+
+def _positive_duration(text: str) -> int:
+    value = parse_duration(text)
+    if value <= 0:
+        raise _Invalid("expected a positive duration like 1ms, 250us")
+    return value
+
+
+# -- the table -------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One row: dataclass field, environment variable, CLI flag, parser, formatter, default."""
+
+    field: str
+    env: str
+    flag: str
+    parse: Callable[[str], Any]
+    format: Callable[[Any], str]
+    default: Any
+    help: str
+
+
+# fmt: off
+SETTINGS: tuple[Setting, ...] = (
+    Setting("mode", "PROFKIT_MODE", "--mode", _choice("trace", "sample"), str, "trace",
+            "trace: every call (ELT call tree); sample: stack samples at --interval"),
+    Setting("prefixes", "PROFKIT_NAMESPACE_PREFIX", "--prefix", parse_prefixes, ",".join, (),
+            "keep only functions whose module is under one of these comma-separated "
+            "module paths (myapp,otherlib.core); others are skipped at capture time"),
+    Setting("basetime_ns", "PROFKIT_BASETIME", "--basetime", parse_duration, format_duration, 0,
+            "hide calls shorter than this (100us, 2ms; bare number = us); their time "
+            "counts in the caller"),
+    Setting("output", "PROFKIT_OUTPUT", "--output", _optional_text, lambda v: v or "", None,
+            "profile file to write ({pid} is replaced by the process id)"),
+    Setting("interval_ns", "PROFKIT_INTERVAL", "--interval", _positive_duration,
+            format_duration, 1_000_000, "sampling interval in sample mode (default 1ms)"),
+    Setting("sample_clock", "PROFKIT_SAMPLE_CLOCK", "--sample-clock", _choice("wall", "cpu"),
+            str, "wall", "what a sample's weight measures in sample mode: wall or cpu time"),
+    Setting("udp", "PROFKIT_UDP", "--udp", parse_address, format_address, None,
+            "send event lines live to a profkit monitor at HOST:PORT"),
+    Setting("stream", "PROFKIT_STREAM", "--stream", _optional_text, lambda v: v or "", None,
+            "print event lines (Enter/Leave) live: 'stderr' or a file path"),
+    Setting("unit", "PROFKIT_UNIT", "--unit", _choice("us", "ns"), str, "us",
+            "unit of durations in event lines: us (3 decimals) or ns"),
+    Setting("tree", "PROFKIT_TREE", "--tree", parse_bool, lambda v: "1" if v else "0", True,
+            "print the call tree on stderr at the end"),
+    Setting("subprocesses", "PROFKIT_SUBPROCESSES", "--subprocesses", parse_bool,
+            lambda v: "1" if v else "0", True,
+            "profile child Python processes too (each writes its own file)"),
+)
+# fmt: on
+
+_BY_FIELD = {s.field: s for s in SETTINGS}
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Validated, immutable settings (see :data:`SETTINGS` for meanings and variables)."""
+
+    mode: Mode = "trace"
+    prefixes: tuple[str, ...] = ()
+    basetime_ns: int = 0
+    output: str | None = None
+    interval_ns: int = 1_000_000
+    sample_clock: SampleClock = "wall"
+    udp: tuple[str, int] | None = None
+    stream: str | None = None
+    unit: Unit = "us"
+    tree: bool = True
+    subprocesses: bool = True
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Settings:
+        """Defaults overridden by every ``PROFKIT_*`` variable present in ``environ``."""
+        values: dict[str, Any] = {}
+        for setting in SETTINGS:
+            text = environ.get(setting.env)
+            if text is not None:
+                values[setting.field] = _parse(setting, text, setting.env)
+        return cls(**values)
+
+    def with_flags(self, flags: Mapping[str, str | None]) -> Settings:
+        """A copy with command-line values (by field name, as text; ``None`` = not given)."""
+        changes: dict[str, Any] = {}
+        for name, text in flags.items():
+            if text is None:
+                continue
+            setting = _BY_FIELD.get(name)
+            if setting is None:
+                raise SettingsError(f"unknown setting {name!r}")
+            changes[name] = _parse(setting, text, setting.flag)
+        return dataclasses.replace(self, **changes)
+
+    def replace(self, **changes: Any) -> Settings:
+        """A copy with already-parsed values (e.g. ``output=...`` decided by the runner)."""
+        return dataclasses.replace(self, **changes)
+
+    def serialize(self) -> dict[str, str]:
+        """Every setting as ``PROFKIT_*`` text; :meth:`from_env` reads back an equal object."""
+        return {s.env: s.format(getattr(self, s.field)) for s in SETTINGS}
+
+    def as_dict(self) -> dict[str, str]:
+        """Settings by field name as text: what a saved profile's metadata records."""
+        return {s.field: s.format(getattr(self, s.field)) for s in SETTINGS}
+
+
+def _parse(setting: Setting, text: str, where: str) -> Any:
+    try:
+        return setting.parse(text)
+    except _Invalid as exc:
+        raise SettingsError(f"{where}={text!r}: {exc}") from None
+
+
+def prefix_matches(module: str, prefixes: tuple[str, ...]) -> bool:
+    """True when ``module`` is one of ``prefixes`` or inside one (module-path boundaries).
+
+    ``myapp`` matches ``myapp`` and ``myapp.core`` but not ``myapplication``.
+    """
+    for prefix in prefixes:
+        if module == prefix or (module.startswith(prefix) and module[len(prefix)] == "."):
+            return True
+    return False
