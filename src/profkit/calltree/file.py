@@ -55,7 +55,7 @@ def save(profile: CallProfile, path: str | os.PathLike[str]) -> None:
     target = Path(path)
     if target.name.endswith(".gz"):
         data = gzip.compress(data, compresslevel=6, mtime=0)
-    _write_atomic(target, data)
+    write_atomic(target, data)
 
 
 def load(path: str | os.PathLike[str]) -> CallProfile:
@@ -124,17 +124,31 @@ def _gunzip(raw: bytes, path: str | None) -> bytes:
     return bytes(out)
 
 
-def _write_atomic(target: Path, data: bytes) -> None:
+def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+    """Replace ``path`` with ``data`` via a temp file in the same directory + ``os.replace``,
+    so readers never see a half-written file and a crash never destroys the old one."""
+    target = Path(path)
     directory = target.parent if str(target.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+            # mkstemp makes the file 0600; give it the mode a plain open() would have had
+            os.fchmod(fh.fileno(), _target_mode(target))
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _target_mode(target: Path) -> int:
+    try:
+        return os.stat(target).st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0o22)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 # --------------------------------------------------------------------------- to JSON

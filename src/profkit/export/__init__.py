@@ -1,1 +1,1 @@
-"""profkit.export."""
+"""Exporters: a saved profile to other tools' formats. The one list is :mod:`.registry`."""

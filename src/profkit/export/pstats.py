@@ -1,0 +1,43 @@
+"""Python ``pstats`` files (``pstats.Stats(path)``, snakeviz, gprof2dot).
+
+A pstats file is ``marshal.dumps`` of the dict cProfile builds:
+``{(file, line, name): (cc, nc, tt, ct, callers)}`` with
+``callers = {(file, line, name): (cc, nc, tt, ct)}``, times in seconds, ``cc`` the
+primitive (non-recursive) calls. Top-level functions have no callers.
+"""
+
+from __future__ import annotations
+
+import marshal
+
+from profkit.calltree.model import CallProfile, Frame
+from profkit.report.stats import ROOT, collect
+
+FuncKey = tuple[str, int, str]
+
+
+def key(frame: Frame) -> FuncKey:
+    """cProfile's function key; ``~`` is cProfile's file name for code without a file."""
+    return (frame.file or "~", frame.line, frame.name)
+
+
+def stats_dict(profile: CallProfile) -> dict[FuncKey, tuple[int, int, float, float, dict[FuncKey, tuple[int, int, float, float]]]]:
+    """The dict ``pstats.Stats`` expects, summed over every thread."""
+    stats = collect(t.root for t in profile.threads)
+    keys = [key(f) for f in profile.frames]
+    out: dict[FuncKey, tuple[int, int, float, float, dict[FuncKey, tuple[int, int, float, float]]]] = {}
+    callers: dict[int, dict[FuncKey, tuple[int, int, float, float]]] = {}
+    for (caller, callee), e in stats.edges.items():
+        if caller == ROOT:
+            continue
+        callers.setdefault(callee, {})[keys[caller]] = (
+            e.primitive_calls, e.calls, e.exclusive_ns / 1e9, e.inclusive_ns / 1e9)
+    for frame, t in stats.functions.items():
+        out[keys[frame]] = (t.primitive_calls, t.calls, t.exclusive_ns / 1e9,
+                            t.inclusive_ns / 1e9, callers.get(frame, {}))
+    return out
+
+
+def write(profile: CallProfile) -> bytes:
+    """The profile as a pstats file (marshal data)."""
+    return marshal.dumps(stats_dict(profile))

@@ -1,0 +1,114 @@
+"""Flat (one line per function) and callers (who calls F, what F calls) text views."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+
+from profkit.calltree.model import CallProfile
+from profkit.errors import UsageError
+from profkit.report._fmt import Palette, fit, format_ns
+from profkit.report.stats import ROOT, Stats, Totals, collect
+from profkit.report.tree import filter_prefix, frame_label, parse_prefixes
+
+SortKey = Literal["exclusive", "inclusive", "calls"]
+_FLAT_COLUMNS = "    self    total      %    calls  "
+
+
+def profile_stats(profile: CallProfile, prefix: str | Iterable[str] | None = None) -> Stats:
+    """Function and edge totals over every thread, after the prefix filter."""
+    prefixes = parse_prefixes(prefix)
+    return collect(filter_prefix(profile, t.root, prefixes) for t in profile.threads)
+
+
+def render_flat(
+    profile: CallProfile,
+    *,
+    width: int = 80,
+    color: bool = False,
+    min_time_ns: int = 0,
+    prefix: str | Iterable[str] | None = None,
+    top: int | None = None,
+    sort: SortKey = "exclusive",
+) -> str:
+    """One line per function over all threads: self, total, share of all time, calls.
+
+    Sorted by ``sort`` (self time by default: where the time is actually spent);
+    functions whose inclusive time is under ``min_time_ns`` are left out.
+    """
+    pal = Palette(color)
+    stats = profile_stats(profile, prefix)
+    base = stats.total_ns or 1
+    rows = [(f, t) for f, t in stats.functions.items() if t.inclusive_ns >= min_time_ns]
+    rows.sort(key=lambda r: (-_sort_value(r[1], sort), frame_label(profile.frames, r[0])))
+    if top is not None:
+        rows = rows[: max(top, 0)]
+    width = max(width, len(_FLAT_COLUMNS) + 16)
+    room = width - len(_FLAT_COLUMNS)
+    out = [pal.bold(f"{len(stats.functions)} functions, {format_ns(stats.total_ns)} in total"),
+           pal.dim(_FLAT_COLUMNS + "function")]
+    for frame, t in rows:
+        share = t.exclusive_ns / base
+        cols = (f"{format_ns(t.exclusive_ns):>8} {format_ns(t.inclusive_ns):>8} "
+                f"{100 * share:>5.1f}% {t.calls:>8}  ")
+        out.append(pal.heat(share, cols) + fit(frame_label(profile.frames, frame), room))
+    if len(rows) < len(stats.functions):
+        out.append(pal.dim(f"… {len(stats.functions) - len(rows)} more functions not shown"))
+    return "\n".join(out) + "\n"
+
+
+def _sort_value(t: Totals, key: SortKey) -> int:
+    return {"exclusive": t.exclusive_ns, "inclusive": t.inclusive_ns, "calls": t.calls}[key]
+
+
+def find_functions(profile: CallProfile, query: str) -> list[int]:
+    """Frames named ``query``; else those ending in ``.query``; else containing it."""
+    names = [(i, f.name) for i, f in enumerate(profile.frames)]
+    for test in (
+        lambda n: n == query,
+        lambda n: n.endswith("." + query),
+        lambda n: query in n,
+    ):
+        found = sorted({i for i, n in names if test(n)}, key=lambda i: names[i][1])
+        if found:
+            return found
+    return []
+
+
+def render_callers(
+    profile: CallProfile,
+    function: str,
+    *,
+    width: int = 80,
+    color: bool = False,
+    prefix: str | Iterable[str] | None = None,
+) -> str:
+    """For each function matching ``function``: its callers and its callees, hottest first."""
+    pal = Palette(color)
+    matches = find_functions(profile, function)
+    if not matches:
+        raise UsageError(f"no function matches {function!r} in this profile")
+    stats = profile_stats(profile, prefix)
+    width = max(width, 50)
+    out: list[str] = []
+    for frame in matches:
+        t = stats.functions.get(frame)
+        if t is None:
+            continue  # filtered out by the prefix
+        if out:
+            out.append("")
+        out.append(pal.bold(fit(frame_label(profile.frames, frame), width)))
+        out.append(f"  {t.calls} calls, {format_ns(t.inclusive_ns)} total, "
+                   f"{format_ns(t.exclusive_ns)} self")
+        callers = [(a, e) for (a, b), e in stats.edges.items() if b == frame]
+        callees = [(b, e) for (a, b), e in stats.edges.items() if a == frame]
+        for title, rows in (("called by", callers), ("calls", callees)):
+            out.append(f"  {title}:" + ("" if rows else " (nothing)"))
+            rows.sort(key=lambda r: -r[1].inclusive_ns)
+            for other, e in rows:
+                label = "<thread start>" if other == ROOT else frame_label(profile.frames, other)
+                cols = f"    {format_ns(e.inclusive_ns):>8} {e.calls:>8}  "
+                out.append(cols + fit(label, width - len(cols)))
+    if not out:
+        raise UsageError(f"{function!r} has no calls under the prefix")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,71 @@
+"""Per-function and per-edge (caller → callee) totals derived from a call tree.
+
+Shared by the flat and callers views and the pstats exporter. Recursion is handled the
+way cProfile does: a function's inclusive time counts only its outermost activation on a
+path, so ``f → f → f`` is not counted three times.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from profkit.calltree.model import CallNode
+
+ROOT = -1  #: the caller of a thread's top-level functions
+
+
+@dataclass(slots=True)
+class Totals:
+    """Aggregated numbers for a function or an edge."""
+
+    calls: int = 0
+    inclusive_ns: int = 0  #: outermost activations only (recursion counted once)
+    exclusive_ns: int = 0
+    primitive_calls: int = 0  #: calls that were not recursive (pstats' ``cc``)
+
+
+@dataclass(slots=True)
+class Stats:
+    """``functions[frame]`` and ``edges[(caller frame, callee frame)]`` over some trees."""
+
+    functions: dict[int, Totals] = field(default_factory=dict)
+    edges: dict[tuple[int, int], Totals] = field(default_factory=dict)
+    total_ns: int = 0
+
+
+def collect(roots: Iterable[CallNode]) -> Stats:
+    """Walk the trees once (iteratively) and aggregate functions and edges."""
+    stats = Stats()
+    functions, edges = stats.functions, stats.edges
+    for root in roots:
+        stats.total_ns += root.inclusive_ns or sum(c.inclusive_ns for c in root.children.values())
+        on_path: Counter[int] = Counter()
+        # (node, parent frame, entering?) — the exit marker pops the frame off the path
+        stack: list[tuple[CallNode, int, bool]] = [
+            (c, ROOT, True) for c in reversed(root.children.values())
+        ]
+        while stack:
+            node, parent, entering = stack.pop()
+            frame = node.frame
+            if not entering:
+                on_path[frame] -= 1
+                continue
+            recursive = on_path[frame] > 0
+            fn = functions.get(frame)
+            if fn is None:
+                fn = functions[frame] = Totals()
+            edge = edges.get((parent, frame))
+            if edge is None:
+                edge = edges[(parent, frame)] = Totals()
+            for t in (fn, edge):
+                t.calls += node.calls
+                t.exclusive_ns += node.exclusive_ns
+                if not recursive:
+                    t.inclusive_ns += node.inclusive_ns
+                    t.primitive_calls += node.calls
+            on_path[frame] += 1
+            stack.append((node, parent, False))
+            stack.extend((c, frame, True) for c in reversed(node.children.values()))
+    return stats
