@@ -1,19 +1,144 @@
-"""`profkit profdata`: placeholder until its issue lands; the module owner replaces this file."""
+"""`profkit profdata`: LLVM instrumentation profiles — `show` here, `merge`/`overlap` next door.
+
+Options follow ``llvm-profdata show`` (LLVM 22 spelling; ``--show-binary-ids`` is an
+alias of ``--binary-ids``) so scripts can switch tools by changing the command name.
+Readers are imported only when a subcommand runs.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+import tempfile
 from typing import Any
 
 from profkit.errors import UsageError
 
 
 def register(sub: Any, name: str, help_text: str) -> None:
-    """Add the `profdata` parser to the ``profkit`` subparsers."""
+    """Add the ``profdata`` parser (with its own subcommands) to the ``profkit`` subparsers."""
     parser = sub.add_parser(name, help=help_text, description=help_text)
-    parser.add_argument("rest", nargs=argparse.REMAINDER)
-    parser.set_defaults(handler=_handler)
+    inner = parser.add_subparsers(
+        dest="profdata_command", metavar="SUBCOMMAND", parser_class=type(parser)
+    )
+    _register_show(inner)
+    from profkit.cli import profdata_merge
+
+    profdata_merge.register(inner)
+    parser.set_defaults(handler=lambda args: _no_subcommand(parser))
 
 
-def _handler(args: argparse.Namespace) -> int:
-    raise UsageError("'profkit profdata' is not implemented yet")
+def _no_subcommand(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def _register_show(sub: Any) -> None:
+    p = sub.add_parser(
+        "show",
+        help="print a profile like `llvm-profdata show` (raw, indexed or text input)",
+        description="Show an LLVM instrumentation profile (.profraw, .profdata or .proftext). "
+        "Output matches `llvm-profdata show` of LLVM 22 for the same options.",
+    )
+    p.add_argument("file", help="profile to show")
+    a = p.add_argument
+    a("--all-functions", action="store_true", help="details for each and every function")
+    a("--counts", action="store_true", help="show counter values for shown functions")
+    a("--function", default="", metavar="SUBSTRING", help="show functions whose name contains this")
+    a(
+        "--topn",
+        type=int,
+        default=0,
+        metavar="N",
+        help="list the N functions with the largest counts",
+    )
+    a("--detailed-summary", action="store_true", help="show the detailed profile summary")
+    a(
+        "--detailed-summary-cutoffs",
+        default="",
+        metavar="C1,C2,...",
+        help="cutoffs (parts per million) for the detailed summary",
+    )
+    a("--ic-targets", action="store_true", help="show indirect call targets of shown functions")
+    a("--memop-sizes", action="store_true", help="show profiled mem-op sizes of shown functions")
+    a("--show-vtables", action="store_true", help="show vtable targets of shown functions")
+    a(
+        "--binary-ids",
+        "--show-binary-ids",
+        dest="binary_ids",
+        action="store_true",
+        help="show the binary IDs in the profile",
+    )
+    a("--text", action="store_true", help="dump shown functions in the text format")
+    a("--showcs", action="store_true", help="show context-sensitive records instead of plain ones")
+    a("--covered", action="store_true", help="list only functions that were executed")
+    a("--profile-version", action="store_true", help="show the profile format version")
+    a("--temporal-profile-traces", action="store_true", help="show temporal profile traces")
+    a("--value-cutoff", type=int, default=0, metavar="N", help="skip functions with max count < N")
+    a("--list-below-cutoff", action="store_true", help="list functions below --value-cutoff")
+    a("--json", action="store_true", help="profkit's JSON output instead of llvm-profdata's text")
+    a("-o", "--output", default=None, help="write to this file instead of standard output")
+    p.set_defaults(handler=_show)
+
+
+def _cutoffs(text: str) -> list[int]:
+    if not text:
+        return []
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UsageError(f"--detailed-summary-cutoffs: not a list of integers: {text!r}") from None
+    if any(not 0 <= v <= 999999 for v in values):
+        raise UsageError("--detailed-summary-cutoffs: each cutoff must be in 0..999999")
+    return values
+
+
+def _show(args: argparse.Namespace) -> int:
+    from profkit.formats.instrprof.reader import read_profile
+    from profkit.formats.instrprof.show import ShowOptions, show_json, show_text
+
+    if args.topn < 0 or args.value_cutoff < 0:
+        raise UsageError("--topn and --value-cutoff must not be negative")
+    opts = ShowOptions(
+        all_functions=args.all_functions,
+        counts=args.counts,
+        function=args.function,
+        topn=args.topn,
+        detailed_summary=args.detailed_summary,
+        detailed_summary_cutoffs=_cutoffs(args.detailed_summary_cutoffs),
+        ic_targets=args.ic_targets,
+        memop_sizes=args.memop_sizes,
+        show_vtables=args.show_vtables,
+        binary_ids=args.binary_ids,
+        text=args.text,
+        showcs=args.showcs,
+        covered=args.covered,
+        profile_version=args.profile_version,
+        temporal_traces=args.temporal_profile_traces,
+        value_cutoff=args.value_cutoff,
+        list_below_cutoff=args.list_below_cutoff,
+    )
+    try:
+        profile = read_profile(args.file)
+    except OSError as exc:
+        raise UsageError(f"{args.file}: {exc.strerror or exc}") from None
+    text = show_json(profile, opts) if args.json else show_text(profile, opts)
+    if args.output:
+        _write_atomic(args.output, text)
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    return 0
+
+
+def _write_atomic(path: str, text: str) -> None:
+    """Write via a temporary file in the same directory and ``os.replace``."""
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".profkit-", dir=directory)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot write: {exc.strerror or exc}") from None

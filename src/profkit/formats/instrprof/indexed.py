@@ -1,0 +1,237 @@
+"""Indexed profile (.profdata) reader: versions 1-13, and 14 experimentally (spec §5).
+
+Indexed files are little-endian. The header grows by one offset field at a time
+(``INDEXED_HEADER``), then come the summaries, the on-disk chained hash table of
+function names, and optional sections reached through the header's offsets. Records
+keep the hash table's iteration order (bucket order), which is what ``show`` prints.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from profkit.errors import ProfileFormatError
+from profkit.formats._binary import Cursor
+from profkit.formats.instrprof.model import (
+    FunctionRecord,
+    Profile,
+    ProfileKind,
+    Summary,
+    SummaryEntry,
+    TemporalTrace,
+)
+from profkit.formats.instrprof.raw import add_names, decode_names
+from profkit.formats.instrprof.values import read_value_block
+
+INDEXED_MAGIC = bytes.fromhex("ff6c70726f666981")
+
+# Header fields (all u64) and the version each first appears in (spec §5.1).
+INDEXED_HEADER: tuple[tuple[str, int], ...] = (
+    ("magic", 1),
+    ("version", 1),
+    ("unused", 1),
+    ("hash_type", 1),
+    ("hash_offset", 1),
+    ("memprof_offset", 8),
+    ("binary_id_offset", 9),
+    ("temporal_traces_offset", 10),
+    ("vtable_names_offset", 12),
+)
+#: Newest indexed version we read; 14 (LLVM 23) follows the spec's unverified notes.
+MAX_INDEXED_VERSION = 14
+#: Record layout milestones (spec §5.4).
+EXPLICIT_COUNTS_FROM = 2
+VALUE_DATA_FROM = 3
+SUMMARY_FROM = 4
+BITMAP_FROM = 11
+PACKED_BITMAP_FROM = 14
+
+_U16 = struct.Struct("<H")
+_ITEM = struct.Struct("<QQQ")
+_U64 = struct.Struct("<Q")
+_U64X2 = struct.Struct("<QQ")
+#: Summary field order (spec §5.2).
+_SUMMARY_FIELDS = (
+    "total_num_functions",
+    "total_num_blocks",
+    "max_function_count",
+    "max_block_count",
+    "max_internal_block_count",
+    "total_block_count",
+)
+
+
+def parse_indexed(data: bytes, path: str | None = None) -> Profile:
+    """Parse an indexed profile held in ``data``."""
+    cur = Cursor(data, path=path, error=ProfileFormatError)
+    if bytes(data[:8]) != INDEXED_MAGIC:
+        raise cur.fail("bad_magic", "not an indexed profile", 0)
+    cur.need(16, "indexed header")
+    word = _U64.unpack_from(data, 8)[0]
+    version = word & 0xFFFFFFFF
+    if not 1 <= version <= MAX_INDEXED_VERSION:
+        raise cur.fail(
+            "unsupported_version",
+            f"indexed profile version {version} (supported: 1-{MAX_INDEXED_VERSION})",
+            8,
+        )
+    fields = [name for name, since in INDEXED_HEADER if version >= since]
+    hdr = dict(
+        zip(fields, cur.unpack("<" + "Q" * len(fields), f"indexed v{version} header"), strict=True)
+    )
+    if hdr["hash_type"] != 0:
+        raise cur.fail("malformed", f"hash type {hdr['hash_type']} (only 0 = MD5 exists)", 24)
+    kind = ProfileKind.from_version_word(word)
+    profile = Profile(kind=kind, format="indexed", version=version, version_word=word)
+    if version >= SUMMARY_FROM:
+        profile.summary = _read_summary(cur, "summary")
+        if kind & ProfileKind.CS_IR:
+            profile.cs_summary = _read_summary(cur, "CS summary")
+    payload = cur.pos
+    _read_table(cur, hdr["hash_offset"], payload, version, profile)
+    if hdr.get("memprof_offset") or kind & ProfileKind.MEMPROF:
+        profile.notes.append("MemProf section skipped (heap profile data is not read)")
+    if version >= 9 and hdr["binary_id_offset"]:
+        _read_binary_ids(_at(cur, hdr["binary_id_offset"], "binary IDs"), profile)
+    if version >= 10 and kind & ProfileKind.TEMPORAL and hdr["temporal_traces_offset"]:
+        _read_traces(_at(cur, hdr["temporal_traces_offset"], "temporal traces"), profile)
+    if version >= 12 and hdr["vtable_names_offset"]:
+        vc = _at(cur, hdr["vtable_names_offset"], "vtable names")
+        size = vc.u64("vtable names length")
+        names = decode_names(vc, size, "vtable names")
+        if names:
+            vsym: dict[int, str] = {}
+            add_names(vsym, names)
+            profile.vtable_names.update(vsym)
+    return profile
+
+
+def _at(cur: Cursor, offset: int, what: str) -> Cursor:
+    """A cursor at absolute ``offset`` (checked against the file)."""
+    if offset > cur.end:
+        raise cur.fail(
+            "malformed", f"{what} offset 0x{offset:x} is past the end (0x{cur.end:x})", 8
+        )
+    return Cursor(cur.data, offset, cur.end, path=cur.path, error=cur.error)
+
+
+def _read_summary(cur: Cursor, what: str) -> Summary:
+    nfields, nentries = cur.unpack("<QQ", what)
+    cur.check_count(nfields, 8, f"{what} fields")
+    vals = cur.unpack(f"<{nfields}Q", f"{what} fields")
+    cur.check_count(nentries, 24, f"{what} entries")
+    flat = cur.unpack(f"<{3 * nentries}Q", f"{what} entries")
+    summary = Summary(entries=[SummaryEntry(*flat[i : i + 3]) for i in range(0, len(flat), 3)])
+    for name, value in zip(_SUMMARY_FIELDS, vals, strict=False):
+        setattr(summary, name, value)
+    return summary
+
+
+def _read_table(
+    cur: Cursor, hash_offset: int, payload: int, version: int, profile: Profile
+) -> None:
+    """Iterate the on-disk chained hash table in bucket order (as LLVM's iterator does)."""
+    tc = _at(cur, hash_offset, "hash table")
+    _nbuckets, nentries = tc.unpack("<QQ", "hash table header")
+    data = cur.data
+    end = cur.end
+    pos = payload
+    out = profile.records
+    symtab = profile.symtab
+    names: list[str] = []
+    # Every item takes at least 26 bytes (count share + 3 × u64), so a larger entry
+    # count cannot be genuine.
+    Cursor(data, pos, end, path=cur.path, error=cur.error).check_count(
+        nentries, 26, "hash table entries"
+    )
+    seen = 0
+    while seen < nentries:
+        if pos + 2 > end:
+            raise cur.fail(
+                "truncated", f"hash table bucket: {seen} of {nentries} entries read", pos
+            )
+        nitems = _U16.unpack_from(data, pos)[0]
+        pos += 2
+        for _ in range(nitems):
+            if pos + 24 > end:
+                raise cur.fail("truncated", "hash table item header needs 24 bytes", pos)
+            _khash, klen, dlen = _ITEM.unpack_from(data, pos)
+            item = pos
+            pos += 24
+            if klen + dlen > end - pos:
+                raise cur.fail(
+                    "truncated",
+                    f"hash table item: key {klen} + data {dlen} bytes, {end - pos} remain",
+                    item,
+                )
+            name = bytes(data[pos : pos + klen]).decode("utf-8", "surrogateescape")
+            pos += klen
+            _read_item(
+                Cursor(data, pos, pos + dlen, path=cur.path, error=cur.error), name, version, out
+            )
+            pos += dlen
+            names.append(name)
+            seen += 1
+            if seen >= nentries:
+                break
+    add_names(symtab, names)
+
+
+def _read_item(c: Cursor, name: str, version: int, out: list[FunctionRecord]) -> None:
+    """Decode the records stored under one name (spec §5.4)."""
+    data = c.data
+    while c.pos < c.end:
+        if version < EXPLICIT_COUNTS_FROM:
+            func_hash = c.u64("function hash")
+            n = c.remaining // 8
+        else:
+            if c.end - c.pos < 16:
+                raise c.fail(
+                    "truncated", f"{name}: record header needs 16 bytes, {c.remaining} remain"
+                )
+            func_hash, n = _U64X2.unpack_from(data, c.pos)
+            c.pos += 16
+        c.check_count(n, 8, f"{name}: counters")
+        counts = list(struct.unpack_from(f"<{n}Q", data, c.pos))
+        c.pos += 8 * n
+        bitmap = b""
+        if version >= BITMAP_FROM:
+            nb = c.u64(f"{name}: bitmap byte count")
+            if version >= PACKED_BITMAP_FROM:
+                bitmap = bytes(c.take(nb, f"{name}: bitmap bytes"))
+                c.align(8, f"{name}: bitmap padding")
+                nbits = c.u64(f"{name}: uniformity bit count")
+                c.skip((nbits + 7) // 8, f"{name}: uniformity bits")
+                c.align(8, f"{name}: uniformity padding")
+            else:
+                c.check_count(nb, 8, f"{name}: bitmap bytes")
+                bitmap = bytes(v & 0xFF for v in struct.unpack_from(f"<{nb}Q", data, c.pos))
+                c.pos += 8 * nb
+        rec = FunctionRecord(name, func_hash, counts, bitmap)
+        if version >= VALUE_DATA_FROM:
+            sites = read_value_block(c, "<", f"{name}: value data")
+            if sites:
+                rec.value_sites = sites
+        out.append(rec)
+
+
+def _read_binary_ids(c: Cursor, profile: Profile) -> None:
+    size = c.u64("binary ID section size")
+    ids = c.sub(size, "binary IDs")
+    while ids.remaining:
+        n = ids.u64("binary ID length")
+        if n == 0:
+            raise ids.fail("malformed", "binary ID of length 0", ids.pos - 8)
+        profile.binary_ids.append(bytes(ids.take(n, "binary ID")))
+        ids.align(8, "binary ID padding")
+
+
+def _read_traces(c: Cursor, profile: Profile) -> None:
+    ntraces, stream = c.unpack("<QQ", "temporal trace header")
+    c.check_count(ntraces, 16, "temporal traces")
+    profile.temporal_trace_stream_size = stream
+    for _ in range(ntraces):
+        weight, nfuncs = c.unpack("<QQ", "temporal trace")
+        c.check_count(nfuncs, 8, "temporal trace functions")
+        refs = c.unpack(f"<{nfuncs}Q", "temporal trace functions")
+        profile.temporal_traces.append(TemporalTrace(weight, tuple(refs)))

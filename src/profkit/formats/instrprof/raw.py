@@ -1,0 +1,401 @@
+"""Raw profile (.profraw) reader: versions 5-11, 32/64-bit, both byte orders (spec §4).
+
+A raw file is one or more complete profiles back to back (an executable and its
+instrumented shared libraries append to one file); all are merged into one
+:class:`Profile` with records in file order. Sections have no stored offsets, so each
+profile is walked section by section with a bounds-checked :class:`Cursor`; every size
+taken from the file is checked against the bytes that remain before it is used.
+"""
+
+from __future__ import annotations
+
+import sys
+import zlib
+from array import array
+from bisect import bisect_right
+from collections.abc import Sequence
+
+from profkit.errors import ProfileFormatError
+from profkit.formats._binary import Cursor
+from profkit.formats.instrprof.hashing import name_md5
+from profkit.formats.instrprof.layouts import (
+    RAW_HEADER,
+    RAW_RECORD,
+    RAW_VERSIONS,
+    RELATIVE_POINTERS_FROM,
+    VTABLE_RECORD,
+    Layout,
+    compile_layout,
+)
+from profkit.formats.instrprof.model import (
+    FunctionRecord,
+    Profile,
+    ProfileKind,
+    TemporalTrace,
+    ValueKind,
+    ValueSite,
+)
+from profkit.formats.instrprof.values import read_value_block
+
+#: magic bytes on disk → (byte order, pointer size) (spec §1)
+RAW_MAGICS: dict[bytes, tuple[str, int]] = {
+    bytes.fromhex("8172666f72706cff"): ("<", 8),
+    bytes.fromhex("8152666f72706cff"): ("<", 4),
+    bytes.fromhex("ff6c70726f667281"): (">", 8),
+    bytes.fromhex("ff6c70726f665281"): (">", 4),
+}
+
+_NATIVE = "<" if sys.byteorder == "little" else ">"
+_M64 = (1 << 64) - 1
+#: zlib cannot expand by more than ~1032:1; a larger declared size is a lie.
+_MAX_ZLIB_RATIO = 1100
+#: byte coverage: the runtime stores 0 for "covered" (spec §4.5).
+_COVERAGE_TABLE = bytes([1] + [0] * 255)
+
+
+def parse_raw(data: bytes, path: str | None = None) -> Profile:
+    """Parse a whole raw profile file (possibly several concatenated profiles)."""
+    if not data:
+        raise ProfileFormatError("malformed", "empty raw profile", path=path, offset=0)
+    cur = Cursor(data, path=path, error=ProfileFormatError)
+    magic = bytes(data[:8])
+    if magic not in RAW_MAGICS:
+        raise cur.fail("bad_magic", f"not a raw profile (magic {magic.hex()})", 0)
+    profile = Profile(kind=ProfileKind.NONE, format="raw")
+    timestamps: list[tuple[int, int]] = []
+    first = True
+    while True:
+        if not first:
+            # Zero padding may separate profiles; anything else must be a full header.
+            while cur.pos < cur.end and data[cur.pos] == 0:
+                cur.pos += 1
+            if cur.pos >= cur.end:
+                break
+            if cur.pos % 8:
+                raise cur.fail("malformed", "next profile is not 8-byte aligned")
+            if bytes(data[cur.pos : cur.pos + 8]) != magic:
+                raise cur.fail(
+                    "bad_magic", "trailing data is not another profile with the same magic"
+                )
+        _read_one(cur, magic, profile, timestamps, first)
+        first = False
+    if timestamps:
+        timestamps.sort()
+        profile.temporal_traces.append(TemporalTrace(1, tuple(ref for _, ref in timestamps)))
+        profile.temporal_trace_stream_size = 1
+    return profile
+
+
+def decode_names(cur: Cursor, size: int, what: str) -> list[str]:
+    """Decode a names section of ``size`` bytes (spec §4.6): ULEB sizes, zlib or plain blocks."""
+    section = cur.sub(size, what)
+    names: list[str] = []
+    while section.remaining:
+        start = section.pos
+        plain_len = _uleb(section, what)
+        packed_len = _uleb(section, what)
+        if packed_len:
+            blob = section.take(packed_len, f"{what} (compressed block)")
+            if plain_len > packed_len * _MAX_ZLIB_RATIO + 64:
+                raise section.fail(
+                    "too_large", f"{what}: {plain_len} bytes from {packed_len} compressed", start
+                )
+            try:
+                d = zlib.decompressobj()
+                text = d.decompress(blob, plain_len)
+            except zlib.error as exc:
+                raise section.fail("malformed", f"{what}: zlib: {exc}", start) from None
+            if len(text) != plain_len or d.unconsumed_tail:
+                raise section.fail(
+                    "malformed",
+                    f"{what}: block inflates to {len(text)} bytes, header says {plain_len}",
+                    start,
+                )
+        else:
+            text = bytes(section.take(plain_len, what))
+        if text:
+            names.extend(text.decode("utf-8", "surrogateescape").split("\x01"))
+        while section.remaining and section.data[section.pos] == 0:
+            section.pos += 1
+    return names
+
+
+def canonical_name(name: str) -> str:
+    """LLVM's canonical PGO name: cut at the first ``.`` but keep ``.__uniq.`` suffixes."""
+    uniq = name.find(".__uniq.")
+    if uniq >= 0:
+        dot = name.find(".", uniq + len(".__uniq."))
+        return name if dot < 0 else name[:dot]
+    dot = name.find(".")
+    return name if dot < 0 else name[:dot]
+
+
+def add_names(symtab: dict[int, str], names: Sequence[str]) -> None:
+    """Register names (and their canonical forms) in an MD5 → name table."""
+    for name in names:
+        symtab.setdefault(name_md5(name), name)
+        canon = canonical_name(name)
+        if canon != name:
+            symtab.setdefault(name_md5(canon), canon)
+
+
+def _uleb(cur: Cursor, what: str) -> int:
+    result = shift = 0
+    start = cur.pos
+    while True:
+        if cur.pos >= cur.end:
+            raise cur.fail("truncated", f"{what}: unterminated LEB128", start)
+        byte = cur.data[cur.pos]
+        cur.pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result
+        shift += 7
+        if shift > 63:
+            raise cur.fail("malformed", f"{what}: LEB128 longer than 64 bits", start)
+
+
+def _read_one(
+    cur: Cursor,
+    magic: bytes,
+    profile: Profile,
+    timestamps: list[tuple[int, int]],
+    first: bool,
+) -> None:
+    order, psize = RAW_MAGICS[magic]
+    start = cur.pos
+    cur.need(16, "raw header")
+    word = cur.unpack(order + "8xQ", "raw header")[0]
+    cur.pos = start
+    version = word & 0xFFFFFFFF
+    if version not in RAW_HEADER:
+        supported = ", ".join(str(v) for v in RAW_VERSIONS)
+        raise cur.fail(
+            "unsupported_version",
+            f"raw profile version {version} (supported: {supported})",
+            start + 8,
+        )
+    hdr_layout = compile_layout(RAW_HEADER[version], order, 8)
+    values = cur.unpack(hdr_layout.struct.format, f"raw v{version} header")
+    h = {name: values[i] for name, (i, _) in hdr_layout.index.items()}
+    kind = ProfileKind.from_version_word(word)
+    if first:
+        profile.kind = kind
+        profile.version = version
+        profile.version_word = word
+    elif version != profile.version:
+        raise cur.fail("incompatible", f"profile v{version} after v{profile.version}", start)
+    else:
+        profile.kind |= kind
+
+    ids_size = h.get("binary_ids_size", 0)
+    if ids_size:
+        if ids_size % 8:
+            raise cur.fail("malformed", f"binary IDs size {ids_size} is not a multiple of 8")
+        ids = cur.sub(ids_size, "binary IDs")
+        while ids.remaining:
+            n = ids.u64("binary ID length", order)
+            if n == 0:
+                raise ids.fail("malformed", "binary ID of length 0", ids.pos - 8)
+            profile.binary_ids.append(bytes(ids.take(n, "binary ID")))
+            ids.align(8, "binary ID padding")
+
+    rec_layout = compile_layout(RAW_RECORD[version], order, psize)
+    num_data = h["num_data"]
+    cur.need(num_data * rec_layout.size, "data records")
+    data_pos = cur.pos
+    cur.pos += num_data * rec_layout.size
+    cur.skip(h["padding_before_counters"], "padding before counters")
+    byte_cov = bool(kind & ProfileKind.SINGLE_BYTE_COVERAGE)
+    cell = 1 if byte_cov else 8
+    num_counters = h["num_counters"]
+    counters = cur.take(num_counters * cell, "counters")
+    cur.skip(h["padding_after_counters"], "padding after counters")
+    bitmap = cur.take(h.get("num_bitmap_bytes", 0), "bitmap bytes")
+    cur.skip(h.get("padding_after_bitmap", 0), "padding after bitmap bytes")
+    num_uniform = h.get("num_uniform_counters", 0)
+    cur.skip(num_uniform * 8, "uniform counters")
+    cur.skip(h.get("padding_after_uniform", 0), "padding after uniform counters")
+    names = decode_names(cur, h["names_size"], "names")
+    cur.align(8, "padding after names")
+    vt_layout = compile_layout(VTABLE_RECORD, order, psize)
+    num_vtables = h.get("num_vtables", 0)
+    cur.need(num_vtables * vt_layout.size, "vtable records")
+    vtables = list(vt_layout.struct.iter_unpack(cur.take(num_vtables * vt_layout.size, "vtables")))
+    cur.align(8, "padding after vtables")
+    vnames = decode_names(cur, h.get("vnames_size", 0), "vtable names")
+    cur.align(8, "padding after vtable names")
+
+    symtab: dict[int, str] = {}
+    add_names(symtab, names)
+    profile.symtab.update(symtab)
+    if vnames:
+        vsym: dict[int, str] = {}
+        add_names(vsym, vnames)
+        profile.vtable_names.update(vsym)
+        profile.symtab.update({k: v for k, v in vsym.items() if k not in profile.symtab})
+
+    records = list(
+        rec_layout.struct.iter_unpack(cur.data[data_pos : data_pos + num_data * rec_layout.size])
+    )
+    _build_records(
+        cur, h, version, order, psize, kind, rec_layout, records, data_pos,
+        counters, bitmap, vtables, symtab, profile, timestamps,
+    )  # fmt: skip
+
+
+def _build_records(
+    cur: Cursor,
+    h: dict[str, int],
+    version: int,
+    order: str,
+    psize: int,
+    kind: ProfileKind,
+    lay: Layout,
+    records: list[tuple[int, ...]],
+    data_pos: int,
+    counters: memoryview,
+    bitmap: memoryview,
+    vtables: list[tuple[int, ...]],
+    symtab: dict[int, str],
+    profile: Profile,
+    timestamps: list[tuple[int, int]],
+) -> None:
+    """Turn data records into :class:`FunctionRecord` s, reading value blocks in step."""
+    byte_cov = bool(kind & ProfileKind.SINGLE_BYTE_COVERAGE)
+    temporal = bool(kind & ProfileKind.TEMPORAL)
+    cell = 1 if byte_cov else 8
+    pmask = (1 << (psize * 8)) - 1
+    sign = 1 << (psize * 8 - 1)
+    relative = version >= RELATIVE_POINTERS_FROM
+    rec_size = lay.size
+    counters_delta = h["counters_delta"] & pmask
+    bitmap_delta = h.get("bitmap_delta", 0) & pmask
+    i_name, i_hash, i_cptr = lay.pos("name_ref"), lay.pos("func_hash"), lay.pos("counter_ptr")
+    i_fptr, i_nc = lay.pos("function_ptr"), lay.pos("num_counters")
+    i_vs, n_kinds = lay.index["num_value_sites"]
+    i_bptr = lay.pos("bitmap_ptr") if lay.has("bitmap_ptr") else -1
+    i_nb = lay.pos("num_bitmap_bytes") if lay.has("num_bitmap_bytes") else -1
+
+    if byte_cov:
+        cells: Sequence[int] = bytes(counters).translate(_COVERAGE_TABLE)
+    else:
+        arr = array("Q")
+        arr.frombytes(counters)
+        if order != _NATIVE:
+            arr.byteswap()
+        cells = arr
+    raw_counters = bytes(counters) if temporal else b""
+    n_bytes = len(counters)
+
+    # Indirect-call targets: address → NameRef (smallest hash wins on duplicates, as
+    # LLVM's sorted, de-duplicated map does). Vtables: address ranges → hash.
+    addr_map: dict[int, int] = {}
+    for rec in records:
+        fptr = rec[i_fptr]
+        if fptr:
+            ref = rec[i_name]
+            old = addr_map.get(fptr)
+            if old is None or ref < old:
+                addr_map[fptr] = ref
+    vt_sorted = sorted((v[1], v[1] + v[2], v[0]) for v in vtables)
+    vt_starts = [v[0] for v in vt_sorted]
+
+    out = profile.records
+    for idx, rec in enumerate(records):
+        rec_off = data_pos + idx * rec_size
+        nref = rec[i_name]
+        name = symtab.get(nref)
+        if name is None:
+            raise cur.fail(
+                "malformed",
+                f"record {idx}: name hash 0x{nref:016x} is not in the names section",
+                rec_off,
+            )
+        n = rec[i_nc]
+        if n == 0:
+            raise cur.fail("malformed", f"record {idx} ({name}): no counters", rec_off)
+        if relative:
+            off = (rec[i_cptr] - counters_delta + idx * rec_size) & pmask
+        else:
+            off = (rec[i_cptr] - counters_delta) & pmask
+        if off & sign:
+            raise cur.fail(
+                "malformed", f"record {idx} ({name}): counter offset is negative", rec_off
+            )
+        if off + n * cell > n_bytes:
+            raise cur.fail(
+                "malformed",
+                f"record {idx} ({name}): counters at offset {off} + {n} × {cell} "
+                f"overrun the {n_bytes}-byte counter section",
+                rec_off,
+            )
+        if temporal:
+            ts = int.from_bytes(raw_counters[off : off + 8], "little" if order == "<" else "big")
+            if ts not in (0, _M64):
+                timestamps.append((ts, nref))
+            off += 8
+            n -= 8 // cell
+            if n <= 0:
+                raise cur.fail(
+                    "malformed", f"record {idx} ({name}): no counters after timestamp", rec_off
+                )
+        if cell == 8:
+            if off % 8 == 0:
+                q = off >> 3
+                counts = cells[q : q + n].tolist()  # type: ignore[attr-defined]
+            else:
+                counts = list(array("Q", bytes(counters[off : off + 8 * n])))
+                if order != _NATIVE:
+                    counts = list(_swapped(counts))
+        else:
+            counts = list(cells[off : off + n])
+        bm = b""
+        if i_nb >= 0 and rec[i_nb]:
+            nb = rec[i_nb]
+            boff = (rec[i_bptr] - bitmap_delta + (idx * rec_size if relative else 0)) & pmask
+            if boff & sign or boff + nb > len(bitmap):
+                raise cur.fail(
+                    "malformed",
+                    f"record {idx} ({name}): bitmap bytes outside the bitmap section",
+                    rec_off,
+                )
+            bm = bytes(bitmap[boff : boff + nb])
+        frec = FunctionRecord(name, rec[i_hash], counts, bm)
+        if any(rec[i_vs : i_vs + n_kinds]):
+            sites = read_value_block(cur, order, f"value data of {name}")
+            if sites:
+                frec.value_sites = _remap(sites, addr_map, vt_starts, vt_sorted)
+        out.append(frec)
+
+
+def _remap(
+    sites: dict[ValueKind, list[ValueSite]],
+    addr_map: dict[int, int],
+    vt_starts: list[int],
+    vt_sorted: list[tuple[int, int, int]],
+) -> dict[ValueKind, list[ValueSite]]:
+    """Turn run-time addresses into NameRefs (0 = unknown), as LLVM's raw reader does."""
+    out: dict[ValueKind, list[ValueSite]] = {}
+    for kind, site_list in sites.items():
+        if kind == ValueKind.INDIRECT_CALL_TARGET:
+            out[kind] = [[(addr_map.get(v, 0), c) for v, c in s] for s in site_list]
+        elif kind == ValueKind.VTABLE_TARGET:
+            new: list[ValueSite] = []
+            for s in site_list:
+                row = []
+                for v, c in s:
+                    j = bisect_right(vt_starts, v) - 1
+                    ref = vt_sorted[j][2] if j >= 0 and v < vt_sorted[j][1] else 0
+                    row.append((ref, c))
+                new.append(row)
+            out[kind] = new
+        else:
+            out[kind] = site_list
+    return out
+
+
+def _swapped(values: list[int]) -> list[int]:
+    a = array("Q", values)
+    a.byteswap()
+    return a.tolist()

@@ -1,0 +1,67 @@
+"""Format detection and the one entry point that reads any instrumentation profile.
+
+Sniffing follows ``llvm-profdata`` (spec §1): indexed magic, then a raw magic in either
+byte order and pointer width, then "looks like text" (printable ASCII in the first 8
+bytes). Readers are pure functions of bytes; :func:`read_profile` only adds the file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from profkit.errors import ProfileFormatError
+from profkit.formats.instrprof.indexed import INDEXED_MAGIC, parse_indexed
+from profkit.formats.instrprof.model import Profile
+from profkit.formats.instrprof.raw import RAW_MAGICS, parse_raw
+
+FormatName = Literal["raw", "indexed", "text"]
+_TEXTISH = frozenset(range(0x20, 0x7F)) | frozenset(b"\t\n\v\f\r")
+
+
+def sniff(data: bytes) -> FormatName | None:
+    """Which reader fits ``data``: ``"raw"``, ``"indexed"``, ``"text"``, or ``None``.
+
+    An empty file counts as raw, so it gets LLVM's "empty raw profile" error.
+    """
+    head = bytes(data[:8])
+    if not head:
+        return "raw"
+    if head == INDEXED_MAGIC:
+        return "indexed"
+    if head in RAW_MAGICS:
+        return "raw"
+    if all(b in _TEXTISH for b in head):
+        return "text"
+    return None
+
+
+def parse_profile(data: bytes, path: str | None = None) -> Profile:
+    """Parse a raw, indexed or text profile held in ``data`` (``path`` names it in errors)."""
+    fmt = sniff(data)
+    if fmt == "indexed":
+        return parse_indexed(data, path)
+    if fmt == "raw":
+        return parse_raw(data, path)
+    if fmt == "text":
+        try:
+            from profkit.formats.instrprof.text import parse_text  # type: ignore[attr-defined,unused-ignore]
+        except ImportError:
+            raise ProfileFormatError(
+                "unsupported_version", "text profiles not supported yet", path=path, offset=0
+            ) from None
+        result: Profile = parse_text(data, path)
+        return result
+    raise ProfileFormatError(
+        "bad_magic",
+        f"not an LLVM instrumentation profile (first bytes {bytes(data[:8]).hex()})",
+        path=path,
+        offset=0,
+    )
+
+
+def read_profile(path: str | Path) -> Profile:
+    """Read the profile file at ``path`` (any of the three formats)."""
+    p = Path(path)
+    data = p.read_bytes()
+    return parse_profile(data, str(path))

@@ -1,0 +1,408 @@
+"""The text of ``llvm-profdata show`` for instrumentation profiles (LLVM 22 wording, spec §7.1).
+
+:func:`show_text` mirrors ``showInstrProfile`` line for line: the same record filter
+(CS records only with ``showcs`` on IR profiles), the same summary recomputed from the
+shown records, the same ``std::priority_queue`` tie-breaking for ``--topn`` and the
+same float formatting of cutoff percentages. :func:`show_json` is profkit's own
+machine-readable variant (schema in ``docs/instrprof.md``).
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from profkit.formats.instrprof.model import FunctionRecord, Profile, ProfileKind, ValueKind
+from profkit.formats.instrprof.summary import DEFAULT_CUTOFFS, SCALE, SummaryBuilder
+
+EXTERNAL_SYMBOL = "** External Symbol **"
+_PSEUDO = {(1 << 64) - 1: "PseudoHot", (1 << 64) - 2: "PseudoWarm"}
+_KIND_DESCR = ("IPVK_IndirectCallTarget", "IPVK_MemOPSize", "IPVK_VTableTarget")
+
+
+@dataclass(slots=True)
+class ShowOptions:
+    """The options of ``show`` that apply to instrumentation profiles."""
+
+    all_functions: bool = False
+    counts: bool = False
+    function: str = ""
+    topn: int = 0
+    detailed_summary: bool = False
+    detailed_summary_cutoffs: Sequence[int] = ()
+    ic_targets: bool = False
+    memop_sizes: bool = False
+    show_vtables: bool = False
+    binary_ids: bool = False
+    text: bool = False
+    showcs: bool = False
+    covered: bool = False
+    profile_version: bool = False
+    temporal_traces: bool = False
+    value_cutoff: int = 0
+    list_below_cutoff: bool = False
+
+
+@dataclass(slots=True)
+class _SiteStats:
+    sites: int = 0
+    with_values: int = 0
+    values: int = 0
+    histogram: list[int] = field(default_factory=list)
+
+
+def _f32(x: float) -> float:
+    return float(struct.unpack("f", struct.pack("f", x))[0])
+
+
+def cutoff_percent(cutoff: int) -> str:
+    """``format("%0.6g", (float)Cutoff / Scale * 100)`` with C ``float`` rounding."""
+    return format(_f32(_f32(_f32(float(cutoff)) / _f32(float(SCALE))) * _f32(100.0)), "0.6g")
+
+
+def _symbol_lookup(profile: Profile) -> Callable[[int], str]:
+    symtab = profile.symtab
+    vtables = profile.vtable_names
+
+    def lookup(ref: int) -> str:
+        name = symtab.get(ref)
+        if name is None:
+            name = vtables.get(ref, "")
+        return name
+
+    return lookup
+
+
+def _is_shown_kind(rec: FunctionRecord, is_ir: bool, showcs: bool) -> bool:
+    return not is_ir or rec.is_cs == showcs
+
+
+def _c_percent(count: int, total: int) -> str:
+    return f"{count * 100.0 / total:.2f}%"
+
+
+def _sites(
+    out: list[str],
+    rec: FunctionRecord,
+    kind: ValueKind,
+    stats: _SiteStats,
+    lookup: Callable[[int], str] | None,
+) -> None:
+    """``traverseAllValueSites``: one line per value, and the per-kind statistics."""
+    sites = rec.value_sites.get(kind, ())
+    stats.sites += len(sites)
+    for i, site in enumerate(sites):
+        nv = len(site)
+        if nv == 0:
+            continue
+        stats.values += nv
+        stats.with_values += 1
+        if nv > len(stats.histogram):
+            stats.histogram.extend([0] * (nv - len(stats.histogram)))
+        stats.histogram[nv - 1] += 1
+        total = sum(c for _, c in site) & ((1 << 64) - 1) or 1
+        for value, count in site:
+            shown = f"{value:4d}" if lookup is None else lookup(value)
+            signed = count - (1 << 64) if count >= 1 << 63 else count
+            pct = _c_percent(count, total)
+            out.append(f"\t[ {i:2d}, {shown}, {signed:10d} ] ({pct})")
+
+
+def _site_stats(out: list[str], title: str, stats: _SiteStats) -> None:
+    out.append(title)
+    out.append(f"  Total number of sites: {stats.sites}")
+    out.append(f"  Total number of sites with values: {stats.with_values}")
+    out.append(f"  Total number of profiled values: {stats.values}")
+    out.append("  Value sites histogram:\n\tNumTargets, SiteCount")
+    for i, n in enumerate(stats.histogram):
+        if n > 0:
+            out.append(f"\t{i + 1}, {n}")
+
+
+def record_text(rec: FunctionRecord, lookup: Callable[[int], str]) -> str:
+    """One record in the text format (``InstrProfWriter::writeRecordInText``)."""
+    lines = [rec.name, "# Func Hash:", str(rec.hash), "# Num Counters:", str(len(rec.counts))]
+    lines.append("# Counter Values:")
+    lines.extend(map(str, rec.counts))
+    if rec.bitmap:
+        lines.append(f"# Num Bitmap Bytes:\n${len(rec.bitmap)}\n# Bitmap Byte Values:")
+        lines.extend(f"0x{b:x}" for b in rec.bitmap)
+        lines.append("")
+    kinds = [k for k in ValueKind if rec.value_sites.get(k)]
+    if kinds:
+        lines.append(f"# Num Value Kinds:\n{len(kinds)}")
+        for k in kinds:
+            sites = rec.value_sites[k]
+            lines.append(
+                f"# ValueKind = {_KIND_DESCR[k]}:\n{int(k)}\n# NumValueSites:\n{len(sites)}"
+            )
+            for site in sites:
+                lines.append(str(len(site)))
+                for v, c in site:
+                    if k == ValueKind.MEMOP_SIZE:
+                        lines.append(f"{v}:{c}")
+                    else:
+                        lines.append(f"{lookup(v) or EXTERNAL_SYMBOL}:{c}")
+    lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+class _TopN:
+    """The ``--topn`` selection: the N largest function maxima, ties in reader order.
+
+    Verified against LLVM 22 on raw and indexed inputs: equal counts print in the
+    order the functions were read. Among equal counts the latest one is evicted first.
+    """
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.seq = 0
+        self.heap: list[tuple[int, int, str]] = []
+
+    def offer(self, name: str, fmax: int) -> None:
+        self.seq += 1
+        if len(self.heap) < self.n:
+            heapq.heappush(self.heap, (fmax, -self.seq, name))
+        elif self.heap[0][0] < fmax:
+            heapq.heapreplace(self.heap, (fmax, -self.seq, name))
+
+    def ordered(self) -> list[tuple[int, str]]:
+        return [(m, name) for m, _, name in sorted(self.heap, key=lambda t: (-t[0], -t[1]))]
+
+
+def show_text(profile: Profile, opts: ShowOptions) -> str:
+    """The complete output of ``llvm-profdata show`` with ``opts`` for ``profile``."""
+    out: list[str] = []
+    is_ir = profile.is_ir
+    cutoffs = list(opts.detailed_summary_cutoffs) or (
+        list(DEFAULT_CUTOFFS) if opts.detailed_summary else []
+    )
+    builder = SummaryBuilder()
+    lookup = _symbol_lookup(profile)
+    stats = [_SiteStats() for _ in ValueKind]
+    top = _TopN(opts.topn)
+    shown = below = 0
+    if not opts.text and opts.list_below_cutoff:
+        out.append(f"The list of functions with the maximum counter less than {opts.value_cutoff}:")
+    if opts.text and is_ir:
+        out.append(":ir")
+    fn = opts.function
+    show_all = opts.all_functions
+    topn = opts.topn
+    first = 0 if is_ir else 1
+    detail = opts.ic_targets or opts.memop_sizes or opts.show_vtables
+    for rec in profile.records:
+        if is_ir and rec.is_cs != opts.showcs:
+            continue
+        show = show_all or (bool(fn) and fn in rec.name)
+        if show and opts.text:
+            out.append(record_text(rec, lookup)[:-1])
+            continue
+        counts = rec.counts
+        builder.add_counts(counts)
+        if opts.covered:
+            if any(counts):
+                out.append(rec.name)
+            continue
+        pseudo = _PSEUDO.get(counts[0]) if counts else None
+        if pseudo is not None:
+            if show:
+                if not shown:
+                    out.append("Counters:")
+                shown += 1
+                out.append(
+                    f"  {rec.name}:\n    Hash: 0x{rec.hash:016x}\n"
+                    f"    Counters: {len(counts)}    <{pseudo}>"
+                )
+            continue
+        fmax = max(counts) if counts else 0
+        if fmax < opts.value_cutoff:
+            below += 1
+            if opts.list_below_cutoff:
+                out.append(f"  {rec.name}: (Max = {fmax} Sum = {sum(counts) & ((1 << 64) - 1)})")
+            continue
+        if opts.list_below_cutoff:
+            continue
+        if topn:
+            top.offer(rec.name, fmax)
+        if not show:
+            continue
+        if not shown:
+            out.append("Counters:")
+        shown += 1
+        out.append(f"  {rec.name}:\n    Hash: 0x{rec.hash:016x}\n    Counters: {len(counts)}")
+        if not is_ir:
+            out.append(f"    Function count: {counts[0]}")
+        if detail:
+            _value_details(out, rec, opts, stats, lookup, counts, first)
+        elif opts.counts:
+            out.append("    Block counts: [" + ", ".join(map(str, counts[first:])) + "]")
+    if opts.text or opts.covered:
+        return "\n".join(out) + "\n" if out else ""
+    _footer(out, profile, opts, builder, cutoffs, shown, below, top, stats, lookup)
+    return "\n".join(out) + "\n"
+
+
+def _value_details(
+    out: list[str],
+    rec: FunctionRecord,
+    opts: ShowOptions,
+    stats: list[_SiteStats],
+    lookup: Callable[[int], str],
+    counts: list[int],
+    first: int,
+) -> None:
+    if opts.ic_targets:
+        n_ic = rec.num_value_sites(ValueKind.INDIRECT_CALL_TARGET)
+        out.append(f"    Indirect Call Site Count: {n_ic}")
+    n_vt = rec.num_value_sites(ValueKind.VTABLE_TARGET)
+    if opts.show_vtables and n_vt:
+        out.append(f"    Number of instrumented vtables: {n_vt}")
+    n_mem = rec.num_value_sites(ValueKind.MEMOP_SIZE)
+    if opts.memop_sizes and n_mem:
+        out.append(f"    Number of Memory Intrinsics Calls: {n_mem}")
+    if opts.counts:
+        out.append("    Block counts: [" + ", ".join(map(str, counts[first:])) + "]")
+    if opts.ic_targets:
+        out.append("    Indirect Target Results:")
+        _sites(out, rec, ValueKind.INDIRECT_CALL_TARGET, stats[0], lookup)
+    if opts.show_vtables and n_vt:
+        out.append("    VTable Results:")
+        _sites(out, rec, ValueKind.VTABLE_TARGET, stats[2], lookup)
+    if opts.memop_sizes and n_mem:
+        out.append("    Memory Intrinsic Size Results:")
+        _sites(out, rec, ValueKind.MEMOP_SIZE, stats[1], None)
+
+
+def _footer(
+    out: list[str],
+    profile: Profile,
+    opts: ShowOptions,
+    builder: SummaryBuilder,
+    cutoffs: list[int],
+    shown: int,
+    below: int,
+    top: _TopN,
+    stats: list[_SiteStats],
+    lookup: Callable[[int], str],
+) -> None:
+    summary = builder.build(cutoffs)
+    kind = profile.kind
+    if profile.is_ir:
+        out.append(
+            "Instrumentation level: IR  entry_first = "
+            f"{int(bool(kind & ProfileKind.ENTRY_FIRST))}  instrument_loop_entries = "
+            f"{int(bool(kind & ProfileKind.INSTR_LOOP_ENTRIES))}"
+        )
+    else:
+        out.append("Instrumentation level: Front-end")
+    if opts.all_functions or opts.function:
+        out.append(f"Functions shown: {shown}")
+    out.append(f"Total functions: {summary.total_num_functions}")
+    out.append(f"Maximum function count: {summary.max_function_count}")
+    out.append(f"Maximum internal block count: {summary.max_internal_block_count}")
+    out.append(f"Total number of blocks: {summary.total_num_blocks}")
+    out.append(f"Total count: {summary.total_block_count}")
+    if opts.value_cutoff > 0:
+        out.append(f"Number of functions with maximum count (< {opts.value_cutoff}): {below}")
+        above = (summary.total_num_functions - below) & 0xFFFFFFFF
+        out.append(f"Number of functions with maximum count (>= {opts.value_cutoff}): {above}")
+    if opts.topn:
+        out.append(f"Top {opts.topn} functions with the largest internal block counts: ")
+        out.extend(f"  {name}, max count = {m}" for m, name in top.ordered())
+    if shown and opts.ic_targets:
+        _site_stats(out, "Statistics for indirect call sites profile:", stats[0])
+    if shown and opts.memop_sizes:
+        _site_stats(out, "Statistics for memory intrinsic calls sizes profile:", stats[1])
+    if shown and opts.show_vtables:
+        _site_stats(out, "Statistics for vtable profile:", stats[2])
+    if opts.detailed_summary:
+        out.append("Detailed summary:")
+        total = summary.total_num_blocks
+        for e in summary.entries:
+            pct = f" ({_c_percent(e.num_counts, total)})" if total else ""
+            out.append(
+                f"{e.num_counts} blocks{pct} with count >= {e.min_count} account for "
+                f"{cutoff_percent(e.cutoff)}% of the total counts."
+            )
+    if opts.binary_ids:
+        out.append("Binary IDs: ")
+        out.extend(b.hex() for b in profile.binary_ids)
+    if opts.profile_version:
+        word = profile.version_word if profile.format == "raw" else profile.version
+        out.append(f"Profile version: {word if word is not None else 0}")
+    if opts.temporal_traces:
+        traces = profile.temporal_traces
+        out.append(
+            f"Temporal Profile Traces (samples={len(traces)} "
+            f"seen={profile.temporal_trace_stream_size}):"
+        )
+        for i, t in enumerate(traces):
+            out.append(
+                f"  Temporal Profile Trace {i} (weight={t.weight} count={len(t.function_refs)}):"
+            )
+            out.extend(f"    {lookup(ref)}" for ref in t.function_refs)
+
+
+def show_json(profile: Profile, opts: ShowOptions) -> str:
+    """profkit's JSON rendering of what ``show`` reports (schema: ``docs/instrprof.md``)."""
+    is_ir = profile.is_ir
+    builder = SummaryBuilder()
+    lookup = _symbol_lookup(profile)
+    functions: list[dict[str, Any]] = []
+    fn = opts.function
+    for rec in profile.records:
+        if is_ir and rec.is_cs != opts.showcs:
+            continue
+        builder.add_counts(rec.counts)
+        if not (opts.all_functions or (fn and fn in rec.name)):
+            continue
+        if opts.covered and not any(rec.counts):
+            continue
+        item: dict[str, Any] = {"name": rec.name, "hash": rec.hash, "counts": rec.counts}
+        if rec.bitmap:
+            item["bitmap"] = rec.bitmap.hex()
+        if rec.value_sites:
+            item["value_sites"] = {
+                k.name.lower(): [
+                    [
+                        {"value": v, "count": c}
+                        | ({"target": lookup(v)} if k != ValueKind.MEMOP_SIZE else {})
+                        for v, c in site
+                    ]
+                    for site in sites
+                ]
+                for k, sites in rec.value_sites.items()
+            }
+        functions.append(item)
+    s = builder.build(list(opts.detailed_summary_cutoffs) or list(DEFAULT_CUTOFFS))
+    doc = {
+        "format": profile.format,
+        "version": profile.version,
+        "version_word": profile.version_word,
+        "instrumentation": "IR" if is_ir else "Front-end",
+        "flags": [m.name.lower() for m in ProfileKind if m and m in profile.kind and m.name],
+        "summary": {
+            "total_functions": s.total_num_functions,
+            "max_function_count": s.max_function_count,
+            "max_internal_block_count": s.max_internal_block_count,
+            "total_blocks": s.total_num_blocks,
+            "total_count": s.total_block_count,
+            "detailed": [
+                {"cutoff": e.cutoff, "min_count": e.min_count, "num_blocks": e.num_counts}
+                for e in s.entries
+            ],
+        },
+        "binary_ids": [b.hex() for b in profile.binary_ids],
+        "temporal_traces": [
+            {"weight": t.weight, "functions": [lookup(r) for r in t.function_refs]}
+            for t in profile.temporal_traces
+        ],
+        "functions": functions,
+        "notes": profile.notes,
+    }
+    return json.dumps(doc, indent=1) + "\n"

@@ -1,0 +1,140 @@
+"""Profile summaries computed from records, exactly as LLVM's ``InstrProfSummaryBuilder`` does.
+
+The indexed writer stores these numbers and ``show`` prints them, so the arithmetic
+must match LLVM bit for bit (spec §5.2): unsigned 64-bit totals that wrap, a 32-bit
+block counter, a count→frequency histogram walked from the largest count down, and
+cutoff thresholds computed in 128-bit integer math (Python ints are exact, so only the
+wrap-arounds need care).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+from profkit.formats.instrprof.model import (
+    CS_FLAG_IN_FUNC_HASH,
+    FunctionRecord,
+    Summary,
+    SummaryEntry,
+)
+
+#: ``ProfileSummaryBuilder::DefaultCutoffs`` (parts per million).
+DEFAULT_CUTOFFS: tuple[int, ...] = (
+    10000,
+    100000,
+    200000,
+    300000,
+    400000,
+    500000,
+    600000,
+    700000,
+    800000,
+    900000,
+    950000,
+    990000,
+    999000,
+    999900,
+    999990,
+    999999,
+)
+
+#: ``ProfileSummary::Scale``: cutoffs are parts per million.
+SCALE = 1_000_000
+
+_M64 = (1 << 64) - 1
+_M32 = (1 << 32) - 1
+#: ``InstrProfRecord::PseudoHot`` / ``PseudoWarm`` first-counter markers: such records are skipped.
+_PSEUDO_COUNTS = frozenset({_M64, _M64 - 1})
+
+
+class SummaryBuilder:
+    """Accumulates records into one summary (one builder for plain, one for CS records)."""
+
+    __slots__ = (
+        "freq",
+        "max_count",
+        "max_function_count",
+        "max_internal_count",
+        "num_counts",
+        "num_functions",
+        "total_count",
+    )
+
+    def __init__(self) -> None:
+        self.total_count = 0
+        self.max_count = 0
+        self.max_function_count = 0
+        self.max_internal_count = 0
+        self.num_counts = 0
+        self.num_functions = 0
+        self.freq: Counter[int] = Counter()
+
+    def add_counts(self, counts: Sequence[int]) -> None:
+        """Add one record's counters: the first is the entry count, the rest internal."""
+        if not counts or counts[0] in _PSEUDO_COUNTS:
+            return
+        entry = counts[0]
+        self.num_functions = (self.num_functions + 1) & _M32
+        if entry > self.max_function_count:
+            self.max_function_count = entry
+        if len(counts) > 1:
+            internal = max(counts[1:]) if len(counts) > 2 else counts[1]
+            if internal > self.max_internal_count:
+                self.max_internal_count = internal
+        top = max(counts)
+        if top > self.max_count:
+            self.max_count = top
+        self.total_count = (self.total_count + sum(counts)) & _M64
+        self.num_counts = (self.num_counts + len(counts)) & _M32
+        self.freq.update(counts)
+
+    def detailed(self, cutoffs: Iterable[int] = DEFAULT_CUTOFFS) -> list[SummaryEntry]:
+        """``ProfileSummaryBuilder::computeDetailedSummary``: one entry per cutoff (sorted).
+
+        The walk state (count, blocks seen, running sum) carries over from one cutoff
+        to the next, and sums wrap at 64 bits as in C++.
+        """
+        items = sorted(self.freq.items(), reverse=True)
+        n = len(items)
+        i = 0
+        seen = 0
+        cur_sum = 0
+        count = 0
+        out: list[SummaryEntry] = []
+        for cutoff in sorted(cutoffs):
+            desired = (self.total_count * cutoff // SCALE) & _M64
+            while cur_sum < desired and i < n:
+                count, f = items[i]
+                cur_sum = (cur_sum + count * f) & _M64
+                seen = (seen + f) & _M32
+                i += 1
+            out.append(SummaryEntry(cutoff, count, seen))
+        return out
+
+    def build(self, cutoffs: Iterable[int] = DEFAULT_CUTOFFS) -> Summary:
+        """The finished summary (the six fields the indexed format stores, plus entries)."""
+        return Summary(
+            total_num_functions=self.num_functions,
+            total_num_blocks=self.num_counts,
+            max_function_count=self.max_function_count,
+            max_block_count=self.max_count,
+            max_internal_block_count=self.max_internal_count,
+            total_block_count=self.total_count,
+            entries=self.detailed(cutoffs),
+        )
+
+
+def compute_summary(
+    records: Iterable[FunctionRecord], cutoffs: Iterable[int] = DEFAULT_CUTOFFS
+) -> tuple[Summary, Summary]:
+    """The (regular, context-sensitive) summaries of ``records``, as the indexed writer stores them.
+
+    Records with FuncHash bit 60 feed the CS summary, all others the regular one.
+    """
+    cutoff_list = list(cutoffs)
+    regular = SummaryBuilder()
+    cs = SummaryBuilder()
+    for rec in records:
+        (cs if rec.hash & CS_FLAG_IN_FUNC_HASH else regular).add_counts(rec.counts)
+    return regular.build(cutoff_list), cs.build(cutoff_list)

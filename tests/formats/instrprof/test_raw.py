@@ -1,0 +1,122 @@
+"""Raw reader: every version × byte order × pointer width, via synthesised files (spec §4)."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from profkit.errors import ProfileFormatError
+from profkit.formats.instrprof import ProfileKind, ValueKind, parse_raw
+from profkit.formats.instrprof.hashing import name_md5
+from tests.formats.instrprof.rawbuild import RawFunc, build_raw
+
+VARIANTS = [(v, o, p) for v in (5, 7, 8, 9, 10, 11) for o in "<>" for p in (4, 8)]
+
+
+def _funcs(version: int) -> list[RawFunc]:
+    return [
+        RawFunc(
+            "main",
+            0x123,
+            [5, 0, 7],
+            b"\x1f\x02" if version >= 9 else b"",
+            {0: [[("sample.c;f", 3), (None, 2)], []], 1: [[(8, 4), (1, 1)]]},
+        ),
+        RawFunc("sample.c;f", (1 << 60) | 5, [1]),
+        RawFunc("g", 9, [0, 0]),
+    ]
+
+
+@pytest.mark.parametrize(("version", "order", "psize"), VARIANTS)
+@pytest.mark.parametrize("byte_coverage", [False, True])
+def test_every_layout(version: int, order: str, psize: int, byte_coverage: bool) -> None:
+    funcs = _funcs(version)
+    flags = (1 << 56) | ((1 << 60) if byte_coverage else 0)
+    ids = (b"\x01\x02\x03",) if version >= 7 else ()
+    data = build_raw(
+        funcs, version=version, order=order, psize=psize, flags=flags,
+        binary_ids=ids, byte_coverage=byte_coverage,
+    )  # fmt: skip
+    prof = parse_raw(data, "x.profraw")
+    assert prof.version == version
+    assert prof.kind & ProfileKind.IR
+    assert bool(prof.kind & ProfileKind.SINGLE_BYTE_COVERAGE) == byte_coverage
+    assert prof.binary_ids == list(ids)
+    assert [r.name for r in prof.records] == ["main", "sample.c;f", "g"]
+    main = prof.records[0]
+    assert main.counts == ([1, 0, 1] if byte_coverage else [5, 0, 7])
+    assert main.bitmap == funcs[0].bitmap
+    assert main.value_sites[ValueKind.INDIRECT_CALL_TARGET] == [
+        [(name_md5("sample.c;f"), 3), (0, 2)],
+        [],
+    ]
+    assert main.value_sites[ValueKind.MEMOP_SIZE] == [[(8, 4), (1, 1)]]
+    assert prof.records[1].is_cs
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sampled_from(VARIANTS),
+    st.lists(st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=5), min_size=1, max_size=6),
+    st.booleans(),
+)
+def test_counts_round_trip(
+    variant: tuple[int, str, int], counts: list[list[int]], compress: bool
+) -> None:
+    version, order, psize = variant
+    funcs = [RawFunc(f"fn{i}", i, c) for i, c in enumerate(counts)]
+    prof = parse_raw(build_raw(funcs, version=version, order=order, psize=psize, compress=compress))
+    assert [(r.name, r.hash, r.counts) for r in prof.records] == [
+        (f.name, f.hash, f.counts) for f in funcs
+    ]
+
+
+def test_concatenated_profiles_are_merged() -> None:
+    a = build_raw([RawFunc("a", 1, [1])], binary_ids=(b"A" * 20,))
+    b = build_raw([RawFunc("b", 2, [2])], binary_ids=(b"B" * 20,))
+    prof = parse_raw(a + bytes(8) + b)
+    assert [r.name for r in prof.records] == ["a", "b"]
+    assert prof.binary_ids == [b"A" * 20, b"B" * 20]
+
+
+def test_temporal_first_counter_is_a_timestamp() -> None:
+    funcs = [RawFunc("a", 1, [2, 10, 11]), RawFunc("b", 2, [1, 20]), RawFunc("c", 3, [0, 5])]
+    prof = parse_raw(build_raw(funcs, flags=(1 << 56) | (1 << 63)))
+    assert [r.counts for r in prof.records] == [[10, 11], [20], [5]]
+    assert len(prof.temporal_traces) == 1
+    assert prof.temporal_traces[0].function_refs == (name_md5("b"), name_md5("a"))
+
+
+def test_empty_file() -> None:
+    with pytest.raises(ProfileFormatError, match="empty raw profile"):
+        parse_raw(b"", "app.profraw")
+
+
+@pytest.mark.parametrize("version", [4, 6, 12, 0xFFFF])
+def test_unsupported_version_names_supported_ones(version: int) -> None:
+    data = bytearray(build_raw([RawFunc("a", 1, [1])]))
+    struct.pack_into("<Q", data, 8, version)
+    with pytest.raises(ProfileFormatError) as info:
+        parse_raw(bytes(data), "app.profraw")
+    err = info.value
+    assert err.kind == "unsupported_version"
+    assert f"version {version}" in str(err)
+    assert "5, 7, 8, 9, 10, 11" in str(err)
+    assert str(err).startswith("app.profraw: offset 0x8: ")
+
+
+def test_truncated_counters_message() -> None:
+    data = build_raw([RawFunc("a", 1, list(range(600)))])
+    with pytest.raises(ProfileFormatError) as info:
+        parse_raw(data[:200], "app.profraw")
+    assert info.value.kind == "truncated"
+    assert "counters needs 4800 bytes" in str(info.value)
+
+
+def test_trailing_garbage() -> None:
+    data = build_raw([RawFunc("a", 1, [1])])
+    with pytest.raises(ProfileFormatError, match="not another profile"):
+        parse_raw(data + b"\x01" * 8)
