@@ -1,19 +1,51 @@
-"""`profkit export`: placeholder until its issue lands; the module owner replaces this file."""
+"""`profkit export`: convert a saved profile to another tool's format (see the registry)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
+from profkit.calltree.file import write_atomic
+from profkit.cli.report import load_all
 from profkit.errors import UsageError
+from profkit.export import registry
 
 
 def register(sub: Any, name: str, help_text: str) -> None:
     """Add the `export` parser to the ``profkit`` subparsers."""
-    parser = sub.add_parser(name, help=help_text, description=help_text)
-    parser.add_argument("rest", nargs=argparse.REMAINDER)
+    parser = sub.add_parser(
+        name, help=help_text, description=help_text + ". Several files are combined first.",
+        epilog="formats:\n" + registry.help_text(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE", help="profile saved by 'profkit run'")
+    parser.add_argument("--format", "-F", required=True, choices=registry.names(), metavar="NAME",
+                        help="output format: " + ", ".join(registry.names()))
+    parser.add_argument("-o", "--output", metavar="OUT",
+                        help="output file ('-' for stdout; default: the input's name with the "
+                             "format's extension)")
     parser.set_defaults(handler=_handler)
 
 
 def _handler(args: argparse.Namespace) -> int:
-    raise UsageError("'profkit export' is not implemented yet")
+    fmt = registry.get(args.format)
+    profile = load_all(args.files)
+    out = args.output or registry.default_output(args.files[0], fmt)
+    if out == "-":
+        if fmt.binary and sys.stdout.isatty():
+            raise UsageError(f"{fmt.name} output is binary: refusing to write it to a terminal "
+                             "(use -o FILE or a pipe)")
+        data = fmt.writer(profile)
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return 0
+    if out in args.files:
+        raise UsageError(f"output {out} is also an input; choose another -o")
+    data = fmt.writer(profile)
+    try:
+        write_atomic(out, data)
+    except OSError as exc:
+        raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
+    print(f"profkit: wrote {out} ({fmt.description})", file=sys.stderr)
+    return 0

@@ -1,19 +1,84 @@
-"""`profkit report`: placeholder until its issue lands; the module owner replaces this file."""
+"""`profkit report`: print a saved profile as a call tree, a flat table or a callers view."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
+import sys
 from typing import Any
 
+from profkit.calltree.file import combine, load
+from profkit.calltree.model import CallProfile
 from profkit.errors import UsageError
+from profkit.report._fmt import parse_duration
+from profkit.report.flat import render_callers, render_flat
+from profkit.report.text import render_tree
 
 
 def register(sub: Any, name: str, help_text: str) -> None:
     """Add the `report` parser to the ``profkit`` subparsers."""
-    parser = sub.add_parser(name, help=help_text, description=help_text)
-    parser.add_argument("rest", nargs=argparse.REMAINDER)
+    parser = sub.add_parser(
+        name, help=help_text, description=help_text + ". Several files (one per process) are combined.",
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE", help="profile saved by 'profkit run'")
+    parser.add_argument("--view", choices=("tree", "flat", "callers"), default="tree",
+                        help="call tree (default), one line per function, or who calls --function")
+    parser.add_argument("--function", "-f", metavar="F",
+                        help="function for --view callers (full name, last part, or substring)")
+    parser.add_argument("--min-time", metavar="DURATION", default="0",
+                        help="hide entries with less total time, e.g. 1ms, 250us, 0.5s")
+    parser.add_argument("--min-share", metavar="PERCENT", type=float, default=0.5,
+                        help="tree: hide nodes under this %% of their thread's time (default 0.5)")
+    parser.add_argument("--all", action="store_true", help="tree: show every node (--min-share 0)")
+    parser.add_argument("--prefix", metavar="P[,P...]",
+                        help="keep only functions under these module prefixes (e.g. myapp)")
+    parser.add_argument("--top", type=int, metavar="N",
+                        help="tree: N hottest children per node; flat: N functions")
+    parser.add_argument("--max-depth", type=int, metavar="N", help="tree: stop at this depth")
+    parser.add_argument("--sort", choices=("exclusive", "inclusive", "calls"), default="exclusive",
+                        help="flat: sort key (default: self time)")
+    parser.add_argument("--width", type=int, metavar="N",
+                        help="output width (default: the terminal's, else 80)")
+    parser.add_argument("--color", action=argparse.BooleanOptionalAction, default=None,
+                        help="colour the output (default: when stdout is a terminal and NO_COLOR is unset)")
     parser.set_defaults(handler=_handler)
 
 
+def load_all(paths: list[str]) -> CallProfile:
+    """Load one profile, or several combined."""
+    profiles = [load(p) for p in paths]
+    return profiles[0] if len(profiles) == 1 else combine(profiles)
+
+
+def use_color(flag: bool | None) -> bool:
+    """Explicit flag, else a terminal without ``NO_COLOR`` (https://no-color.org)."""
+    if flag is not None:
+        return flag
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
 def _handler(args: argparse.Namespace) -> int:
-    raise UsageError("'profkit report' is not implemented yet")
+    min_time = parse_duration(args.min_time)
+    if args.width is not None and args.width < 20:
+        raise UsageError("--width must be at least 20")
+    if not 0 <= args.min_share <= 100:
+        raise UsageError("--min-share must be a percentage between 0 and 100")
+    width = args.width or shutil.get_terminal_size((80, 24)).columns
+    color = use_color(args.color)
+    profile = load_all(args.files)
+    if args.view == "tree":
+        text = render_tree(
+            profile, width=width, color=color, min_time_ns=min_time, prefix=args.prefix,
+            max_depth=args.max_depth, top=args.top,
+            min_share=0.0 if args.all else args.min_share / 100,
+        )
+    elif args.view == "flat":
+        text = render_flat(profile, width=width, color=color, min_time_ns=min_time,
+                           prefix=args.prefix, top=args.top, sort=args.sort)
+    else:
+        if not args.function:
+            raise UsageError("--view callers needs --function F")
+        text = render_callers(profile, args.function, width=width, color=color, prefix=args.prefix)
+    sys.stdout.write(text)
+    return 0

@@ -1,0 +1,72 @@
+"""`profkit report` end to end through ``main``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from profkit.calltree import file
+from profkit.cli.main import main
+from tests.calltree.strategies import sample_profile
+
+
+@pytest.fixture
+def saved(tmp_path: Path) -> Path:
+    path = tmp_path / "run.json.gz"
+    file.save(sample_profile(), path)
+    return path
+
+
+def test_tree_default(saved: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(saved)]) == 0
+    out = capsys.readouterr().out
+    assert "myapp.core.work" in out and "Thread worker" in out and "\x1b[" not in out
+
+
+def test_flat_and_callers(saved: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(saved), "--view", "flat", "--top", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[2].endswith("json.dumps") and "2 more functions" in out
+    assert main(["report", str(saved), "--view", "callers", "-f", "dumps"]) == 0
+    out = capsys.readouterr().out
+    assert "called by:" in out and "myapp.core.work" in out
+
+
+def test_options(saved: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(saved), "--min-time", "3ms", "--prefix", "myapp", "--color",
+                 "--width", "60"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b[31m" in out and "json.dumps" not in out
+
+
+def test_combines_several_files(saved: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    other = tmp_path / "b.json"
+    file.save(sample_profile(), other)
+    assert main(["report", str(saved), str(other)]) == 0
+    assert capsys.readouterr().out.count("pid 4242: MainThread") == 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--view", "callers"], "needs --function"),
+        (["--view", "callers", "-f", "nothere"], "no function matches"),
+        (["--min-time", "soon"], "bad duration"),
+        (["--width", "5"], "--width"),
+    ],
+)
+def test_usage_errors(saved: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    assert main(["report", str(saved), *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("profkit: error:") and message in err
+
+
+def test_bad_files_give_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "profkit.calltree", "version": 1, "mode": "trace", "frames": 3}')
+    assert main(["report", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "bad.json" in err and "/frames" in err
+    assert main(["report", str(tmp_path / "missing.json")]) == 2
+    assert "cannot read" in capsys.readouterr().err
