@@ -1,0 +1,434 @@
+#!/usr/bin/env python3
+"""Generate the LLVM instrumentation-profile fixtures under tests/fixtures/instrprof/.
+
+Why a script: the bar is "real files from real tools", so every .profraw/.profdata/.proftext and
+every saved `llvm-profdata` output is produced here by Debian's clang-NN / llvm-profdata-NN from
+the small sources in tests/fixtures/instrprof/src/, and MANIFEST.json records the command line,
+tool version and sha256 of each file.  Re-running it on the same toolchains reproduces the same
+bytes: programs run with ASLR off (``setarch -R``) so the addresses stored in raw profiles are
+stable, sources are compiled by relative name so file-local function names are stable
+(``sample.c:square`` / ``sample.c;square``), binaries carry no build ID unless the variant is
+about build IDs, and nothing records a time stamp or an absolute path.
+
+Usage: scripts/gen_instrprof_fixtures.py [--versions 14,22] [--out DIR] [--keep-build DIR]
+A variant a toolchain cannot build or run is listed under "skipped" in the manifest with the
+tool's first error line, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = ROOT / "tests" / "fixtures" / "instrprof"
+ALL_VERSIONS = (14, 16, 19, 22)
+OPT = "-O2"
+NO_BUILD_ID = "-Wl,--build-id=none"
+BUILD_ID = "-Wl,--build-id"
+
+# `llvm-profdata show` option sets saved beside each profile: suffix -> options.
+SHOWS: dict[str, tuple[str, ...]] = {
+    "show": (),
+    "show-all-counts": ("--all-functions", "--counts"),
+    "detailed-summary": ("--detailed-summary",),
+    "topn3": ("--topn=3",),
+    "covered": ("--covered",),
+    "ic-targets": ("--all-functions", "--ic-targets"),
+    "memop-sizes": ("--all-functions", "--memop-sizes"),
+    "binary-ids": ("--binary-ids",),
+    "show-vtables": ("--all-functions", "--show-vtables"),
+    "showcs": ("--all-functions", "--counts", "--showcs"),
+    "temporal-traces": ("--temporal-profile-traces",),
+    "profile-version": ("--profile-version",),
+}
+# Options an older llvm-profdata does not know are not asked of it.
+SHOW_MIN_VERSION = {"profile-version": 16}
+BASE_SHOWS = ("show", "show-all-counts", "detailed-summary", "topn3", "covered")
+VALUE_SHOWS = ("ic-targets", "memop-sizes")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way of building and running a sample program; yields one raw profile."""
+
+    name: str
+    flags: tuple[str, ...]
+    source: str = "sample.c"  # or names.c, vtable.cpp, or "dso" (dso_main.c + dso_lib.c)
+    min_version: int = 0
+    run_args: tuple[str, ...] = ()
+    link: tuple[str, ...] = (NO_BUILD_ID,)
+    shows: tuple[str, ...] = ()  # extra SHOWS keys besides BASE_SHOWS
+    cs_stage1: bool = False  # build with -fprofile-use of an IR stage-1 profile
+    note: str = ""
+
+
+FE = ("-fprofile-instr-generate",)
+IR = ("-fprofile-generate",)
+
+
+def _mllvm(*opts: str) -> tuple[str, ...]:
+    out: list[str] = []
+    for opt in opts:
+        out += ["-mllvm", opt]
+    return tuple(out)
+
+
+VARIANTS: tuple[Variant, ...] = (
+    Variant("fe", FE, note="front-end instrumentation"),
+    Variant("fecov", (*FE, "-fcoverage-mapping"), note="front end + coverage mapping"),
+    Variant("fe_valueprof", (*FE, *_mllvm("-enable-value-profiling")), shows=VALUE_SHOWS,
+            note="front end with indirect-call value profiling"),
+    Variant("fe_mcdc", (*FE, "-fcoverage-mapping", "-fcoverage-mcdc"), min_version=18,
+            note="MC/DC bitmap bytes"),
+    Variant("fe_singlebyte", (*FE, *_mllvm("-enable-single-byte-coverage")),
+            note="front end, 1-byte coverage counters"),
+    Variant("ir", IR, shows=VALUE_SHOWS, note="IR PGO; has indirect-call and mem-op value sites"),
+    Variant("ir_alt", IR, run_args=("25",), shows=VALUE_SHOWS,
+            note="same binary as ir, run with 25 rounds (different counts, same hashes)"),
+    Variant("ir_nocompress", (*IR, *_mllvm("-enable-name-compression=false")),
+            shows=VALUE_SHOWS, note="IR PGO, uncompressed names section"),
+    Variant("names_ir", IR, source="names.c",
+            note="IR PGO, long names: the names section is zlib-compressed"),
+    Variant("names_ir_nocompress", (*IR, *_mllvm("-enable-name-compression=false")),
+            source="names.c", note="as names_ir with name compression off"),
+    Variant("names_fe", FE, source="names.c", note="front end, compressed names section"),
+    Variant("ir_entry", (*IR, *_mllvm("-pgo-instrument-entry")), shows=VALUE_SHOWS,
+            note="IR PGO, entry block always instrumented (entry_first)"),
+    Variant("ir_funcentry", (*IR, *_mllvm("-pgo-function-entry-coverage")),
+            note="function-entry-only coverage (1-byte counters)"),
+    Variant("ir_blockcov", (*IR, *_mllvm("-pgo-block-coverage")),
+            note="IR block coverage (1-byte counters)"),
+    Variant("ir_temporal", (*IR, *_mllvm("-pgo-temporal-instrumentation")),
+            shows=("temporal-traces",), note="temporal profiling (timestamp counter)"),
+    Variant("ir_loopentries", (*IR, *_mllvm("-pgo-instrument-loop-entries")), min_version=20,
+            shows=VALUE_SHOWS, note="IR PGO, loop entries always instrumented"),
+    Variant("ir_cs", ("-fcs-profile-generate",), cs_stage1=True, shows=("showcs",),
+            note="context-sensitive IR: -fprofile-use=<ir stage 1> -fcs-profile-generate"),
+    Variant("binary_ids", IR, link=(BUILD_ID,), shows=("binary-ids",),
+            note="IR PGO with a GNU build ID in the binary"),
+    Variant("cxx_ir", IR, source="vtable.cpp", shows=VALUE_SHOWS,
+            note="C++ virtual calls, mangled names"),
+    Variant("vtable", (*IR, *_mllvm("-enable-vtable-value-profiling")), source="vtable.cpp",
+            min_version=19, shows=(*VALUE_SHOWS, "show-vtables"),
+            note="vtable value profiling (value kind 2, vtable names)"),
+    Variant("dso_concat", IR, source="dso", link=(BUILD_ID,), shows=(*VALUE_SHOWS, "binary-ids"),
+            note="executable + instrumented shared library: two profiles in one raw file"),
+    Variant("m32_fe", ("-m32", *FE), note="32-bit front end"),
+    Variant("m32_ir", ("-m32", *IR), shows=VALUE_SHOWS, note="32-bit IR PGO"),
+)
+
+
+@dataclass
+class Manifest:
+    """Everything MANIFEST.json records; entries are appended as files are produced."""
+
+    out: Path
+    files: list[dict[str, object]] = field(default_factory=list)
+    skipped: list[dict[str, object]] = field(default_factory=list)
+
+    def add(self, path: Path, inputs: Sequence[str] = (), **info: object) -> None:
+        """Record one produced file.
+
+        ``inputs`` are file names relative to the file's own directory (where its command
+        ran); they are stored relative to the fixture root, with the command's working
+        directory as ``cwd``, so a test can find them without parsing command lines.
+        """
+        data = path.read_bytes()
+        rel = path.relative_to(self.out).as_posix()
+        entry: dict[str, object] = {"path": rel, **info}
+        if "command" in info or "commands" in info:
+            entry["cwd"] = path.parent.relative_to(self.out).as_posix()
+        if inputs:
+            entry["inputs"] = [os.path.normpath(path.parent.relative_to(self.out) / i)
+                               for i in inputs]
+        entry.update(size=len(data), sha256=hashlib.sha256(data).hexdigest())
+        self.files.append(entry)
+
+    def skip(self, **info: object) -> None:
+        self.skipped.append(info)
+
+
+class StepFailed(Exception):
+    """A compile/run/tool step failed; carries the first useful stderr line."""
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return "(no message)"
+
+
+def run(cmd: Sequence[str], cwd: Path, env: dict[str, str] | None = None,
+        stdout_to: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run one step; raise StepFailed with the tool's first stderr line on failure."""
+    full_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "HOME": str(cwd)}
+    if env:
+        full_env.update(env)
+    proc = subprocess.run(list(cmd), cwd=cwd, env=full_env, capture_output=True, text=True,
+                          errors="backslashreplace", check=False, timeout=300)
+    if proc.returncode != 0:
+        raise StepFailed(f"{' '.join(cmd)}: rc {proc.returncode}: "
+                         f"{_first_line(proc.stderr or proc.stdout)}")
+    if stdout_to is not None:
+        stdout_to.write_text(proc.stdout)
+    return proc
+
+
+def tool_versions(version: int) -> dict[str, str]:
+    """Describe the toolchain exactly: clang's banner and the Debian package versions."""
+    info = {"clang": _first_line(subprocess.run([f"clang-{version}", "--version"],
+                                                capture_output=True, text=True).stdout)}
+    for pkg in (f"llvm-{version}", f"libclang-rt-{version}-dev"):
+        proc = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", pkg],
+                              capture_output=True, text=True)
+        info[pkg] = proc.stdout.strip() if proc.returncode == 0 else "unknown"
+    return info
+
+
+def setarch_prefix() -> list[str]:
+    """`setarch <arch> -R`: run with ASLR off so raw-profile addresses are reproducible."""
+    return ["setarch", platform.machine(), "-R"]
+
+
+def build_and_run(v: Variant, version: int, src_dir: Path, work: Path, out_raw: Path,
+                  ir_stage1: Path | None) -> list[list[str]]:
+    """Compile and run one variant; return the command lines (relative paths) used."""
+    work.mkdir(parents=True)
+    cc = f"clang++-{version}" if v.source.endswith(".cpp") else f"clang-{version}"
+    cmds: list[list[str]] = []
+    if v.source == "dso":
+        for name in ("dso_main.c", "dso_lib.c"):
+            shutil.copy(src_dir / name, work / name)
+        cmds.append([cc, *v.flags, OPT, "-fPIC", "-shared", "dso_lib.c", "-o", "libdso.so",
+                     *v.link])
+        cmds.append([cc, *v.flags, OPT, "dso_main.c", "-o", "prog", "-L.", "-ldso",
+                     "-Wl,-rpath,$ORIGIN", *v.link])
+    else:
+        shutil.copy(src_dir / v.source, work / v.source)
+        flags = list(v.flags)
+        if v.cs_stage1:
+            assert ir_stage1 is not None
+            shutil.copy(ir_stage1, work / "stage1.profdata")
+            flags = ["-fprofile-use=stage1.profdata", *flags]
+        cmds.append([cc, *flags, OPT, v.source, "-o", "prog", *v.link])
+    for cmd in cmds:
+        run(cmd, work)
+    raw_name = f"{v.name}.profraw"
+    run_cmd = ["./prog", *v.run_args]
+    run([*setarch_prefix(), *run_cmd], work, env={"LLVM_PROFILE_FILE": raw_name})
+    cmds.append([f"LLVM_PROFILE_FILE={raw_name}", *setarch_prefix(), *run_cmd])
+    produced = work / raw_name
+    if not produced.exists():
+        raise StepFailed("program ran but wrote no raw profile")
+    shutil.copy(produced, out_raw)
+    return cmds
+
+
+def save_shows(manifest: Manifest, tool: str, version: int, variant: str, profile: Path,
+               keys: Sequence[str]) -> None:
+    """Save `llvm-profdata show` outputs for one profile as <profile-name>.<key>.txt."""
+    for key in keys:
+        if version < SHOW_MIN_VERSION.get(key, 0):
+            continue
+        cmd = [tool, "show", *SHOWS[key], profile.name]
+        target = profile.with_name(f"{profile.name}.{key}.txt")
+        try:
+            proc = run(cmd, profile.parent, stdout_to=target)
+            again = run(cmd, profile.parent)
+        except StepFailed as exc:
+            manifest.skip(llvm=version, variant=variant, output=target.name, reason=str(exc))
+            continue
+        if again.stdout != proc.stdout:
+            # Seen: llvm-profdata-22 show --topn on a two-profile raw file prints a dangling
+            # name (garbage bytes). An output that changes between runs is no oracle.
+            target.unlink()
+            manifest.skip(llvm=version, variant=variant, output=target.name,
+                          reason=f"{' '.join(cmd)}: output differs between two runs")
+            continue
+        extra = {"stderr": proc.stderr.strip()} if proc.stderr.strip() else {}
+        manifest.add(target, llvm=version, variant=variant, kind="show", show=key,
+                     options=list(SHOWS[key]), command=cmd, inputs=[profile.name], **extra)
+
+
+def convert(manifest: Manifest, tool: str, version: int, variant: str, out_dir: Path,
+            inputs: Sequence[str], stem: str, shows: Sequence[str],
+            extra_opts: Sequence[str] = ()) -> None:
+    """merge inputs -> <stem>.profdata and <stem>.proftext, then save the show outputs."""
+    targets = ((f"{stem}.profdata", ()), (f"{stem}.proftext", ("--text",)))
+    for name, opts in targets:
+        cmd = [tool, "merge", *extra_opts, *opts, "-o", name, *inputs]
+        proc = run(cmd, out_dir)
+        extra = {"stderr": proc.stderr.strip()} if proc.stderr.strip() else {}
+        kind = "profdata" if name.endswith(".profdata") else "proftext"
+        manifest.add(out_dir / name, llvm=version, variant=variant, kind=kind, command=cmd,
+                     inputs=[i.split("=", 1)[-1].rsplit(",", 1)[-1] for i in inputs], **extra)
+    save_shows(manifest, tool, version, variant, out_dir / f"{stem}.profdata",
+               (*BASE_SHOWS, *shows, "profile-version"))
+
+
+def gen_version(version: int, src_dir: Path, out: Path, build_root: Path,
+                manifest: Manifest) -> None:
+    """All variants for one LLVM version into <out>/clang<version>/."""
+    tool = f"llvm-profdata-{version}"
+    vdir = out / f"clang{version}"
+    vdir.mkdir(parents=True, exist_ok=True)
+    done: set[str] = set()
+    for v in VARIANTS:
+        if version < v.min_version:
+            manifest.skip(llvm=version, variant=v.name,
+                          reason=f"needs LLVM {v.min_version} or newer")
+            continue
+        stage1 = vdir / "ir.profdata" if v.cs_stage1 else None
+        if stage1 is not None and not stage1.exists():
+            manifest.skip(llvm=version, variant=v.name, reason="no ir stage-1 profile")
+            continue
+        raw = vdir / f"{v.name}.profraw"
+        try:
+            cmds = build_and_run(v, version, src_dir, build_root / f"clang{version}" / v.name,
+                                 raw, stage1)
+        except StepFailed as exc:
+            manifest.skip(llvm=version, variant=v.name, reason=str(exc))
+            continue
+        source = ["dso_main.c", "dso_lib.c"] if v.source == "dso" else [v.source]
+        if v.cs_stage1:
+            cmds.insert(0, [tool, "merge", "-o", "stage1.profdata", "ir.profraw"])
+        manifest.add(raw, llvm=version, variant=v.name, kind="profraw", commands=cmds,
+                     inputs=[f"../src/{s}" for s in source], note=v.note)
+        save_shows(manifest, tool, version, v.name, raw,
+                   (*BASE_SHOWS, *v.shows, "profile-version"))
+        try:
+            convert(manifest, tool, version, v.name, vdir, [raw.name], v.name, v.shows)
+        except StepFailed as exc:
+            manifest.skip(llvm=version, variant=v.name, output="profdata", reason=str(exc))
+            continue
+        done.add(v.name)
+    derived(version, tool, vdir, done, manifest)
+
+
+def derived(version: int, tool: str, vdir: Path, done: set[str], manifest: Manifest) -> None:
+    """Multi-input merges and overlaps built from this version's raw files."""
+    jobs: list[tuple[str, set[str], list[str], tuple[str, ...], tuple[str, ...]]] = [
+        ("ir_plus_cs", {"ir", "ir_cs"}, ["ir.profraw", "ir_cs.profraw"], ("showcs",), ()),
+        ("weighted", {"ir", "ir_alt"}, ["--weighted-input=3,ir.profraw", "ir_alt.profraw"],
+         VALUE_SHOWS, ()),
+        ("sparse", {"ir"}, ["ir.profraw"], (), ("--sparse",)),
+        ("fe_merged", {"fe", "fecov"}, ["fe.profraw", "fecov.profraw"], (), ()),
+    ]
+    for stem, needs, inputs, shows, opts in jobs:
+        if not needs <= done:
+            manifest.skip(llvm=version, variant=stem, reason=f"needs {sorted(needs - done)}")
+            continue
+        try:
+            convert(manifest, tool, version, stem, vdir, inputs, stem, shows, opts)
+        except StepFailed as exc:
+            manifest.skip(llvm=version, variant=stem, reason=str(exc))
+    overlaps = [
+        ("fe-fecov", ["fe.profdata", "fecov.profdata"], ()),
+        ("ir-ir_alt", ["ir.profdata", "ir_alt.profdata"], ()),
+        ("ir-ir_alt.function", ["ir.profdata", "ir_alt.profdata"],
+         ("--function=classify", "--value-cutoff=1")),
+        ("ir-ir_entry", ["ir.profdata", "ir_entry.profdata"], ()),
+    ]
+    for stem, inputs, opts in overlaps:
+        if not all((vdir / i).exists() for i in inputs):
+            manifest.skip(llvm=version, variant=f"overlap.{stem}", reason="inputs missing")
+            continue
+        cmd = [tool, "overlap", *opts, *inputs]
+        target = vdir / f"overlap.{stem}.txt"
+        try:
+            run(cmd, vdir, stdout_to=target)
+        except StepFailed as exc:
+            manifest.skip(llvm=version, variant=f"overlap.{stem}", reason=str(exc))
+            continue
+        manifest.add(target, llvm=version, variant=f"overlap.{stem}", kind="overlap",
+                     command=cmd, inputs=inputs)
+
+
+def gen_cross(versions: Sequence[int], out: Path, manifest: Manifest) -> None:
+    """Indexed files written by every llvm-profdata from the *same* text profiles.
+
+    A writer that claims "byte-identical to llvm-profdata-NN" is checked against
+    cross/<src>.by<NN>.profdata, all made from one .proftext (written by the oldest and the
+    newest toolchain), so only the indexed version / writer differs between them.
+    """
+    cross = out / "cross"
+    cross.mkdir(parents=True, exist_ok=True)
+    sources = []
+    for src_version in (min(versions), max(versions)):
+        sources += sorted((out / f"clang{src_version}").glob("*.proftext"))
+    for text in sources:
+        src_tag = f"{text.parent.name.replace('clang', 'c')}_{text.stem}"
+        rel = f"../{text.parent.name}/{text.name}"
+        for version in versions:
+            tool = f"llvm-profdata-{version}"
+            name = f"{src_tag}.by{version}.profdata"
+            cmd = [tool, "merge", "-o", name, rel]
+            try:
+                run(cmd, cross)
+            except StepFailed as exc:
+                manifest.skip(llvm=version, variant=f"cross.{src_tag}", reason=str(exc))
+                continue
+            manifest.add(cross / name, llvm=version, variant=f"cross.{src_tag}",
+                         kind="profdata", command=cmd, inputs=[rel])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Regenerate the fixture tree; returns 0 (skipped variants are data, not errors)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--versions", default=",".join(map(str, ALL_VERSIONS)),
+                        help="comma-separated LLVM versions (default: all installed of 14,16,19,22)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--keep-build", type=Path, help="build here and keep it (debugging)")
+    args = parser.parse_args(argv)
+    wanted = [int(x) for x in args.versions.split(",") if x]
+    versions = [v for v in wanted
+                if shutil.which(f"clang-{v}") and shutil.which(f"llvm-profdata-{v}")]
+    missing = sorted(set(wanted) - set(versions))
+    out: Path = args.out.resolve()
+    src_dir = out / "src"
+    for old in out.iterdir():  # regenerate from scratch: stale outputs must not survive
+        if old.is_dir() and (old.name.startswith("clang") or old.name in ("cross", "rust")):
+            shutil.rmtree(old)
+    manifest = Manifest(out)
+    build_root = Path(tempfile.mkdtemp(prefix="profkit-fixtures-"))
+    if args.keep_build:
+        build_root = args.keep_build.resolve()
+        build_root.mkdir(parents=True, exist_ok=True)
+    try:
+        for version in versions:
+            print(f"clang-{version} ...", file=sys.stderr)
+            gen_version(version, src_dir, out, build_root, manifest)
+        if versions:
+            gen_cross(versions, out, manifest)
+    finally:
+        if not args.keep_build:
+            shutil.rmtree(build_root, ignore_errors=True)
+    for path in sorted(src_dir.iterdir()):
+        manifest.add(path, kind="source")
+    doc = {
+        "generator": "scripts/gen_instrprof_fixtures.py",
+        "host": {"machine": platform.machine(), "system": platform.system()},
+        "tools": {str(v): tool_versions(v) for v in versions},
+        "missing_versions": missing,
+        "files": sorted(manifest.files, key=lambda e: str(e["path"])),
+        "skipped": manifest.skipped,
+    }
+    (out / "MANIFEST.json").write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
+    print(f"{len(manifest.files)} files, {len(manifest.skipped)} skipped", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
