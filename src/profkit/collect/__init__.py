@@ -1,1 +1,192 @@
-"""profkit.collect."""
+"""profkit.collect: attach a :class:`~profkit.api.ProfilerCallback` to this process.
+
+``attach(profiler)`` calls ``profiler.initialize(info)``, chooses the backend the event mask
+needs (``select.py``), and starts hooks on every thread; ``detach()`` removes them and calls
+``shutdown()`` exactly once (also run ``atexit``). One profiler per process.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+
+from profkit.api.callback import ProfilerCallback
+from profkit.api.errors import ProfilerApiError
+from profkit.api.events import EventMask
+from profkit.collect.base import Backend
+from profkit.collect.select import Choice, choose
+from profkit.collect.session import Session
+
+__all__ = ["AttachedSession", "attach", "current_session", "detach"]
+
+_lock = threading.RLock()
+_current: AttachedSession | None = None
+_atexit_registered = False
+
+
+class AttachedSession:
+    """What :func:`attach` returns: the profiler's ``info`` and the backend in use."""
+
+    def __init__(self, session: Session, choice: Choice) -> None:
+        self._session = session
+        self.choice = choice
+
+    @property
+    def info(self) -> Session:
+        """The :class:`~profkit.api.ProfilerInfo` given to the profiler."""
+        return self._session
+
+    @property
+    def backend(self) -> str:
+        """``"monitoring"``, ``"setprofile"`` or ``"sampler"``."""
+        return self.choice.name
+
+    @property
+    def profiler(self) -> ProfilerCallback:
+        """The attached profiler."""
+        return self._session.profiler
+
+    @property
+    def active(self) -> bool:
+        """False once detached (explicitly, at exit, or after the profiler failed)."""
+        return self._session.active
+
+    def detach(self) -> None:
+        """Same as :func:`profkit.collect.detach` for this session."""
+        self._session.detach()
+
+
+def attach(
+    profiler: ProfilerCallback,
+    backend: str = "auto",
+    *,
+    sample_interval: float = 0.001,
+    sample_clock: str = "wall",
+) -> AttachedSession:
+    """Attach ``profiler`` to this process and start delivering notifications.
+
+    Raises :class:`~profkit.api.errors.ProfilerApiError` if a profiler is already attached
+    or the forced backend cannot serve the mask. If ``initialize`` raises, the failure is
+    reported once on stderr and the returned session is already detached.
+    """
+    global _current, _atexit_registered
+    if sample_clock not in ("wall", "cpu"):
+        raise ProfilerApiError(f"sample_clock must be 'wall' or 'cpu', not {sample_clock!r}")
+    if not sample_interval > 0:
+        raise ProfilerApiError(f"sample_interval must be > 0, not {sample_interval!r}")
+    with _lock:
+        if _current is not None and _current.active:
+            raise ProfilerApiError(
+                f"a profiler is already attached ({_current._session.profiler_name}); "
+                "one profiler per process"
+            )
+        session = Session(profiler, sample_interval=sample_interval, sample_clock=sample_clock)
+        if backend != "auto":
+            from profkit.collect.select import unavailable
+
+            why = unavailable(backend)
+            if why is not None:
+                raise ProfilerApiError(f"backend {backend} unavailable: {why}")
+            session.capabilities_events = _capabilities(backend).events
+        session.initializing = True
+        session.active = True  # so a failing initialize detaches cleanly
+        ok = True
+        try:
+            profiler.initialize(session)
+        except Exception as exc:
+            ok = False
+            session.active = False
+            session.initializing = False
+            session.fail(exc, "initialize")
+        session.initializing = False
+        try:
+            choice = choose(backend, session.mask)
+        except ProfilerApiError as exc:
+            if ok:
+                session.active = False
+                session.fail(exc, "initialize")
+            choice = Choice(backend, "failed")
+            ok = False
+        attached = AttachedSession(session, choice)
+        if not ok:
+            session.active = False
+            return attached
+        session.active = False
+        session.capabilities_events = _capabilities(choice.name).events
+        missing = session.mask & ~session.capabilities_events
+        if missing:
+            session.fail(
+                ProfilerApiError(f"the {choice.name} backend cannot deliver {EventMask(missing)!r}"),
+                "initialize",
+            )
+            return attached
+        _current = attached
+        if not _atexit_registered:
+            atexit.register(_detach_at_exit)
+            _atexit_registered = True
+        session.start(_make_backend(choice.name, session), _make_extras(choice.name, session))
+        return attached
+
+
+def detach() -> None:
+    """Stop the current profiler's hooks and call its ``shutdown()``; idempotent."""
+    with _lock:
+        current = _current
+    if current is not None:
+        current._session.detach()
+
+
+def current_session() -> AttachedSession | None:
+    """The attached session, or None."""
+    current = _current
+    if current is not None and current.active:
+        return current
+    return None
+
+
+def _detach_at_exit() -> None:
+    detach()
+
+
+def _forget(session: Session) -> None:
+    """Called by a session when it detaches (so a new profiler may attach)."""
+    global _current
+    with _lock:
+        if _current is not None and _current._session is session:
+            _current = None
+
+
+def _capabilities(name: str):  # type: ignore[no-untyped-def]
+    if name == "monitoring":
+        from profkit.collect.monitoring import CAPABILITIES
+    elif name == "setprofile":
+        from profkit.collect.setprofile import CAPABILITIES
+    else:
+        from profkit.collect.sampler import CAPABILITIES
+    return CAPABILITIES
+
+
+def _make_backend(name: str, session: Session) -> Backend:
+    if name == "monitoring":
+        from profkit.collect.monitoring import MonitoringBackend
+
+        return MonitoringBackend(session)
+    if name == "setprofile":
+        from profkit.collect.setprofile import SetprofileBackend
+
+        return SetprofileBackend(session)
+    from profkit.collect.sampler import NullBackend
+
+    return NullBackend()
+
+
+def _make_extras(name: str, session: Session) -> list[Backend]:
+    """Side hooks: the sampler (when SAMPLING) and threads/modules/GC hooks."""
+    from profkit.collect.hooks import SideHooks
+
+    extras: list[Backend] = [SideHooks(session)]
+    if session.mask & EventMask.SAMPLING:
+        from profkit.collect.sampler import Sampler
+
+        extras.append(Sampler(session))
+    return extras

@@ -1,0 +1,43 @@
+"""The backend boundary: what every collector offers the session (coverage's ``Tracer``).
+
+A backend is built with the session's :class:`~profkit.collect.plan.Plan` (the profiler's
+bound callbacks, already chosen), so nothing is looked up per event and no attributes are
+poked in afterwards. The session only ever talks to this protocol.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from profkit.api.events import EventMask
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a backend can deliver, so callers test flags instead of class names."""
+
+    #: Event-mask bits this backend can honour.
+    events: EventMask
+    #: Rejected functions run at (almost) full speed (``sys.monitoring.DISABLE``).
+    cheap_filter: bool
+    #: Sees threads that already run at attach (not only threads started later).
+    all_threads: bool
+    #: Exception notifications beyond ``exception_unwind_function_leave``.
+    full_exceptions: bool
+
+
+class Backend(Protocol):
+    """One collector engine: started once, stopped once, re-armed when the mask changes."""
+
+    name: str
+    capabilities: Capabilities
+
+    def start(self) -> None:
+        """Install the interpreter hooks."""
+
+    def stop(self) -> None:
+        """Remove every hook; safe to call twice and from inside a callback."""
+
+    def rearm(self) -> None:
+        """Re-read the session's plan (mutable mask bits or the filter changed)."""

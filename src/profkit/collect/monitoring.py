@@ -1,0 +1,242 @@
+"""The ``sys.monitoring`` backend (Python 3.12+): the fast tracing collector.
+
+Two tool ids are used (PEP 669):
+
+* the *discovery* tool has one global ``PY_START`` callback. It sees a code object's
+  first call, registers it (``function_first_execution``), asks the filter, and answers
+  ``DISABLE`` so that location never reports to it again. Rejected code therefore runs at
+  full speed; accepted code gets local events on the other tool, and its first call is
+  delivered by the discovery callback itself (local events set during an event only
+  take effect from the next one; checked on 3.12 and 3.13).
+* the *main* tool has local events (``PY_START``/``PY_RETURN``/``PY_YIELD``/``PY_RESUME``,
+  ``CALL``/``C_RETURN``/``C_RAISE`` for transitions) on accepted code only, so its hot
+  callbacks need no membership test: ``id(code)`` plus the profiler's bound method. The
+  events that cannot be local (``PY_UNWIND``, ``PY_THROW``, ``RAISE``, ``RERAISE``,
+  ``EXCEPTION_HANDLED``) are global and test membership, which is fine as exceptions are rare.
+
+Frames already running at attach would report a return without a call. Their code
+objects are found with ``sys._current_frames()`` and handled by a slower path that
+delivers a leave only for frames it saw enter, so enter/leave always pair up.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from types import CodeType
+from typing import Any
+
+from profkit.collect.base import Capabilities
+from profkit.collect.hot_monitoring import ALL_MONITORING_EVENTS, main_callbacks
+from profkit.collect.plan import ALL_EVENTS
+from profkit.collect.registry import GENERATOR_FLAGS
+from profkit.collect.session import Session
+from profkit.collect.transitions import arguments_of
+
+#: ``sys.monitoring`` (3.12+), bound once; typed Any so mypy at 3.11 accepts it.
+MON: Any = getattr(sys, "monitoring", None)
+
+CAPABILITIES = Capabilities(
+    events=ALL_EVENTS,
+    cheap_filter=True,
+    all_threads=True,
+    full_exceptions=True,
+)
+
+#: 2 is cProfile's PROFILER_ID, 1 coverage's, 0 debuggers', 5 optimizers': try ours first.
+_PREFERRED_TOOLS = (4, 3, 2, 1, 0, 5)
+
+
+def reason_unavailable() -> str | None:
+    """Why this backend cannot run here, or None."""
+    mon = MON
+    if mon is None:
+        return "sys.monitoring needs Python 3.12+"
+    free = [t for t in _PREFERRED_TOOLS if mon.get_tool(t) is None]
+    if len(free) < 2:
+        return "fewer than two sys.monitoring tool ids are free"
+    return None
+
+
+class MonitoringBackend:
+    """PEP 669 collector; see the module docstring for the two-tool design."""
+
+    name = "monitoring"
+    capabilities = CAPABILITIES
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.tools: tuple[int, int] | None = None
+        self.enabled: set[int] = set()  #: code ids with local events on the main tool
+        self.local_events = 0
+        self.pre_codes: set[int] = set()  #: code ids running at attach (slow path)
+        self.pre_frames: set[int] = set()  #: frames of those codes entered after attach
+
+    # -- lifecycle -------------------------------------------------------------------
+    def start(self) -> None:
+        """Claim two tool ids and arm the events the plan needs."""
+        mon = MON
+        free = [t for t in _PREFERRED_TOOLS if mon.get_tool(t) is None][:2]
+        if len(free) < 2:
+            raise RuntimeError("profkit: no free sys.monitoring tool ids")
+        disc, main = free
+        mon.use_tool_id(disc, "profkit-discovery")
+        mon.use_tool_id(main, "profkit")
+        self.tools = (disc, main)
+        self._arm()
+
+    def stop(self) -> None:
+        """Release both tool ids (clears their events and callbacks)."""
+        tools, self.tools = self.tools, None
+        if tools is None:
+            return
+        mon = MON
+        for tool in tools:
+            mon.set_events(tool, 0)
+            for code_id in list(self.enabled) if tool == tools[1] else ():
+                code = self.session.functions.codes.get(code_id)
+                if code is not None:
+                    mon.set_local_events(tool, code, 0)
+            for event in ALL_MONITORING_EVENTS:
+                mon.register_callback(tool, event, None)
+            mon.free_tool_id(tool)
+        self.enabled.clear()
+
+    def rearm(self) -> None:
+        """Mask or filter changed: forget every verdict and start discovery again."""
+        tools = self.tools
+        if tools is None:
+            return
+        self.stop()
+        self.session.stacks.clear()
+        self.session.tls.__dict__.clear()
+        mon = MON
+        mon.use_tool_id(tools[0], "profkit-discovery")
+        mon.use_tool_id(tools[1], "profkit")
+        self.tools = tools
+        self._arm()
+        mon.restart_events()
+
+    # -- wiring ----------------------------------------------------------------------
+    def _arm(self) -> None:
+        assert self.tools is not None
+        disc, main = self.tools
+        mon = MON
+        ev = mon.events
+        session = self.session
+        plan = session.plan
+        wants_calls = plan.tracks_calls
+        local = 0
+        if wants_calls:
+            local |= ev.PY_START | ev.PY_RETURN | ev.PY_YIELD | ev.PY_RESUME
+        if plan.wants_transitions:
+            local |= ev.CALL | ev.C_RETURN | ev.C_RAISE
+        self.local_events = local
+        callbacks = main_callbacks(session, self.enabled, self.pre_codes, self.pre_frames)
+        for event, fn in callbacks.items():
+            mon.register_callback(main, event, fn)
+        global_events = 0
+        if wants_calls:
+            global_events |= ev.PY_UNWIND | ev.PY_THROW
+        if plan.wants_exceptions:
+            global_events |= ev.RAISE | ev.RERAISE | ev.EXCEPTION_HANDLED
+        self.pre_codes.clear()
+        self.pre_frames.clear()
+        if wants_calls:
+            self.pre_codes.update(_running_codes(session))
+        pre = self.pre_codes
+        start, pre_return = _discovery_callbacks(session, self)
+        mon.register_callback(disc, ev.PY_START, start)
+        mon.register_callback(disc, ev.PY_RETURN, pre_return)
+        for code_id in pre:
+            mon.set_local_events(disc, session.functions.codes[code_id], ev.PY_RETURN)
+        if local or plan.first_execution is not None or plan.wants_exceptions:
+            mon.set_events(disc, ev.PY_START)
+        mon.set_events(main, global_events)
+
+    def enable(self, code: CodeType) -> None:
+        """Give an accepted code object its local events on the main tool."""
+        tools = self.tools
+        if tools is not None and self.local_events:
+            MON.set_local_events(tools[1], code, self.local_events)
+
+
+def _running_codes(session: Session) -> set[int]:
+    """Non-generator code objects on any thread's stack now (their returns need care)."""
+    out: set[int] = set()
+    for frame in sys._current_frames().values():
+        f: Any = frame
+        while f is not None:
+            code = f.f_code
+            if not code.co_flags & GENERATOR_FLAGS:
+                session.functions.add_code(code)
+                out.add(id(code))
+            f = f.f_back
+    return out
+
+
+def _discovery_callbacks(
+    session: Session, backend: MonitoringBackend
+) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """The discovery tool's PY_START and the PY_RETURN of code running at attach."""
+    disable = MON.DISABLE
+    discover = session.discover
+    enabled = backend.enabled
+    plan = session.plan
+    enter, arguments, shadow = plan.enter, plan.arguments, plan.shadow
+    leave = plan.leave
+    tls, new_stack, fail = session.tls, session.new_stack, session.fail
+    getframe = sys._getframe
+    pre, pre_frames = backend.pre_codes, backend.pre_frames
+    wants_calls = plan.tracks_calls
+
+    def deliver_enter(code: CodeType, fid: int) -> None:
+        if shadow:
+            try:
+                tls.stack.append(code)
+            except AttributeError:
+                new_stack().append(code)
+        try:
+            if enter is not None:
+                enter(fid)
+            if arguments is not None:
+                arguments(fid, arguments_of(getframe(2)))
+        except Exception as exc:
+            fail(exc, "function_enter")
+
+    def on_start(code: CodeType, offset: int) -> Any:
+        fid, ok = discover(code)
+        if fid in pre:
+            if ok and wants_calls:
+                pre_frames.add(id(getframe(1)))
+                deliver_enter(code, fid)
+            return None
+        if ok and fid not in enabled:
+            enabled.add(fid)
+            backend.enable(code)
+            if wants_calls:
+                deliver_enter(code, fid)
+        return disable
+
+    def on_pre_return(code: CodeType, offset: int, value: object) -> Any:
+        frame_id = id(getframe(1))
+        if frame_id in pre_frames:
+            pre_frames.discard(frame_id)
+            _pop(tls, shadow)
+            try:
+                if leave is not None:
+                    leave(id(code))
+            except Exception as exc:
+                fail(exc, "function_leave")
+        return None
+
+    return on_start, on_pre_return
+
+
+def _pop(tls: Any, shadow: bool) -> None:
+    if shadow:
+        try:  # noqa: SIM105 - hot path: suppress() would cost a call
+            tls.stack.pop()
+        except (AttributeError, IndexError):
+            pass
+

@@ -1,0 +1,201 @@
+"""Id tables: code objects, C functions, modules and threads → opaque ids (docs/api.md).
+
+A :data:`~profkit.api.FunctionId` for Python code is ``id(code)``: the backends' hot paths
+then compute it with one builtin call and no dict lookup (hashing a code object hashes its
+whole bytecode, which measured 3× slower than ``id``). The table keeps every code object it
+has seen alive, so an address is never reused while the session lives, which is what the
+lifetime table promises. C functions get odd ids from a counter (addresses are even), keyed
+by ``module.qualname`` because bound builtin methods are fresh objects on every access.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable
+from types import CodeType
+from typing import Any
+
+from profkit.api.errors import UnknownIdError
+from profkit.api.ids import FunctionId, ModuleId, ThreadId
+from profkit.api.info import FunctionInfo, ModuleInfo, ThreadInfo
+
+#: co_flags bits of generator, coroutine and async-generator code.
+GENERATOR_FLAGS = 0x20 | 0x80 | 0x200
+
+
+class FunctionTable:
+    """FunctionId ⇄ code object / C function, with lazily built :class:`FunctionInfo`.
+
+    Writers hold ``lock``: two threads may discover the same code at once (callbacks are
+    not serialized), and both must end with the same id and one ``first_execution``.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.codes: dict[int, CodeType] = {}  #: fid → code (keeps the code alive)
+        self.accepted: dict[int, bool] = {}  #: fid → filter verdict
+        self._natives: dict[str, int] = {}
+        self._native_info: dict[int, FunctionInfo] = {}
+        self._infos: dict[int, FunctionInfo] = {}
+        self._native_counter = itertools.count(1)
+
+    def add_code(self, code: CodeType) -> tuple[FunctionId, bool]:
+        """Register ``code``; return its id and whether this call created it."""
+        fid = id(code)
+        if fid in self.codes:
+            return FunctionId(fid), False
+        with self.lock:
+            if fid in self.codes:
+                return FunctionId(fid), False
+            self.codes[fid] = code
+            return FunctionId(fid), True
+
+    def native_id(self, func: Any) -> FunctionId:
+        """The id of a C callable, created on first sight."""
+        module = getattr(func, "__module__", None)
+        if module is None:
+            owner = getattr(func, "__self__", None)
+            module = type(owner).__module__ if owner is not None else ""
+        qual = getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or repr(func)
+        key = f"{module}.{qual}"
+        fid = self._natives.get(key)
+        if fid is None:
+            with self.lock:
+                fid = self._natives.get(key)
+                if fid is None:
+                    fid = (next(self._native_counter) << 1) | 1
+                    self._natives[key] = fid
+                    self._native_info[fid] = FunctionInfo(
+                        FunctionId(fid), str(qual), str(module or "<native>"), "", 0, True, False
+                    )
+        return FunctionId(fid)
+
+    def info(self, fid: FunctionId) -> FunctionInfo:
+        """FunctionInfo for ``fid``; raises :class:`UnknownIdError` for ids never issued."""
+        found = self._infos.get(fid) or self._native_info.get(fid)
+        if found is not None:
+            return found
+        code = self.codes.get(fid)
+        if code is None:
+            raise UnknownIdError(f"unknown function id {fid:#x}")
+        found = code_info(FunctionId(fid), code)
+        self._infos[fid] = found
+        return found
+
+
+def module_of(filename: str) -> str:
+    """The module name a source file is imported as, matched against ``sys.modules``.
+
+    Slow path (once per function): ``sys.modules`` is rescanned only when it has grown
+    since the last scan, so a miss costs one ``len``.
+    """
+    import sys
+
+    name = _MODULE_BY_FILE.get(filename)
+    if name is None and len(sys.modules) != _SCANNED[0]:
+        _SCANNED[0] = len(sys.modules)
+        for modname, mod in list(sys.modules.items()):
+            path = getattr(mod, "__file__", None)
+            if isinstance(path, str):
+                _MODULE_BY_FILE.setdefault(path, modname)
+        name = _MODULE_BY_FILE.get(filename)
+    if name is None:
+        if filename.startswith("<"):
+            return ""
+        base = filename.rsplit("/", 1)[-1]
+        return base[:-3] if base.endswith(".py") else base
+    return name
+
+
+_MODULE_BY_FILE: dict[str, str] = {}
+_SCANNED = [0]
+
+
+def code_info(fid: FunctionId, code: CodeType) -> FunctionInfo:
+    """Build the FunctionInfo of a code object (slow path, once per function)."""
+    filename = code.co_filename
+    module = module_of(filename)
+    if module == "__main__" or (not module and filename.startswith("<")):
+        module = module or "__main__"
+    return FunctionInfo(
+        fid,
+        code.co_qualname,
+        module,
+        filename,
+        code.co_firstlineno,
+        False,
+        bool(code.co_flags & GENERATOR_FLAGS),
+    )
+
+
+class ModuleTable:
+    """ModuleId ⇄ module name/file; ids are sequential and never reused."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._infos: dict[int, ModuleInfo] = {}
+        self._counter = itertools.count(1)
+
+    def new(self, name: str, filename: str | None) -> ModuleId:
+        """Issue an id for a module whose load starts now."""
+        with self._lock:
+            mid = ModuleId(next(self._counter))
+            self._infos[mid] = ModuleInfo(mid, name, filename)
+        return mid
+
+    def set_filename(self, mid: ModuleId, filename: str | None) -> None:
+        """Record the file once the load finished."""
+        old = self._infos[mid]
+        self._infos[mid] = ModuleInfo(mid, old.name, filename)
+
+    def info(self, mid: ModuleId) -> ModuleInfo:
+        """ModuleInfo for ``mid``."""
+        try:
+            return self._infos[mid]
+        except KeyError:
+            raise UnknownIdError(f"unknown module id {mid}") from None
+
+
+class ThreadTable:
+    """ThreadId (``threading.get_ident()``) → ThreadInfo, live threads and the recently ended."""
+
+    def __init__(self, get_ident: Callable[[], int]) -> None:
+        self._get_ident = get_ident
+        self._infos: dict[int, ThreadInfo] = {}
+
+    def seen(self, tid: int, name: str, native_id: int | None) -> None:
+        """Record a live thread (created now, or found running at attach)."""
+        self._infos[tid] = ThreadInfo(ThreadId(tid), name, native_id, True)
+
+    def renamed(self, tid: int, name: str) -> None:
+        """Record a new name."""
+        old = self._infos.get(tid)
+        self._infos[tid] = ThreadInfo(
+            ThreadId(tid), name, old.native_id if old else None, old.is_alive if old else True
+        )
+
+    def ended(self, tid: int) -> None:
+        """Mark the thread finished (its id may later be reused by the OS)."""
+        old = self._infos.get(tid)
+        if old is not None:
+            self._infos[tid] = ThreadInfo(old.thread_id, old.name, old.native_id, False)
+
+    def info(self, tid: ThreadId) -> ThreadInfo:
+        """ThreadInfo for ``tid``, looked up in ``threading`` when not yet recorded."""
+        found = self._infos.get(tid)
+        if found is None:
+            for thread in threading.enumerate():
+                if thread.ident == tid:
+                    self.seen(tid, thread.name, thread.native_id)
+                    return self._infos[tid]
+            raise UnknownIdError(f"unknown thread id {tid}")
+        return found
+
+    def live(self) -> list[ThreadId]:
+        """Threads currently alive, as far as profkit knows."""
+        alive = {t.ident for t in threading.enumerate()}
+        for thread in threading.enumerate():
+            if thread.ident is not None and thread.ident not in self._infos:
+                self.seen(thread.ident, thread.name, thread.native_id)
+        return [ThreadId(t) for t, i in self._infos.items() if i.is_alive and t in alive]

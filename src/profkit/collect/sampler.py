@@ -1,0 +1,164 @@
+"""The sampling collector: a thread that reads every thread's stack at an interval.
+
+``sys._current_frames()`` gives each thread's innermost frame; the sampler walks
+``f_back`` and delivers ``stack_sample(thread_id, function_ids, timestamp_ns, weight_ns)``
+on its own thread. ``weight_ns`` is the time the sample stands for:
+
+* ``wall``: the wall time since that thread's previous sample;
+* ``cpu``: the thread's own CPU time since its previous sample, read with
+  ``time.pthread_getcpuclockid(ident)`` + ``time.clock_gettime_ns`` (Linux/BSD; the
+  ident of a ``threading`` thread is its ``pthread_t``). A thread that used no CPU since
+  its last sample (blocked, sleeping) gets no sample. Where per-thread clocks are missing,
+  the process CPU time since the previous tick is split evenly across the sampled threads.
+
+The clocks are bound at import (coverage's ``isolate_module``), so a test that freezes
+``time`` cannot stall the sampler.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from profkit.api.events import EventMask
+from profkit.api.ids import FunctionId, ThreadId
+from profkit.collect.base import Capabilities
+from profkit.collect.select import TRACING_BITS
+from profkit.collect.session import Session
+
+_monotonic_ns = time.monotonic_ns
+_process_time_ns = time.process_time_ns
+_sleep = time.sleep
+_current_frames = sys._current_frames
+_getcpuclockid: Callable[[int], int] | None = getattr(time, "pthread_getcpuclockid", None)
+_clock_gettime_ns: Callable[[int], int] | None = getattr(time, "clock_gettime_ns", None)
+
+CAPABILITIES = Capabilities(
+    events=EventMask(~int(TRACING_BITS) & 0xFFFF) & (
+        EventMask.SAMPLING
+        | EventMask.THREADS
+        | EventMask.MODULE_LOADS
+        | EventMask.GC
+        | EventMask.ENABLE_STACK_SNAPSHOT
+    ),
+    cheap_filter=True,
+    all_threads=True,
+    full_exceptions=False,
+)
+
+
+class NullBackend:
+    """The tracing slot when only sampling is selected: no interpreter hook at all."""
+
+    name = "sampler"
+    capabilities = CAPABILITIES
+
+    def start(self) -> None:
+        """Nothing to install."""
+
+    def stop(self) -> None:
+        """Nothing to remove."""
+
+    def rearm(self) -> None:
+        """Nothing to re-read."""
+
+
+def thread_cpu_ns(ident: int) -> int | None:
+    """CPU time used by thread ``ident`` so far, or None where that cannot be read."""
+    if _getcpuclockid is None or _clock_gettime_ns is None:
+        return None
+    try:
+        return _clock_gettime_ns(_getcpuclockid(ident))
+    except (OSError, OverflowError, ValueError):
+        return None
+
+
+class Sampler:
+    """The sampler thread; runs beside any backend when ``SAMPLING`` is in the mask."""
+
+    name = "sampler"
+    capabilities = CAPABILITIES
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.interval = session.sample_interval
+        self.cpu = session.sample_clock == "cpu"
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.samples = 0  #: samples delivered (for tests and the bench)
+
+    def start(self) -> None:
+        """Start the sampler thread (a daemon: it never keeps the process alive)."""
+        if self.session.plan.mask & EventMask.SAMPLING and self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(
+                target=self._run, name="profkit-sampler", daemon=True
+            )
+            self._thread.start()
+
+    def stop(self) -> None:
+        """Stop and join the thread (unless called from the sampler thread itself)."""
+        thread, self._thread = self._thread, None
+        self._stop.set()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
+    def rearm(self) -> None:
+        """SAMPLING is immutable, so nothing changes."""
+
+    def _run(self) -> None:
+        session = self.session
+        stack_sample = session.profiler.stack_sample
+        fail = session.fail
+        frames_to_ids = session.frames_to_ids
+        me = threading.get_ident()
+        stop = self._stop
+        interval = self.interval
+        cpu = self.cpu
+        last: dict[int, int] = {}  # thread → clock at its previous sample
+        last_tick = _monotonic_ns()
+        last_proc = _process_time_ns()
+        while not stop.wait(interval):
+            now = _monotonic_ns()
+            proc = _process_time_ns()
+            frames = _current_frames()
+            frames.pop(me, None)
+            samples: list[tuple[int, tuple[FunctionId, ...], int]] = []
+            share = (proc - last_proc) // max(1, len(frames))
+            for ident, frame in frames.items():
+                if cpu:
+                    used = thread_cpu_ns(ident)
+                    if used is None:
+                        weight = share
+                    else:
+                        weight = used - last.get(ident, used - 0)
+                        if ident not in last:
+                            weight = min(used, int(interval * 1e9))
+                        last[ident] = used
+                    if weight <= 0:
+                        continue
+                else:
+                    weight = now - last.get(ident, last_tick)
+                    last[ident] = now
+                stack = frames_to_ids(frame, accepted_only=True)
+                samples.append((ident, stack, weight))
+            last_tick, last_proc = now, proc
+            if len(last) > 4 * len(frames) + 64:
+                for ident in list(last):
+                    if ident not in frames:
+                        del last[ident]
+            for ident, stack, weight in samples:
+                try:
+                    stack_sample(ThreadId(ident), stack, now, weight)
+                except Exception as exc:
+                    fail(exc, "stack_sample")
+                    return
+                self.samples += 1
+            del frames, samples
+
+
+def _unused(*_: Any) -> None:  # pragma: no cover - keeps imports honest for mypy
+    return None

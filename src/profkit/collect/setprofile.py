@@ -1,0 +1,247 @@
+"""The ``sys.setprofile`` backend: works on every supported Python (3.11 and up).
+
+``sys.setprofile`` reports ``call``/``return`` for every Python frame and ``c_call``/
+``c_return``/``c_exception`` around C calls, on the thread that installed it;
+``threading.setprofile`` covers threads started later (and, 3.12+,
+``threading.setprofile_all_threads`` the ones already running). It cannot switch a
+function off, so filtered functions still pay one callback and a dict lookup.
+
+Generators: ``call`` fires on every resumption and ``return`` on every suspension, so
+the backend looks at the opcode at ``f_lasti``: the first ``RESUME`` means a fresh
+start, a ``YIELD_VALUE`` (3.11/3.12) or a later ``RESUME`` (3.13) at ``return`` a
+suspension, ``RETURN_*`` a return, anything else an exception unwinding (which is also how
+``exception_unwind_function_leave`` is found). A ``throw()`` into a suspended generator
+that unwinds it is recognised on 3.11/3.12 (the ``call`` stops at ``YIELD_VALUE``); on
+3.13 it is indistinguishable from a resume + yield, so such a generator is reported as
+suspended and then simply never resumes (the same as 3.13's ``close()`` fast path, which
+runs no code at all).
+"""
+
+from __future__ import annotations
+
+import dis
+import sys
+import threading
+from collections.abc import Callable
+from types import CodeType, FrameType
+from typing import Any
+
+from profkit.collect.base import Capabilities
+from profkit.collect.plan import ALL_EVENTS
+from profkit.collect.registry import GENERATOR_FLAGS
+from profkit.collect.session import Session
+from profkit.collect.transitions import arguments_of
+
+CAPABILITIES = Capabilities(
+    events=ALL_EVENTS,
+    cheap_filter=False,
+    all_threads=hasattr(threading, "setprofile_all_threads"),
+    full_exceptions=False,
+)
+
+_RESUME = dis.opmap["RESUME"]
+_YIELD = dis.opmap["YIELD_VALUE"]
+_RETURNS = frozenset(dis.opmap[n] for n in ("RETURN_VALUE", "RETURN_CONST") if n in dis.opmap)
+
+# Per-code status values.
+_REJECTED, _PLAIN, _GEN, _PRE = 0, 1, 2, 3
+
+
+class SetprofileBackend:
+    """Profile-function collector; see the module docstring."""
+
+    name = "setprofile"
+    capabilities = CAPABILITIES
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self._state: list[bool] = [False]  #: [running]; checked by every thread's hook
+        self._hook: Callable[..., Any] | None = None
+
+    def start(self) -> None:
+        """Install the profile function on this thread, new threads, and (3.12+) all."""
+        plan = self.session.plan
+        if not (plan.tracks_calls or plan.wants_transitions):
+            return
+        self._state = [True]
+        hook = _make_hook(self.session, self._state)
+        self._hook = hook
+        threading.setprofile(hook)
+        all_threads = getattr(threading, "setprofile_all_threads", None)
+        if all_threads is not None:
+            all_threads(hook)
+        else:
+            sys.setprofile(hook)
+
+    def stop(self) -> None:
+        """Remove the hook (threads the hook cannot reach remove it at their next event)."""
+        if self._hook is None:
+            return
+        self._state[0] = False
+        self._hook = None
+        threading.setprofile(None)
+        all_threads = getattr(threading, "setprofile_all_threads", None)
+        if all_threads is not None:
+            all_threads(None)
+        else:
+            sys.setprofile(None)
+
+    def rearm(self) -> None:
+        """Rebuild the hook from the new plan."""
+        self.stop()
+        self.session.stacks.clear()
+        self.session.tls.__dict__.clear()
+        self.start()
+
+
+def _running_codes() -> set[int]:
+    out: set[int] = set()
+    for frame in sys._current_frames().values():
+        f: Any = frame
+        while f is not None:
+            if not f.f_code.co_flags & GENERATOR_FLAGS:
+                out.add(id(f.f_code))
+            f = f.f_back
+    return out
+
+
+def _make_hook(session: Session, state: list[bool]) -> Callable[..., Any]:
+    """Build the profile function for the session's plan (all bindings done here)."""
+    plan = session.plan
+    enter, leave, yield_, resume = plan.enter, plan.leave, plan.yield_, plan.resume
+    arguments, return_value, unwind = plan.arguments, plan.return_value, plan.unwind
+    to_native, to_python = plan.to_native, plan.to_python
+    transitions = plan.wants_transitions
+    shadow = plan.shadow
+    tls, new_stack, fail = session.tls, session.new_stack, session.fail
+    native_id = session.functions.native_id
+    discover = session.discover
+    status: dict[int, int] = {}
+    status_get = status.get
+    gen_code: dict[int, tuple[bytes, int]] = {}
+    pre = _running_codes()
+    pre_frames: set[int] = set()
+    throwing: dict[int, int] = {}
+    idf = id
+    setprofile = sys.setprofile
+
+    def classify(code: CodeType) -> int:
+        fid, ok = discover(code)
+        if not ok:
+            st = _REJECTED
+        elif code.co_flags & GENERATOR_FLAGS:
+            raw = code.co_code
+            first = next((i for i in range(0, len(raw), 2) if raw[i] == _RESUME), 0)
+            gen_code[fid] = (raw, first)
+            st = _GEN
+        elif fid in pre:
+            st = _PRE
+        else:
+            st = _PLAIN
+        status[fid] = st
+        return st
+
+    def deliver_enter(frame: FrameType, code: CodeType, fid: int, fresh: bool) -> None:
+        if shadow:
+            try:
+                tls.stack.append(code)
+            except AttributeError:
+                new_stack().append(code)
+        try:
+            if fresh:
+                if enter is not None:
+                    enter(fid)
+                if arguments is not None:
+                    arguments(fid, arguments_of(frame))
+            elif resume is not None:
+                resume(fid)
+        except Exception as exc:
+            fail(exc, "function_enter")
+
+    def deliver_exit(code: CodeType, fid: int, kind: int, value: object) -> None:
+        # kind: 0 return, 1 yield, 2 unwind
+        if shadow:
+            try:  # noqa: SIM105 - hot path: suppress() would cost a call
+                tls.stack.pop()
+            except (AttributeError, IndexError):
+                pass
+        try:
+            if kind == 1:
+                if yield_ is not None:
+                    yield_(fid)
+                return
+            if kind == 0 and return_value is not None:
+                return_value(fid, value)
+            elif kind == 2 and unwind is not None:
+                unwind(fid)
+            if leave is not None:
+                leave(fid)
+        except Exception as exc:
+            fail(exc, "function_leave")
+
+    need_kind = unwind is not None or return_value is not None
+
+    def hook(frame: FrameType, event: str, arg: Any) -> None:
+        if not state[0]:
+            setprofile(None)
+            return
+        if event == "call":
+            code = frame.f_code
+            fid = idf(code)
+            st = status_get(fid)
+            if st is None:
+                st = classify(code)
+            if st == _PLAIN:
+                deliver_enter(frame, code, fid, True)
+            elif st == _GEN:
+                raw, first = gen_code[fid]
+                lasti = frame.f_lasti
+                if lasti == first:
+                    deliver_enter(frame, code, fid, True)
+                else:
+                    if raw[lasti] == _YIELD:
+                        throwing[idf(frame)] = lasti
+                    deliver_enter(frame, code, fid, False)
+            elif st == _PRE:
+                pre_frames.add(idf(frame))
+                deliver_enter(frame, code, fid, True)
+        elif event == "return":
+            code = frame.f_code
+            fid = idf(code)
+            st = status_get(fid)
+            if st == _PLAIN:
+                if need_kind:
+                    op = code.co_code[frame.f_lasti]
+                    deliver_exit(code, fid, 0 if op in _RETURNS else 2, arg)
+                else:
+                    deliver_exit(code, fid, 0, arg)
+            elif st == _GEN:
+                raw, first = gen_code[fid]
+                lasti = frame.f_lasti
+                op = raw[lasti]
+                if op == _YIELD or (op == _RESUME and lasti != first):
+                    # 3.11/3.12 stop at the YIELD_VALUE, 3.13 at the RESUME after it.
+                    thrown_at = throwing.pop(idf(frame), None)
+                    kind = 2 if thrown_at == lasti and arg is None else 1
+                else:
+                    kind = 0 if op in _RETURNS else 2
+                deliver_exit(code, fid, kind, arg)
+            elif st == _PRE:
+                frame_id = idf(frame)
+                if frame_id in pre_frames:
+                    pre_frames.discard(frame_id)
+                    op = code.co_code[frame.f_lasti]
+                    deliver_exit(code, fid, 0 if op in _RETURNS else 2, arg)
+        elif transitions:
+            caller = idf(frame.f_code)
+            if status_get(caller):
+                try:
+                    if event == "c_call":
+                        if to_native is not None:
+                            to_native(native_id(arg))
+                    elif to_python is not None:
+                        to_python(native_id(arg))
+                except Exception as exc:
+                    fail(exc, "code transition")
+
+    return hook

@@ -1,0 +1,138 @@
+"""Enter/leave, generators, exceptions and the shadow stack on every tracing backend."""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+from profkit.api import EventMask
+from profkit.collect import attach, current_session, detach
+from tests.collect.recording import Recorder
+
+
+def leaf(x: int) -> int:
+    return x + 1
+
+
+def middle(x: int) -> int:
+    return leaf(x) * 2
+
+
+def gen(n: int):  # type: ignore[no-untyped-def]
+    for i in range(n):
+        yield leaf(i)
+
+
+def boom() -> None:
+    raise ValueError("boom")
+
+
+def catcher() -> str:
+    try:
+        boom()
+    except ValueError:
+        return "caught"
+    return "no"
+
+
+def run(backend: str, mask: EventMask, body, **options):  # type: ignore[no-untyped-def]
+    rec = Recorder(mask, **options)
+    session = attach(rec, backend)
+    assert session.backend == backend
+    assert current_session() is session
+    try:
+        result = body()
+    finally:
+        detach()
+    return rec, result
+
+
+def test_enter_leave_pair(backend: str) -> None:
+    rec, result = run(backend, EventMask.ENTER_LEAVE, lambda: middle(1))
+    assert result == 4
+    assert rec.calls({"middle", "leaf"}) == [
+        ("enter", "middle"), ("enter", "leaf"), ("leave", "leaf"), ("leave", "middle"),
+    ]
+    assert rec.shutdowns == 1
+
+
+def test_detach_idempotent(backend: str) -> None:
+    rec, _ = run(backend, EventMask.ENTER_LEAVE, lambda: None)
+    detach()
+    detach()
+    assert rec.shutdowns == 1
+    assert current_session() is None
+    middle(1)
+    assert not rec.calls({"middle"})
+
+
+def test_generator_yield_resume(backend: str) -> None:
+    rec, result = run(backend, EventMask.ENTER_LEAVE, lambda: list(gen(2)))
+    assert result == [1, 2]
+    assert rec.calls({"gen"}) == [
+        ("enter", "gen"), ("yield", "gen"), ("resume", "gen"), ("yield", "gen"),
+        ("resume", "gen"), ("leave", "gen"),
+    ]
+
+
+def test_exception_unwinds_pair_up(backend: str) -> None:
+    mask = EventMask.ENTER_LEAVE | EventMask.EXCEPTIONS
+    rec, result = run(backend, mask, catcher)
+    assert result == "caught"
+    assert rec.calls({"catcher", "boom"}) == [
+        ("enter", "catcher"), ("enter", "boom"), ("unwind", "boom"), ("leave", "boom"),
+        ("leave", "catcher"),
+    ]
+
+
+def test_shadow_stack_tracks_calls(backend: str) -> None:
+    seen: list[tuple[str, ...]] = []
+
+    class Shadow(Recorder):
+        def function_enter(self, fid: int) -> None:  # type: ignore[override]
+            assert self.info is not None
+            stack = self.info.get_shadow_stack(self.info.get_current_thread_id())
+            seen.append(tuple(self.name(f) for f in stack))
+
+    rec = Shadow(EventMask.ENTER_LEAVE | EventMask.ENABLE_SHADOW_STACK)
+    attach(rec, backend)
+    list(gen(1))
+    middle(1)
+    detach()
+    assert ("gen", "leaf") in seen
+    assert ("middle", "leaf") in seen
+
+
+def test_threads_are_traced(backend: str) -> None:
+    def body() -> None:
+        t = threading.Thread(target=middle, args=(1,))
+        t.start()
+        t.join()
+
+    rec, _ = run(backend, EventMask.ENTER_LEAVE, body)
+    assert ("enter", "middle") in rec.events
+
+
+def test_filter_rejects(backend: str) -> None:
+    rec, _ = run(
+        backend, EventMask.ENTER_LEAVE, lambda: middle(1), filter=lambda info: info.name != "leaf"
+    )
+    assert rec.calls({"middle", "leaf"}) == [("enter", "middle"), ("leave", "middle")]
+
+
+def test_function_info(backend: str) -> None:
+    rec = Recorder(EventMask.ENTER_LEAVE | EventMask.FIRST_EXECUTION)
+    session = attach(rec, backend)
+    middle(1)
+    info = session.info
+    detach()
+    firsts = [e[1] for e in rec.of("first")]
+    assert firsts.count("middle") == 1
+    fids = [f for f in info.functions.codes if info.get_function_info(f).name == "middle"]  # type: ignore[arg-type]
+    fi = info.get_function_info(fids[0])  # type: ignore[arg-type]
+    assert fi.module == __name__
+    assert fi.full_name == f"{__name__}.middle"
+    assert fi.filename == __file__
+    assert fi.first_line == middle.__code__.co_firstlineno
+    assert not fi.is_native and not fi.is_generator
+    assert sys.modules[fi.module]
