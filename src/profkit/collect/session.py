@@ -200,11 +200,10 @@ class Session:
         while frame is not None:
             code = frame.f_code
             fid = id(code)
-            if fid not in codes or (accepted_only and fid not in accepted):
+            ok = accepted.get(fid)
+            if ok is None or fid not in codes:
                 fid, ok = self.discover(code)
-                if ok or not accepted_only:
-                    out.append(FunctionId(fid))
-            elif (not accepted_only or accepted[fid]) and not self._is_own(code):
+            if ok or (not accepted_only and not self._is_own(code)):
                 out.append(FunctionId(fid))
             frame = frame.f_back
         out.reverse()
