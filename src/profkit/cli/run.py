@@ -1,19 +1,194 @@
-"""`profkit run`: placeholder until its issue lands; the module owner replaces this file."""
+"""``profkit run``: run a Python program under the ELT profiler (trace) or the sampler.
+
+``profkit run [options] script.py args`` / ``-m module args`` / ``-c code args``. The
+program sees what ``python`` would give it (argv, ``__main__``, ``sys.path[0]``, stdin and
+stdout untouched); profkit writes only to stderr. The profile is saved however the
+program ends — normally, by an uncaught exception, ``SystemExit``, Ctrl-C or SIGTERM —
+and then the program's ending is passed on: its ``SystemExit`` is re-raised, an uncaught
+exception is printed by ``sys.excepthook`` with exit status 1, Ctrl-C gives 130 and
+SIGTERM 143. Child Python processes are profiled through environment activation
+(``PROFKIT_ENABLE_PROFILING``), each writing ``<output stem>.<pid>.json``.
+"""
 
 from __future__ import annotations
 
 import argparse
+import glob
+import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from profkit.errors import UsageError
+from profkit.settings import SETTINGS, Settings
 
 
 def register(sub: Any, name: str, help_text: str) -> None:
-    """Add the `run` parser to the ``profkit`` subparsers."""
-    parser = sub.add_parser(name, help=help_text, description=help_text)
-    parser.add_argument("rest", nargs=argparse.REMAINDER)
+    """Add the `run` parser to the ``profkit`` subparsers (flags come from the settings table)."""
+    parser = sub.add_parser(
+        name,
+        help=help_text,
+        description=help_text,
+        usage="profkit run [options] (script.py | -m module | -c code) [args ...]",
+        epilog="Every option has a PROFKIT_* environment variable (see docs/elt.md); "
+        "flags win over the environment.",
+    )
+    for setting in SETTINGS:
+        names = [setting.flag] + (["-o"] if setting.field == "output" else [])
+        help_line = f"{setting.help} [{setting.env}]"
+        if isinstance(setting.default, bool):
+            parser.add_argument(
+                *names, dest=setting.field, action=argparse.BooleanOptionalAction,
+                default=None, help=help_line,
+            )
+        else:
+            parser.add_argument(*names, dest=setting.field, default=None, help=help_line)
+    parser.add_argument("-m", dest="as_module", action="store_true",
+                        help="run a library module as a script (like python -m)")
+    parser.add_argument("-c", dest="as_code", action="store_true",
+                        help="run a program passed in as a string (like python -c)")
+    parser.add_argument("program", nargs=argparse.REMAINDER,
+                        help="the script (or module, or code) and its arguments")
     parser.set_defaults(handler=_handler)
 
 
 def _handler(args: argparse.Namespace) -> int:
-    raise UsageError("'profkit run' is not implemented yet")
+    from profkit.profilers.elt import output as out
+    from profkit.profilers.elt.program import report_exception
+
+    program = _program(args)
+    flags = {s.field: _flag_text(getattr(args, s.field)) for s in SETTINGS}
+    settings = Settings.from_env(os.environ).with_flags(flags)
+    prepared = program.prepare()
+    path = out.resolve_output(settings.output or out.default_output(program.label))
+    settings = settings.replace(output=path)
+    profiler = _make_profiler(settings)
+    parent_pid = os.getpid()
+    started = time.time()
+
+    from profkit.collect import attach, detach
+
+    def start() -> None:
+        attach(
+            profiler,
+            sample_interval=settings.interval_ns / 1e9,
+            sample_clock=settings.sample_clock,
+        )
+        profiler.start_events()
+
+    with _child_environment(settings, path):
+        outcome = program.run(prepared, start, lambda: _stop(profiler, detach))
+    if os.getpid() != parent_pid:
+        # A forked child returning through here: its profiler saved its own file.
+        return _pass_through(outcome)
+
+    profile = profiler.profile if profiler.profile is not None else profiler.build_profile()
+    if program.kind == "code":
+        profile.metadata["argv"] = ["-c", *program.args]
+    report_exception(outcome)
+    if settings.tree:
+        sys.stderr.write(out.render(profile, sys.stderr))
+    try:
+        from profkit.calltree import file as profile_file
+
+        profile_file.save(profile, path)
+    except OSError as exc:
+        print(f"profkit: error: cannot write profile {path}: {exc.strerror or exc}", file=sys.stderr)
+    else:
+        print(f"profkit: profile saved to {path}", file=sys.stderr)
+    children = _child_files(path, started)
+    if children:
+        shown = ", ".join(children[:3]) + (", …" if len(children) > 3 else "")
+        print(f"profkit: {len(children)} child process profile(s): {shown}", file=sys.stderr)
+    return _pass_through(outcome)
+
+
+def _stop(profiler: Any, detach: Any) -> None:
+    profiler.stop_events()  # profkit's own detach work stays out of the profile
+    detach()
+
+
+def _pass_through(outcome: Any) -> int:
+    """End like the program: re-raise its SystemExit, else return its status."""
+    if outcome.system_exit is not None and not outcome.terminated:
+        raise outcome.system_exit
+    return int(outcome.status)
+
+
+def _program(args: argparse.Namespace) -> Any:
+    from profkit.profilers.elt.program import Kind, Program
+
+    rest = list(args.program)
+    if rest and rest[0] == "--":
+        rest = rest[1:]
+    if args.as_module and args.as_code:
+        raise UsageError("use either -m module or -c code, not both")
+    if not rest:
+        what = "module" if args.as_module else "code" if args.as_code else "script"
+        raise UsageError(f"no {what} to run (usage: profkit run [options] script.py [args])")
+    kind: Kind = "module" if args.as_module else "code" if args.as_code else "script"
+    return Program(kind, rest[0], tuple(rest[1:]))
+
+
+def _flag_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+def _make_profiler(settings: Settings) -> Any:
+    from profkit.profilers.elt import EltProfiler, SamplingProfiler
+
+    cls = SamplingProfiler if settings.mode == "sample" else EltProfiler
+    return cls(settings, standalone=False, paused=True)
+
+
+#: The env-activation variables (owned by profkit.collect's start-up hook).
+_ENABLE = "PROFKIT_ENABLE_PROFILING"
+_PROFILER = "PROFKIT_PROFILER"
+
+
+@contextmanager
+def _child_environment(settings: Settings, path: str) -> Iterator[None]:
+    """Let child Python processes attach the same profiler with the same settings.
+
+    Each child writes ``<stem>.<pid>.json`` and prints no tree (the parent reports them).
+    The variables are removed again afterwards, so an in-process caller is left clean.
+    """
+    if not settings.subprocesses:
+        yield
+        return
+    from profkit.profilers.elt.output import child_template
+
+    cls = "SamplingProfiler" if settings.mode == "sample" else "EltProfiler"
+    child = settings.replace(output=os.path.abspath(child_template(path)), tree=False)
+    env = {_ENABLE: "1", _PROFILER: f"profkit.profilers.elt:{cls}", **child.serialize()}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _child_files(path: str, started: float) -> list[str]:
+    from profkit.profilers.elt.output import PID, child_template
+
+    pattern = child_template(path).replace(PID, "[0-9]*")
+    found = [p for p in glob.glob(pattern) if _mtime(p) >= started - 1]
+    return sorted(found)
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.path.getmtime(path)
+    except OSError:
+        return 0.0

@@ -66,7 +66,7 @@ def render(profile: CallProfile, stream: TextIO) -> str:
         with contextlib.suppress(OSError, ValueError):
             width = max(os.get_terminal_size(stream.fileno()).columns, 60)
     color = tty and not os.environ.get("NO_COLOR")
-    return render_tree(profile, width=width, color=color, min_share=0.005, top=12, max_depth=40)
+    return render_tree(profile, width=width, color=color, min_share=0.02, top=8, max_depth=30)
 
 
 def _isatty(stream: TextIO) -> bool:

@@ -53,6 +53,24 @@ INTERNAL_MODULES = (
     "profkit.report",
 )
 
+def module_of(info: FunctionInfo) -> str:
+    """The function's module; frozen stdlib code (``<frozen runpy>``) is named by its module.
+
+    (Python 3.11+ freezes start-up modules such as ``runpy``, ``os`` and
+    ``importlib._bootstrap``: their files read ``<frozen NAME>``.)
+    """
+    filename = info.filename
+    if filename.startswith("<frozen ") and filename.endswith(">"):
+        return filename[8:-1]
+    return info.module
+
+
+def full_name(info: FunctionInfo) -> str:
+    """``module.qualname`` as reports show it (see :func:`module_of`)."""
+    module = module_of(info)
+    return f"{module}.{info.name}" if module else info.name
+
+
 # A stack entry is a 4-item list, mutated in place (cheaper than an object on the hot path):
 _NODE, _START, _CHILD, _KIND = 0, 1, 2, 3
 
@@ -63,7 +81,9 @@ class EltProfiler(ProfilerCallback):
     Loadable by environment activation as ``profkit.profilers.elt:EltProfiler``; with no
     arguments it reads its :class:`~profkit.settings.Settings` from ``PROFKIT_*``
     variables. ``clock`` and ``on_line`` (receives each event line synchronously, instead
-    of the stream/UDP sinks) exist for tests and embedding. ``standalone`` profilers save (and optionally print) their profile in
+    of the stream/UDP sinks) exist for tests and embedding. A ``paused`` profiler records
+    nothing until :meth:`start_events` (``profkit run`` starts it once ``attach`` has
+    returned, so the collector's own start-up work is not in the profile). ``standalone`` profilers save (and optionally print) their profile in
     :meth:`shutdown`; ``profkit run`` passes ``standalone=False`` and does that itself.
     """
 
@@ -76,6 +96,7 @@ class EltProfiler(ProfilerCallback):
         clock: Callable[[], int] | None = None,
         standalone: bool = True,
         on_line: Callable[[str], None] | None = None,
+        paused: bool = False,
     ) -> None:
         if settings is None:
             settings = Settings.from_env(os.environ)
@@ -88,6 +109,7 @@ class EltProfiler(ProfilerCallback):
         self._prefixes = settings.prefixes
         self._info: ProfilerInfo | None = None
         self._local = threading.local()
+        self._paused = paused
         self._lock = threading.Lock()
         # (thread ident, stack) for every thread seen; stack[0] is that thread's root entry.
         self._stacks: list[tuple[int, str, list[list[Any]]]] = []
@@ -135,10 +157,27 @@ class EltProfiler(ProfilerCallback):
 
     def accepts(self, info: FunctionInfo) -> bool:
         """The capture-time filter: inside a prefix (if any) and not profkit's machinery."""
-        module = info.module
+        module = module_of(info)
         if prefix_matches(module, INTERNAL_MODULES):
             return False
         return not self._prefixes or prefix_matches(module, self._prefixes)
+
+    def start_events(self) -> None:
+        """Start recording (after a ``paused`` construction)."""
+        self._local = threading.local()
+        self._started_ns = self._clock()
+        self._paused = False
+
+    def stop_events(self) -> None:
+        """Stop receiving events now (before detaching), so that no code run afterwards
+        — profkit's own detach and reporting — lands in the profile."""
+        # A fresh thread-local has no stacks: every later event finds none, and
+        # _new_thread hands out throwaway ones (no cost added to the hot path).
+        self._paused = True
+        self._local = threading.local()
+        if self._info is not None:
+            with contextlib.suppress(Exception):
+                self._info.set_event_mask(EventMask.NONE)
 
     def shutdown(self) -> None:
         """Build :attr:`profile`; a standalone profiler also saves (and prints) it."""
@@ -245,6 +284,8 @@ class EltProfiler(ProfilerCallback):
         root = Node(None)
         # The root entry's _KIND slot holds how many entries have had their line written.
         stack: list[list[Any]] = [[root, self._clock(), 0, 1]]
+        if self._paused:
+            return stack
         self._local.stack = stack
         with self._lock:
             self._stacks.append((_get_ident(), threading.current_thread().name, stack))
@@ -268,7 +309,7 @@ class EltProfiler(ProfilerCallback):
     def _name(self, function_id: FunctionId) -> str:
         name = self._names.get(function_id)
         if name is None:
-            name = self._names[function_id] = self._function_info(function_id).full_name
+            name = self._names[function_id] = full_name(self._function_info(function_id))
         return name
 
     def _function_info(self, function_id: FunctionId) -> FunctionInfo:
@@ -284,6 +325,8 @@ class EltProfiler(ProfilerCallback):
         weight_ns: int,
     ) -> None:
         """Add one sample: every shown frame on the path gets the weight, the leaf its self time."""
+        if self._paused:
+            return
         entry = self._samples.get(thread_id)
         if entry is None:
             entry = self._samples[thread_id] = (self._thread_name(thread_id), Node(None))
@@ -318,7 +361,7 @@ class EltProfiler(ProfilerCallback):
             frame = frames.get(fid)
             if frame is None:
                 info = self._function_info(FunctionId(fid))
-                frame = frames[fid] = Frame(info.full_name, info.filename, info.first_line)
+                frame = frames[fid] = Frame(full_name(info), info.filename, info.first_line)
             return frame
 
         if self.settings.mode == "sample":

@@ -1,0 +1,252 @@
+"""Run a Python program in this process exactly as ``python`` would, and report how it ended.
+
+``python script.py args`` / ``python -m module args`` / ``python -c code args`` each set
+``sys.argv``, ``sys.path[0]`` and ``__main__`` in their own way; :class:`Program` repeats
+that (pyinstrument's and coverage's runners are the model): the script's real directory,
+the current directory for ``-m``, ``''`` for ``-c``, and ``sys.path`` left alone under
+``-P``. The program's own exception, ``SystemExit`` or ``KeyboardInterrupt`` is *caught and
+returned* (:class:`Outcome`), so the caller can save the profile first and then end the
+process the way the program would have.
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib.machinery
+import importlib.util
+import io
+import os
+import runpy
+import signal
+import sys
+import threading
+import types
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import FrameType, TracebackType
+from typing import Any, Literal
+
+from profkit.errors import UsageError
+
+Kind = Literal["script", "module", "code"]
+_OWN_FILES = frozenset({os.path.abspath(__file__), os.path.abspath(runpy.__file__)})
+
+
+class Terminated(SystemExit):
+    """Raised in the main thread by our SIGTERM handler, so ``finally`` blocks run."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How the program ended: ``status`` is what ``python`` would have exited with."""
+
+    status: int
+    exception: BaseException | None = None  #: an uncaught exception (not SystemExit)
+    system_exit: SystemExit | None = None
+    interrupted: bool = False  #: Ctrl-C (KeyboardInterrupt) ended it
+    terminated: bool = False  #: SIGTERM ended it
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    """What to run: ``kind`` is script, module or code; ``target`` the path/name/text."""
+
+    kind: Kind
+    target: str
+    args: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        """Short name for file names and messages."""
+        if self.kind == "code":
+            return "c"
+        if self.kind == "module":
+            return self.target.replace(".__main__", "")
+        return os.path.basename(self.target).rsplit(".", 1)[0] or "script"
+
+    def prepare(self) -> Prepared:
+        """Find and compile the program before any profiling (fail early, cleanly).
+
+        Compiling here keeps runpy's and the import system's work of *finding* the
+        program out of its profile, as it is invisible when ``python`` runs it.
+        """
+        if self.kind == "script":
+            if not os.path.exists(self.target):
+                raise UsageError(f"can't open file {self.target!r}: No such file or directory")
+            if os.path.isdir(self.target) or zipfile.is_zipfile(self.target):
+                return Prepared(None, {})  # a directory or zip app: runpy.run_path runs it
+            path = os.path.abspath(self.target)  # __main__.__file__ is absolute since 3.9
+            try:
+                with io.open_code(path) as f:
+                    source = f.read()
+            except OSError as exc:
+                raise UsageError(f"can't open file {self.target!r}: {exc.strerror}") from None
+            code = compile(source, path, "exec")
+            loader = importlib.machinery.SourceFileLoader("__main__", path)
+            return Prepared(code, {"__file__": path, "__loader__": loader})
+        if self.kind == "module":
+            saved = sys.path[:]
+            if not sys.flags.safe_path and sys.path:
+                sys.path[0] = self._path0()  # `python -m` looks the module up from here
+            try:
+                return _module_details(self.target)
+            finally:
+                sys.path[:] = saved
+        return Prepared(compile(self.target, "<string>", "exec"), {})
+
+    def run(self, prepared: Prepared, start: Callable[[], None], stop: Callable[[], None]) -> Outcome:
+        """Set up argv/path/__main__, ``start()`` profiling, run, ``stop()``, restore.
+
+        Returns how the program ended; never raises for the program's own exceptions.
+        """
+        saved_argv, saved_path0 = sys.argv[:], (sys.path[0] if sys.path else None)
+        saved_main = sys.modules.get("__main__")
+        argv0 = {"script": self.target, "module": "-m", "code": "-c"}[self.kind]
+        if self.kind == "module":
+            argv0 = str(prepared.globals.get("__file__") or argv0)
+        sys.argv = [argv0, *self.args]
+        if not sys.flags.safe_path and sys.path:
+            sys.path[0] = self._path0()
+        previous = _install_sigterm()
+        try:
+            start()  # a failure to attach is profkit's error, not the program's: it propagates
+            ended: BaseException | None = None
+            try:
+                self._execute(prepared)
+            except BaseException as exc:
+                ended = exc
+            finally:
+                stop()  # first: nothing of ours below is profiled
+            return _outcome(ended)
+        finally:
+            _restore_sigterm(previous)
+            sys.argv = saved_argv
+            if saved_path0 is not None and not sys.flags.safe_path and sys.path:
+                sys.path[0] = saved_path0
+            if saved_main is not None:
+                sys.modules["__main__"] = saved_main
+
+    def _path0(self) -> str:
+        if self.kind == "script":
+            return os.path.dirname(os.path.realpath(self.target))
+        if self.kind == "module":
+            return os.getcwd()
+        return ""
+
+    def _execute(self, prepared: Prepared) -> None:
+        if prepared.code is None:
+            runpy.run_path(self.target, run_name="__main__")
+        else:
+            main = types.ModuleType("__main__")
+            main.__dict__.update(
+                {"__builtins__": builtins, "__cached__": None, "__package__": None,
+                 "__spec__": None, "__loader__": None}
+            )
+            main.__dict__.update(prepared.globals)
+            sys.modules["__main__"] = main
+            exec(prepared.code, main.__dict__)
+        _join_threads()
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A compiled program and the extra ``__main__`` globals it runs with."""
+
+    code: types.CodeType | None
+    globals: dict[str, Any]
+
+
+def _module_details(name: str) -> Prepared:
+    """Find ``name`` (or ``name.__main__`` for a package) as ``python -m`` does."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError) as exc:
+        raise UsageError(f"cannot find module {name!r}: {exc}") from None
+    if spec is None:
+        raise UsageError(f"No module named {name!r}")
+    if spec.submodule_search_locations is not None:  # a package: run its __main__
+        return _module_details(name + ".__main__")
+    loader = spec.loader
+    code = loader.get_code(spec.name) if loader is not None and hasattr(loader, "get_code") else None
+    if code is None:
+        raise UsageError(f"no code object available for module {name!r}")
+    return Prepared(
+        code,
+        {"__file__": spec.origin, "__cached__": spec.cached, "__loader__": loader,
+         "__package__": spec.parent, "__spec__": spec},
+    )
+
+
+def _outcome(ended: BaseException | None) -> Outcome:
+    if ended is None:
+        return Outcome(0)
+    if isinstance(ended, Terminated):
+        return Outcome(128 + signal.SIGTERM, system_exit=ended, terminated=True)
+    if isinstance(ended, SystemExit):
+        return Outcome(_status_of(ended), system_exit=ended)
+    if isinstance(ended, KeyboardInterrupt):
+        return Outcome(130, exception=_trim(ended), interrupted=True)
+    return Outcome(1, exception=_trim(ended))
+
+
+def _join_threads() -> None:
+    """Wait for non-daemon threads, as the interpreter does before it exits."""
+    current = threading.current_thread()
+    for thread in threading.enumerate():
+        if thread is not current and not thread.daemon and thread.is_alive():
+            thread.join()
+
+
+def _status_of(exc: SystemExit) -> int:
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF  # what the OS reports for exit(-1), exit(256), ...
+    return 1
+
+
+def _trim(exc: BaseException) -> BaseException:
+    """Drop our own and runpy's frames from the front of the traceback (python shows none)."""
+    tb: TracebackType | None = exc.__traceback__
+    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) in _OWN_FILES:
+        tb = tb.tb_next
+    while tb is not None and _is_profkit_frame(tb.tb_frame):
+        tb = tb.tb_next
+    return exc.with_traceback(tb) if tb is not None else exc
+
+
+def _is_profkit_frame(frame: FrameType) -> bool:
+    name = frame.f_globals.get("__name__", "")
+    return isinstance(name, str) and name.startswith(("profkit.collect", "profkit.profilers"))
+
+
+def _sigterm(signum: int, frame: FrameType | None) -> None:
+    raise Terminated(128 + signum)
+
+
+def _install_sigterm() -> Any:
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        return signal.signal(signal.SIGTERM, _sigterm)
+    except (ValueError, OSError):
+        return None
+
+
+def _restore_sigterm(previous: Any) -> None:
+    if previous is None:
+        return
+    try:
+        if signal.getsignal(signal.SIGTERM) is _sigterm:
+            signal.signal(signal.SIGTERM, previous)
+    except (ValueError, OSError):
+        pass
+
+
+def report_exception(outcome: Outcome) -> None:
+    """Print the program's uncaught exception as the interpreter would (``sys.excepthook``)."""
+    exc = outcome.exception
+    if exc is not None:
+        sys.excepthook(type(exc), exc, exc.__traceback__)

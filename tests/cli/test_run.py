@@ -1,0 +1,201 @@
+"""``profkit run`` behaves like ``python``: argv, __main__, sys.path[0], stdout, exit status.
+
+Each case runs a probe natively and under ``profkit run`` (through ``python -m profkit`` and
+the ``profkit`` console script when it is installed) and compares what the probe saw.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from profkit.calltree import file as profile_file
+
+PROBE = '''\
+import json, sys
+def work():
+    return sum(i * i for i in range(1000))
+def main():
+    work()
+    print(json.dumps({"argv": sys.argv, "name": __name__, "path0": sys.path[0],
+                      "file": globals().get("__file__"), "stdin": sys.stdin.read()}))
+main()
+'''
+
+
+def _launchers() -> list[list[str]]:
+    found = [[sys.executable, "-m", "profkit", "run"]]
+    script = Path(sys.executable).parent / "profkit"
+    if script.exists():
+        found.append([str(script), "run"])
+    return found
+
+
+LAUNCHERS = _launchers()
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROFKIT_")}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def _run(cmd: list[str], cwd: Path, **kw: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        cmd, cwd=cwd, capture_output=True, text=True, env=_env(), timeout=60, input="in", **kw
+    )  # type: ignore[call-overload, no-any-return]
+
+
+@pytest.fixture
+def probe_dir(tmp_path: Path) -> Path:
+    (tmp_path / "probe.py").write_text(PROBE)
+    pkg = tmp_path / "probepkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "__main__.py").write_text(PROBE)
+    return tmp_path
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS, ids=lambda c: Path(c[0]).name)
+@pytest.mark.parametrize(
+    "program",
+    [["probe.py", "a", "-x"], ["-m", "probepkg", "b"], ["-c", PROBE, "c", "--flag"]],
+    ids=["script", "module", "code"],
+)
+def test_run_is_like_python(launcher: list[str], program: list[str], probe_dir: Path) -> None:
+    native = _run([sys.executable, *program], probe_dir)
+    profiled = _run([*launcher, "-o", "out.json", *program], probe_dir)
+    assert native.returncode == 0, native.stderr
+    assert profiled.returncode == 0, profiled.stderr
+    assert json.loads(profiled.stdout) == json.loads(native.stdout)
+    assert "profkit: profile saved to out.json" in profiled.stderr
+    profile = profile_file.load(probe_dir / "out.json")
+    names = {f.name for f in profile.frames}
+    assert any(n.endswith(".work") for n in names), names
+    assert not any(n.startswith(("runpy", "profkit.cli", "profkit.collect")) for n in names)
+
+
+def test_default_output_name_and_no_tree(probe_dir: Path) -> None:
+    out = _run([*LAUNCHERS[0], "--no-tree", "probe.py"], probe_dir)
+    assert out.returncode == 0, out.stderr
+    files = list(probe_dir.glob("profkit-probe-*.json"))
+    assert len(files) == 1
+    assert "traced" not in out.stderr  # no tree printed
+    assert f"saved to {files[0].name}" in out.stderr
+
+
+def test_tree_is_printed_on_stderr_only(probe_dir: Path) -> None:
+    out = _run([*LAUNCHERS[0], "-o", "p.json", "probe.py"], probe_dir)
+    assert ".work" in out.stderr and ".work" not in out.stdout
+    assert "\x1b[" not in out.stderr  # not a terminal: no colour
+    assert all(len(line) <= 80 for line in out.stderr.splitlines() if "│" in line)
+
+
+@pytest.mark.parametrize(
+    ("code", "status", "stderr_has"),
+    [
+        ("raise SystemExit(3)", 3, None),
+        ("import sys; sys.exit('bye')", 1, "bye"),
+        ("def f():\n    raise ValueError('boom')\nf()", 1, "ValueError: boom"),
+        ("raise KeyboardInterrupt", 130, "KeyboardInterrupt"),
+    ],
+)
+def test_exit_status_and_exceptions_pass_through(
+    code: str, status: int, stderr_has: str | None, tmp_path: Path
+) -> None:
+    (tmp_path / "s.py").write_text(code)
+    native = _run([sys.executable, "s.py"], tmp_path)
+    out = _run([*LAUNCHERS[0], "-o", "o.json", "s.py"], tmp_path)
+    assert out.returncode == status, out.stderr
+    if status != 130:
+        assert native.returncode == status
+    if stderr_has:
+        assert stderr_has in out.stderr
+    if "Traceback" in native.stderr:
+        # The same traceback as python's: the program's frames only.
+        tb = out.stderr[out.stderr.index("Traceback") :].splitlines()
+        assert tb[: len(native.stderr.splitlines())] == native.stderr.splitlines()
+    assert (tmp_path / "o.json").exists()
+
+
+def test_sigterm_saves_the_profile(tmp_path: Path) -> None:
+    (tmp_path / "slow.py").write_text(
+        "import time\ndef wait():\n    print('ready', flush=True)\n    time.sleep(30)\nwait()\n"
+    )
+    proc = subprocess.Popen(
+        [*LAUNCHERS[0], "-o", "t.json", "slow.py"], cwd=tmp_path, env=_env(),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "ready"
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 143, err
+    profile = profile_file.load(tmp_path / "t.json")
+    assert any(f.name.endswith(".wait") for f in profile.frames)
+
+
+def test_sigint_saves_the_profile(tmp_path: Path) -> None:
+    (tmp_path / "slow.py").write_text(
+        "import time\ndef wait():\n    print('ready', flush=True)\n    time.sleep(30)\nwait()\n"
+    )
+    proc = subprocess.Popen(
+        [*LAUNCHERS[0], "-o", "i.json", "slow.py"], cwd=tmp_path, env=_env(),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "ready"
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "KeyboardInterrupt" in err
+    assert (tmp_path / "i.json").exists()
+
+
+def test_sample_mode(probe_dir: Path) -> None:
+    (probe_dir / "busy.py").write_text(
+        "import time\ndef spin():\n    end = time.perf_counter() + 0.3\n"
+        "    while time.perf_counter() < end:\n        pass\nspin()\n"
+    )
+    out = _run([*LAUNCHERS[0], "--mode", "sample", "--interval", "1ms", "-o", "s.json", "busy.py"], probe_dir)
+    assert out.returncode == 0, out.stderr
+    profile = profile_file.load(probe_dir / "s.json")
+    assert profile.mode == "sample"
+    assert any(f.name.endswith(".spin") for f in profile.frames)
+    assert "sampled" in out.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["nope.py"], "can't open file 'nope.py'"),
+        (["-m", "no_such_module_xyz"], "No module named 'no_such_module_xyz'"),
+        (["--basetime", "abc", "probe.py"], "--basetime='abc': expected a duration"),
+        ([], "no script to run"),
+    ],
+)
+def test_usage_errors_are_one_line(args: list[str], message: str, probe_dir: Path) -> None:
+    out = _run([*LAUNCHERS[0], *args], probe_dir)
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines()[-1].startswith("profkit: error: ")
+    assert message in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_bad_environment_setting_is_reported(probe_dir: Path) -> None:
+    env = _env() | {"PROFKIT_UDP": "nowhere"}
+    out = subprocess.run(
+        [*LAUNCHERS[0], "probe.py"], cwd=probe_dir, env=env, capture_output=True, text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2
+    assert "profkit: error: PROFKIT_UDP='nowhere': expected HOST:PORT" in out.stderr
