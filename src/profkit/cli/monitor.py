@@ -1,19 +1,110 @@
-"""`profkit monitor`: placeholder until its issue lands; the module owner replaces this file."""
+"""`profkit monitor`: receive profilers' live UDP streams and show lines, losses, hot functions."""
 
 from __future__ import annotations
 
 import argparse
+import shutil
+import signal
+import sys
+import threading
+from types import FrameType
 from typing import Any
 
 from profkit.errors import UsageError
+from profkit.monitor.core import Monitor
+from profkit.monitor.server import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    View,
+    is_loopback,
+    is_wildcard,
+    open_socket,
+    parse_listen,
+    serve,
+)
+from profkit.monitor.view import PlainView, ScreenView, summary
 
 
 def register(sub: Any, name: str, help_text: str) -> None:
     """Add the `monitor` parser to the ``profkit`` subparsers."""
-    parser = sub.add_parser(name, help=help_text, description=help_text)
-    parser.add_argument("rest", nargs=argparse.REMAINDER)
+    parser = sub.add_parser(
+        name, help=help_text,
+        description=help_text + ". Send to it with 'profkit run --udp 127.0.0.1:2222 ...' "
+        "(or PROFKIT_UDP). Ctrl-C prints the final summary.",
+    )
+    parser.add_argument("--listen", metavar="HOST:PORT",
+                        help=f"address to listen on (default {DEFAULT_HOST}:{DEFAULT_PORT}; "
+                             "all interfaces with --allow-remote)")
+    parser.add_argument("--allow-remote", action="store_true",
+                        help="accept datagrams from other machines (needed for 0.0.0.0 / ::)")
+    parser.add_argument("--top", type=int, default=10, metavar="N",
+                        help="how many hottest functions to show (default 10)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="do not show the event lines, only counts and hot functions")
+    parser.add_argument("--plain", action="store_true",
+                        help="plain line output even on a terminal (no refreshed screen)")
+    parser.add_argument("--duration", type=float, metavar="SECONDS",
+                        help="stop by itself after this long (for scripts and benchmarks)")
     parser.set_defaults(handler=_handler)
 
 
+def listen_address(listen: str | None, allow_remote: bool) -> tuple[str, int]:
+    """The address to bind: loopback unless remote senders were allowed explicitly."""
+    if listen is None:
+        return ("0.0.0.0" if allow_remote else DEFAULT_HOST), DEFAULT_PORT
+    host, port = parse_listen(listen)
+    if is_wildcard(host) and not allow_remote:
+        raise UsageError(f"--listen {listen} would accept datagrams from any machine; "
+                         "add --allow-remote if that is what you want")
+    return host, port
+
+
 def _handler(args: argparse.Namespace) -> int:
-    raise UsageError("'profkit monitor' is not implemented yet")
+    if args.top < 0:
+        raise UsageError("--top must be 0 or more")
+    if args.duration is not None and args.duration <= 0:
+        raise UsageError("--duration must be positive")
+    host, port = listen_address(args.listen, args.allow_remote)
+    sock = open_socket(host, port)
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    note = "" if is_loopback(host) else " (reachable from the network)"
+    print(f"profkit monitor: listening on udp {where}{note}; Ctrl-C to stop", file=sys.stderr)
+    size = shutil.get_terminal_size((80, 24))
+    view: View
+    if sys.stdout.isatty() and not args.plain:
+        view = ScreenView(sys.stdout, top=args.top, width=size.columns, height=size.lines,
+                          quiet=args.quiet)
+    else:
+        view = PlainView(sys.stdout, quiet=args.quiet)
+    monitor = Monitor()
+    stop = threading.Event()
+    timer = threading.Timer(args.duration, stop.set) if args.duration else None
+    previous = _on_sigterm()
+    try:
+        if timer is not None:
+            timer.daemon = True
+            timer.start()
+        serve(sock, monitor, view, stop=stop)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if timer is not None:
+            timer.cancel()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        sock.close()
+        view.close(monitor)
+    sys.stdout.write(summary(monitor, args.top, size.columns if sys.stdout.isatty() else 100))
+    sys.stdout.flush()
+    return 0
+
+
+def _on_sigterm() -> Any:
+    """SIGTERM ends the monitor like Ctrl-C (summary, exit 0); returns the old handler."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, handler)

@@ -1,0 +1,98 @@
+"""Per-sender loss accounting from sequence numbers, with bounded memory.
+
+A sender numbers its datagrams 0, 1, 2, ... A jump forward means datagrams are missing;
+they are remembered (up to :data:`REORDER_WINDOW` of them) so that one arriving late —
+UDP may reorder — is taken back off the loss count instead of being called a duplicate.
+A sequence number far *below* what was expected and near zero means the sender
+restarted (same id, new run): its numbering starts over and is not counted as loss.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+#: How many missing sequence numbers are remembered for late (reordered) arrival.
+REORDER_WINDOW = 4096
+
+
+@dataclass(slots=True)
+class SenderStats:
+    """What one sender's stream looked like so far."""
+
+    sender: str
+    received: int = 0  #: datagrams accepted
+    lines: int = 0
+    lost: int = 0  #: sequence numbers never seen (net of late arrivals)
+    reordered: int = 0  #: datagrams that arrived after a later one
+    duplicates: int = 0
+    restarts: int = 0
+    dropped_before: int = 0  #: dropped-at-sender totals of earlier runs (before restarts)
+    dropped_now: int = 0  #: the sender's running count in the current run
+    next_seq: int = 0
+    last_seen: float = 0.0
+    _missing: OrderedDict[int, None] = field(default_factory=OrderedDict, repr=False)
+
+    @property
+    def dropped(self) -> int:
+        """Lines the sender itself could not send (its full socket buffer)."""
+        return self.dropped_before + self.dropped_now
+
+    def accept(self, seq: int, dropped: int, lines: int, now: float) -> bool:
+        """Account for one datagram; False when it is a duplicate (to be ignored)."""
+        self.last_seen = now
+        expected = self.next_seq
+        if seq >= expected:
+            if seq > expected:
+                self._gap(expected, seq)
+            self.next_seq = seq + 1
+        elif seq in self._missing:
+            del self._missing[seq]
+            self.lost -= 1
+            self.reordered += 1
+        elif seq < REORDER_WINDOW <= expected - seq:
+            self._restart(seq)
+        else:
+            self.duplicates += 1
+            return False
+        self.received += 1
+        self.lines += lines
+        # the sender's count only grows within a run; a reordered older value is smaller
+        self.dropped_now = max(self.dropped_now, dropped)
+        return True
+
+    def _gap(self, first: int, end: int) -> None:
+        self.lost += end - first
+        missing = self._missing
+        for s in range(max(first, end - REORDER_WINDOW), end):
+            missing[s] = None
+        while len(missing) > REORDER_WINDOW:
+            missing.popitem(last=False)  # too old to arrive now: stays counted as lost
+
+    def _restart(self, seq: int) -> None:
+        self.restarts += 1
+        self.dropped_before += self.dropped_now
+        self.dropped_now = 0
+        self._missing.clear()
+        self.lost += seq  # the new run's datagrams before this one never arrived
+        for s in range(seq):
+            self._missing[s] = None
+        self.next_seq = seq + 1
+
+
+@dataclass(slots=True)
+class Totals:
+    """Sums over senders that were evicted from the bounded sender table."""
+
+    senders: int = 0
+    received: int = 0
+    lines: int = 0
+    lost: int = 0
+    dropped: int = 0
+
+    def add(self, s: SenderStats) -> None:
+        self.senders += 1
+        self.received += s.received
+        self.lines += s.lines
+        self.lost += s.lost
+        self.dropped += s.dropped

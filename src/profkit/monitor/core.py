@@ -1,0 +1,64 @@
+"""The monitor's state: senders (bounded LRU), loss accounting, hottest functions.
+
+:meth:`Monitor.feed` takes one datagram's bytes and returns what to show; it does no
+I/O, so the receive loop, the views and the tests all drive the same code.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from profkit.monitor import protocol
+from profkit.monitor.accounting import SenderStats, Totals
+from profkit.monitor.functions import FunctionTable
+
+#: Senders tracked individually; the least recently heard is folded into the totals.
+MAX_SENDERS = 256
+
+
+class Monitor:
+    """Everything ``profkit monitor`` knows, in bounded memory."""
+
+    def __init__(self, *, max_senders: int = MAX_SENDERS, functions: FunctionTable | None = None) -> None:
+        self.max_senders = max_senders
+        self.senders: OrderedDict[str, SenderStats] = OrderedDict()
+        self.evicted = Totals()
+        self.functions = functions or FunctionTable()
+        self.malformed = 0
+        self.last_malformed = ""  #: why the latest malformed datagram was refused
+
+    @property
+    def sender_count(self) -> int:
+        """Every sender seen, including those evicted from the table."""
+        return len(self.senders) + self.evicted.senders
+
+    def feed(self, data: bytes | bytearray | memoryview, now: float = 0.0) -> tuple[str, str] | None:
+        """Account for one datagram; return ``(sender, body)`` to show, or None to skip it."""
+        try:
+            sender, seq, dropped, body = protocol.split(data)
+        except protocol.MalformedDatagram as exc:
+            self.malformed += 1
+            self.last_malformed = str(exc)
+            return None
+        stats = self.senders.get(sender)
+        if stats is None:
+            if len(self.senders) >= self.max_senders:
+                _, old = self.senders.popitem(last=False)
+                self.evicted.add(old)
+            stats = self.senders[sender] = SenderStats(sender)
+        else:
+            self.senders.move_to_end(sender)
+        lines = body.count("\n") + 1 if body else 0
+        if not stats.accept(seq, dropped, lines, now):
+            return None
+        if body:
+            self.functions.feed(body)
+        return sender, body
+
+    def totals(self) -> Totals:
+        """Sums over every sender, current and evicted."""
+        t = Totals(self.evicted.senders, self.evicted.received, self.evicted.lines,
+                   self.evicted.lost, self.evicted.dropped)
+        for s in self.senders.values():
+            t.add(s)
+        return t

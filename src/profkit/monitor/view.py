@@ -1,0 +1,103 @@
+"""What ``profkit monitor`` prints: plain batched lines, a refreshed terminal screen, a summary."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TextIO
+
+from profkit.monitor.core import Monitor
+from profkit.report._fmt import fit, format_ns
+
+_CLEAR = "\x1b[H\x1b[2J"
+
+
+def prefixed(sender: str, body: str) -> str:
+    """``body``'s lines each prefixed with ``[sender] `` (one C-level replace, not a loop)."""
+    head = f"[{sender}] "
+    return head + body.replace("\n", "\n" + head)
+
+
+class PlainView:
+    """Lines as they arrive, written in batches (one ``write`` per flush, not per line)."""
+
+    def __init__(self, out: TextIO, *, quiet: bool = False) -> None:
+        self.out = out
+        self.quiet = quiet
+        self.pending: list[str] = []
+
+    def show(self, monitor: Monitor, sender: str, body: str) -> None:
+        if self.quiet or not body:
+            return
+        text = prefixed(sender, body) if monitor.sender_count > 1 else body
+        self.pending.append(text)
+        self.pending.append("\n")
+
+    def tick(self, monitor: Monitor) -> None:
+        if self.pending:
+            self.out.write("".join(self.pending))
+            self.pending.clear()
+            self.out.flush()
+
+    def close(self, monitor: Monitor) -> None:
+        self.tick(monitor)
+
+
+class ScreenView:
+    """A screen redrawn a few times a second: senders, hottest functions, latest lines."""
+
+    def __init__(self, out: TextIO, *, top: int, width: int, height: int, quiet: bool = False) -> None:
+        self.out = out
+        self.top = top
+        self.width = width
+        self.height = height
+        self.quiet = quiet
+        self.tail: deque[str] = deque(maxlen=max(height, 10))
+
+    def show(self, monitor: Monitor, sender: str, body: str) -> None:
+        if self.quiet or not body:
+            return
+        self.tail.extend(prefixed(sender, body).split("\n") if monitor.sender_count > 1
+                         else body.split("\n"))
+
+    def tick(self, monitor: Monitor) -> None:
+        head = summary(monitor, self.top, self.width, title="profkit monitor (Ctrl-C to stop)")
+        rows = head.splitlines()
+        room = self.height - len(rows) - 2
+        if room > 0 and not self.quiet:
+            rows.append("latest lines:")
+            rows.extend(fit(line, self.width) for line in list(self.tail)[-room:])
+        self.out.write(_CLEAR + "\n".join(rows) + "\n")
+        self.out.flush()
+
+    def close(self, monitor: Monitor) -> None:
+        self.out.write(_CLEAR)
+        self.out.flush()
+
+
+def summary(monitor: Monitor, top: int, width: int = 80, *, title: str = "profkit monitor") -> str:
+    """Totals, one row per sender and the hottest functions."""
+    t = monitor.totals()
+    out = [
+        fit(f"{title}: {t.senders} sender{'s' if t.senders != 1 else ''}, {t.received} datagrams, "
+            f"{t.lines} lines, {t.lost} lost, {monitor.malformed} malformed, "
+            f"{t.dropped} dropped at senders", width)
+    ]
+    if monitor.senders:
+        out.append(f"{'datagrams':>10} {'lines':>10} {'lost':>7} {'reord':>6} {'dropped':>8} "
+                   f"{'restart':>7}  sender")
+        for s in sorted(monitor.senders.values(), key=lambda s: s.sender):
+            cols = (f"{s.received:>10} {s.lines:>10} {s.lost:>7} {s.reordered:>6} {s.dropped:>8} "
+                    f"{s.restarts:>7}  ")
+            out.append(cols + fit(s.sender, width - len(cols)))
+        if monitor.evicted.senders:
+            out.append(f"  (+{monitor.evicted.senders} older senders folded into the totals)")
+    if monitor.malformed and monitor.last_malformed:
+        out.append(f"last malformed datagram: {monitor.last_malformed}")
+    hot = monitor.functions.top(top)
+    if hot:
+        out.append("hottest functions (sum of Leave/Yield durations):")
+        out.append(f"{'total':>9} {'count':>9} {'longest':>9}  function")
+        for name, total, count, longest in hot:
+            cols = f"{format_ns(total):>9} {count:>9} {format_ns(longest):>9}  "
+            out.append(cols + fit(name, width - len(cols)))
+    return "\n".join(out) + "\n"

@@ -1,0 +1,109 @@
+"""The monitor's state machine fed directly with datagrams (no sockets)."""
+
+from __future__ import annotations
+
+from profkit.monitor.core import Monitor
+from profkit.monitor.functions import FunctionTable
+from profkit.monitor.protocol import encode
+from profkit.monitor.view import PlainView, prefixed, summary
+
+
+class _Out:
+    def __init__(self) -> None:
+        self.text = ""
+        self.writes = 0
+
+    def write(self, s: str) -> int:
+        self.text += s
+        self.writes += 1
+        return len(s)
+
+    def flush(self) -> None:
+        pass
+
+
+LINES = [
+    "Enter: myapp.main",
+    "    Enter: myapp.work",
+    "    Leave: myapp.work, Duration: 12.250 us",
+    "    Yield: myapp.gen, Duration: 700 ns",
+    "Leave: myapp.main, Duration: 1.5 ms",
+]
+
+
+def test_malformed_counted_and_ignored() -> None:
+    m = Monitor()
+    assert m.feed(b"junk") is None
+    assert m.feed(b"PK1 a 1\xff 2\nx") is None
+    assert m.malformed == 2 and m.sender_count == 0
+    assert "malformed" in summary(m, 5)
+
+
+def test_functions_from_leave_and_yield_durations() -> None:
+    m = Monitor()
+    m.feed(encode("h/1", 0, 0, LINES))
+    m.feed(encode("h/1", 1, 0, LINES[2:3]))
+    top = {name: (total, count, longest) for name, total, count, longest in m.functions.top(10)}
+    assert top == {"myapp.main": (1_500_000, 1, 1_500_000), "myapp.work": (24_500, 2, 12_250),
+                   "myapp.gen": (700, 1, 700)}
+    assert [row[0] for row in m.functions.top(1)] == ["myapp.main"]
+
+
+def test_multiple_senders_prefix_lines_and_totals() -> None:
+    m = Monitor()
+    out = _Out()
+    view = PlainView(out)  # type: ignore[arg-type]
+    for sender, seq in (("a/1", 0), ("a/1", 1), ("b/2", 0), ("a/1", 3)):
+        result = m.feed(encode(sender, seq, 0, ["Enter: x", "Enter: y"]))
+        assert result is not None
+        view.show(m, *result)
+    view.tick(m)
+    assert out.writes == 1  # one batched write
+    lines = out.text.splitlines()
+    assert lines[:2] == ["Enter: x", "Enter: y"]  # a single sender so far: no prefix
+    assert lines[4:6] == ["[b/2] Enter: x", "[b/2] Enter: y"]
+    t = m.totals()
+    assert (t.senders, t.received, t.lines, t.lost) == (2, 4, 8, 1)
+    text = summary(m, 3)
+    assert "a/1" in text and "b/2" in text
+
+
+def test_sender_table_is_bounded_lru() -> None:
+    m = Monitor(max_senders=4)
+    for i in range(20):
+        m.feed(encode(f"s/{i}", 0, 1, ["Enter: x"]))
+        m.feed(encode("keep/0", i, 0, ["Enter: x"]))
+    assert len(m.senders) == 4 and "keep/0" in m.senders
+    t = m.totals()
+    assert (t.senders, t.received, t.dropped) == (21, 40, 20)
+
+
+def test_function_table_is_bounded() -> None:
+    table = FunctionTable(limit=100)
+    body = "\n".join(f"Leave: f{i}, Duration: {i} ns" for i in range(1000))
+    assert table.feed(body) == 1000
+    assert len(table.table) <= 100
+    assert table.top(1)[0][0] == "f999"
+    assert table.forgotten > 0
+
+
+def test_prefixed() -> None:
+    assert prefixed("s", "a\nb") == "[s] a\n[s] b"
+
+
+def test_screen_view_redraws_summary_and_tail() -> None:
+    from profkit.monitor.view import ScreenView
+
+    m = Monitor()
+    out = _Out()
+    view = ScreenView(out, top=2, width=60, height=20)  # type: ignore[arg-type]
+    for seq in range(30):
+        result = m.feed(encode("h/1", seq, 0, [f"Enter: f{seq}"]))
+        assert result is not None
+        view.show(m, *result)
+    view.tick(m)
+    screen = out.text
+    assert screen.startswith("\x1b[H\x1b[2J")
+    assert "profkit monitor (Ctrl-C to stop): 1 sender, 30 datagrams" in screen
+    assert "Enter: f29" in screen and "Enter: f0\n" not in screen
+    assert max(len(line) for line in screen.splitlines()) <= 60 + len("\x1b[H\x1b[2J")

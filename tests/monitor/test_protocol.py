@@ -1,0 +1,54 @@
+"""The wire format: round trips and the hardened header checks."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from profkit.monitor import protocol
+
+_line = st.text(st.characters(blacklist_characters="\n", blacklist_categories=("Cs",)), max_size=60)
+_sender = st.text(st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=40)
+
+
+@settings(max_examples=80, deadline=None)
+@given(_sender, st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1), st.lists(_line, max_size=40))
+def test_batch_encode_decode_round_trip(sender: str, seq: int, dropped: int, lines: list[str]) -> None:
+    for chunk in protocol.batch(lines) or [[]]:
+        data = protocol.encode(sender, seq, dropped, chunk)
+        assert len(data) <= protocol.MAX_DATAGRAM + 64 + 40
+        got = protocol.decode(data)
+        assert (got.sender, got.seq, got.dropped) == (sender, seq, dropped)
+        if chunk and chunk != [""]:
+            assert list(got.lines) == chunk
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"", b"PK1", b"PK1 a 1\n", b"PK2 a 1 2\n", b"PK1 a 1 2 3\n", b"PK1  1 2\n",
+        "PK1 a ² 0\n".encode(), "PK1 a 1 ١\n".encode(), b"PK1 a -1 0\n", b"PK1 a +1 0\n",
+        b"PK1 a 1 " + b"9" * 21 + b"\n", b"PK1 a\x01b 1 0\n", b"PK1 " + b"s" * 49 + b" 1 0\n",
+        b"PK1 a 1 0\n\xff\xfe", b"x" * 70000, b"PK1 a 1\t 0\n",
+    ],
+)
+def test_malformed_datagrams(data: bytes) -> None:
+    with pytest.raises(protocol.MalformedDatagram):
+        protocol.decode(data)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=200))
+def test_random_bytes_never_raise_anything_else(data: bytes) -> None:
+    with contextlib.suppress(protocol.MalformedDatagram):
+        protocol.decode(data)
+
+
+def test_split_accepts_a_memoryview() -> None:
+    buf = bytearray(100)
+    data = protocol.encode("h/1", 5, 2, ["Enter: a"])
+    buf[: len(data)] = data
+    assert protocol.split(memoryview(buf)[: len(data)]) == ("h/1", 5, 2, "Enter: a")

@@ -1,0 +1,72 @@
+"""The receive loop on a real loopback socket, and the listen-address rules."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+
+from profkit.errors import UsageError
+from profkit.monitor.core import Monitor
+from profkit.monitor.protocol import encode
+from profkit.monitor.server import is_loopback, open_socket, parse_listen, serve
+from profkit.monitor.view import PlainView
+from tests.monitor.test_core import LINES, _Out
+
+
+def test_serve_receives_counts_and_prints() -> None:
+    sock = open_socket("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    monitor = Monitor()
+    out = _Out()
+    stop = threading.Event()
+    thread = threading.Thread(target=serve, args=(sock, monitor, PlainView(out)),  # type: ignore[arg-type]
+                              kwargs={"stop": stop, "refresh": 0.01, "idle_timeout": 0.01})
+    thread.start()
+    sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    for seq in (0, 1, 2, 4):
+        sender.sendto(encode("h/9", seq, 0, LINES), ("127.0.0.1", port))
+    sender.sendto(b"not ours", ("127.0.0.1", port))
+    deadline = time.monotonic() + 10
+    while monitor.totals().received < 4 or monitor.malformed < 1:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    time.sleep(0.05)
+    stop.set()
+    thread.join(5)
+    sock.close()
+    sender.close()
+    t = monitor.totals()
+    assert (t.received, t.lines, t.lost, monitor.malformed) == (4, 20, 1, 1)
+    assert out.text.count("Enter: myapp.main") == 4
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("127.0.0.1:2222", ("127.0.0.1", 2222)), ("[::1]:9", ("::1", 9)), (":7", ("127.0.0.1", 7)),
+     ("2223", ("127.0.0.1", 2223)), ("localhost:5", ("localhost", 5))],
+)
+def test_parse_listen(text: str, expected: tuple[str, int]) -> None:
+    assert parse_listen(text) == expected
+
+
+@pytest.mark.parametrize("text", ["host:", "h:0", "h:70000", "h:²", "h:x"])
+def test_parse_listen_rejects(text: str) -> None:
+    with pytest.raises(UsageError):
+        parse_listen(text)
+
+
+def test_loopback_detection() -> None:
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("192.0.2.1")
+
+
+def test_port_in_use_is_a_usage_error() -> None:
+    sock = open_socket("127.0.0.1", 0)
+    try:
+        with pytest.raises(UsageError, match="cannot listen"):
+            open_socket("127.0.0.1", sock.getsockname()[1])
+    finally:
+        sock.close()
