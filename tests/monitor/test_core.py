@@ -96,7 +96,7 @@ def test_screen_view_redraws_summary_and_tail() -> None:
 
     m = Monitor()
     out = _Out()
-    view = ScreenView(out, top=2, width=60, height=20)  # type: ignore[arg-type]
+    view = ScreenView(out, top=2, width=100, height=20)  # type: ignore[arg-type]
     for seq in range(30):
         result = m.feed(encode("h/1", seq, 0, [f"Enter: f{seq}"]))
         assert result is not None
@@ -106,4 +106,4 @@ def test_screen_view_redraws_summary_and_tail() -> None:
     assert screen.startswith("\x1b[H\x1b[2J")
     assert "profkit monitor (Ctrl-C to stop): 1 sender, 30 datagrams" in screen
     assert "Enter: f29" in screen and "Enter: f0\n" not in screen
-    assert max(len(line) for line in screen.splitlines()) <= 60 + len("\x1b[H\x1b[2J")
+    assert max(len(line) for line in screen.splitlines()) <= 100 + len("\x1b[H\x1b[2J")

@@ -74,11 +74,16 @@ class ScreenView:
         self.out.flush()
 
 
+def _cut(text: str, width: int) -> str:
+    """``text`` cut on the right: a summary line's beginning says most."""
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
 def summary(monitor: Monitor, top: int, width: int = 80, *, title: str = "profkit monitor") -> str:
     """Totals, one row per sender and the hottest functions."""
     t = monitor.totals()
     out = [
-        fit(f"{title}: {t.senders} sender{'s' if t.senders != 1 else ''}, {t.received} datagrams, "
+        _cut(f"{title}: {t.senders} sender{'s' if t.senders != 1 else ''}, {t.received} datagrams, "
             f"{t.lines} lines, {t.lost} lost, {monitor.malformed} malformed, "
             f"{t.dropped} dropped at senders", width)
     ]
