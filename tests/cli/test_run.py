@@ -199,3 +199,36 @@ def test_bad_environment_setting_is_reported(probe_dir: Path) -> None:
     )
     assert out.returncode == 2
     assert "profkit: error: PROFKIT_UDP='nowhere': expected HOST:PORT" in out.stderr
+
+
+def test_udp_stream_reaches_a_listener(probe_dir: Path) -> None:
+    import socket
+
+    from profkit.monitor import protocol
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.settimeout(0.5)
+    host, port = sock.getsockname()
+    try:
+        out = _run([*LAUNCHERS[0], "--udp", f"{host}:{port}", "--no-tree", "-o", "u.json", "probe.py"], probe_dir)
+        assert out.returncode == 0, out.stderr
+        lines: list[str] = []
+        try:
+            while True:
+                lines += protocol.decode(sock.recv(65536)).lines
+        except TimeoutError:
+            pass
+    finally:
+        sock.close()
+    assert any(line.strip().startswith("Enter: ") and line.endswith(".work") for line in lines)
+    assert any(line.strip().startswith("Leave: ") and ".work, Duration: " in line for line in lines)
+
+
+def test_stream_to_stderr_with_basetime(probe_dir: Path) -> None:
+    out = _run([*LAUNCHERS[0], "--stream", "stderr", "--basetime", "1s", "--no-tree", "-o", "b.json", "probe.py"], probe_dir)
+    assert out.returncode == 0, out.stderr
+    assert "Enter:" not in out.stderr  # nothing lasts a second: no lines, and no orphans
+    out = _run([*LAUNCHERS[0], "--stream", "stderr", "--prefix", "__main__,probe", "--no-tree", "-o", "b.json", "probe.py"], probe_dir)
+    events = [line for line in out.stderr.splitlines() if "Enter: " in line or "Leave: " in line]
+    assert events and all(".work" in e or ".main" in e or "<module>" in e or "genexpr" in e for e in events)

@@ -45,6 +45,8 @@ def on_open(
 ) -> None:
     """A call or resumption was pushed on ``stack``: write what is now certain."""
     written = stack[0][3]
+    if written < 0:
+        return  # a silent stack (see EltProfiler._new_thread)
     if basetime <= 0:
         entry = stack[-1]
         emit(f"{_INDENT * (len(stack) - 2)}{entry[3]}: {name(entry[0].fid)}")
@@ -71,6 +73,8 @@ def on_close(
     """``entry`` was popped off ``stack`` (its index was ``len(stack)``)."""
     index = len(stack)
     written = stack[0][3]
+    if written < 0:
+        return
     if index >= written:
         if duration < basetime:
             return  # hidden, and its opening line was never written: nothing to undo

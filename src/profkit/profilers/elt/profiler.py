@@ -282,9 +282,15 @@ class EltProfiler(ProfilerCallback):
 
     def _new_thread(self) -> list[list[Any]]:
         root = Node(None)
-        # The root entry's _KIND slot holds how many entries have had their line written.
+        # The root entry's _KIND slot holds how many entries have had their line written;
+        # -1 marks a *silent* stack: recorded nowhere, no lines (paused, or our own thread).
         stack: list[list[Any]] = [[root, self._clock(), 0, 1]]
         if self._paused:
+            stack[0][3] = -1
+            return stack
+        if self._flusher is not None and threading.current_thread() is self._flusher.thread:
+            stack[0][3] = -1
+            self._local.stack = stack  # kept, so this thread stays on the fast path
             return stack
         self._local.stack = stack
         with self._lock:
@@ -394,7 +400,7 @@ class EltProfiler(ProfilerCallback):
             self._emit = emit
 
     def _flusher_ident(self) -> int | None:
-        thread = self._flusher._thread if self._flusher is not None else None
+        thread = self._flusher.thread if self._flusher is not None else None
         return thread.ident if thread is not None else None
 
     def _metadata(self, now: int) -> dict[str, Any]:

@@ -106,11 +106,11 @@ class LineFlusher:
         self._max = max_queued
         self._stop = threading.Event()
         self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
+        self.thread: threading.Thread | None = None
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="profkit-lines", daemon=True)
-        self._thread.start()
+        self.thread = threading.Thread(target=self._run, name="profkit-lines", daemon=True)
+        self.thread.start()
 
     def _run(self) -> None:
         while not self._stop.wait(self._period):
@@ -141,8 +141,8 @@ class LineFlusher:
     def close(self) -> None:
         """Stop the thread, flush what is left, close the sinks."""
         self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=2.0)
+        if self.thread is not None and self.thread is not threading.current_thread():
+            self.thread.join(timeout=2.0)
         self.flush()
         for sink in self.sinks:
             sink.close()
