@@ -1,19 +1,344 @@
-"""`profkit perfmap`: placeholder until its issue lands; the module owner replaces this file."""
+"""``profkit perfmap``: show, lookup, convert, symbolize and verify perf maps.
+
+Thin glue over :mod:`profkit.formats.perfmap`: parse arguments, call the library, format
+the answer. Bad input raises a ProfkitError subclass, which ``profkit`` prints as one
+line with exit status 2; ``verify`` returns 1 for a well-formed pair that does not match.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
+import os
+import sys
 from typing import Any
 
-from profkit.errors import UsageError
+import numpy as np
+
+from profkit.errors import FormatError, PerfMapFormatError, UsageError
+from profkit.formats.perfmap._io import AtomicOutput, read_input, write_atomic
+from profkit.formats.perfmap._lines import PERF_STYLE, render_lines
+from profkit.formats.perfmap.bases import BaseResolver, parse_address
+from profkit.formats.perfmap.pe import read_pe
+from profkit.formats.perfmap.perfinfo import load_perfinfo, read_perfinfo
+from profkit.formats.perfmap.perfpid import read_perf_map
+from profkit.formats.perfmap.perfscript import SymbolizeStats, symbolize_stream
+from profkit.formats.perfmap.procmaps import load_proc_maps
+from profkit.formats.perfmap.r2rmap import (
+    R2RPerfMap,
+    looks_like_r2rmap,
+    parse_r2rmap_file_name,
+    read_r2rmap,
+)
+from profkit.formats.perfmap.signature import verify_map
+from profkit.formats.perfmap.summary import (
+    describe_perf_map,
+    describe_perfinfo,
+    describe_r2rmap,
+    symbol_server_key,
+)
+from profkit.formats.perfmap.symbolizer import Symbolizer
+
+NOT_FOUND = "[unknown]"
 
 
 def register(sub: Any, name: str, help_text: str) -> None:
-    """Add the `perfmap` parser to the ``profkit`` subparsers."""
+    """Add the ``perfmap`` parser and its actions to the ``profkit`` subparsers."""
     parser = sub.add_parser(name, help=help_text, description=help_text)
-    parser.add_argument("rest", nargs=argparse.REMAINDER)
-    parser.set_defaults(handler=_handler)
+    actions = parser.add_subparsers(
+        dest="perfmap_action", metavar="ACTION", required=True, parser_class=type(parser)
+    )
+
+    p = actions.add_parser("show", help="decode a map's header and summarize its entries")
+    p.add_argument("file", help="an .r2rmap, perf-PID.map, perfinfo-PID.map or R2R image")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    _lenient(p)
+    p.set_defaults(handler=_show)
+
+    p = actions.add_parser("lookup", help="resolve addresses to name+0xOFFSET")
+    p.add_argument("map", help="an .r2rmap (RVAs unless --base) or a perf-PID.map")
+    p.add_argument("addresses", nargs="+", metavar="ADDR", help="hex, with or without 0x")
+    p.add_argument("--base", help="load base of the r2rmap's image (hex)")
+    _lenient(p)
+    p.set_defaults(handler=_lookup)
+
+    p = actions.add_parser("convert", help="r2rmap(s) + load base → perf-PID.map lines")
+    p.add_argument("maps", nargs="+", metavar="R2RMAP")
+    p.add_argument("-o", "--output", required=True, help="perf map to write ('-' = stdout)")
+    p.add_argument("--append", action="store_true", help="add to the existing output map")
+    p.add_argument(
+        "--assembly-prefix", action="store_true",
+        help="prefix names with '[<assembly>] ' like the runtime's own perf map",
+    )  # fmt: skip
+    _base_options(p)
+    _lenient(p)
+    p.set_defaults(handler=_convert)
+
+    p = actions.add_parser("symbolize", help="fill [unknown] frames of `perf script` output")
+    p.add_argument("input", nargs="?", default="-", help="perf script text (default stdin)")
+    p.add_argument("--map", action="append", required=True, dest="maps", metavar="MAP")
+    p.add_argument("-o", "--output", default="-", help="where to write (default stdout)")
+    p.add_argument("--no-offset", action="store_true", help="write names without +0xOFFSET")
+    p.add_argument("--stats", action="store_true", help="print a count summary to stderr")
+    _base_options(p)
+    _lenient(p)
+    p.set_defaults(handler=_symbolize)
+
+    p = actions.add_parser("verify", help="check that a map belongs to an R2R image")
+    p.add_argument("image", help="the R2R image (.dll)")
+    p.add_argument("map", help="the .r2rmap")
+    p.set_defaults(handler=_verify)
 
 
-def _handler(args: argparse.Namespace) -> int:
-    raise UsageError("'profkit perfmap' is not implemented yet")
+def _lenient(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--lenient", action="store_true",
+        help="skip malformed map lines (counted on stderr) instead of failing",
+    )  # fmt: skip
+
+
+def _base_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--base", action="append", default=[], metavar="[NAME=]ADDR",
+        help="image load base for an r2rmap; NAME=ADDR when there are several",
+    )  # fmt: skip
+    p.add_argument("--perfinfo", action="append", default=[], metavar="FILE",
+                   help="take bases from a .NET perfinfo-PID.map")  # fmt: skip
+    p.add_argument("--proc-maps", action="append", default=[], metavar="FILE",
+                   help="take bases from saved /proc/PID/maps text")  # fmt: skip
+
+
+# -- loading ------------------------------------------------------------------------------
+
+
+def _load_any_map(path: str, lenient: bool) -> R2RPerfMap | Any:
+    data = read_input(path, PerfMapFormatError)
+    if looks_like_r2rmap(data, path):
+        m: Any = read_r2rmap(data, path=path, strict=not lenient)
+    else:
+        m = read_perf_map(data, path=path, strict=not lenient)
+    _warn_skipped(path, m.skipped)
+    return m
+
+
+def _warn_skipped(path: str, skipped: list[tuple[int, str]]) -> None:
+    if skipped:
+        line, why = skipped[0]
+        print(
+            f"profkit: warning: {path}: skipped {len(skipped)} malformed line(s); "
+            f"first: line {line}: {why}",
+            file=sys.stderr,
+        )
+
+
+def _resolver(args: argparse.Namespace) -> BaseResolver:
+    resolver = BaseResolver()
+    for text in args.base:
+        resolver.add_option(text)
+    for path in args.perfinfo:
+        resolver.add_perfinfo(load_perfinfo(path, strict=not args.lenient), path)
+    for path in args.proc_maps:
+        resolver.add_proc_maps(load_proc_maps(path, strict=not args.lenient), path)
+    return resolver
+
+
+def _symbolizer(args: argparse.Namespace, paths: list[str]) -> Symbolizer:
+    resolver = _resolver(args)
+    sym = Symbolizer()
+    loaded = [(p, _load_any_map(p, args.lenient)) for p in paths]
+    n_r2r = sum(isinstance(m, R2RPerfMap) for _, m in loaded)
+    for path, m in loaded:
+        if isinstance(m, R2RPerfMap):
+            base, _ = resolver.base_for(path, only_map=n_r2r == 1)
+            sym.add_r2rmap(m, base, path)
+        else:
+            sym.add_perf_map(m, path)
+    return sym
+
+
+# -- actions ------------------------------------------------------------------------------
+
+
+def _show(args: argparse.Namespace) -> int:
+    data = read_input(args.file, PerfMapFormatError)
+    strict = not args.lenient
+    info: dict[str, Any]
+    if data[:2] == b"MZ":
+        info = _describe_image(data, args.file)
+    elif data.startswith(b"ImageLoad;"):
+        info = describe_perfinfo(read_perfinfo(data, path=args.file, strict=strict))
+    elif looks_like_r2rmap(data, args.file):
+        m = read_r2rmap(data, path=args.file, strict=strict)
+        info = describe_r2rmap(m)
+        info["symbol_server_key"] = symbol_server_key(m, args.file)
+    else:
+        info = describe_perf_map(read_perf_map(data, path=args.file, strict=strict))
+    info = {"file": args.file, **info}
+    if args.json:
+        print(json.dumps(info, indent=2))
+    else:
+        _print_text(info)
+    return 0
+
+
+def _describe_image(data: bytes, path: str) -> dict[str, Any]:
+    image = read_pe(data, path=path)
+    entry = image.perfmap_info()
+    mvid = image.mvid()
+    return {
+        "format": "pe-image",
+        "machine": image.machine_description(),
+        "mvid": str(mvid) if mvid else None,
+        "debug_entry_types": [e.type for e in image.debug_entries],
+        "perfmap_entry": None
+        if entry is None
+        else {
+            "signature": entry.signature.hex().upper(),
+            "version": entry.version,
+            "file_name": entry.file_name,
+        },
+    }
+
+
+def _print_text(info: dict[str, Any], indent: str = "") -> None:
+    for key, value in info.items():
+        if isinstance(value, dict):
+            print(f"{indent}{key}:")
+            _print_text(value, indent + "  ")
+        elif isinstance(value, list) and value and isinstance(value[0], dict):
+            print(f"{indent}{key}:")
+            for item in value:
+                print(f"{indent}  - " + ", ".join(f"{k}={_fmt(k, v)}" for k, v in item.items()))
+        else:
+            print(f"{indent}{key}: {_fmt(key, value)}")
+
+
+def _fmt(key: str, value: Any) -> str:
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and key in ("lowest", "highest_end", "base")
+    ):
+        return f"0x{value:x}"
+    if isinstance(value, str) and key in ("address_prefix",):
+        return repr(value)
+    return str(value)
+
+
+def _lookup(args: argparse.Namespace) -> int:
+    addresses = [parse_address(a) for a in args.addresses]
+    m = _load_any_map(args.map, args.lenient)
+    sym = Symbolizer()
+    if isinstance(m, R2RPerfMap):
+        sym.add_r2rmap(m, parse_address(args.base, "base") if args.base else 0, args.map)
+    elif args.base:
+        raise UsageError(f"{args.map}: --base applies to r2rmaps; a perf map holds addresses")
+    else:
+        sym.add_perf_map(m, args.map)
+    batch = sym.lookup_many(np.array(addresses, dtype=np.uint64))
+    out = []
+    for addr, s in zip(addresses, sym.symbols(batch), strict=True):
+        out.append(f"0x{addr:x} {s.label() if s is not None else NOT_FOUND}")
+    sys.stdout.write("\n".join(out) + "\n")
+    return 0
+
+
+def _convert(args: argparse.Namespace) -> int:
+    out = args.output
+    for path in args.maps:
+        if out != "-" and os.path.exists(out) and os.path.samefile(out, path):
+            raise UsageError(f"{out}: the output is one of the inputs; inputs are never modified")
+    resolver = _resolver(args)
+    starts: list[np.ndarray] = []
+    sizes: list[np.ndarray] = []
+    names: list[str] = []
+    for path in args.maps:
+        data = read_input(path, PerfMapFormatError)
+        m = read_r2rmap(data, path=path, strict=not args.lenient)
+        _warn_skipped(path, m.skipped)
+        base, _ = resolver.base_for(path, only_map=len(args.maps) == 1)
+        if len(m) and base + int(m.rvas.max()) >= 1 << 64:
+            raise UsageError(f"{path}: base 0x{base:x} puts the map past the 64-bit space")
+        starts.append(m.rvas + np.uint64(base))
+        sizes.append(m.lengths)
+        if args.assembly_prefix:
+            prefix = f"[{_assembly(path)}] "
+            names.extend(prefix + n for n in m.names)
+        else:
+            names.extend(m.names)
+    all_starts = np.concatenate(starts)
+    all_sizes = np.concatenate(sizes)
+    existing = b""
+    style = PERF_STYLE
+    if args.append and out != "-" and os.path.exists(out):
+        existing = read_input(out, PerfMapFormatError)
+        if existing:
+            style = read_perf_map(existing, path=out, strict=False).style
+            style = dataclasses.replace(style, final_newline=True)
+            if not existing.endswith(b"\n"):
+                existing += style.newline.encode()
+    data = existing + render_lines(all_starts, all_sizes, names, style)
+    if out == "-":
+        sys.stdout.buffer.write(data)
+    else:
+        write_atomic(out, data)
+    print(f"profkit: wrote {len(names)} entries to {out}", file=sys.stderr)
+    return 0
+
+
+def _assembly(path: str) -> str:
+    parsed = parse_r2rmap_file_name(path)
+    return parsed.base if parsed else os.path.basename(path)
+
+
+def _symbolize(args: argparse.Namespace) -> int:
+    sym = _symbolizer(args, args.maps)
+    stats = SymbolizeStats()
+    offsets = not args.no_offset
+    try:
+        src = sys.stdin.buffer if args.input == "-" else open(args.input, "rb")  # noqa: SIM115
+    except OSError as exc:
+        raise UsageError(f"{args.input}: cannot read: {exc.strerror or exc}") from None
+    with src:
+        if args.output == "-":
+            for block in symbolize_stream(src, sym, stats, offsets=offsets):
+                sys.stdout.buffer.write(block)
+            sys.stdout.buffer.flush()
+        else:
+            with AtomicOutput(args.output) as fh:
+                for block in symbolize_stream(src, sym, stats, offsets=offsets):
+                    fh.write(block)
+    if args.stats:
+        print(
+            f"profkit: {stats.resolved} of {stats.unknown} [unknown] frames named",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    image = read_pe(read_input(args.image, FormatError), path=args.image)
+    m = read_r2rmap(read_input(args.map, PerfMapFormatError), path=args.map)
+    result = verify_map(image, m, args.map)
+    if result is None:
+        raise FormatError(
+            "malformed",
+            "no R2R PerfMap debug entry (type 21); crossgen2 adds it with --perfmap",
+            path=args.image,
+        )
+    sig = result.map_signature.hex().upper() if result.map_signature else "none"
+    print(f"image: {args.image} ({image.machine_description()})")
+    print(f"  expects: {result.image_file_name} v{result.image_version}, "
+          f"signature {result.image_signature.hex().upper()}")  # fmt: skip
+    print(f"map:   {args.map}\n  header:  v{result.map_version}, signature {sig}")
+    if result.recomputed is not None:
+        print(f"  recomputed from the image's MVID {image.mvid()}: "
+              f"{result.recomputed.hex().upper()}")  # fmt: skip
+    for note in result.notes:
+        print(f"note: {note}")
+    if result.ok:
+        print("OK: the map belongs to the image (signatures match)")
+        return 0
+    print("MISMATCH: the map was not generated for this image (signatures differ)")
+    return 1

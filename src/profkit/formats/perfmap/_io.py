@@ -11,6 +11,7 @@ import contextlib
 import os
 import sys
 import tempfile
+from typing import BinaryIO
 
 from profkit.errors import FormatError, ProfkitError
 
@@ -61,3 +62,45 @@ def write_atomic(path: str, data: bytes, *, mode: int | None = None) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+class AtomicOutput:
+    """A binary file written in pieces, published by rename only when complete.
+
+    ``with AtomicOutput(path) as fh: fh.write(...)``: on success the temp file replaces
+    ``path``; on any exception it is removed and ``path`` is untouched.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._tmp: str | None = None
+        self._fh: BinaryIO | None = None
+
+    def __enter__(self) -> BinaryIO:
+        directory = os.path.dirname(os.path.abspath(self.path))
+        try:
+            fd, self._tmp = tempfile.mkstemp(prefix=".profkit-", suffix=".tmp", dir=directory)
+        except OSError as exc:
+            raise ProfkitError(f"{self.path}: cannot write: {exc.strerror or exc}") from None
+        self._fh = os.fdopen(fd, "wb")
+        return self._fh
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        assert self._fh is not None and self._tmp is not None
+        try:
+            if exc_type is None:
+                self._fh.flush()
+                os.fsync(self._fh.fileno())
+            self._fh.close()
+            if exc_type is None:
+                umask = os.umask(0)
+                os.umask(umask)
+                os.chmod(self._tmp, 0o666 & ~umask)
+                os.replace(self._tmp, self.path)
+                self._tmp = None
+        except OSError as err:
+            raise ProfkitError(f"{self.path}: cannot write: {err.strerror or err}") from None
+        finally:
+            if self._tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(self._tmp)

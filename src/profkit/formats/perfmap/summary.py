@@ -1,0 +1,100 @@
+"""What ``profkit perfmap show`` reports: format, header, counts, size and layout stats.
+
+Kept out of the CLI so the numbers can be tested and reused (e.g. by a report).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from profkit.formats.perfmap._lines import LineStyle
+from profkit.formats.perfmap.perfinfo import PerfInfo
+from profkit.formats.perfmap.perfpid import PerfMap
+from profkit.formats.perfmap.r2rmap import R2RPerfMap
+
+
+def _style(style: LineStyle) -> dict[str, Any]:
+    return {
+        "address_prefix": style.prefix,
+        "address_case": "upper" if style.address_upper else "lower",
+        "address_width": style.address_width,
+        "size_case": "upper" if style.size_upper else "lower",
+        "size_width": style.size_width,
+        "line_end": "CRLF" if style.newline == "\r\n" else "LF",
+    }
+
+
+def entry_stats(starts: np.ndarray, sizes: np.ndarray, names: list[str]) -> dict[str, Any]:
+    """Counts, size statistics, address range, duplicates and overlaps of a set of entries."""
+    n = len(names)
+    out: dict[str, Any] = {"entries": n}
+    if not n:
+        return out
+    order = np.argsort(starts, kind="stable")
+    s, z = starts[order], sizes[order]
+    ends = s + z
+    out.update(
+        {
+            "lowest": int(s[0]),
+            "highest_end": int(ends.max()),
+            "size_min": int(z.min()),
+            "size_median": int(np.median(z)),
+            "size_max": int(z.max()),
+            "size_total": int(z.sum(dtype=np.uint64)),
+            "zero_size": int((z == 0).sum()),
+            "duplicate_starts": int((s[1:] == s[:-1]).sum()),
+            "overlapping_neighbours": int((ends[:-1] > s[1:]).sum()),
+            "distinct_names": len(set(names)),
+            "names_shorter_than_3": sum(1 for name in names if len(name) < 3),
+        }
+    )
+    return out
+
+
+def describe_r2rmap(m: R2RPerfMap) -> dict[str, Any]:
+    """Header decoded to names plus entry stats (RVAs)."""
+    header = m.header.describe()
+    header["symstore_valid"] = m.header.is_symstore_valid
+    return {
+        "format": "r2rmap",
+        "header": header,
+        **entry_stats(m.rvas, m.lengths, m.names),
+        "style": _style(m.style),
+        "skipped_lines": len(m.skipped),
+    }
+
+
+def symbol_server_key(m: R2RPerfMap, file_name: str) -> str | None:
+    """The SSQP key symbol servers index the map under (spec §1.10)."""
+    sig, version = m.header.signature, m.header.version
+    if sig is None or version is None:
+        return None
+    name = file_name.replace("\\", "/").rsplit("/", 1)[-1].lower()
+    return f"{name}/r2rmap-v{version}-{sig.hex()}/{name}"
+
+
+def describe_perf_map(m: PerfMap) -> dict[str, Any]:
+    """Writer guess, number style and entry stats (absolute addresses)."""
+    return {
+        "format": "perf-map",
+        "writer": m.writer_guess(),
+        **entry_stats(m.starts, m.sizes, m.names),
+        "style": _style(m.style),
+        "skipped_lines": len(m.skipped),
+    }
+
+
+def describe_perfinfo(info: PerfInfo) -> dict[str, Any]:
+    """Each ImageLoad: path, MVID, base (None = not recorded, 0 = not R2R)."""
+    loads = info.image_loads()
+    return {
+        "format": "perfinfo",
+        "records": len(info.records),
+        "image_loads": [
+            {"path": r.path, "mvid": str(r.mvid), "base": r.base, "base_text": r.base_text}
+            for r in loads
+        ],
+        "r2r_images": sum(1 for r in loads if r.base),
+    }
