@@ -77,6 +77,13 @@ def _register_show(sub: Any) -> None:
     a("--temporal-profile-traces", action="store_true", help="show temporal profile traces")
     a("--value-cutoff", type=int, default=0, metavar="N", help="skip functions with max count < N")
     a("--list-below-cutoff", action="store_true", help="list functions below --value-cutoff")
+    a(
+        "--llvm-version",
+        type=int,
+        default=22,
+        metavar="N",
+        help="reproduce the wording of llvm-profdata N (19 or older, or 20+; default 22)",
+    )
     a("--json", action="store_true", help="profkit's JSON output instead of llvm-profdata's text")
     a("-o", "--output", default=None, help="write to this file instead of standard output")
     p.set_defaults(handler=_show)
@@ -118,6 +125,7 @@ def _show(args: argparse.Namespace) -> int:
         temporal_traces=args.temporal_profile_traces,
         value_cutoff=args.value_cutoff,
         list_below_cutoff=args.list_below_cutoff,
+        llvm_version=args.llvm_version,
     )
     try:
         profile = read_profile(args.file)

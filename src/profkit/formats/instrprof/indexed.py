@@ -50,6 +50,8 @@ _U16 = struct.Struct("<H")
 _ITEM = struct.Struct("<QQQ")
 _U64 = struct.Struct("<Q")
 _U64X2 = struct.Struct("<QQ")
+#: ``TotalSize = 8, NumValueKinds = 0``: the value block of a record without value sites.
+_EMPTY_VALUE_BLOCK = bytes([8, 0, 0, 0, 0, 0, 0, 0])
 #: Summary field order (spec §5.2).
 _SUMMARY_FIELDS = (
     "total_num_functions",
@@ -63,8 +65,10 @@ _SUMMARY_FIELDS = (
 
 def parse_indexed(data: bytes, path: str | None = None) -> Profile:
     """Parse an indexed profile held in ``data``."""
+    if not isinstance(data, bytes):
+        data = bytes(data)
     cur = Cursor(data, path=path, error=ProfileFormatError)
-    if bytes(data[:8]) != INDEXED_MAGIC:
+    if data[:8] != INDEXED_MAGIC:
         raise cur.fail("bad_magic", "not an indexed profile", 0)
     cur.need(16, "indexed header")
     word = _U64.unpack_from(data, 8)[0]
@@ -88,7 +92,7 @@ def parse_indexed(data: bytes, path: str | None = None) -> Profile:
         if kind & ProfileKind.CS_IR:
             profile.cs_summary = _read_summary(cur, "CS summary")
     payload = cur.pos
-    _read_table(cur, hdr["hash_offset"], payload, version, profile)
+    _read_table(cur, data, hdr["hash_offset"], payload, version, profile)
     if hdr.get("memprof_offset") or kind & ProfileKind.MEMPROF:
         profile.notes.append("MemProf section skipped (heap profile data is not read)")
     if version >= 9 and hdr["binary_id_offset"]:
@@ -128,34 +132,42 @@ def _read_summary(cur: Cursor, what: str) -> Summary:
 
 
 def _read_table(
-    cur: Cursor, hash_offset: int, payload: int, version: int, profile: Profile
+    cur: Cursor, data: bytes, hash_offset: int, payload: int, version: int, profile: Profile
 ) -> None:
-    """Iterate the on-disk chained hash table in bucket order (as LLVM's iterator does)."""
+    """Iterate the on-disk chained hash table in bucket order (as LLVM's iterator does).
+
+    This loop runs once per function of possibly huge files, so it works on plain
+    offsets with local names; every length is still checked before it is used.
+    """
     tc = _at(cur, hash_offset, "hash table")
     _nbuckets, nentries = tc.unpack("<QQ", "hash table header")
-    data = cur.data
     end = cur.end
     pos = payload
+    # Every item takes at least 24 bytes plus its bucket's count, so a larger entry
+    # count cannot be genuine.
+    if nentries * 24 > end - pos:
+        raise cur.fail(
+            "too_large",
+            f"hash table claims {nentries} entries, the file has room for {max(end - pos, 0) // 24}",
+            hash_offset + 8,
+        )
     out = profile.records
     symtab = profile.symtab
-    names: list[str] = []
-    # Every item takes at least 26 bytes (count share + 3 × u64), so a larger entry
-    # count cannot be genuine.
-    Cursor(data, pos, end, path=cur.path, error=cur.error).check_count(
-        nentries, 26, "hash table entries"
-    )
+    dotted: list[str] = []
+    item_unpack = _ITEM.unpack_from
+    u16_unpack = _U16.unpack_from
     seen = 0
     while seen < nentries:
         if pos + 2 > end:
             raise cur.fail(
                 "truncated", f"hash table bucket: {seen} of {nentries} entries read", pos
             )
-        nitems = _U16.unpack_from(data, pos)[0]
+        nitems = u16_unpack(data, pos)[0]
         pos += 2
         for _ in range(nitems):
             if pos + 24 > end:
                 raise cur.fail("truncated", "hash table item header needs 24 bytes", pos)
-            _khash, klen, dlen = _ITEM.unpack_from(data, pos)
+            khash, klen, dlen = item_unpack(data, pos)
             item = pos
             pos += 24
             if klen + dlen > end - pos:
@@ -164,54 +176,104 @@ def _read_table(
                     f"hash table item: key {klen} + data {dlen} bytes, {end - pos} remain",
                     item,
                 )
-            name = bytes(data[pos : pos + klen]).decode("utf-8", "surrogateescape")
+            name = data[pos : pos + klen].decode("utf-8", "surrogateescape")
             pos += klen
-            _read_item(
-                Cursor(data, pos, pos + dlen, path=cur.path, error=cur.error), name, version, out
-            )
+            _read_item(data, pos, pos + dlen, name, version, out, cur)
             pos += dlen
-            names.append(name)
+            # The stored key hash is the name's MD5 NameRef: no need to hash 20k names.
+            symtab.setdefault(khash, name)
+            if "." in name:
+                dotted.append(name)
             seen += 1
             if seen >= nentries:
                 break
-    add_names(symtab, names)
+    if dotted:
+        add_names(symtab, dotted)
 
 
-def _read_item(c: Cursor, name: str, version: int, out: list[FunctionRecord]) -> None:
-    """Decode the records stored under one name (spec §5.4)."""
-    data = c.data
-    while c.pos < c.end:
+_COUNT_STRUCTS: dict[int, struct.Struct] = {}
+
+
+def _counts_struct(n: int) -> struct.Struct:
+    st = _COUNT_STRUCTS.get(n)
+    if st is None:
+        st = struct.Struct(f"<{n}Q")
+        if len(_COUNT_STRUCTS) < 4096:
+            _COUNT_STRUCTS[n] = st
+    return st
+
+
+def _read_item(
+    data: bytes,
+    pos: int,
+    end: int,
+    name: str,
+    version: int,
+    out: list[FunctionRecord],
+    cur: Cursor,
+) -> None:
+    """Decode the records stored under one name (spec §5.4), ``data[pos:end]``."""
+
+    def fail(kind: str, detail: str, at: int) -> ProfileFormatError:
+        return ProfileFormatError(kind, f"{name}: {detail}", path=cur.path, offset=at)  # type: ignore[arg-type]
+
+    while pos < end:
+        rec_at = pos
         if version < EXPLICIT_COUNTS_FROM:
-            func_hash = c.u64("function hash")
-            n = c.remaining // 8
+            if end - pos < 8:
+                raise fail("truncated", f"record header needs 8 bytes, {end - pos} remain", pos)
+            func_hash = _U64.unpack_from(data, pos)[0]
+            pos += 8
+            n = (end - pos) // 8
         else:
-            if c.end - c.pos < 16:
-                raise c.fail(
-                    "truncated", f"{name}: record header needs 16 bytes, {c.remaining} remain"
-                )
-            func_hash, n = _U64X2.unpack_from(data, c.pos)
-            c.pos += 16
-        c.check_count(n, 8, f"{name}: counters")
-        counts = list(struct.unpack_from(f"<{n}Q", data, c.pos))
-        c.pos += 8 * n
+            if end - pos < 16:
+                raise fail("truncated", f"record header needs 16 bytes, {end - pos} remain", pos)
+            func_hash, n = _U64X2.unpack_from(data, pos)
+            pos += 16
+        if n * 8 > end - pos:
+            raise fail("truncated", f"{n} counters need {8 * n} bytes, {end - pos} remain", rec_at)
+        counts = list(_counts_struct(n).unpack_from(data, pos))
+        pos += 8 * n
         bitmap = b""
         if version >= BITMAP_FROM:
-            nb = c.u64(f"{name}: bitmap byte count")
+            if end - pos < 8:
+                raise fail("truncated", "bitmap byte count needs 8 bytes", pos)
+            nb = _U64.unpack_from(data, pos)[0]
+            pos += 8
             if version >= PACKED_BITMAP_FROM:
-                bitmap = bytes(c.take(nb, f"{name}: bitmap bytes"))
-                c.align(8, f"{name}: bitmap padding")
-                nbits = c.u64(f"{name}: uniformity bit count")
-                c.skip((nbits + 7) // 8, f"{name}: uniformity bits")
-                c.align(8, f"{name}: uniformity padding")
-            else:
-                c.check_count(nb, 8, f"{name}: bitmap bytes")
-                bitmap = bytes(v & 0xFF for v in struct.unpack_from(f"<{nb}Q", data, c.pos))
-                c.pos += 8 * nb
+                size = nb + (-nb) % 8
+                if size > end - pos:
+                    raise fail("truncated", f"{nb} bitmap bytes, {end - pos} remain", pos)
+                bitmap = data[pos : pos + nb]
+                pos += size
+                if end - pos < 8:
+                    raise fail("truncated", "uniformity bit count needs 8 bytes", pos)
+                nbits = _U64.unpack_from(data, pos)[0]
+                pos += 8
+                nbytes = (nbits + 7) // 8
+                size = nbytes + (-nbytes) % 8
+                if size > end - pos:
+                    raise fail(
+                        "truncated", f"{nbits} uniformity bits, {end - pos} bytes remain", pos
+                    )
+                pos += size
+            elif nb:
+                if nb * 8 > end - pos:
+                    raise fail(
+                        "truncated", f"{nb} bitmap bytes need {8 * nb}, {end - pos} remain", pos
+                    )
+                bitmap = bytes(v & 0xFF for v in _counts_struct(nb).unpack_from(data, pos))
+                pos += 8 * nb
         rec = FunctionRecord(name, func_hash, counts, bitmap)
         if version >= VALUE_DATA_FROM:
-            sites = read_value_block(c, "<", f"{name}: value data")
-            if sites:
-                rec.value_sites = sites
+            if end - pos >= 8 and data[pos : pos + 8] == _EMPTY_VALUE_BLOCK:
+                pos += 8
+            else:
+                c = Cursor(data, pos, end, path=cur.path, error=ProfileFormatError)
+                sites = read_value_block(c, "<", f"{name}: value data")
+                pos = c.pos
+                if sites:
+                    rec.value_sites = sites
         out.append(rec)
 
 

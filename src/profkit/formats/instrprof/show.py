@@ -10,16 +10,29 @@ machine-readable variant (schema in ``docs/instrprof.md``).
 from __future__ import annotations
 
 import heapq
-import json
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from profkit.formats.instrprof.model import FunctionRecord, Profile, ProfileKind, ValueKind
+from profkit.formats.instrprof.model import (
+    CS_FLAG_IN_FUNC_HASH,
+    FunctionRecord,
+    Profile,
+    ProfileKind,
+    ValueKind,
+)
 from profkit.formats.instrprof.summary import DEFAULT_CUTOFFS, SCALE, SummaryBuilder
 
 EXTERNAL_SYMBOL = "** External Symbol **"
+#: First llvm-profdata with the current ``show`` wording (19 and 22 are verified; 20 and 21
+#: are assumed to follow 22, as ``instrument_loop_entries`` arrived in 20).
+NEW_WORDING_FROM = 20
+#: ``show --detailed-summary`` of LLVM 14 used a shorter default cutoff list (16 has the full one).
+OLD_CUTOFFS = (800000, 900000, 950000, 990000, 999000, 999900, 999990)
+FULL_CUTOFFS_FROM = 16
+#: LLVM 14's indexed reader had no binary IDs to print (indexed v9 added them).
+INDEXED_BINARY_IDS_FROM = 15
 _PSEUDO = {(1 << 64) - 1: "PseudoHot", (1 << 64) - 2: "PseudoWarm"}
 _KIND_DESCR = ("IPVK_IndirectCallTarget", "IPVK_MemOPSize", "IPVK_VTableTarget")
 
@@ -45,6 +58,13 @@ class ShowOptions:
     temporal_traces: bool = False
     value_cutoff: int = 0
     list_below_cutoff: bool = False
+    #: Which llvm-profdata's wording to reproduce: 20+ (default 22) or 19 and older.
+    llvm_version: int = 22
+
+    @property
+    def legacy(self) -> bool:
+        """LLVM <= 19 wording: no ``instrument_loop_entries``, totals only in the detailed summary."""
+        return self.llvm_version < NEW_WORDING_FROM
 
 
 @dataclass(slots=True)
@@ -174,17 +194,79 @@ class _TopN:
         return [(m, name) for m, _, name in sorted(self.heap, key=lambda t: (-t[0], -t[1]))]
 
 
+class _StdHeapTopN:
+    """LLVM <= 19: ``std::priority_queue`` with ``v1.second > v2.second`` (libstdc++).
+
+    Ties come out in whatever order libstdc++'s heap leaves them, so its moves
+    (``__push_heap`` / ``__adjust_heap``) are reproduced step by step.
+    """
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.heap: list[tuple[str, int]] = []
+
+    def _up(self, hole: int, top: int, value: tuple[str, int]) -> None:
+        h = self.heap
+        parent = (hole - 1) // 2
+        while hole > top and h[parent][1] > value[1]:
+            h[hole] = h[parent]
+            hole = parent
+            parent = (hole - 1) // 2
+        h[hole] = value
+
+    def _push(self, item: tuple[str, int]) -> None:
+        self.heap.append(item)
+        self._up(len(self.heap) - 1, 0, item)
+
+    def _pop(self) -> tuple[str, int]:
+        h = self.heap
+        first = h[0]
+        if len(h) > 1:
+            value = h[-1]
+            h[-1] = first
+            length = len(h) - 1
+            hole = child = 0
+            while child < (length - 1) // 2:
+                child = 2 * (child + 1)
+                if h[child][1] > h[child - 1][1]:
+                    child -= 1
+                h[hole] = h[child]
+                hole = child
+            if length % 2 == 0 and child == (length - 2) // 2:
+                child = 2 * (child + 1)
+                h[hole] = h[child - 1]
+                hole = child - 1
+            self._up(hole, 0, value)
+        h.pop()
+        return first
+
+    def offer(self, name: str, fmax: int) -> None:
+        if len(self.heap) == self.n:
+            if self.heap[0][1] < fmax:
+                self._pop()
+                self._push((name, fmax))
+        else:
+            self._push((name, fmax))
+
+    def ordered(self) -> list[tuple[int, str]]:
+        popped = []
+        while self.heap:
+            popped.append(self._pop())
+        return [(m, name) for name, m in reversed(popped)]
+
+
 def show_text(profile: Profile, opts: ShowOptions) -> str:
     """The complete output of ``llvm-profdata show`` with ``opts`` for ``profile``."""
     out: list[str] = []
     is_ir = profile.is_ir
+    default_cutoffs = DEFAULT_CUTOFFS if opts.llvm_version >= FULL_CUTOFFS_FROM else OLD_CUTOFFS
     cutoffs = list(opts.detailed_summary_cutoffs) or (
-        list(DEFAULT_CUTOFFS) if opts.detailed_summary else []
+        list(default_cutoffs) if opts.detailed_summary else []
     )
     builder = SummaryBuilder()
     lookup = _symbol_lookup(profile)
     stats = [_SiteStats() for _ in ValueKind]
-    top = _TopN(opts.topn)
+    top: _TopN | _StdHeapTopN = _StdHeapTopN(opts.topn) if opts.legacy else _TopN(opts.topn)
     shown = below = 0
     if not opts.text and opts.list_below_cutoff:
         out.append(f"The list of functions with the maximum counter less than {opts.value_cutoff}:")
@@ -195,52 +277,65 @@ def show_text(profile: Profile, opts: ShowOptions) -> str:
     topn = opts.topn
     first = 0 if is_ir else 1
     detail = opts.ic_targets or opts.memop_sizes or opts.show_vtables
+    text, covered, show_counts = opts.text, opts.covered, opts.counts
+    value_cutoff, list_below = opts.value_cutoff, opts.list_below_cutoff
+    want_cs = CS_FLAG_IN_FUNC_HASH if opts.showcs else 0
+    append = out.append
+    add = builder.add_counts
+    # One pass in reader order; the checks are hoisted because this loop runs once
+    # per function of files with tens of thousands of them.
     for rec in profile.records:
-        if is_ir and rec.is_cs != opts.showcs:
+        h = rec.hash
+        if is_ir and (h & CS_FLAG_IN_FUNC_HASH) != want_cs:
             continue
-        show = show_all or (bool(fn) and fn in rec.name)
-        if show and opts.text:
-            out.append(record_text(rec, lookup)[:-1])
+        name = rec.name
+        show = show_all or (bool(fn) and fn in name)
+        if show and text:
+            append(record_text(rec, lookup)[:-1])
             continue
         counts = rec.counts
-        builder.add_counts(counts)
-        if opts.covered:
+        add(counts)
+        if covered:
             if any(counts):
-                out.append(rec.name)
+                append(name)
             continue
         pseudo = _PSEUDO.get(counts[0]) if counts else None
         if pseudo is not None:
             if show:
                 if not shown:
-                    out.append("Counters:")
+                    append("Counters:")
                 shown += 1
-                out.append(
-                    f"  {rec.name}:\n    Hash: 0x{rec.hash:016x}\n"
-                    f"    Counters: {len(counts)}    <{pseudo}>"
+                append(
+                    f"  {name}:\n    Hash: 0x{h:016x}\n    Counters: {len(counts)}    <{pseudo}>"
                 )
             continue
-        fmax = max(counts) if counts else 0
-        if fmax < opts.value_cutoff:
-            below += 1
-            if opts.list_below_cutoff:
-                out.append(f"  {rec.name}: (Max = {fmax} Sum = {sum(counts) & ((1 << 64) - 1)})")
-            continue
-        if opts.list_below_cutoff:
-            continue
-        if topn:
-            top.offer(rec.name, fmax)
+        if value_cutoff or topn or list_below:
+            fmax = max(counts) if counts else 0
+            if fmax < value_cutoff:
+                below += 1
+                if list_below:
+                    append(f"  {name}: (Max = {fmax} Sum = {sum(counts) & ((1 << 64) - 1)})")
+                continue
+            if list_below:
+                continue
+            if topn:
+                top.offer(name, fmax)
         if not show:
             continue
         if not shown:
-            out.append("Counters:")
+            append("Counters:")
         shown += 1
-        out.append(f"  {rec.name}:\n    Hash: 0x{rec.hash:016x}\n    Counters: {len(counts)}")
+        head = f"  {name}:\n    Hash: 0x{h:016x}\n    Counters: {len(counts)}"
         if not is_ir:
-            out.append(f"    Function count: {counts[0]}")
+            head += f"\n    Function count: {counts[0]}"
         if detail:
+            append(head)
             _value_details(out, rec, opts, stats, lookup, counts, first)
-        elif opts.counts:
-            out.append("    Block counts: [" + ", ".join(map(str, counts[first:])) + "]")
+        elif show_counts:
+            block = ", ".join(map(str, counts[first:] if first else counts))
+            append(f"{head}\n    Block counts: [{block}]")
+        else:
+            append(head)
     if opts.text or opts.covered:
         return "\n".join(out) + "\n" if out else ""
     _footer(out, profile, opts, builder, cutoffs, shown, below, top, stats, lookup)
@@ -259,8 +354,8 @@ def _value_details(
     if opts.ic_targets:
         n_ic = rec.num_value_sites(ValueKind.INDIRECT_CALL_TARGET)
         out.append(f"    Indirect Call Site Count: {n_ic}")
-    n_vt = rec.num_value_sites(ValueKind.VTABLE_TARGET)
-    if opts.show_vtables and n_vt:
+    if opts.show_vtables:
+        n_vt = rec.num_value_sites(ValueKind.VTABLE_TARGET)
         out.append(f"    Number of instrumented vtables: {n_vt}")
     n_mem = rec.num_value_sites(ValueKind.MEMOP_SIZE)
     if opts.memop_sizes and n_mem:
@@ -270,7 +365,7 @@ def _value_details(
     if opts.ic_targets:
         out.append("    Indirect Target Results:")
         _sites(out, rec, ValueKind.INDIRECT_CALL_TARGET, stats[0], lookup)
-    if opts.show_vtables and n_vt:
+    if opts.show_vtables:
         out.append("    VTable Results:")
         _sites(out, rec, ValueKind.VTABLE_TARGET, stats[2], lookup)
     if opts.memop_sizes and n_mem:
@@ -286,31 +381,44 @@ def _footer(
     cutoffs: list[int],
     shown: int,
     below: int,
-    top: _TopN,
+    top: _TopN | _StdHeapTopN,
     stats: list[_SiteStats],
     lookup: Callable[[int], str],
 ) -> None:
     summary = builder.build(cutoffs)
     kind = profile.kind
+    legacy = opts.legacy
     if profile.is_ir:
-        out.append(
-            "Instrumentation level: IR  entry_first = "
-            f"{int(bool(kind & ProfileKind.ENTRY_FIRST))}  instrument_loop_entries = "
-            f"{int(bool(kind & ProfileKind.INSTR_LOOP_ENTRIES))}"
+        level = (
+            f"Instrumentation level: IR  entry_first = {int(bool(kind & ProfileKind.ENTRY_FIRST))}"
         )
+        if not legacy:
+            loops = int(bool(kind & ProfileKind.INSTR_LOOP_ENTRIES))
+            level += f"  instrument_loop_entries = {loops}"
+        out.append(level)
     else:
         out.append("Instrumentation level: Front-end")
     if opts.all_functions or opts.function:
         out.append(f"Functions shown: {shown}")
     out.append(f"Total functions: {summary.total_num_functions}")
+    cutoff_lines = []
+    if opts.value_cutoff > 0:
+        above = (summary.total_num_functions - below) & 0xFFFFFFFF
+        cutoff_lines = [
+            f"Number of functions with maximum count (< {opts.value_cutoff}): {below}",
+            f"Number of functions with maximum count (>= {opts.value_cutoff}): {above}",
+        ]
+    if legacy:
+        out.extend(cutoff_lines)
     out.append(f"Maximum function count: {summary.max_function_count}")
     out.append(f"Maximum internal block count: {summary.max_internal_block_count}")
-    out.append(f"Total number of blocks: {summary.total_num_blocks}")
-    out.append(f"Total count: {summary.total_block_count}")
-    if opts.value_cutoff > 0:
-        out.append(f"Number of functions with maximum count (< {opts.value_cutoff}): {below}")
-        above = (summary.total_num_functions - below) & 0xFFFFFFFF
-        out.append(f"Number of functions with maximum count (>= {opts.value_cutoff}): {above}")
+    totals = [
+        f"Total number of blocks: {summary.total_num_blocks}",
+        f"Total count: {summary.total_block_count}",
+    ]
+    if not legacy:
+        out.extend(totals)
+        out.extend(cutoff_lines)
     if opts.topn:
         out.append(f"Top {opts.topn} functions with the largest internal block counts: ")
         out.extend(f"  {name}, max count = {m}" for m, name in top.ordered())
@@ -321,15 +429,25 @@ def _footer(
     if shown and opts.show_vtables:
         _site_stats(out, "Statistics for vtable profile:", stats[2])
     if opts.detailed_summary:
+        if legacy:
+            out.extend(totals)
         out.append("Detailed summary:")
         total = summary.total_num_blocks
         for e in summary.entries:
-            pct = f" ({_c_percent(e.num_counts, total)})" if total else ""
+            if legacy:
+                out.append(
+                    f"{e.num_counts} blocks with count >= {e.min_count} account for "
+                    f"{cutoff_percent(e.cutoff)} percentage of the total counts."
+                )
+                continue
+            pct = f" ({_c_percent(e.num_counts, total)})" if total else " (0.00%)"
             out.append(
                 f"{e.num_counts} blocks{pct} with count >= {e.min_count} account for "
                 f"{cutoff_percent(e.cutoff)}% of the total counts."
             )
-    if opts.binary_ids:
+    if opts.binary_ids and (
+        profile.format != "indexed" or opts.llvm_version >= INDEXED_BINARY_IDS_FROM
+    ):
         out.append("Binary IDs: ")
         out.extend(b.hex() for b in profile.binary_ids)
     if opts.profile_version:
@@ -350,6 +468,8 @@ def _footer(
 
 def show_json(profile: Profile, opts: ShowOptions) -> str:
     """profkit's JSON rendering of what ``show`` reports (schema: ``docs/instrprof.md``)."""
+    import json
+
     is_ir = profile.is_ir
     builder = SummaryBuilder()
     lookup = _symbol_lookup(profile)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from itertools import chain
 
 from profkit.formats.instrprof.model import (
     CS_FLAG_IN_FUNC_HASH,
@@ -49,80 +50,64 @@ _PSEUDO_COUNTS = frozenset({_M64, _M64 - 1})
 
 
 class SummaryBuilder:
-    """Accumulates records into one summary (one builder for plain, one for CS records)."""
+    """Accumulates records into one summary (one builder for plain, one for CS records).
 
-    __slots__ = (
-        "freq",
-        "max_count",
-        "max_function_count",
-        "max_internal_count",
-        "num_counts",
-        "num_functions",
-        "total_count",
-    )
+    Records are only collected by :meth:`add_counts` and folded in :meth:`build` with
+    a few C-level passes, which matters for files with tens of thousands of records.
+    The counter lists are kept by reference: do not modify them before ``build``.
+    """
+
+    __slots__ = ("_lists",)
 
     def __init__(self) -> None:
-        self.total_count = 0
-        self.max_count = 0
-        self.max_function_count = 0
-        self.max_internal_count = 0
-        self.num_counts = 0
-        self.num_functions = 0
-        self.freq: Counter[int] = Counter()
+        self._lists: list[Sequence[int]] = []
 
     def add_counts(self, counts: Sequence[int]) -> None:
         """Add one record's counters: the first is the entry count, the rest internal."""
-        if not counts or counts[0] in _PSEUDO_COUNTS:
-            return
-        entry = counts[0]
-        self.num_functions = (self.num_functions + 1) & _M32
-        if entry > self.max_function_count:
-            self.max_function_count = entry
-        if len(counts) > 1:
-            internal = max(counts[1:]) if len(counts) > 2 else counts[1]
-            if internal > self.max_internal_count:
-                self.max_internal_count = internal
-        top = max(counts)
-        if top > self.max_count:
-            self.max_count = top
-        self.total_count = (self.total_count + sum(counts)) & _M64
-        self.num_counts = (self.num_counts + len(counts)) & _M32
-        self.freq.update(counts)
-
-    def detailed(self, cutoffs: Iterable[int] = DEFAULT_CUTOFFS) -> list[SummaryEntry]:
-        """``ProfileSummaryBuilder::computeDetailedSummary``: one entry per cutoff (sorted).
-
-        The walk state (count, blocks seen, running sum) carries over from one cutoff
-        to the next, and sums wrap at 64 bits as in C++.
-        """
-        items = sorted(self.freq.items(), reverse=True)
-        n = len(items)
-        i = 0
-        seen = 0
-        cur_sum = 0
-        count = 0
-        out: list[SummaryEntry] = []
-        for cutoff in sorted(cutoffs):
-            desired = (self.total_count * cutoff // SCALE) & _M64
-            while cur_sum < desired and i < n:
-                count, f = items[i]
-                cur_sum = (cur_sum + count * f) & _M64
-                seen = (seen + f) & _M32
-                i += 1
-            out.append(SummaryEntry(cutoff, count, seen))
-        return out
+        if counts and counts[0] not in _PSEUDO_COUNTS:
+            self._lists.append(counts)
 
     def build(self, cutoffs: Iterable[int] = DEFAULT_CUTOFFS) -> Summary:
         """The finished summary (the six fields the indexed format stores, plus entries)."""
+        lists = self._lists
+        flat = list(chain.from_iterable(lists))
+        internal = list(chain.from_iterable(c[1:] for c in lists if len(c) > 1))
+        total = sum(flat) & _M64
         return Summary(
-            total_num_functions=self.num_functions,
-            total_num_blocks=self.num_counts,
-            max_function_count=self.max_function_count,
-            max_block_count=self.max_count,
-            max_internal_block_count=self.max_internal_count,
-            total_block_count=self.total_count,
-            entries=self.detailed(cutoffs),
+            total_num_functions=len(lists) & _M32,
+            total_num_blocks=len(flat) & _M32,
+            max_function_count=max((c[0] for c in lists), default=0),
+            max_block_count=max(flat, default=0),
+            max_internal_block_count=max(internal, default=0),
+            total_block_count=total,
+            entries=detailed_entries(Counter(flat), total, cutoffs),
         )
+
+
+def detailed_entries(
+    freq: Counter[int], total_count: int, cutoffs: Iterable[int] = DEFAULT_CUTOFFS
+) -> list[SummaryEntry]:
+    """``ProfileSummaryBuilder::computeDetailedSummary``: one entry per cutoff (sorted).
+
+    The walk state (count, blocks seen, running sum) carries over from one cutoff to
+    the next, and sums wrap at 64 bits as in C++.
+    """
+    items = sorted(freq.items(), reverse=True)
+    n = len(items)
+    i = 0
+    seen = 0
+    cur_sum = 0
+    count = 0
+    out: list[SummaryEntry] = []
+    for cutoff in sorted(cutoffs):
+        desired = (total_count * cutoff // SCALE) & _M64
+        while cur_sum < desired and i < n:
+            count, f = items[i]
+            cur_sum = (cur_sum + count * f) & _M64
+            seen = (seen + f) & _M32
+            i += 1
+        out.append(SummaryEntry(cutoff, count, seen))
+    return out
 
 
 def compute_summary(

@@ -1,0 +1,105 @@
+"""``show`` output against the text ``llvm-profdata show`` saved beside every fixture (spec §7.1)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import shutil
+import subprocess
+
+import pytest
+
+from profkit.cli.main import main
+from profkit.formats.instrprof import FunctionRecord, Profile, ProfileKind, ValueKind
+from profkit.formats.instrprof.show import ShowOptions, cutoff_percent, show_json, show_text
+from tests.formats.instrprof.fixtures import entries, ids, path_of, show_args
+
+# LLVM 14 and 16 print only the last profile's binary ID of a multi-profile raw file
+# (spec §7.3, fixed in LLVM 18); profkit prints all of them.
+KNOWN_LLVM_BUGS = {
+    "clang14/dso_concat.profraw.binary-ids.txt",
+    "clang16/dso_concat.profraw.binary-ids.txt",
+}
+
+SHOWS = [e for e in entries("show") if e["path"] not in KNOWN_LLVM_BUGS]
+
+
+def _run(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(argv)
+    return rc, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("entry", SHOWS, ids=ids(SHOWS))
+def test_matches_saved_llvm_output(entry: dict) -> None:
+    rc, out, err = _run(
+        ["profdata", "show", "--llvm-version", str(entry["llvm"]), *show_args(entry)]
+    )
+    assert rc == 0, err
+    assert out == path_of(entry).read_text()
+
+
+ORACLE = [
+    e for e in SHOWS if e["llvm"] == 22 and e.get("show") in ("show-all-counts", "ic-targets")
+]
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("entry", ORACLE, ids=ids(ORACLE))
+def test_matches_live_llvm_profdata(entry: dict) -> None:
+    tool = shutil.which("llvm-profdata-22")
+    if tool is None:
+        pytest.skip("llvm-profdata-22 not on PATH")
+    args = show_args(entry)
+    live = subprocess.run([tool, "show", *args], capture_output=True, text=True, check=True).stdout
+    assert _run(["profdata", "show", *args])[1] == live
+
+
+def _profile(kind: ProfileKind = ProfileKind.IR) -> Profile:
+    return Profile(
+        kind=kind,
+        records=[
+            FunctionRecord("a", 1, [5, 7]),
+            FunctionRecord("b", 2, [7]),
+            FunctionRecord("c", 3, [7, 1]),
+            FunctionRecord("d", 4, [2]),
+        ],
+        format="indexed",
+        version=13,
+    )
+
+
+def test_topn_ties_keep_reader_order() -> None:
+    text = show_text(_profile(), ShowOptions(topn=2))
+    assert text.endswith("  a, max count = 7\n  b, max count = 7\n")
+
+
+def test_cs_records_need_showcs() -> None:
+    prof = _profile()
+    prof.records.append(FunctionRecord("cs", (1 << 60) | 9, [100]))
+    assert "Total functions: 4\n" in show_text(prof, ShowOptions())
+    out = show_text(prof, ShowOptions(showcs=True, all_functions=True))
+    assert "  cs:\n" in out and "Total functions: 1\n" in out
+
+
+def test_front_end_hides_first_counter_in_block_counts() -> None:
+    out = show_text(_profile(ProfileKind.NONE), ShowOptions(all_functions=True, counts=True))
+    assert "    Function count: 5\n    Block counts: [7]\n" in out
+    assert "\nInstrumentation level: Front-end\n" in out
+
+
+def test_cutoff_percent_uses_float_rounding() -> None:
+    assert [cutoff_percent(c) for c in (10000, 999000, 999999)] == ["1", "99.9", "99.9999"]
+
+
+def test_json_schema() -> None:
+    import json
+
+    prof = _profile()
+    prof.records[0].value_sites = {ValueKind.INDIRECT_CALL_TARGET: [[(0, 3)]]}
+    doc = json.loads(show_json(prof, ShowOptions(all_functions=True)))
+    assert doc["instrumentation"] == "IR"
+    assert doc["summary"]["total_functions"] == 4
+    assert doc["functions"][0]["value_sites"]["indirect_call_target"][0][0]["count"] == 3
+    assert [f["name"] for f in doc["functions"]] == ["a", "b", "c", "d"]
