@@ -232,3 +232,71 @@ def test_stream_to_stderr_with_basetime(probe_dir: Path) -> None:
     out = _run([*LAUNCHERS[0], "--stream", "stderr", "--prefix", "__main__,probe", "--no-tree", "-o", "b.json", "probe.py"], probe_dir)
     events = [line for line in out.stderr.splitlines() if "Enter: " in line or "Leave: " in line]
     assert events and all(".work" in e or ".main" in e or "<module>" in e or "genexpr" in e for e in events)
+
+
+def _startup_hook_installed() -> bool:
+    import importlib.util
+    import site
+
+    dirs = [*site.getsitepackages(), site.getusersitepackages()]
+    installed = any((Path(d) / "profkit_startup.pth").exists() for d in dirs)
+    return installed and importlib.util.find_spec("profkit.collect.startup") is not None
+
+
+CHILDREN = '''\
+import multiprocessing as mp, subprocess, sys
+def square(x):
+    return x * x
+def main():
+    subprocess.run([sys.executable, "-c", "def kid():\\n    return 1\\nkid()"], check=True)
+    for method in ("spawn", "fork"):
+        p = mp.get_context(method).Process(target=square, args=(3,))
+        p.start()
+        p.join()
+if __name__ == "__main__":
+    main()
+'''
+
+
+@pytest.mark.skipif(not _startup_hook_installed(), reason="profkit's start-up .pth is not installed")
+def test_subprocesses_write_their_own_profiles(tmp_path: Path) -> None:
+    (tmp_path / "parent.py").write_text(CHILDREN)
+    out = _run([*LAUNCHERS[0], "--no-tree", "-o", "par.json", "parent.py"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    children = sorted(tmp_path.glob("par.*.json"))
+    names = set()
+    for child in children:
+        profile = profile_file.load(child)
+        assert profile.metadata["pid"] == int(child.name.split(".")[1])
+        names |= {f.name.rsplit(".", 1)[-1] for f in profile.frames}
+    assert len(children) >= 3, out.stderr
+    assert {"kid", "square"} <= names
+    assert "child process profile(s)" in out.stderr
+    # --no-subprocesses: only the parent's file
+    for child in children:
+        child.unlink()
+    out = _run([*LAUNCHERS[0], "--no-tree", "--no-subprocesses", "-o", "par.json", "parent.py"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert not list(tmp_path.glob("par.*.json"))
+
+
+@pytest.mark.skipif(not _startup_hook_installed(), reason="profkit's start-up .pth is not installed")
+def test_environment_activation_without_profkit_run(probe_dir: Path) -> None:
+    env = _env() | {
+        "PROFKIT_ENABLE_PROFILING": "1",
+        "PROFKIT_PROFILER": "profkit.profilers.elt:EltProfiler",
+        "PROFKIT_OUTPUT": "env.{pid}.json",
+        "PROFKIT_NAMESPACE_PREFIX": "__main__,probe",
+    }
+    native = _run([sys.executable, "probe.py"], probe_dir)
+    out = subprocess.run(
+        [sys.executable, "probe.py"], cwd=probe_dir, env=env, capture_output=True, text=True,
+        timeout=60, input="in",
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == native.stdout
+    (saved,) = probe_dir.glob("env.*.json")
+    profile = profile_file.load(saved)
+    names = {f.name for f in profile.frames}
+    assert names and all(n.startswith(("__main__.", "probe.")) for n in names), names
+    assert "traced" in out.stderr  # PROFKIT_TREE defaults to on

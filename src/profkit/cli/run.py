@@ -150,6 +150,7 @@ def _make_profiler(settings: Settings) -> Any:
 #: The env-activation variables (owned by profkit.collect's start-up hook).
 _ENABLE = "PROFKIT_ENABLE_PROFILING"
 _PROFILER = "PROFKIT_PROFILER"
+_INTERVAL = "PROFKIT_SAMPLE_INTERVAL"  # seconds, read by the start-up hook's attach()
 
 
 @contextmanager
@@ -166,7 +167,12 @@ def _child_environment(settings: Settings, path: str) -> Iterator[None]:
 
     cls = "SamplingProfiler" if settings.mode == "sample" else "EltProfiler"
     child = settings.replace(output=os.path.abspath(child_template(path)), tree=False)
-    env = {_ENABLE: "1", _PROFILER: f"profkit.profilers.elt:{cls}", **child.serialize()}
+    env = {
+        _ENABLE: "1",
+        _PROFILER: f"profkit.profilers.elt:{cls}",
+        _INTERVAL: repr(settings.interval_ns / 1e9),
+        **child.serialize(),
+    }
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:

@@ -20,12 +20,14 @@ Clock: :func:`time.perf_counter_ns`, bound at import so a program that mocks ``t
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import sys
 import threading
 import time
 from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 from profkit.api import EventMask, FunctionInfo, ProfilerCallback, ProfilerInfo
@@ -110,6 +112,8 @@ class EltProfiler(ProfilerCallback):
         self._info: ProfilerInfo | None = None
         self._local = threading.local()
         self._paused = paused
+        self._resume_after_attach = False
+        self._attach_frame: FrameType | None = None
         self._lock = threading.Lock()
         # (thread ident, stack) for every thread seen; stack[0] is that thread's root entry.
         self._stacks: list[tuple[int, str, list[list[Any]]]] = []
@@ -133,6 +137,9 @@ class EltProfiler(ProfilerCallback):
         self._info = info
         self._started_ns = self._clock()
         self._started_wall_ns = _time_ns()
+        if self.standalone and not self._paused and self.settings.mode != "sample":
+            self._paused = self._resume_after_attach = True
+            self._note_attach_frame()
         if self.settings.mode == "sample":
             info.set_event_mask(EventMask.SAMPLING)
         else:
@@ -280,14 +287,48 @@ class EltProfiler(ProfilerCallback):
                 self._close(stack, stack.pop(), now, kind)
                 return
 
+    def _attach_done(self) -> bool:
+        """True once the collector's ``attach`` call has returned.
+
+        An environment-activated profiler cannot be told when ``attach`` has finished;
+        until then the events are the collector's own start-up work (its enum, dataclass
+        and threading calls), which belong to no program. ``initialize`` noted the
+        outermost ``profkit.collect`` frame that called it; while that frame is still on
+        the stack, we are inside ``attach``. Checked only while paused. Once done, an
+        ``atexit`` hook stops recording before the collector's own detach (registered
+        after the collector's hook, so it runs first).
+        """
+        marker = self._attach_frame
+        if marker is not None:
+            frame: FrameType | None = sys._getframe(1)
+            while frame is not None:
+                if frame is marker:
+                    return False
+                frame = frame.f_back
+            self._attach_frame = None
+        atexit.register(self.stop_events)
+        return True
+
+    def _note_attach_frame(self) -> None:
+        frame: FrameType | None = sys._getframe(2)
+        outermost = None
+        while frame is not None and str(frame.f_globals.get("__name__")).startswith("profkit."):
+            if str(frame.f_globals.get("__name__")).startswith("profkit.collect"):
+                outermost = frame
+            frame = frame.f_back
+        self._attach_frame = outermost
+
     def _new_thread(self) -> list[list[Any]]:
         root = Node(None)
         # The root entry's _KIND slot holds how many entries have had their line written;
         # -1 marks a *silent* stack: recorded nowhere, no lines (paused, or our own thread).
         stack: list[list[Any]] = [[root, self._clock(), 0, 1]]
         if self._paused:
-            stack[0][3] = -1
-            return stack
+            if not (self._resume_after_attach and self._attach_done()):
+                stack[0][3] = -1
+                return stack
+            self._paused = False
+            stack[0][1] = self._clock()
         if self._flusher is not None and threading.current_thread() is self._flusher.thread:
             stack[0][3] = -1
             self._local.stack = stack  # kept, so this thread stays on the fast path
