@@ -136,3 +136,64 @@ def test_function_info(backend: str) -> None:
     assert fi.first_line == middle.__code__.co_firstlineno
     assert not fi.is_native and not fi.is_generator
     assert sys.modules[fi.module]
+
+
+def exits() -> None:
+    raise SystemExit(4)
+
+
+def interrupted() -> None:
+    raise KeyboardInterrupt
+
+
+def test_system_exit_and_interrupt_unwind(backend: str) -> None:
+    import pytest
+
+    rec = Recorder(EventMask.ENTER_LEAVE | EventMask.EXCEPTIONS)
+    attach(rec, backend)
+    with pytest.raises(SystemExit):
+        exits()
+    with pytest.raises(KeyboardInterrupt):
+        interrupted()
+    detach()
+    assert rec.calls({"exits", "interrupted"}) == [
+        ("enter", "exits"), ("unwind", "exits"), ("leave", "exits"),
+        ("enter", "interrupted"), ("unwind", "interrupted"), ("leave", "interrupted"),
+    ]
+
+
+def test_raising_profiler_reported_once_and_detached(backend: str, capsys) -> None:  # type: ignore[no-untyped-def]
+
+    class Bad(Recorder):
+        def function_enter(self, fid: int) -> None:  # type: ignore[override]
+            raise ValueError("kaput")
+
+    rec = Bad(EventMask.ENTER_LEAVE)
+    session = attach(rec, backend)
+    assert middle(1) == 4  # the program is unaffected
+    assert middle(2) == 6
+    assert capsys.readouterr().err.splitlines() == [
+        f"profkit: profiler {__name__}.{Bad.__qualname__} failed in function_enter: ValueError: kaput; detached"
+    ]
+    assert not session.active and current_session() is None
+    assert rec.shutdowns == 1
+    detach()
+    assert rec.shutdowns == 1
+
+
+def test_async_coroutines(backend: str) -> None:
+    import asyncio
+
+    async def child(i: int) -> int:
+        await asyncio.sleep(0)
+        return i
+
+    async def parent() -> int:
+        return sum(await asyncio.gather(child(1), child(2)))
+
+    rec, result = run(backend, EventMask.ENTER_LEAVE | EventMask.ENABLE_SHADOW_STACK, lambda: asyncio.run(parent()))
+    assert result == 3
+    kids = rec.calls({"test_async_coroutines.<locals>.child"})
+    assert [e[0] for e in kids].count("enter") == 2
+    assert [e[0] for e in kids].count("leave") == 2
+    assert [e[0] for e in kids].count("yield") == [e[0] for e in kids].count("resume") >= 2

@@ -8,6 +8,8 @@ needs (``select.py``), and starts hooks on every thread; ``detach()`` removes th
 from __future__ import annotations
 
 import atexit
+import os
+import sys
 import threading
 
 from profkit.api.callback import ProfilerCallback
@@ -81,6 +83,7 @@ def attach(
                 "one profiler per process"
             )
         session = Session(profiler, sample_interval=sample_interval, sample_clock=sample_clock)
+        session.requested_backend = backend
         if backend != "auto":
             from profkit.collect.select import unavailable
 
@@ -146,6 +149,41 @@ def current_session() -> AttachedSession | None:
 
 def _detach_at_exit() -> None:
     detach()
+
+
+def _after_fork_in_child() -> None:
+    """A forked child: drop the parent's session, attach a fresh profiler if env asks.
+
+    Each process gets its own profiler instance, as each CLR process loads its own.
+    ``multiprocessing`` fork workers leave through ``os._exit`` (no ``atexit``), so the
+    fresh session is also detached by a ``multiprocessing.util.Finalize``. A bare
+    ``os.fork()`` child that ends with ``os._exit`` gets no ``shutdown``.
+    """
+    global _current
+    current = _current
+    if current is not None:
+        current._session.detach(shutdown=False)
+        _current = None
+    from profkit.collect import startup
+
+    startup._reset_after_fork()
+    if startup.enabled():
+        attached = startup.process_startup()
+        mp_util = sys.modules.get("multiprocessing.util")
+        if attached is not None and mp_util is not None:
+            # multiprocessing's child bootstrap clears the finalizer registry and then
+            # runs its after-fork callbacks: register the finalizer from one of those.
+            mp_util.register_after_fork(attached, _register_mp_finalizer)
+
+
+def _register_mp_finalizer(_attached: object) -> None:
+    mp_util = sys.modules.get("multiprocessing.util")
+    if mp_util is not None:
+        mp_util.Finalize(None, detach, exitpriority=-1000)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _forget(session: Session) -> None:

@@ -58,6 +58,7 @@ class Session:
         self.backend: Backend | None = None
         self.extras: list[Backend] = []  #: sampler and aux hooks running beside the backend
         self.capabilities_events = EventMask(~0 & _ALL)
+        self.requested_backend = "auto"  #: what attach() was asked for, until a backend runs
         self.initializing = False
         self.active = False
         self.failed = False
@@ -71,7 +72,7 @@ class Session:
     @property
     def backend_name(self) -> str:
         """The collector in use."""
-        return self.backend.name if self.backend is not None else "none"
+        return self.backend.name if self.backend is not None else self.requested_backend
 
     def set_event_mask(self, mask: EventMask) -> None:
         """Select notifications (see :meth:`profkit.api.ProfilerInfo.set_event_mask`)."""
@@ -242,16 +243,27 @@ class Session:
             self.backend = backend
             self.extras = extras
             self.active = True
-            for part in [backend, *extras]:
+            # Side hooks first and the tracing backend last: a profiler failing on the
+            # first event detaches, and nothing may be installed after that.
+            for part in [*extras, backend]:
+                if not self.active:
+                    break
                 part.start()
+            if not self.active:
+                for part in [*extras, backend]:
+                    part.stop()
 
     def _rearm(self) -> None:
         for part in [self.backend, *self.extras]:
             if part is not None:
                 part.rearm()
 
-    def detach(self, *, detach_callback: bool = False) -> None:
-        """Stop every hook and call ``shutdown`` exactly once. Idempotent."""
+    def detach(self, *, detach_callback: bool = False, shutdown: bool = True) -> None:
+        """Stop every hook and call ``shutdown`` exactly once. Idempotent.
+
+        ``shutdown=False`` is for a forked child: the profiler object there is a copy of
+        the parent's, whose results belong to the parent, so it is dropped silently.
+        """
         with self._lock:
             if not self.active:
                 return
@@ -263,6 +275,8 @@ class Session:
                     except Exception:  # pragma: no cover - stopping must not fail the program
                         pass
         _on_detached(self)
+        if not shutdown:
+            return
         if detach_callback:
             self._shutdown_call("profiler_detach_succeeded")
         self._shutdown_call("shutdown")

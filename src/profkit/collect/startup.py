@@ -1,0 +1,109 @@
+"""Attach a profiler at interpreter start-up when the environment asks for it.
+
+The analogue of ``CORECLR_ENABLE_PROFILING`` / ``CORECLR_PROFILER``. The wheel installs
+``profkit_startup.pth`` into site-packages; its one line tests
+``PROFKIT_ENABLE_PROFILING`` in ``os.environ`` *before* importing anything, so a process
+that is not profiled pays one dict lookup. When the variable is set, it calls
+:func:`process_startup`, which reads:
+
+=============================  ==============================================================
+``PROFKIT_ENABLE_PROFILING``   ``1`` (or ``true``/``yes``/``on``) to attach; anything else: off
+``PROFKIT_PROFILER``           ``pkg.module:Class`` or a name in entry-point group
+                               ``profkit.profilers``; the class is called with no arguments
+``PROFKIT_BACKEND``            ``auto`` (default), ``monitoring``, ``setprofile``, ``sampler``
+``PROFKIT_SAMPLE_INTERVAL``    seconds between samples (default ``0.001``)
+``PROFKIT_SAMPLE_CLOCK``       ``wall`` (default) or ``cpu``
+=============================  ==============================================================
+
+Child processes inherit the environment, so subprocesses and ``multiprocessing`` workers
+(spawn and forkserver start a new interpreter; for fork, :mod:`profkit.collect` re-attaches
+a fresh profiler in the child) are profiled too. Nothing here raises or prints to stdout:
+a bad setting is one ``profkit:`` line on stderr and the program runs unprofiled.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+ENABLE_VAR = "PROFKIT_ENABLE_PROFILING"
+PROFILER_VAR = "PROFKIT_PROFILER"
+BACKEND_VAR = "PROFKIT_BACKEND"
+INTERVAL_VAR = "PROFKIT_SAMPLE_INTERVAL"
+CLOCK_VAR = "PROFKIT_SAMPLE_CLOCK"
+ENTRY_POINT_GROUP = "profkit.profilers"
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_done = False  #: process_startup ran in this process (a venv's lib64 → lib makes the .pth run twice)
+
+
+def _reset_after_fork() -> None:
+    """A forked child is a new process: it may attach its own profiler."""
+    global _done
+    _done = False
+
+
+def enabled(environ: Any = None) -> bool:
+    """Whether the environment asks for a profiler."""
+    env = os.environ if environ is None else environ
+    return str(env.get(ENABLE_VAR, "")).strip().lower() in _TRUE
+
+
+def process_startup() -> Any:
+    """Attach the profiler named by the environment; idempotent; never raises.
+
+    Returns the :class:`~profkit.collect.AttachedSession`, or None when profiling is off,
+    a profiler is already attached (the ``.pth`` can run twice when a directory is twice
+    on ``sys.path``), or the settings are bad (reported on stderr).
+    """
+    global _done
+    if not enabled() or _done:
+        return None
+    _done = True  # also after a failure: report it once, not once per .pth copy
+    from profkit.collect import attach, current_session
+
+    if current_session() is not None:
+        return None
+    spec = os.environ.get(PROFILER_VAR, "").strip()
+    try:
+        if not spec:
+            raise LookupError(f"{ENABLE_VAR} is set but {PROFILER_VAR} is empty")
+        factory = load_profiler(spec)
+        profiler = factory()
+        interval = float(os.environ.get(INTERVAL_VAR, "") or 0.001)
+        clock = os.environ.get(CLOCK_VAR, "") or "wall"
+        backend = os.environ.get(BACKEND_VAR, "") or "auto"
+        return attach(profiler, backend, sample_interval=interval, sample_clock=clock)
+    except Exception as exc:
+        _report(f"profkit: cannot attach profiler {spec!r}: {type(exc).__name__}: {exc}")
+        return None
+
+
+def load_profiler(spec: str) -> Any:
+    """Resolve ``pkg.module:Class`` or an entry-point name to the profiler factory."""
+    if ":" in spec:
+        module_name, _, attr = spec.partition(":")
+        import importlib
+
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+        return obj
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name == spec:
+            return ep.load()
+    raise LookupError(
+        f"no profiler named {spec!r}: use pkg.module:Class or a name registered in the "
+        f"{ENTRY_POINT_GROUP!r} entry-point group"
+    )
+
+
+def _report(line: str) -> None:
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except Exception:  # pragma: no cover - no stderr: stay silent
+        pass
