@@ -66,9 +66,6 @@ def _handler(args: argparse.Namespace) -> int:
         raise UsageError("--duration must be positive")
     host, port = listen_address(args.listen, args.allow_remote)
     sock = open_socket(host, port)
-    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    note = "" if is_loopback(host) else " (reachable from the network)"
-    print(f"profkit monitor: listening on udp {where}{note}; Ctrl-C to stop", file=sys.stderr)
     size = shutil.get_terminal_size((80, 24))
     view: View
     if sys.stdout.isatty() and not args.plain:
@@ -79,8 +76,12 @@ def _handler(args: argparse.Namespace) -> int:
     monitor = Monitor()
     stop = threading.Event()
     timer = threading.Timer(args.duration, stop.set) if args.duration else None
+    # From here on, Ctrl-C or SIGTERM at any moment ends with the summary and status 0.
     previous = _on_sigterm()
     try:
+        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        note = "" if is_loopback(host) else " (reachable from the network)"
+        print(f"profkit monitor: listening on udp {where}{note}; Ctrl-C to stop", file=sys.stderr)
         if timer is not None:
             timer.daemon = True
             timer.start()
@@ -93,7 +94,7 @@ def _handler(args: argparse.Namespace) -> int:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
         sock.close()
-        view.close(monitor)
+    view.close(monitor)
     sys.stdout.write(summary(monitor, args.top, size.columns if sys.stdout.isatty() else 100))
     sys.stdout.flush()
     return 0

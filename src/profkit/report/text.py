@@ -110,7 +110,8 @@ def _render_thread(
             count, incl, calls = entry
             cols = f"{format_ns(incl):>8} {'':>8} {100 * incl / share_base:>5.1f}% {calls:>8}  "
             label = f"… {count} more" + (" below the limit" if min_time_ns else "")
-            out.append(pal.dim(cols + tree + fit(label, name_room)))
+            label = label if len(label) <= name_room else label[: max(name_room - 1, 0)] + "…"
+            out.append(pal.dim(cols + tree + label))
             continue
         node = entry
         share = node.inclusive_ns / share_base
