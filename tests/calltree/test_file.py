@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import gzip
 import json
 import os
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from profkit.calltree import file
 from profkit.calltree.model import CallProfile
@@ -211,3 +213,52 @@ def test_combine_refuses_mixed_modes() -> None:
         file.combine([sample_profile(), CallProfile("sample")])
     with pytest.raises(ProfileDataError):
         file.combine([])
+
+
+def _paths(doc: object, path: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    out = [path]
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            out.extend(_paths(v, (*path, k)))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            out.extend(_paths(v, (*path, i)))
+    return out
+
+
+_DOC = json.loads(json.dumps(file.to_json(sample_profile())))
+_PATHS = _paths(_DOC)[1:]
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=8) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(_PATHS), _json_values, st.booleans())
+def test_structural_mutations_only_raise_profile_data_error(
+    path: tuple[object, ...], value: object, delete: bool
+) -> None:
+    doc = copy.deepcopy(_DOC)
+    parent = doc
+    for key in path[:-1]:
+        parent = parent[key]  # type: ignore[index]
+    if delete:
+        del parent[path[-1]]  # type: ignore[attr-defined]
+    else:
+        parent[path[-1]] = value  # type: ignore[index]
+    try:
+        loaded = file.from_json(doc, path="m.json")
+    except ProfileDataError as exc:
+        assert "m.json" in str(exc)
+        return
+    # accepted: it must then be usable by every consumer without crashing
+    from profkit.export import registry
+    from profkit.report.flat import render_flat
+    from profkit.report.text import render_tree
+
+    render_tree(loaded)
+    render_flat(loaded)
+    for fmt in registry.FORMATS:
+        fmt.writer(loaded)
