@@ -117,6 +117,7 @@ VARIANTS: tuple[Variant, ...] = (
             note="context-sensitive IR: -fprofile-use=<ir stage 1> -fcs-profile-generate"),
     Variant("binary_ids", IR, link=(BUILD_ID,), shows=("binary-ids",),
             note="IR PGO with a GNU build ID in the binary"),
+    Variant("cxx_fe", FE, source="vtable.cpp", note="C++ front end, mangled names"),
     Variant("cxx_ir", IR, source="vtable.cpp", shows=VALUE_SHOWS,
             note="C++ virtual calls, mangled names"),
     Variant("vtable", (*IR, *_mllvm("-enable-vtable-value-profiling")), source="vtable.cpp",
@@ -173,7 +174,11 @@ def _first_line(text: str) -> str:
 def run(cmd: Sequence[str], cwd: Path, env: dict[str, str] | None = None,
         stdout_to: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Run one step; raise StepFailed with the tool's first stderr line on failure."""
-    full_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "HOME": str(cwd)}
+    # A minimal environment (no stray LLVM_PROFILE_FILE etc.); rustup needs its homes.
+    full_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"}
+    for name in ("HOME", "RUSTUP_HOME", "CARGO_HOME", "RUSTUP_TOOLCHAIN"):
+        if name in os.environ:
+            full_env[name] = os.environ[name]
     if env:
         full_env.update(env)
     proc = subprocess.run(list(cmd), cwd=cwd, env=full_env, capture_output=True, text=True,
@@ -356,6 +361,65 @@ def derived(version: int, tool: str, vdir: Path, done: set[str], manifest: Manif
                      command=cmd, inputs=inputs)
 
 
+RUST_VARIANTS = (
+    ("rust_cov", ("-Cinstrument-coverage", "-Copt-level=0"),
+     "rustc -Cinstrument-coverage (front-end style counters, v0-mangled names)"),
+    ("rust_pgo", ("-Cprofile-generate=.", "-Copt-level=2"), "rustc -Cprofile-generate (IR PGO)"),
+)
+
+
+def rust_llvm_version() -> tuple[int, str] | None:
+    """(LLVM major, `rustc -vV` summary) of the installed rustc, or None without rustc."""
+    if shutil.which("rustc") is None:
+        return None
+    info = subprocess.run(["rustc", "-vV"], capture_output=True, text=True).stdout
+    fields = dict(line.split(": ", 1) for line in info.splitlines() if ": " in line)
+    if "LLVM version" not in fields:
+        return None
+    summary = f"{_first_line(info)}; LLVM {fields['LLVM version']}"
+    return int(fields["LLVM version"].split(".")[0]), summary
+
+
+def gen_rust(src_dir: Path, out: Path, build_root: Path, manifest: Manifest) -> str | None:
+    """Rust fixtures into <out>/rust/, read with the llvm-profdata of rustc's LLVM."""
+    found = rust_llvm_version()
+    if found is None:
+        manifest.skip(variant="rust", reason="rustc not installed")
+        return None
+    version, summary = found
+    tool = f"llvm-profdata-{version}"
+    if shutil.which(tool) is None:
+        manifest.skip(variant="rust", reason=f"rustc uses LLVM {version}; {tool} not installed")
+        return summary
+    rdir = out / "rust"
+    rdir.mkdir(parents=True, exist_ok=True)
+    for name, flags, note in RUST_VARIANTS:
+        work = build_root / "rust" / name
+        work.mkdir(parents=True)
+        shutil.copy(src_dir / "sample.rs", work / "sample.rs")
+        raw_name = f"{name}.profraw"
+        # rustc's coverage hashes cover the absolute source path: remap the scratch dir.
+        compile_cmd = ["rustc", *flags, "--remap-path-prefix=$PWD=.", "sample.rs", "-o", "prog"]
+        run_cmd = [*setarch_prefix(), "./prog"]
+        try:
+            run([c.replace("$PWD", str(work)) for c in compile_cmd], work)
+            run(run_cmd, work, env={"LLVM_PROFILE_FILE": raw_name})
+            shutil.copy(work / raw_name, rdir / raw_name)
+        except (StepFailed, FileNotFoundError) as exc:
+            manifest.skip(llvm=version, variant=name, reason=str(exc))
+            continue
+        manifest.add(rdir / raw_name, llvm=version, variant=name, kind="profraw",
+                     commands=[compile_cmd, [f"LLVM_PROFILE_FILE={raw_name}", *run_cmd]],
+                     inputs=["../src/sample.rs"], toolchain=summary, note=note)
+        save_shows(manifest, tool, version, name, rdir / raw_name,
+                   (*BASE_SHOWS, "profile-version"))
+        try:
+            convert(manifest, tool, version, name, rdir, [raw_name], name, ())
+        except StepFailed as exc:
+            manifest.skip(llvm=version, variant=name, output="profdata", reason=str(exc))
+    return summary
+
+
 def gen_cross(versions: Sequence[int], out: Path, manifest: Manifest) -> None:
     """Indexed files written by every llvm-profdata from the *same* text profiles.
 
@@ -390,6 +454,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--versions", default=",".join(map(str, ALL_VERSIONS)),
                         help="comma-separated LLVM versions (default: all installed of 14,16,19,22)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--no-rust", action="store_true", help="skip the rustc fixtures")
     parser.add_argument("--keep-build", type=Path, help="build here and keep it (debugging)")
     args = parser.parse_args(argv)
     wanted = [int(x) for x in args.versions.split(",") if x]
@@ -412,6 +477,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             gen_version(version, src_dir, out, build_root, manifest)
         if versions:
             gen_cross(versions, out, manifest)
+        rust = None if args.no_rust else gen_rust(src_dir, out, build_root, manifest)
     finally:
         if not args.keep_build:
             shutil.rmtree(build_root, ignore_errors=True)
@@ -421,6 +487,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "generator": "scripts/gen_instrprof_fixtures.py",
         "host": {"machine": platform.machine(), "system": platform.system()},
         "tools": {str(v): tool_versions(v) for v in versions},
+        "rustc": rust,
         "missing_versions": missing,
         "files": sorted(manifest.files, key=lambda e: str(e["path"])),
         "skipped": manifest.skipped,
