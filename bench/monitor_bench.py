@@ -115,6 +115,28 @@ def measure(kind: str, rate: float, seconds: float) -> dict[str, float]:
             "lost": sent - result["received"]}
 
 
+def processing_rate(seconds: float) -> tuple[float, float]:
+    """Datagrams/s and lines/s through ``Monitor.feed`` + plain view alone (no socket):
+    the ceiling the receive loop can reach on this machine, steadier than the loopback steps."""
+    batches = protocol.batch(_lines(4000))[:-1]
+    data = [protocol.encode("bench/1", i, 0, batches[i % len(batches)]) for i in range(5000)]
+    lines_per_round = sum(len(batches[i % len(batches)]) for i in range(5000))
+    rounds = 0
+    with open(os.devnull, "w") as devnull:
+        view = PlainView(devnull)
+        start = time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            monitor = Monitor()  # fresh each round, so no datagram is a duplicate
+            for d in data:
+                result = monitor.feed(d, 0.0)
+                if result is not None:
+                    view.show(monitor, *result)
+            view.tick(monitor)
+            rounds += 1
+        elapsed = time.perf_counter() - start
+    return rounds * len(data) / elapsed, rounds * lines_per_round / elapsed
+
+
 def best_lossless(kind: str, rates: list[float], seconds: float) -> dict[str, float]:
     best: dict[str, float] = {"dgram_s": 0.0, "lines_s": 0.0}
     for rate in rates:
@@ -143,8 +165,12 @@ def main() -> None:
         send(int(args.send[0]), float(args.send[1]), float(args.send[2]))
         return
     per = len(protocol.batch(_lines(4000))[0])
-    rates = [r for r in (1000, 2500, 5000, 10_000, 20_000, 40_000, 80_000, 160_000) if r <= args.max_rate]
+    rates = [r for r in (1000, 2000, 4000, 6000, 9000, 13_500, 20_000, 30_000, 45_000, 67_500,
+                         100_000, 150_000) if r <= args.max_rate]
     print(f"monitor throughput on loopback, ~{per} lines per datagram, {args.seconds:.1f} s per step")
+    dgram_s, lines_s = processing_rate(args.seconds)
+    print(f"in-process processing (feed + plain view, no socket): {dgram_s:.0f} datagrams/s = "
+          f"{lines_s:.0f} lines/s")
     results = {kind: best_lossless(kind, rates, args.seconds) for kind in ("profkit", "naive")}
     for kind, best in results.items():
         print(f"{kind:8} highest lossless: {best['dgram_s']:>9.0f} datagrams/s = "

@@ -43,10 +43,21 @@ def test_functions_from_leave_and_yield_durations() -> None:
     m = Monitor()
     m.feed(encode("h/1", 0, 0, LINES))
     m.feed(encode("h/1", 1, 0, LINES[2:3]))
-    top = {name: (total, count, longest) for name, total, count, longest in m.functions.top(10)}
-    assert top == {"myapp.main": (1_500_000, 1, 1_500_000), "myapp.work": (24_500, 2, 12_250),
-                   "myapp.gen": (700, 1, 700)}
+    top = {row[0]: row[1:] for row in m.functions.top(10)}
+    assert top == {"myapp.main": (1_487_050, 1_500_000, 1, 1_500_000),
+                   "myapp.work": (24_500, 24_500, 2, 12_250), "myapp.gen": (700, 700, 1, 700)}
     assert [row[0] for row in m.functions.top(1)] == ["myapp.main"]
+
+
+def test_self_time_counts_recursion_once_and_per_sender() -> None:
+    m = Monitor()
+    rec = ["        Leave: f, Duration: 10 ns", "    Leave: f, Duration: 30 ns",
+           "Leave: f, Duration: 100 ns"]
+    m.feed(encode("a/1", 0, 0, rec[:1]))
+    m.feed(encode("b/1", 0, 0, ["    Leave: g, Duration: 5 ns"]))  # other sender: own depths
+    m.feed(encode("a/1", 1, 0, rec[1:]))
+    top = {row[0]: row[1:3] for row in m.functions.top(5)}
+    assert top == {"f": (100, 140), "g": (5, 5)}
 
 
 def test_multiple_senders_prefix_lines_and_totals() -> None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from profkit.monitor.functions import DepthSums
+
 #: How many missing sequence numbers are remembered for late (reordered) arrival.
 REORDER_WINDOW = 4096
 
@@ -31,6 +33,7 @@ class SenderStats:
     dropped_now: int = 0  #: the sender's running count in the current run
     next_seq: int = 0
     last_seen: float = 0.0
+    depths: DepthSums = field(default_factory=DepthSums, repr=False)  #: for self times
     _missing: OrderedDict[int, None] = field(default_factory=OrderedDict, repr=False)
 
     @property
@@ -74,6 +77,7 @@ class SenderStats:
         self.dropped_before += self.dropped_now
         self.dropped_now = 0
         self._missing.clear()
+        self.depths = DepthSums()
         self.lost += seq  # the new run's datagrams before this one never arrived
         for s in range(seq):
             self._missing[s] = None

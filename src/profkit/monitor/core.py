@@ -52,7 +52,7 @@ class Monitor:
         if not stats.accept(seq, dropped, lines, now):
             return None
         if body:
-            self.functions.feed(body)
+            self.functions.feed(body, stats.depths)
         return sender, body
 
     def totals(self) -> Totals:

@@ -1,9 +1,16 @@
 """The live top-N of the hottest functions, from ``Leave``/``Yield`` durations.
 
+For each name: the summed durations (*total*, which counts a recursive function at every
+level, as any sum of call durations does), the number of closes, the longest one, and
+the *self* time — duration minus the durations of the calls closed one level deeper
+since — which counts recursion once and is what the top-N is ranked by. Self time
+needs the order of a sender's lines, so each sender keeps a small per-depth array
+(:class:`DepthSums`); a lost datagram only skews the few calls it straddles (and self
+time never goes below zero).
+
 Bounded: at most :data:`MAX_FUNCTIONS` names are tracked. When the table is full, the
 cooler half is forgotten (a standard heavy-hitters compromise): a function that is hot
-now re-enters at once, and the hottest ones are never the ones dropped. Names are kept as
-they arrive and only formatted when shown.
+now re-enters at once, and the hottest ones are never the ones dropped.
 """
 
 from __future__ import annotations
@@ -12,48 +19,81 @@ import heapq
 import re
 
 MAX_FUNCTIONS = 20_000
+#: Deepest indentation level tracked for self time (deeper lines still count in totals).
+MAX_DEPTH = 1024
 
-#: ``    Leave: NAME, Duration: 12.250 us`` (also ``Yield``; units ns, us, µs, ms, s)
+#: ``    Leave: NAME, Duration: 12.250 us`` (also ``Yield``; units ns, us, µs, ms, s).
+#: Matched against the body with a newline in front: the literal ``\n`` prefix lets the
+#: regex engine skip ahead instead of trying every position, and the name part never
+#: backtracks (a comma is taken only when ", Duration: " does not follow) — together
+#: about twice as fast as ``^ *...(.+), Duration`` with MULTILINE.
 CLOSE_LINE = re.compile(
-    r"^ *(?:Leave|Yield): (.+), Duration: ([0-9]{1,15}(?:\.[0-9]{1,9})?) (ns|us|µs|ms|s)$",
-    re.MULTILINE,
+    r"\n( *)(?:Leave|Yield): ([^\n,]*(?:,(?! Duration: )[^\n,]*)*), "
+    r"Duration: ([0-9]{1,15}(?:\.[0-9]{1,9})?) (ns|us|µs|ms|s)(?![^\n])"
 )
 _SCALE = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 
+# entry layout: [self ns, total ns, closes, longest ns]
+_SELF, _TOTAL, _COUNT, _LONGEST = range(4)
+
+
+class DepthSums:
+    """Per sender: durations of calls closed at each depth since their parent opened."""
+
+    __slots__ = ("sums",)
+
+    def __init__(self) -> None:
+        self.sums = [0] * (MAX_DEPTH + 2)
+
 
 class FunctionTable:
-    """name → [total ns, closes, longest ns]; see the module docstring for the bound."""
+    """name → [self ns, total ns, closes, longest ns]; see the module docstring."""
 
     def __init__(self, limit: int = MAX_FUNCTIONS) -> None:
         self.limit = limit
         self.table: dict[str, list[int]] = {}
         self.forgotten = 0  #: names evicted so far
 
-    def feed(self, body: str) -> int:
+    def feed(self, body: str, depths: DepthSums | None = None) -> int:
         """Add every close line of a datagram body; return how many there were."""
         table = self.table
-        found = CLOSE_LINE.findall(body)
-        for name, value, unit in found:
+        sums = (depths or DepthSums()).sums
+        found = CLOSE_LINE.findall("\n" + body)
+        for indent, name, value, unit in found:
             ns = int(value) * _SCALE[unit] if "." not in value else round(float(value) * _SCALE[unit])
+            depth = len(indent) >> 2
+            if depth <= MAX_DEPTH:
+                own = ns - sums[depth + 1]
+                sums[depth + 1] = 0
+                sums[depth] += ns
+                if own < 0:
+                    own = 0
+            else:
+                own = 0
             entry = table.get(name)
             if entry is None:
                 if len(table) >= self.limit:
                     self._shrink()
-                table[name] = [ns, 1, ns]
+                table[name] = [own, ns, 1, ns]
             else:
-                entry[0] += ns
-                entry[1] += 1
-                if ns > entry[2]:
-                    entry[2] = ns
+                entry[_SELF] += own
+                entry[_TOTAL] += ns
+                entry[_COUNT] += 1
+                if ns > entry[_LONGEST]:
+                    entry[_LONGEST] = ns
         return len(found)
 
     def _shrink(self) -> None:
-        keep = heapq.nlargest(self.limit // 2, self.table.items(), key=lambda kv: kv[1][0])
+        keep = heapq.nlargest(self.limit // 2, self.table.items(), key=_rank)
         self.forgotten += len(self.table) - len(keep)
         self.table.clear()  # in place: feed() holds a reference to this dict
         self.table.update(keep)
 
-    def top(self, n: int) -> list[tuple[str, int, int, int]]:
-        """The ``n`` functions with the most total time: (name, total, count, longest)."""
-        best = heapq.nlargest(max(n, 0), self.table.items(), key=lambda kv: kv[1][0])
-        return [(name, e[0], e[1], e[2]) for name, e in best]
+    def top(self, n: int) -> list[tuple[str, int, int, int, int]]:
+        """The ``n`` hottest functions by self time: (name, self, total, count, longest)."""
+        best = heapq.nlargest(max(n, 0), self.table.items(), key=_rank)
+        return [(name, e[_SELF], e[_TOTAL], e[_COUNT], e[_LONGEST]) for name, e in best]
+
+
+def _rank(item: tuple[str, list[int]]) -> tuple[int, int]:
+    return item[1][_SELF], item[1][_TOTAL]

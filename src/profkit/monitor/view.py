@@ -100,9 +100,9 @@ def summary(monitor: Monitor, top: int, width: int = 80, *, title: str = "profki
         out.append(f"last malformed datagram: {monitor.last_malformed}")
     hot = monitor.functions.top(top)
     if hot:
-        out.append("hottest functions (sum of Leave/Yield durations):")
-        out.append(f"{'total':>9} {'count':>9} {'longest':>9}  function")
-        for name, total, count, longest in hot:
-            cols = f"{format_ns(total):>9} {count:>9} {format_ns(longest):>9}  "
+        out.append("hottest functions (from Leave/Yield durations; self excludes callees):")
+        out.append(f"{'self':>9} {'total':>9} {'count':>9} {'longest':>9}  function")
+        for name, own, total, count, longest in hot:
+            cols = f"{format_ns(own):>9} {format_ns(total):>9} {count:>9} {format_ns(longest):>9}  "
             out.append(cols + fit(name, width - len(cols)))
     return "\n".join(out) + "\n"
