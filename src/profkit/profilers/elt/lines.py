@@ -13,7 +13,7 @@ Format (four spaces per depth; durations in µs with three decimals, or integer 
 first start, ``Leave`` its return).
 
 **Base time.** The stack entries ``stack[1:k]`` have had their opening line written;
-``k`` lives in the root entry (``stack[0][3]``). Entries above ``k`` are *pending*. An
+``k`` lives in the root entry (``stack[0].kind``). Entries above ``k`` are *pending*. An
 opening line is written — once, never retracted — as soon as its call is certain to be
 shown: when it closes after at least the base time, when a descendant is shown (a
 descendant's duration is a lower bound of its own), or when it has already been running
@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from profkit.profilers.elt.tree import Node
+
 _INDENT = "    "
 
 
@@ -37,32 +39,32 @@ def format_duration(duration_ns: int, unit: str) -> str:
 
 
 def on_open(
-    stack: list[list[Any]],
+    stack: list[Node],
     basetime: int,
     now: int,
     name: Callable[[Any], str],
     emit: Callable[[str], None],
 ) -> None:
     """A call or resumption was pushed on ``stack``: write what is now certain."""
-    written = stack[0][3]
+    written = stack[0].kind
     if written < 0:
         return  # a silent stack (see EltProfiler._new_thread)
     if basetime <= 0:
         entry = stack[-1]
-        emit(f"{_INDENT * (len(stack) - 2)}{entry[3]}: {name(entry[0].fid)}")
-        stack[0][3] = len(stack)
+        emit(f"{_INDENT * (len(stack) - 2)}{entry.kind}: {name(entry.fid)}")
+        stack[0].kind = len(stack)
         return
     top = len(stack)
-    while written < top and now - stack[written][1] >= basetime:
+    while written < top and now - stack[written].start >= basetime:
         entry = stack[written]
-        emit(f"{_INDENT * (written - 1)}{entry[3]}: {name(entry[0].fid)}")
+        emit(f"{_INDENT * (written - 1)}{entry.kind}: {name(entry.fid)}")
         written += 1
-    stack[0][3] = written
+    stack[0].kind = written
 
 
 def on_close(
-    stack: list[list[Any]],
-    entry: list[Any],
+    stack: list[Node],
+    entry: Node,
     duration: int,
     kind: str,
     basetime: int,
@@ -72,7 +74,7 @@ def on_close(
 ) -> None:
     """``entry`` was popped off ``stack`` (its index was ``len(stack)``)."""
     index = len(stack)
-    written = stack[0][3]
+    written = stack[0].kind
     if written < 0:
         return
     if index >= written:
@@ -81,10 +83,10 @@ def on_close(
         # Shown: its pending ancestors are at least as long, so they are shown too.
         for depth in range(written, index):
             pending = stack[depth]
-            emit(f"{_INDENT * (depth - 1)}{pending[3]}: {name(pending[0].fid)}")
-        emit(f"{_INDENT * (index - 1)}{entry[3]}: {name(entry[0].fid)}")
+            emit(f"{_INDENT * (depth - 1)}{pending.kind}: {name(pending.fid)}")
+        emit(f"{_INDENT * (index - 1)}{entry.kind}: {name(entry.fid)}")
     emit(
-        f"{_INDENT * (index - 1)}{kind}: {name(entry[0].fid)}, "
+        f"{_INDENT * (index - 1)}{kind}: {name(entry.fid)}, "
         f"Duration: {format_duration(duration, unit)}"
     )
-    stack[0][3] = index
+    stack[0].kind = index

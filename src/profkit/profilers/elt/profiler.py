@@ -33,8 +33,8 @@ from typing import Any
 from profkit.api import EventMask, FunctionInfo, ProfilerCallback, ProfilerInfo
 from profkit.api.ids import FunctionId, ThreadId
 from profkit.calltree.model import CallProfile, Frame, ThreadTree
-from profkit.profilers.elt import lines as _lines
 from profkit.profilers.elt.sinks import LineFlusher, Sink, TextSink, UdpSender
+from profkit.profilers.elt.trace import Stack, TraceHooks
 from profkit.profilers.elt.tree import Node, convert
 from profkit.settings import Settings, prefix_matches
 
@@ -73,11 +73,9 @@ def full_name(info: FunctionInfo) -> str:
     return f"{module}.{info.name}" if module else info.name
 
 
-# A stack entry is a 4-item list, mutated in place (cheaper than an object on the hot path):
-_NODE, _START, _CHILD, _KIND = 0, 1, 2, 3
 
 
-class EltProfiler(ProfilerCallback):
+class EltProfiler(TraceHooks, ProfilerCallback):
     """Call-tree profiler (``mode=trace``) or stack-sampling profiler (``mode=sample``).
 
     Loadable by environment activation as ``profkit.profilers.elt:EltProfiler``; with no
@@ -108,6 +106,7 @@ class EltProfiler(ProfilerCallback):
         self.standalone = standalone
         self._clock = clock or _perf_counter_ns
         self._basetime = settings.basetime_ns
+        self._unit = settings.unit
         self._prefixes = settings.prefixes
         self._info: ProfilerInfo | None = None
         self._local = threading.local()
@@ -116,7 +115,7 @@ class EltProfiler(ProfilerCallback):
         self._attach_frame: FrameType | None = None
         self._lock = threading.Lock()
         # (thread ident, stack) for every thread seen; stack[0] is that thread's root entry.
-        self._stacks: list[tuple[int, str, list[list[Any]]]] = []
+        self._stacks: list[tuple[int, str, Stack]] = []
         self._samples: dict[ThreadId, tuple[str, Node]] = {}
         self._accepted: dict[FunctionId, bool] = {}
         self._names: dict[FunctionId, str] = {}
@@ -149,7 +148,7 @@ class EltProfiler(ProfilerCallback):
 
     def _open_sinks(self) -> None:
         if self._on_line is not None:
-            self._emit = self._on_line
+            self.use_lines(self._on_line)
             return
         sinks: list[Sink] = []
         if self.settings.stream:
@@ -159,7 +158,7 @@ class EltProfiler(ProfilerCallback):
             sinks.append(self._udp)
         if sinks:
             self._flusher = LineFlusher(sinks)
-            self._emit = self._flusher.queue.append
+            self.use_lines(self._flusher.queue.append)
             self._flusher.start()
 
     def accepts(self, info: FunctionInfo) -> bool:
@@ -196,97 +195,6 @@ class EltProfiler(ProfilerCallback):
 
             finish_standalone(self)
 
-    # -- trace mode: the hot path ------------------------------------------------------
-    def function_enter(self, function_id: FunctionId) -> None:
-        try:
-            stack = self._local.stack
-        except AttributeError:
-            stack = self._new_thread()
-        parent = stack[-1][0]
-        node = parent.children.get(function_id)
-        if node is None:
-            node = parent.children[function_id] = Node(function_id)
-        # Clock read last: our own bookkeeping is charged to the caller, not the callee.
-        stack.append([node, self._clock(), 0, "Enter"])
-        if self._emit is not None:
-            self._line_open(stack)
-
-    def function_leave(self, function_id: FunctionId) -> None:
-        now = self._clock()  # clock read first, for the same reason
-        try:
-            stack = self._local.stack
-        except AttributeError:
-            return  # a function entered before this thread was seen
-        entry = stack.pop()
-        node = entry[0]
-        if node.fid != function_id:
-            stack.append(entry)
-            self._resync(stack, function_id, now, "Leave")
-            return
-        duration = now - entry[1]
-        if duration >= self._basetime:
-            node.calls += 1
-            node.incl += duration
-            node.excl += duration - entry[2]
-            if duration > node.max:
-                node.max = duration
-            if duration < node.min:
-                node.min = duration
-            stack[-1][2] += duration
-        if self._emit is not None:
-            self._line_close(stack, entry, duration, "Leave")
-
-    def function_resume(self, function_id: FunctionId) -> None:
-        try:
-            stack = self._local.stack
-        except AttributeError:
-            stack = self._new_thread()
-        node = stack[-1][0].child(function_id)
-        stack.append([node, self._clock(), 0, "Resume"])
-        if self._emit is not None:
-            self._line_open(stack)
-
-    def function_yield(self, function_id: FunctionId) -> None:
-        now = self._clock()
-        try:
-            stack = self._local.stack
-        except AttributeError:
-            return
-        entry = stack.pop()
-        if entry[0].fid != function_id:
-            stack.append(entry)
-            self._resync(stack, function_id, now, "Yield")
-            return
-        self._close(stack, entry, now, "Yield")
-
-    def _close(self, stack: list[list[Any]], entry: list[Any], now: int, kind: str) -> None:
-        """Record one finished activation (the general, non-inlined form)."""
-        node = entry[0]
-        duration = now - entry[1]
-        if duration >= self._basetime:
-            node.calls += 1
-            node.incl += duration
-            node.excl += duration - entry[2]
-            node.max = max(node.max, duration)
-            node.min = min(node.min, duration)
-            stack[-1][2] += duration
-        if self._emit is not None:
-            self._line_close(stack, entry, duration, kind)
-
-    def _resync(self, stack: list[list[Any]], function_id: FunctionId, now: int, kind: str) -> None:
-        """A leave that does not match the top of the stack.
-
-        If the function is deeper in the stack, the calls above it missed their leave
-        (they are closed now, at the same instant); if it is not on the stack at all, it
-        was entered before profiling began, and the event is ignored.
-        """
-        for depth in range(len(stack) - 1, 0, -1):
-            if stack[depth][0].fid == function_id:
-                while len(stack) > depth + 1:
-                    self._close(stack, stack.pop(), now, "Leave")
-                self._close(stack, stack.pop(), now, kind)
-                return
-
     def _attach_done(self) -> bool:
         """True once the collector's ``attach`` call has returned.
 
@@ -318,40 +226,24 @@ class EltProfiler(ProfilerCallback):
             frame = frame.f_back
         self._attach_frame = outermost
 
-    def _new_thread(self) -> list[list[Any]]:
+    def _new_thread(self) -> Stack:
+        """First event on a thread: its stack starts with the thread's root node."""
         root = Node(None)
-        # The root entry's _KIND slot holds how many entries have had their line written;
-        # -1 marks a *silent* stack: recorded nowhere, no lines (paused, or our own thread).
-        stack: list[list[Any]] = [[root, self._clock(), 0, 1]]
+        root.kind = 1  # stack entries whose line is written (the root's own counts)
+        stack = [root]
         if self._paused:
             if not (self._resume_after_attach and self._attach_done()):
-                stack[0][3] = -1
+                root.kind = -1  # silent and thrown away
                 return stack
             self._paused = False
-            stack[0][1] = self._clock()
         if self._flusher is not None and threading.current_thread() is self._flusher.thread:
-            stack[0][3] = -1
+            root.kind = -1
             self._local.stack = stack  # kept, so this thread stays on the fast path
             return stack
         self._local.stack = stack
         with self._lock:
             self._stacks.append((_get_ident(), threading.current_thread().name, stack))
         return stack
-
-    # -- event lines -----------------------------------------------------------------
-    def _line_open(self, stack: list[list[Any]]) -> None:
-        _lines.on_open(stack, self._basetime, self._clock(), self._name, self._emit_line)
-
-    def _line_close(self, stack: list[list[Any]], entry: list[Any], duration: int, kind: str) -> None:
-        _lines.on_close(
-            stack, entry, duration, kind, self._basetime, self._name, self._emit_line,
-            self.settings.unit,
-        )
-
-    def _emit_line(self, line: str) -> None:
-        emit = self._emit
-        if emit is not None:
-            emit(line)
 
     def _name(self, function_id: FunctionId) -> str:
         name = self._names.get(function_id)
@@ -423,22 +315,12 @@ class EltProfiler(ProfilerCallback):
             for ident, name, stack in stacks:
                 if ident == flusher_ident:
                     continue
-                self._close_open(stack, now)
-                tree = convert(stack[0][0], profile, frame_of, root_totals=False)
+                self._closed_open_calls += self.close_open(stack, now)
+                tree = convert(stack[0], profile, frame_of, root_totals=False)
                 if tree.children:
                     profile.threads.append(ThreadTree(ident, names.get(ident, name), tree))
         profile.metadata.update(self._metadata(now))
         return profile
-
-    def _close_open(self, stack: list[list[Any]], now: int) -> None:
-        """Calls still running at the end (other threads, a killed program) end now."""
-        emit, self._emit = self._emit, None  # their lines would go nowhere now
-        try:
-            while len(stack) > 1:
-                self._closed_open_calls += 1
-                self._close(stack, stack.pop(), now, "Leave")
-        finally:
-            self._emit = emit
 
     def _flusher_ident(self) -> int | None:
         thread = self._flusher.thread if self._flusher is not None else None

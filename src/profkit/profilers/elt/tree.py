@@ -9,6 +9,7 @@ the profile is built, and ids that resolve to the same :class:`~profkit.calltree
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from profkit.calltree.model import CallNode, CallProfile, Frame, ThreadTree
 
@@ -19,7 +20,7 @@ NO_MIN = 1 << 62
 class Node:
     """One call-tree position during capture; plain slots for cheap attribute updates."""
 
-    __slots__ = ("calls", "children", "excl", "fid", "incl", "max", "min")
+    __slots__ = ("acc", "calls", "children", "excl", "fid", "incl", "kind", "max", "min", "start")
 
     def __init__(self, fid: int | None) -> None:
         self.fid = fid
@@ -29,6 +30,12 @@ class Node:
         self.min = NO_MIN
         self.max = 0
         self.children: dict[int, Node] = {}
+        # The activation in progress (a node is active at most once per thread at a time):
+        self.start = 0  #: when it started (or resumed)
+        self.acc = 0  #: time of its shown callees so far
+        #: event lines: "Enter"/"Resume" for a call; on a thread's root, how many stack
+        #: entries have had their line written (-1: a silent stack)
+        self.kind: Any = "Enter"
 
     def child(self, fid: int) -> Node:
         node = self.children.get(fid)

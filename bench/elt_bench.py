@@ -1,0 +1,198 @@
+"""Overhead of ``profkit run`` (ELT trace mode, sampling mode, UDP streaming) against peers.
+
+Each call-dense workload runs as a whole process — bare, under cProfile, pyinstrument,
+viztracer and profkit — and the median wall time of ``--repeat`` runs is compared with
+the bare run *measured in the same session*, per interpreter. Overhead ratio = profiled
+time / bare time; "vs cProfile" compares the time *added* (overhead) with cProfile's.
+
+    python bench/elt_bench.py                       # current python, 5 runs each
+    python bench/elt_bench.py --python .venvs/py3.12/bin/python --python .venvs/py3.13/bin/python
+    python bench/elt_bench.py --repeat 9 --workload recursion
+
+Targets (issue #4): trace mode overhead ≤ cProfile's on 3.12+; sampling ≤ 1.03× bare.
+Peers missing from an interpreter (``pip install -e '.[bench]'``) are skipped, not faked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+WORKLOADS: dict[str, str] = {
+    "recursion": """
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+def main():
+    for _ in range(3):
+        fib(23)
+main()
+""",
+    "methods": """
+class Vec:
+    __slots__ = ("x", "y")
+    def __init__(self, x, y):
+        self.x = x; self.y = y
+    def add(self, o):
+        return Vec(self.x + o.x, self.y + o.y)
+    def norm2(self):
+        return self.x * self.x + self.y * self.y
+def main():
+    acc = Vec(0, 0)
+    total = 0
+    for i in range(300_000):
+        acc = acc.add(Vec(i, 1))
+        total += acc.norm2() & 1
+    return total
+main()
+""",
+    "generators": """
+def numbers(n):
+    for i in range(n):
+        yield i
+def checked(values):
+    for v in values:
+        try:
+            if v % 7 == 0:
+                raise ValueError(v)
+            yield v
+        except ValueError:
+            yield -1
+def main():
+    s = 0
+    for _ in range(6):
+        for v in checked(numbers(60_000)):
+            s += v
+    return s
+main()
+""",
+}
+
+
+def _peers(python: str, script: str, out_dir: str, udp_port: int) -> dict[str, list[str] | None]:
+    """name -> command (None when the tool is not installed for ``python``)."""
+
+    def has(module: str) -> bool:
+        return (
+            subprocess.run(
+                [python, "-c", f"import {module}"], capture_output=True, check=False
+            ).returncode
+            == 0
+        )
+
+    out = os.path.join(out_dir, "out")
+    profkit = [python, "-m", "profkit", "run", "--no-tree", "--no-subprocesses"]
+    return {
+        "bare": [python, script],
+        "cProfile": [python, "-m", "cProfile", "-o", out + ".pstats", script],
+        "pyinstrument": [python, "-m", "pyinstrument", "-o", out + ".txt", script]
+        if has("pyinstrument")
+        else None,
+        "viztracer": [python, "-m", "viztracer", "--quiet", "-o", out + ".viz.json", script]
+        if has("viztracer")
+        else None,
+        "profkit trace": [*profkit, "-o", out + ".trace.json", script],
+        "profkit trace+udp": [
+            *profkit, "--udp", f"127.0.0.1:{udp_port}", "-o", out + ".udp.json", script,
+        ],
+        "profkit sample": [*profkit, "--mode", "sample", "-o", out + ".sample.json", script],
+    }
+
+
+def _time(cmd: list[str], repeat: int) -> float:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROFKIT_")}
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+class _Drain:
+    """A UDP listener that reads and counts datagrams so streaming is measured end to end."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.datagrams = 0
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop:
+            try:
+                self.sock.recv(65536)
+                self.datagrams += 1
+            except TimeoutError:
+                continue
+
+    def close(self) -> None:
+        self._stop = True
+        self._thread.join()
+        self.sock.close()
+
+
+def bench(python: str, repeat: int, names: list[str]) -> None:
+    version = subprocess.run(
+        [python, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()
+    print(f"\n=== Python {version} ({python}) — median of {repeat} whole-process runs ===")
+    drain = _Drain()
+    try:
+        with tempfile.TemporaryDirectory(prefix="elt-bench-") as tmp:
+            for name in names:
+                script = os.path.join(tmp, f"{name}.py")
+                Path(script).write_text(WORKLOADS[name])
+                cmds = _peers(python, script, tmp, drain.port)
+                results: dict[str, float] = {}
+                for peer, cmd in cmds.items():
+                    if cmd is not None:
+                        results[peer] = _time(cmd, repeat)
+                bare = results["bare"]
+                cprof_over = results["cProfile"] - bare
+                print(f"\n{name}: bare {bare * 1000:.0f} ms")
+                print(f"  {'profiler':<20}{'time':>9}{'× bare':>9}{'overhead vs cProfile':>23}")
+                for peer, t in results.items():
+                    if peer == "bare":
+                        continue
+                    rel = (t - bare) / cprof_over if cprof_over > 0 else float("nan")
+                    print(f"  {peer:<20}{t * 1000:>7.0f}ms{t / bare:>8.2f}×{rel:>22.2f}")
+                for peer, cmd in cmds.items():
+                    if cmd is None:
+                        print(f"  {peer:<20} (not installed for this interpreter)")
+    finally:
+        drain.close()
+    print(f"\n  UDP listener received {drain.datagrams} datagrams in total")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--python", action="append", help="interpreter(s) to measure (default: this one)")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--workload", action="append", choices=sorted(WORKLOADS))
+    args = parser.parse_args()
+    pythons = args.python or [sys.executable]
+    for python in pythons:
+        if shutil.which(python) is None and not os.path.exists(python):
+            print(f"skipping {python}: not found", file=sys.stderr)
+            continue
+        bench(python, args.repeat, args.workload or list(WORKLOADS))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,229 @@
+"""Trace mode's hot path: enter/leave/yield/resume on per-thread stacks of tree nodes.
+
+Every notification costs a few attribute operations and one clock read, nothing more:
+
+* the per-thread stack holds the tree :class:`~profkit.profilers.elt.tree.Node` objects
+  themselves — a call-tree node is a *path*, so it is active at most once per thread at a
+  time and can carry its current activation's start time and callee time (``start``,
+  ``acc``) without allocating a stack entry per call;
+* the clock is read *last* on entry and *first* on exit, so our own bookkeeping is
+  charged to the caller, not to the callee;
+* streaming (event lines) and the unusual paths (a leave that does not match the top
+  of the stack) live in separate methods: :meth:`TraceHooks.use_lines` swaps the
+  line-writing variants in as instance attributes, so the plain path never even tests
+  whether lines are wanted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from profkit.api.ids import FunctionId
+from profkit.profilers.elt import lines as _lines
+from profkit.profilers.elt.tree import Node
+
+Stack = list[Node]
+_INDENT = "    "
+
+
+class TraceHooks:
+    """Mixin with the trace-mode callbacks; :class:`EltProfiler` provides the state."""
+
+    _local: Any
+    _clock: Callable[[], int]
+    _basetime: int
+    _emit: Callable[[str], None] | None
+    _unit: str
+    _names: dict[FunctionId, str]
+
+    def _new_thread(self) -> Stack:  # provided by the profiler
+        raise NotImplementedError
+
+    def _name(self, function_id: FunctionId) -> str:
+        raise NotImplementedError
+
+    # -- plain path ----------------------------------------------------------------------
+    def function_enter(self, function_id: FunctionId) -> None:
+        try:
+            stack = self._local.stack
+        except AttributeError:
+            stack = self._new_thread()
+        try:
+            node = stack[-1].children[function_id]
+        except KeyError:
+            node = stack[-1].child(function_id)
+        node.acc = 0
+        stack.append(node)
+        node.start = self._clock()
+
+    def function_leave(self, function_id: FunctionId) -> None:
+        now = self._clock()
+        try:
+            stack = self._local.stack
+        except AttributeError:
+            return  # a function entered before this thread was seen
+        node = stack.pop()
+        if node.fid != function_id:
+            stack.append(node)
+            self._resync(stack, function_id, now, "Leave")
+            return
+        duration = now - node.start
+        if duration >= self._basetime:
+            node.calls += 1
+            node.incl += duration
+            node.excl += duration - node.acc
+            if duration > node.max:
+                node.max = duration
+            if duration < node.min:
+                node.min = duration
+            stack[-1].acc += duration
+
+    # A generator/coroutine activation is a call of its node (see docs/elt.md).
+    function_resume = function_enter
+    function_yield = function_leave
+
+    # -- the general forms -----------------------------------------------------------------
+    def _open(self, function_id: FunctionId, kind: str) -> None:
+        try:
+            stack = self._local.stack
+        except AttributeError:
+            stack = self._new_thread()
+        node = stack[-1].child(function_id)
+        node.acc = 0
+        node.kind = kind
+        stack.append(node)
+        node.start = self._clock()
+        if self._emit is not None:
+            _lines.on_open(stack, self._basetime, node.start, self._name, self._emit)
+
+    def _leave(self, function_id: FunctionId, kind: str) -> None:
+        now = self._clock()
+        try:
+            stack = self._local.stack
+        except AttributeError:
+            return
+        node = stack.pop()
+        if node.fid != function_id:
+            stack.append(node)
+            self._resync(stack, function_id, now, kind)
+            return
+        self._close(stack, node, now, kind)
+
+    def _close(self, stack: Stack, node: Node, now: int, kind: str) -> None:
+        """Record one finished activation of ``node`` (just popped off ``stack``)."""
+        duration = now - node.start
+        if duration >= self._basetime:
+            node.calls += 1
+            node.incl += duration
+            node.excl += duration - node.acc
+            node.max = max(node.max, duration)
+            node.min = min(node.min, duration)
+            stack[-1].acc += duration
+        if self._emit is not None:
+            _lines.on_close(
+                stack, node, duration, kind, self._basetime, self._name, self._emit, self._unit
+            )
+
+    def _resync(self, stack: Stack, function_id: FunctionId, now: int, kind: str) -> None:
+        """A leave that does not match the top of the stack.
+
+        If the function is deeper in the stack, the calls above it missed their leave
+        (they are closed now, at the same instant); if it is not on the stack at all, it
+        was entered before profiling began, and the event is ignored.
+        """
+        for depth in range(len(stack) - 1, 0, -1):
+            if stack[depth].fid == function_id:
+                while len(stack) > depth + 1:
+                    self._close(stack, stack.pop(), now, "Leave")
+                self._close(stack, stack.pop(), now, kind)
+                return
+
+    def close_open(self, stack: Stack, now: int) -> int:
+        """Close calls still running at the end (other threads, a killed program)."""
+        emit, self._emit = self._emit, None  # their lines would go nowhere now
+        closed = 0
+        try:
+            while len(stack) > 1:
+                closed += 1
+                self._close(stack, stack.pop(), now, "Leave")
+        finally:
+            self._emit = emit
+        return closed
+
+    # -- with event lines --------------------------------------------------------------------
+    def use_lines(self, emit: Callable[[str], None]) -> None:
+        """Write event lines through ``emit``: the line-writing variants replace the plain ones.
+
+        Without a base time every line is final at once, so ``Enter``/``Leave`` use
+        inlined variants (no pending-line bookkeeping); with one, the general path.
+        """
+        self._emit = emit
+        if self._basetime <= 0:
+            self.function_enter = self._enter_now  # type: ignore[method-assign]
+            self.function_leave = self._leave_now  # type: ignore[method-assign]
+        else:
+            self.function_enter = self._enter_lines  # type: ignore[method-assign]
+            self.function_leave = self._leave_lines  # type: ignore[method-assign]
+        self.function_resume = self._resume_lines  # type: ignore[method-assign]
+        self.function_yield = self._yield_lines  # type: ignore[method-assign]
+
+    def _enter_now(self, function_id: FunctionId) -> None:
+        try:
+            stack = self._local.stack
+        except AttributeError:
+            stack = self._new_thread()
+        root = stack[0]
+        if root.kind < 0:  # a silent stack
+            node = stack[-1].child(function_id)
+            node.acc = 0
+            stack.append(node)
+            return
+        node = stack[-1].child(function_id)
+        node.acc = 0
+        node.kind = "Enter"
+        name = self._names.get(function_id) or self._name(function_id)
+        self._emit(f"{_INDENT * (len(stack) - 1)}Enter: {name}")  # type: ignore[misc]
+        stack.append(node)
+        root.kind = len(stack)
+        node.start = self._clock()
+
+    def _leave_now(self, function_id: FunctionId) -> None:
+        now = self._clock()
+        try:
+            stack = self._local.stack
+        except AttributeError:
+            return
+        node = stack.pop()
+        root = stack[0]
+        if node.fid != function_id or root.kind < 0 or self._unit != "us":
+            stack.append(node)
+            self._leave(function_id, "Leave")
+            return
+        duration = now - node.start
+        node.calls += 1
+        node.incl += duration
+        node.excl += duration - node.acc
+        if duration > node.max:
+            node.max = duration
+        if duration < node.min:
+            node.min = duration
+        stack[-1].acc += duration
+        name = self._names.get(function_id) or self._name(function_id)
+        index = len(stack)
+        self._emit(  # type: ignore[misc]
+            f"{_INDENT * (index - 1)}Leave: {name}, Duration: {duration / 1000:.3f} us"
+        )
+        root.kind = index
+
+    def _enter_lines(self, function_id: FunctionId) -> None:
+        self._open(function_id, "Enter")
+
+    def _resume_lines(self, function_id: FunctionId) -> None:
+        self._open(function_id, "Resume")
+
+    def _leave_lines(self, function_id: FunctionId) -> None:
+        self._leave(function_id, "Leave")
+
+    def _yield_lines(self, function_id: FunctionId) -> None:
+        self._leave(function_id, "Yield")
