@@ -25,11 +25,16 @@ def matches(name: str, prefixes: tuple[str, ...]) -> bool:
 
 
 def merge_into(target: CallNode, node: CallNode) -> None:
-    """Add ``node``'s own statistics (not its children) to ``target``."""
-    if node.calls:
-        if target.calls == 0 or node.min_ns < target.min_ns:
-            target.min_ns = node.min_ns
-        target.max_ns = max(target.max_ns, node.max_ns)
+    """Add ``node``'s own statistics (not its children) to ``target``.
+
+    ``min_ns`` of a node without calls means nothing, so it only wins over a target
+    that has no calls either (which makes merging into a fresh node an exact copy).
+    """
+    if node.calls and target.calls:
+        target.min_ns = min(target.min_ns, node.min_ns)
+    elif not target.calls:
+        target.min_ns = node.min_ns if node.calls else max(target.min_ns, node.min_ns)
+    target.max_ns = max(target.max_ns, node.max_ns)
     target.calls += node.calls
     target.inclusive_ns += node.inclusive_ns
     target.exclusive_ns += node.exclusive_ns
