@@ -203,24 +203,38 @@ def test_bad_environment_setting_is_reported(probe_dir: Path) -> None:
 
 def test_udp_stream_reaches_a_listener(probe_dir: Path) -> None:
     import socket
+    import threading
 
     from profkit.monitor import protocol
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
     sock.bind(("127.0.0.1", 0))
     sock.settimeout(0.5)
     host, port = sock.getsockname()
+    grams: list[protocol.Datagram] = []
+    done = threading.Event()
+
+    def receive() -> None:  # read while the program runs, so the kernel buffer never fills
+        while True:
+            try:
+                grams.append(protocol.decode(sock.recv(65536)))
+            except TimeoutError:
+                if done.is_set():
+                    return
+
+    reader = threading.Thread(target=receive)
+    reader.start()
     try:
         out = _run([*LAUNCHERS[0], "--udp", f"{host}:{port}", "--no-tree", "-o", "u.json", "probe.py"], probe_dir)
-        assert out.returncode == 0, out.stderr
-        lines: list[str] = []
-        try:
-            while True:
-                lines += protocol.decode(sock.recv(65536)).lines
-        except TimeoutError:
-            pass
     finally:
+        done.set()
+        reader.join()
         sock.close()
+    assert out.returncode == 0, out.stderr
+    seqs = [g.seq for g in grams]
+    assert seqs and seqs[0] == 0 and seqs == sorted(set(seqs))  # loss is possible, not reordering
+    lines = [line for g in grams for line in g.lines]
     assert any(line.strip().startswith("Enter: ") and line.endswith(".work") for line in lines)
     assert any(line.strip().startswith("Leave: ") and ".work, Duration: " in line for line in lines)
 

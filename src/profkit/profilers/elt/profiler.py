@@ -142,8 +142,10 @@ class EltProfiler(TraceHooks, ProfilerCallback):
         if self.settings.mode == "sample":
             info.set_event_mask(EventMask.SAMPLING)
         else:
-            info.set_event_mask(EventMask.ENTER_LEAVE)
+            # Sinks first: use_lines() swaps the callbacks, and the collector binds them
+            # when the mask is set.
             self._open_sinks()
+            info.set_event_mask(EventMask.ENTER_LEAVE)
         info.set_function_filter(self.accepts)
 
     def _open_sinks(self) -> None:
