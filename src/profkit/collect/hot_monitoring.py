@@ -1,8 +1,9 @@
 """The main tool's callbacks for the ``sys.monitoring`` backend: the hot path.
 
-Every closure binds what it needs once (no attribute lookups per event) and does at most:
-``id(code)``, one shadow-stack push/pop through a ``threading.local``, and the profiler's
-bound method. A variant is chosen per plan so that unused work is absent, not skipped.
+Every closure binds what it needs once (no attribute lookups per event) and does at most
+``id(code)`` and the profiler's bound method (the shadow stack costs nothing per event: it
+is read from the frames, see ``Session.get_shadow_stack``). A variant is chosen per plan
+so that unused work is absent, not skipped.
 ``try`` costs nothing on 3.11+ unless it raises, so the failure rule is free.
 """
 
@@ -55,33 +56,12 @@ def _call_callbacks(
     plan = session.plan
     enter, leave, yield_, resume = plan.enter, plan.leave, plan.yield_, plan.resume
     arguments, return_value, unwind = plan.arguments, plan.return_value, plan.unwind
-    shadow = plan.shadow
-    tls, new_stack, fail = session.tls, session.new_stack, session.fail
+    fail = session.fail
     idf = id
     getframe = sys._getframe
 
-    # -- PY_START: the common variants first, then the general one ----------------------
-    if shadow and enter is not None and arguments is None:
-
-        def on_start(code: Any, offset: int) -> None:
-            try:
-                tls.stack.append(code)
-            except AttributeError:
-                new_stack().append(code)
-            try:
-                enter(idf(code))
-            except Exception as exc:
-                fail(exc, "function_enter")
-
-    elif shadow and enter is None and arguments is None:
-
-        def on_start(code: Any, offset: int) -> None:
-            try:
-                tls.stack.append(code)
-            except AttributeError:
-                new_stack().append(code)
-
-    elif enter is not None and arguments is None:
+    # -- PY_START / PY_RETURN: the common variant first, then the general one -----------
+    if enter is not None and arguments is None:
 
         def on_start(code: Any, offset: int) -> None:
             try:
@@ -92,11 +72,6 @@ def _call_callbacks(
     else:
 
         def on_start(code: Any, offset: int) -> None:
-            if shadow:
-                try:
-                    tls.stack.append(code)
-                except AttributeError:
-                    new_stack().append(code)
             try:
                 fid = idf(code)
                 if enter is not None:
@@ -106,28 +81,7 @@ def _call_callbacks(
             except Exception as exc:
                 fail(exc, "function_enter")
 
-    # -- PY_RETURN ---------------------------------------------------------------------
-    if shadow and leave is not None and return_value is None:
-
-        def on_return(code: Any, offset: int, value: object) -> None:
-            try:  # noqa: SIM105 - hot path: suppress() would cost a call
-                tls.stack.pop()
-            except (AttributeError, IndexError):
-                pass
-            try:
-                leave(idf(code))
-            except Exception as exc:
-                fail(exc, "function_leave")
-
-    elif shadow and leave is None and return_value is None:
-
-        def on_return(code: Any, offset: int, value: object) -> None:
-            try:  # noqa: SIM105 - hot path: suppress() would cost a call
-                tls.stack.pop()
-            except (AttributeError, IndexError):
-                pass
-
-    elif leave is not None and return_value is None:
+    if leave is not None and return_value is None:
 
         def on_return(code: Any, offset: int, value: object) -> None:
             try:
@@ -138,11 +92,6 @@ def _call_callbacks(
     else:
 
         def on_return(code: Any, offset: int, value: object) -> None:
-            if shadow:
-                try:  # noqa: SIM105 - hot path: suppress() would cost a call
-                    tls.stack.pop()
-                except (AttributeError, IndexError):
-                    pass
             try:
                 fid = idf(code)
                 if return_value is not None:
@@ -154,11 +103,6 @@ def _call_callbacks(
 
     # -- generators and coroutines ---------------------------------------------------
     def on_yield(code: Any, offset: int, value: object) -> None:
-        if shadow:
-            try:  # noqa: SIM105 - hot path: suppress() would cost a call
-                tls.stack.pop()
-            except (AttributeError, IndexError):
-                pass
         if yield_ is not None:
             try:
                 yield_(idf(code))
@@ -166,11 +110,6 @@ def _call_callbacks(
                 fail(exc, "function_yield")
 
     def on_resume(code: Any, offset: int) -> None:
-        if shadow:
-            try:
-                tls.stack.append(code)
-            except AttributeError:
-                new_stack().append(code)
         if resume is not None:
             try:
                 resume(idf(code))
@@ -191,11 +130,6 @@ def _call_callbacks(
             pre_frames.discard(frame_id)
         elif fid not in enabled:
             return
-        if shadow:
-            try:  # noqa: SIM105 - hot path: suppress() would cost a call
-                tls.stack.pop()
-            except (AttributeError, IndexError):
-                pass
         try:
             if unwind is not None:
                 unwind(fid)

@@ -108,8 +108,6 @@ class MonitoringBackend:
         if tools is None:
             return
         self.stop()
-        self.session.stacks.clear()
-        self.session.tls.__dict__.clear()
         mon = MON
         mon.use_tool_id(tools[0], "profkit-discovery")
         mon.use_tool_id(tools[1], "profkit")
@@ -183,19 +181,13 @@ def _discovery_callbacks(
     discover = session.discover
     enabled = backend.enabled
     plan = session.plan
-    enter, arguments, shadow = plan.enter, plan.arguments, plan.shadow
-    leave = plan.leave
-    tls, new_stack, fail = session.tls, session.new_stack, session.fail
+    enter, arguments, leave = plan.enter, plan.arguments, plan.leave
+    fail = session.fail
     getframe = sys._getframe
     pre, pre_frames = backend.pre_codes, backend.pre_frames
     wants_calls = plan.tracks_calls
 
     def deliver_enter(code: CodeType, fid: int) -> None:
-        if shadow:
-            try:
-                tls.stack.append(code)
-            except AttributeError:
-                new_stack().append(code)
         try:
             if enter is not None:
                 enter(fid)
@@ -222,7 +214,6 @@ def _discovery_callbacks(
         frame_id = id(getframe(1))
         if frame_id in pre_frames:
             pre_frames.discard(frame_id)
-            _pop(tls, shadow)
             try:
                 if leave is not None:
                     leave(id(code))
@@ -231,12 +222,3 @@ def _discovery_callbacks(
         return None
 
     return on_start, on_pre_return
-
-
-def _pop(tls: Any, shadow: bool) -> None:
-    if shadow:
-        try:  # noqa: SIM105 - hot path: suppress() would cost a call
-            tls.stack.pop()
-        except (AttributeError, IndexError):
-            pass
-

@@ -51,15 +51,14 @@ class Plan:
     unwind: Fn = None
     caught: Fn = None
     reraised: Fn = None
-    #: keep per-thread shadow stacks (``ENABLE_SHADOW_STACK``)
+    #: ``ENABLE_SHADOW_STACK``: read from frames on demand, so it hooks nothing
     shadow: bool = False
 
     @property
     def tracks_calls(self) -> bool:
         """Whether function start/return events must be hooked at all."""
         return bool(
-            self.shadow
-            or self.enter
+            self.enter
             or self.leave
             or self.yield_
             or self.resume

@@ -64,8 +64,8 @@ class Session:
         self.failed = False
         self._lock = threading.RLock()
         self._report = report or _stderr_line
-        self.tls = threading.local()
-        self.stacks: dict[int, list[CodeType]] = {}
+        #: frames running at attach (kept alive so their ids stay theirs): never "entered"
+        self.attach_frames: dict[int, FrameType] = {}
         self._own_codes = _own_codes(profiler)
 
     # -- ProfilerInfo --------------------------------------------------------------------
@@ -135,24 +135,45 @@ class Session:
         return self.threads.live()
 
     def get_shadow_stack(self, thread_id: ThreadId) -> tuple[FunctionId, ...]:
-        """The tracked stack of accepted functions, outermost first."""
+        """The stack of accepted functions that were entered, outermost first.
+
+        The CLR keeps a shadow stack because walking a native stack is expensive. CPython
+        already keeps exactly this stack as linked frames (a suspended generator is off it,
+        a resumed one on it, an unwound frame gone), so profkit reads it on demand instead
+        of pushing and popping per event: the same answer, and zero cost per event.
+        Frames that were already running at attach (never entered) are left out. During a
+        notification about function F, F is on top.
+        """
         if not self.mask & EventMask.ENABLE_SHADOW_STACK:
             raise NotAvailableError("get_shadow_stack needs EventMask.ENABLE_SHADOW_STACK")
-        stack = self.stacks.get(thread_id)
-        if stack is None:
-            return ()
-        return tuple(FunctionId(id(code)) for code in list(stack))
+        frame = self._frame_of(thread_id)
+        pre = self.attach_frames
+        out: list[FunctionId] = []
+        accepted = self.functions.accepted
+        while frame is not None:
+            code = frame.f_code
+            ok = accepted.get(id(code))
+            if ok is None:
+                ok = self.discover(code)[1]
+            if ok and pre.get(id(frame)) is not frame:
+                out.append(FunctionId(id(code)))
+            frame = frame.f_back
+        out.reverse()
+        return tuple(out)
+
+    def _frame_of(self, thread_id: ThreadId) -> FrameType | None:
+        if thread_id == _get_ident():
+            return sys._getframe(2)
+        frame = sys._current_frames().get(thread_id)
+        if frame is None:
+            raise UnknownIdError(f"thread {thread_id} is not running Python code")
+        return frame
 
     def do_stack_snapshot(self, thread_id: ThreadId) -> tuple[FunctionId, ...]:
         """The thread's live Python frames now, outermost first (profkit's own omitted)."""
         if not self.mask & EventMask.ENABLE_STACK_SNAPSHOT:
             raise NotAvailableError("do_stack_snapshot needs EventMask.ENABLE_STACK_SNAPSHOT")
-        if thread_id == _get_ident():
-            frame: FrameType | None = sys._getframe(1)
-        else:
-            frame = sys._current_frames().get(thread_id)
-            if frame is None:
-                raise UnknownIdError(f"thread {thread_id} is not running Python code")
+        frame = self._frame_of(thread_id)
         return self.frames_to_ids(frame, accepted_only=False)
 
     def request_profiler_detach(self) -> None:
@@ -210,13 +231,6 @@ class Session:
         out.reverse()
         return tuple(out)
 
-    def new_stack(self) -> list[CodeType]:
-        """Create the calling thread's shadow stack (first event on a thread)."""
-        stack: list[CodeType] = []
-        self.tls.stack = stack
-        self.stacks[_get_ident()] = stack
-        return stack
-
     def call(self, what: str, fn: Callable[..., Any], *args: Any) -> None:
         """Call a profiler method outside the hot path, applying the failure rule."""
         try:
@@ -243,6 +257,11 @@ class Session:
             self.backend = backend
             self.extras = extras
             self.active = True
+            for top in sys._current_frames().values():
+                f: FrameType | None = top
+                while f is not None:
+                    self.attach_frames[id(f)] = f
+                    f = f.f_back
             # Side hooks first and the tracing backend last: a profiler failing on the
             # first event detaches, and nothing may be installed after that.
             for part in [*extras, backend]:
@@ -276,10 +295,12 @@ class Session:
                         pass
         _on_detached(self)
         if not shutdown:
+            self.attach_frames.clear()
             return
         if detach_callback:
             self._shutdown_call("profiler_detach_succeeded")
         self._shutdown_call("shutdown")
+        self.attach_frames.clear()
 
     def _shutdown_call(self, name: str) -> None:
         try:

@@ -78,6 +78,7 @@ class SetprofileBackend:
         if self._hook is None:
             return
         self._state[0] = False
+        getattr(self._hook, "status", {}).clear()  # every later event takes the slow path
         self._hook = None
         threading.setprofile(None)
         all_threads = getattr(threading, "setprofile_all_threads", None)
@@ -89,8 +90,6 @@ class SetprofileBackend:
     def rearm(self) -> None:
         """Rebuild the hook from the new plan."""
         self.stop()
-        self.session.stacks.clear()
-        self.session.tls.__dict__.clear()
         self.start()
 
 
@@ -105,15 +104,27 @@ def _running_codes() -> set[int]:
     return out
 
 
+def _noop(*_: Any) -> None:
+    return None
+
+
 def _make_hook(session: Session, state: list[bool]) -> Callable[..., Any]:
-    """Build the profile function for the session's plan (all bindings done here)."""
+    """Build the profile function for the session's plan (all bindings done here).
+
+    The hot path is a plain (non-generator) function whose verdict is known: two string
+    compares, ``id``, one dict lookup and the profiler's method. Everything else (first
+    sight, generators, frames running at attach, transitions, a stopped session) goes
+    through ``slow``. ``stop()`` clears ``status``, so after a detach every event takes the
+    slow path, which removes the hook from threads that ``stop()`` could not reach.
+    """
     plan = session.plan
-    enter, leave, yield_, resume = plan.enter, plan.leave, plan.yield_, plan.resume
+    enter = plan.enter or _noop
+    leave = plan.leave or _noop
+    yield_, resume = plan.yield_, plan.resume
     arguments, return_value, unwind = plan.arguments, plan.return_value, plan.unwind
     to_native, to_python = plan.to_native, plan.to_python
     transitions = plan.wants_transitions
-    shadow = plan.shadow
-    tls, new_stack, fail = session.tls, session.new_stack, session.fail
+    fail = session.fail
     native_id = session.functions.native_id
     discover = session.discover
     status: dict[int, int] = {}
@@ -124,6 +135,9 @@ def _make_hook(session: Session, state: list[bool]) -> Callable[..., Any]:
     throwing: dict[int, int] = {}
     idf = id
     setprofile = sys.setprofile
+    # Plain functions take the fast path only when nothing else is wanted at entry/exit.
+    fast = arguments is None and return_value is None and unwind is None
+    plain_fast = _PLAIN if fast else -1
 
     def classify(code: CodeType) -> int:
         fid, ok = discover(code)
@@ -141,16 +155,10 @@ def _make_hook(session: Session, state: list[bool]) -> Callable[..., Any]:
         status[fid] = st
         return st
 
-    def deliver_enter(frame: FrameType, code: CodeType, fid: int, fresh: bool) -> None:
-        if shadow:
-            try:
-                tls.stack.append(code)
-            except AttributeError:
-                new_stack().append(code)
+    def deliver_enter(frame: FrameType, fid: int, fresh: bool) -> None:
         try:
             if fresh:
-                if enter is not None:
-                    enter(fid)
+                enter(fid)
                 if arguments is not None:
                     arguments(fid, arguments_of(frame))
             elif resume is not None:
@@ -158,13 +166,8 @@ def _make_hook(session: Session, state: list[bool]) -> Callable[..., Any]:
         except Exception as exc:
             fail(exc, "function_enter")
 
-    def deliver_exit(code: CodeType, fid: int, kind: int, value: object) -> None:
+    def deliver_exit(fid: int, kind: int, value: object) -> None:
         # kind: 0 return, 1 yield, 2 unwind
-        if shadow:
-            try:  # noqa: SIM105 - hot path: suppress() would cost a call
-                tls.stack.pop()
-            except (AttributeError, IndexError):
-                pass
         try:
             if kind == 1:
                 if yield_ is not None:
@@ -174,47 +177,41 @@ def _make_hook(session: Session, state: list[bool]) -> Callable[..., Any]:
                 return_value(fid, value)
             elif kind == 2 and unwind is not None:
                 unwind(fid)
-            if leave is not None:
-                leave(fid)
+            leave(fid)
         except Exception as exc:
             fail(exc, "function_leave")
 
-    need_kind = unwind is not None or return_value is not None
+    def exit_kind(code: CodeType, frame: FrameType) -> int:
+        return 0 if code.co_code[frame.f_lasti] in _RETURNS else 2
 
-    def hook(frame: FrameType, event: str, arg: Any) -> None:
+    def slow(frame: FrameType, event: str, arg: Any) -> None:
         if not state[0]:
             setprofile(None)
             return
+        code = frame.f_code
+        fid = idf(code)
         if event == "call":
-            code = frame.f_code
-            fid = idf(code)
             st = status_get(fid)
             if st is None:
                 st = classify(code)
             if st == _PLAIN:
-                deliver_enter(frame, code, fid, True)
+                deliver_enter(frame, fid, True)
             elif st == _GEN:
                 raw, first = gen_code[fid]
                 lasti = frame.f_lasti
                 if lasti == first:
-                    deliver_enter(frame, code, fid, True)
+                    deliver_enter(frame, fid, True)
                 else:
                     if raw[lasti] == _YIELD:
                         throwing[idf(frame)] = lasti
-                    deliver_enter(frame, code, fid, False)
+                    deliver_enter(frame, fid, False)
             elif st == _PRE:
                 pre_frames.add(idf(frame))
-                deliver_enter(frame, code, fid, True)
+                deliver_enter(frame, fid, True)
         elif event == "return":
-            code = frame.f_code
-            fid = idf(code)
             st = status_get(fid)
             if st == _PLAIN:
-                if need_kind:
-                    op = code.co_code[frame.f_lasti]
-                    deliver_exit(code, fid, 0 if op in _RETURNS else 2, arg)
-                else:
-                    deliver_exit(code, fid, 0, arg)
+                deliver_exit(fid, exit_kind(code, frame), arg)
             elif st == _GEN:
                 raw, first = gen_code[fid]
                 lasti = frame.f_lasti
@@ -225,23 +222,48 @@ def _make_hook(session: Session, state: list[bool]) -> Callable[..., Any]:
                     kind = 2 if thrown_at == lasti and arg is None else 1
                 else:
                     kind = 0 if op in _RETURNS else 2
-                deliver_exit(code, fid, kind, arg)
+                deliver_exit(fid, kind, arg)
             elif st == _PRE:
                 frame_id = idf(frame)
                 if frame_id in pre_frames:
                     pre_frames.discard(frame_id)
-                    op = code.co_code[frame.f_lasti]
-                    deliver_exit(code, fid, 0 if op in _RETURNS else 2, arg)
-        elif transitions:
-            caller = idf(frame.f_code)
-            if status_get(caller):
-                try:
-                    if event == "c_call":
-                        if to_native is not None:
-                            to_native(native_id(arg))
-                    elif to_python is not None:
-                        to_python(native_id(arg))
-                except Exception as exc:
-                    fail(exc, "code transition")
+                    deliver_exit(fid, exit_kind(code, frame), arg)
+        elif transitions and status_get(fid):
+            try:
+                if event == "c_call":
+                    if to_native is not None:
+                        to_native(native_id(arg))
+                elif to_python is not None:
+                    to_python(native_id(arg))
+            except Exception as exc:
+                fail(exc, "code transition")
 
+    def hook(frame: FrameType, event: str, arg: Any) -> None:
+        if event == "call":
+            fid = idf(frame.f_code)
+            st = status_get(fid)
+            if st == plain_fast:
+                try:
+                    enter(fid)
+                except Exception as exc:
+                    fail(exc, "function_enter")
+                return
+            if st == _REJECTED:
+                return
+        elif event == "return":
+            fid = idf(frame.f_code)
+            st = status_get(fid)
+            if st == plain_fast:
+                try:
+                    leave(fid)
+                except Exception as exc:
+                    fail(exc, "function_leave")
+                return
+            if st == _REJECTED:
+                return
+        elif not transitions and state[0]:
+            return
+        slow(frame, event, arg)
+
+    hook.status = status  # type: ignore[attr-defined]
     return hook
