@@ -101,7 +101,7 @@ def test_speedscope_clips_untidy_spans() -> None:
 
 
 def test_speedscope_deep_profile() -> None:
-    _check_speedscope(json.loads(speedscope.write(deep_profile(3000))))
+    _check_speedscope(json.loads(speedscope.write(deep_profile(1500))))
 
 
 # ---------------------------------------------------------------- chrome

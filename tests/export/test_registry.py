@@ -22,7 +22,7 @@ def test_every_format_has_a_writer_and_unique_name_and_extension() -> None:
 
 @pytest.mark.parametrize("name", registry.names())
 def test_every_format_writes_sample_and_deep_profiles(tmp_path: Path, name: str) -> None:
-    for prof in (sample_profile(), deep_profile(2000)):
+    for prof in (sample_profile(), deep_profile(1200)):
         out = tmp_path / ("x" + registry.get(name).extension)
         registry.export(prof, name, out)
         assert out.stat().st_size > 0
