@@ -134,3 +134,25 @@ def test_round_trip_property(entries: list, style: LineStyle) -> None:
     assert list(back.entries()) == items
     assert write_perf_map(back) == data
     assert [n.encode("utf-8", "surrogateescape") for n in back.names] == [e[2] for e in entries]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(
+        st.text(alphabet=" \t0xX1aF\rn\xe9", min_size=0, max_size=14), min_size=1, max_size=6
+    ),
+    final=st.booleans(),
+)
+def test_vector_path_agrees_with_regex_path(lines: list[str], final: bool) -> None:
+    from profkit.formats.perfmap._fastparse import fast_parse
+    from profkit.formats.perfmap._lines import _regex_parse
+
+    data = ("\n".join(lines) + ("\n" if final else "")).encode()
+    fast = fast_parse(data)
+    if fast is None:
+        return
+    slow = _regex_parse(data.decode("utf-8", "surrogateescape"))
+    assert slow is not None
+    assert fast[0].tolist() == slow.starts.tolist()
+    assert fast[1].tolist() == slow.sizes.tolist()
+    assert fast[2] == slow.names

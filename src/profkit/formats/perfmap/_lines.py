@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from profkit.errors import FormatErrorKind, PerfMapFormatError
+from profkit.formats.perfmap._fastparse import fast_parse
 
 U64_MAX = (1 << 64) - 1
 
@@ -134,34 +135,53 @@ def parse_lines(
     read/write round trip exactly. ``max_start``/``max_size`` bound the numbers (an
     RVA is 32-bit); a larger value is a ``too_large`` error naming the line.
     """
-    text = data.decode("utf-8", "surrogateescape")
     with _no_gc():
-        matches = _LINE_RX.findall(text)
-        if len(matches) == _count_lines(text):
-            try:
-                parsed = _fast_columns(matches, text)
-            except OverflowError:
-                parsed = None
-            if parsed is not None and _within(parsed, max_start, max_size):
+        fast = fast_parse(data)
+        if fast is not None:
+            head = data[: 200 * _STYLE_SAMPLE].decode("utf-8", "surrogateescape")
+            style = detect_style(head, crlf=b"\r" in data, final_newline=_ends_line(data))
+            parsed = ParsedLines(fast[0], fast[1], fast[2], style)
+            if _within(parsed, max_start, max_size):
                 return parsed
+        text = data.decode("utf-8", "surrogateescape")
+        regex = _regex_parse(text)  # its temporaries die here, before the GC is back on
+        if regex is not None and _within(regex, max_start, max_size):
+            return regex
         return _slow_parse(text, path, strict, max_start, max_size, start_what)
 
 
-def _fast_columns(matches: list[tuple[str, str, str]], text: str) -> ParsedLines | None:
+def _ends_line(data: bytes) -> bool:
+    return not data or data.endswith(b"\n")
+
+
+def _regex_parse(text: str) -> ParsedLines | None:
+    """The tolerant path (tabs, several blanks, long zero-padded numbers): one regex."""
+    matches = _LINE_RX.findall(text)
+    if len(matches) != _count_lines(text):
+        return None
     if matches:
         a_col, s_col, n_col = zip(*matches, strict=True)
     else:
         a_col, s_col, n_col = (), (), ()
-    starts = _to_u64(a_col)
-    sizes = _to_u64(s_col)
+    try:
+        starts = _to_u64(a_col)
+        sizes = _to_u64(s_col)
+    except OverflowError:
+        return None
     names = list(n_col)
     crlf = "\r" in text
     if crlf:
         names = [n[:-1] if n.endswith("\r") else n for n in names]
         if "" in names:
             return None  # a name that was only CR: let the slow path name the line
-    style = detect_style(text, crlf=crlf)
+    style = detect_style(
+        text[: 200 * _STYLE_SAMPLE], crlf=crlf, final_newline=_ends_line_text(text)
+    )
     return ParsedLines(starts, sizes, names, style)
+
+
+def _ends_line_text(text: str) -> bool:
+    return not text or text.endswith("\n")
 
 
 def _within(parsed: ParsedLines, max_start: int, max_size: int) -> bool:
@@ -170,7 +190,7 @@ def _within(parsed: ParsedLines, max_start: int, max_size: int) -> bool:
     return int(parsed.starts.max()) <= max_start and int(parsed.sizes.max()) <= max_size
 
 
-def detect_style(text: str, *, crlf: bool) -> LineStyle:
+def detect_style(text: str, *, crlf: bool, final_newline: bool) -> LineStyle:
     """The rendering of the first entry lines (padding widths, case, prefix, line end)."""
     head = text[: 200 * _STYLE_SAMPLE].split("\n", _STYLE_SAMPLE)[:_STYLE_SAMPLE]
     addr_tokens: list[str] = []
@@ -192,7 +212,7 @@ def detect_style(text: str, *, crlf: bool) -> LineStyle:
         size_width=_pad_width(size_tokens),
         separator=separator,
         newline="\r\n" if crlf and head and head[0].endswith("\r") else "\n",
-        final_newline=text.endswith("\n") or not text,
+        final_newline=final_newline,
     )
 
 
@@ -237,7 +257,7 @@ def _slow_parse(
         sizes.append(size)
         names.append(name)
         numbers.append(lineno)
-    style = detect_style(text, crlf="\r" in text)
+    style = detect_style(text, crlf="\r" in text, final_newline=_ends_line_text(text))
     return ParsedLines(
         np.array(starts, dtype=np.uint64),
         np.array(sizes, dtype=np.uint64),

@@ -30,6 +30,8 @@ from profkit.formats.perfmap.perfpid import PerfMap
 from profkit.formats.perfmap.r2rmap import R2RPerfMap
 
 U64_MAX = (1 << 64) - 1
+#: seg_starts, seg_ends, seg_entry, starts, sizes, source_of as Python lists.
+_Lists = tuple[list[int], list[int], list[int], list[int], list[int], list[int]]
 _SORT_THRESHOLD = 4096
 
 
@@ -110,11 +112,19 @@ class Symbolizer:
 
     def lookup(self, address: int) -> Symbol | None:
         """The symbol containing ``address`` (see the module doc for overlaps), or None."""
-        table = self._table()
-        i = bisect.bisect_right(table.seg_starts_list, address) - 1
-        if i < 0 or address >= table.seg_ends_list[i]:
+        seg_starts, seg_ends, seg_entry, starts, sizes, source_of = self._table().lists()
+        i = bisect.bisect_right(seg_starts, address) - 1
+        if i < 0 or address >= seg_ends[i]:
             return None
-        return self.symbol(table.seg_entry_list[i], address)
+        entry = seg_entry[i]
+        start = starts[entry]
+        return Symbol(
+            self._names[entry],
+            address - start,
+            self._sources[source_of[entry]],
+            start,
+            sizes[entry],
+        )
 
     def lookup_many(self, addresses: np.ndarray | list[int]) -> BatchLookup:
         """Vectorized lookup (numpy ``searchsorted``); the answer for each address, in order."""
@@ -143,14 +153,14 @@ class Symbolizer:
 
     def symbol(self, entry: int, address: int | None = None) -> Symbol:
         """The :class:`Symbol` for entry index ``entry`` (offset relative to ``address``)."""
-        table = self._table()
-        start = int(table.starts[entry])
+        *_, starts, sizes, source_of = self._table().lists()
+        start = starts[entry]
         return Symbol(
             self._names[entry],
             0 if address is None else address - start,
-            self._sources[int(table.source_of[entry])],
+            self._sources[source_of[entry]],
             start,
-            int(table.sizes[entry]),
+            sizes[entry],
         )
 
     def symbols(self, batch: BatchLookup) -> list[Symbol | None]:
@@ -185,27 +195,19 @@ class _Table:
         self.seg_ends = seg_ends
         self.seg_entry = seg_entry
         self.seg_entry_start = starts[seg_entry]
-        self._lists: tuple[list[int], list[int], list[int]] | None = None
+        self._lists: _Lists | None = None
 
-    # Python lists for one-at-a-time lookups: bisect on a list beats a numpy call per address.
-    @property
-    def seg_starts_list(self) -> list[int]:
-        return self._as_lists()[0]
-
-    @property
-    def seg_ends_list(self) -> list[int]:
-        return self._as_lists()[1]
-
-    @property
-    def seg_entry_list(self) -> list[int]:
-        return self._as_lists()[2]
-
-    def _as_lists(self) -> tuple[list[int], list[int], list[int]]:
+    def lists(self) -> _Lists:
+        """Python-list twins, built on first use: for one-at-a-time lookups, ``bisect`` on
+        a list and list indexing beat a numpy call (and numpy scalars) per address."""
         if self._lists is None:
             self._lists = (
                 self.seg_starts.tolist(),
                 self.seg_ends.tolist(),
                 self.seg_entry.tolist(),
+                self.starts.tolist(),
+                self.sizes.tolist(),
+                self.source_of.tolist(),
             )
         return self._lists
 
