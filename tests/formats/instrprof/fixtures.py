@@ -12,7 +12,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2] / "fixtures" / "instrprof"
+#: ``PROFKIT_INSTRPROF_FIXTURES`` points elsewhere (e.g. a stable copy while regenerating).
+ROOT = Path(
+    os.environ.get("PROFKIT_INSTRPROF_FIXTURES")
+    or Path(__file__).resolve().parents[2] / "fixtures" / "instrprof"
+)
 
 
 @lru_cache(maxsize=1)
