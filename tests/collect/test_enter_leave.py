@@ -197,3 +197,102 @@ def test_async_coroutines(backend: str) -> None:
     assert [e[0] for e in kids].count("enter") == 2
     assert [e[0] for e in kids].count("leave") == 2
     assert [e[0] for e in kids].count("yield") == [e[0] for e in kids].count("resume") >= 2
+
+
+def assert_paired(events: list[tuple[object, ...]]) -> None:
+    """Per function: never more leaves than enters, never a resume without a yield."""
+    depth: dict[object, int] = {}
+    suspended: dict[object, int] = {}
+    for kind, name, *_ in (e for e in events if len(e) >= 2):
+        if kind == "enter":
+            depth[name] = depth.get(name, 0) + 1
+        elif kind == "leave":
+            depth[name] = depth.get(name, 0) - 1
+            assert depth[name] >= 0, f"leave without enter: {name}"
+        elif kind == "yield":
+            suspended[name] = suspended.get(name, 0) + 1
+        elif kind == "resume":
+            suspended[name] = suspended.get(name, 0) - 1
+            assert suspended[name] >= 0, f"resume without yield: {name}"
+
+
+def recursive_attach(n: int, backend: str, rec: Recorder) -> int:
+    if n == 0:
+        attach(rec, backend)
+        return 0
+    return recursive_attach(n - 1, backend, rec) + 1
+
+
+def test_frames_running_at_attach_never_leave_unpaired(backend: str) -> None:
+    rec = Recorder(EventMask.ENTER_LEAVE)
+    recursive_attach(3, backend, rec)  # returns through frames entered before attach
+    recursive_attach_after = recursive_attach.__code__  # noqa: F841
+    middle(1)
+    detach()
+    names = {e[1] for e in rec.events if e[0] in ("enter", "leave")}
+    assert "recursive_attach" not in names
+    assert_paired([e for e in rec.events if e[0] in ("enter", "leave", "yield", "resume")])
+    assert ("enter", "middle") in rec.events
+
+
+def test_everything_paired_under_load(backend: str) -> None:
+    import asyncio
+
+    def work() -> None:
+        list(gen(3))
+        catcher()
+        t = threading.Thread(target=lambda: [middle(i) for i in range(5)])
+        t.start()
+        t.join()
+
+        async def co() -> int:
+            await asyncio.sleep(0)
+            return 1
+
+        asyncio.run(co())
+
+    rec, _ = run(backend, EventMask.ENTER_LEAVE, work)
+    assert_paired(rec.events)
+
+
+def test_shadow_stack_semantics(backend: str) -> None:
+    """Generators are on the stack only while running; unwound frames are gone; other threads."""
+    captured: dict[str, tuple[str, ...]] = {}
+    session_box: list[object] = []
+
+    def names() -> tuple[str, ...]:
+        info = session_box[0].info  # type: ignore[attr-defined]
+        stack = info.get_shadow_stack(threading.get_ident())
+        got = tuple(info.get_function_info(f).name.rsplit(".", 1)[-1] for f in stack)
+        assert got[-1] == "names"  # the caller of get_shadow_stack is on top
+        return got[:-1]
+
+    def inner_gen():  # type: ignore[no-untyped-def]
+        captured["in_gen"] = names()
+        yield 1
+        captured["in_gen_again"] = names()
+        yield 2
+
+    def consumer() -> None:
+        g = inner_gen()
+        next(g)
+        captured["between"] = names()
+        next(g)
+        try:
+            thrower()
+        except ValueError:
+            captured["after_unwind"] = names()
+
+    def thrower() -> None:
+        captured["in_thrower"] = names()
+        raise ValueError
+
+    rec = Recorder(EventMask.ENTER_LEAVE | EventMask.ENABLE_SHADOW_STACK)
+    session_box.append(attach(rec, backend))
+    consumer()
+    detach()
+    assert captured["in_gen"][-2:] == ("consumer", "inner_gen")
+    assert captured["in_gen_again"][-2:] == ("consumer", "inner_gen")
+    assert captured["between"][-1] == "consumer"
+    assert captured["in_thrower"][-2:] == ("consumer", "thrower")
+    assert captured["after_unwind"][-1] == "consumer"

@@ -40,6 +40,7 @@ CAPABILITIES = Capabilities(
 
 _Thread: Any = threading.Thread
 _get_ident = threading.get_ident
+_get_native_id = threading.get_native_id
 
 
 class SideHooks:
@@ -86,7 +87,7 @@ class SideHooks:
 
         def _bootstrap_inner(thread: Any) -> None:
             tid = _get_ident()
-            table.seen(tid, thread.name, getattr(thread, "native_id", None))
+            table.seen(tid, thread.name, _get_native_id())
             if session.active:
                 if created is not None:
                     call("thread_created", created, ThreadId(tid))

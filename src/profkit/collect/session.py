@@ -287,7 +287,9 @@ class Session:
             if not self.active:
                 return
             self.active = False
-            for part in [*self.extras, self.backend]:
+            # The tracing backend first: stopping the sampler runs threading code that
+            # must not be reported as the program's.
+            for part in [self.backend, *self.extras]:
                 if part is not None:
                     try:  # noqa: SIM105 - no stdlib helper here: its frames would be profiled
                         part.stop()

@@ -61,7 +61,7 @@ class SetprofileBackend:
     def start(self) -> None:
         """Install the profile function on this thread, new threads, and (3.12+) all."""
         plan = self.session.plan
-        if not (plan.tracks_calls or plan.wants_transitions):
+        if not (plan.tracks_calls or plan.wants_transitions or plan.first_execution):
             return
         self._state = [True]
         hook = _make_hook(self.session, self._state)
@@ -210,6 +210,13 @@ def _make_hook(session: Session, state: list[bool]) -> Callable[..., Any]:
                 deliver_enter(frame, fid, True)
         elif event == "return":
             st = status_get(fid)
+            if st is None:
+                # A return whose call we never saw: the frame predates the hook (e.g. the
+                # attach call chain, or a thread's frames on 3.11). Track this code by frame
+                # from now on, so only calls seen entering are reported leaving.
+                st = classify(code)
+                if st == _PLAIN:
+                    st = status[fid] = _PRE
             if st == _PLAIN:
                 deliver_exit(fid, exit_kind(code, frame), arg)
             elif st == _GEN:
