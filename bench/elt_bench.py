@@ -28,12 +28,14 @@ import time
 from pathlib import Path
 
 WORKLOADS: dict[str, str] = {
+    # The fixed cost of starting each tool (imports, attach, saving an empty profile).
+    "startup": "pass\n",
     "recursion": """
 def fib(n):
     return n if n < 2 else fib(n - 1) + fib(n - 2)
 def main():
-    for _ in range(3):
-        fib(23)
+    for _ in range(2):
+        fib(26)
 main()
 """,
     "methods": """
@@ -68,7 +70,7 @@ def checked(values):
             yield -1
 def main():
     s = 0
-    for _ in range(6):
+    for _ in range(15):
         for v in checked(numbers(60_000)):
             s += v
     return s
@@ -154,6 +156,8 @@ def bench(python: str, repeat: int, names: list[str]) -> None:
     drain = _Drain()
     try:
         with tempfile.TemporaryDirectory(prefix="elt-bench-") as tmp:
+            startup: dict[str, float] = {}
+            names = ["startup", *(n for n in names if n != "startup")]
             for name in names:
                 script = os.path.join(tmp, f"{name}.py")
                 Path(script).write_text(WORKLOADS[name])
@@ -162,15 +166,25 @@ def bench(python: str, repeat: int, names: list[str]) -> None:
                 for peer, cmd in cmds.items():
                     if cmd is not None:
                         results[peer] = _time(cmd, repeat)
+                if name == "startup":
+                    startup = results
                 bare = results["bare"]
                 cprof_over = results["cProfile"] - bare
                 print(f"\n{name}: bare {bare * 1000:.0f} ms")
-                print(f"  {'profiler':<20}{'time':>9}{'× bare':>9}{'overhead vs cProfile':>23}")
+                print(
+                    f"  {'profiler':<20}{'time':>9}{'× bare':>9}{'overhead vs cProfile':>23}"
+                    f"{'× bare, net of start-up':>26}"
+                )
                 for peer, t in results.items():
                     if peer == "bare":
                         continue
                     rel = (t - bare) / cprof_over if cprof_over > 0 else float("nan")
-                    print(f"  {peer:<20}{t * 1000:>7.0f}ms{t / bare:>8.2f}×{rel:>22.2f}")
+                    # The program's own slowdown: each tool's fixed start-up/exit cost
+                    # (measured on an empty script) taken out of both sides.
+                    run_bare = bare - startup.get("bare", 0.0)
+                    net = (t - startup.get(peer, 0.0)) / run_bare if run_bare > 0 else float("nan")
+                    net_text = f"{net:>25.2f}×" if name != "startup" else ""
+                    print(f"  {peer:<20}{t * 1000:>7.0f}ms{t / bare:>8.2f}×{rel:>22.2f}{net_text}")
                 for peer, cmd in cmds.items():
                     if cmd is None:
                         print(f"  {peer:<20} (not installed for this interpreter)")

@@ -68,9 +68,13 @@ def _handler(args: argparse.Namespace) -> int:
     parent_pid = os.getpid()
     started = time.time()
 
-    from profkit.collect import attach, detach
+    from profkit.collect import attach, current_session, detach
 
     def start() -> None:
+        if current_session() is not None:
+            # Started by a profiled parent: our own start-up hook attached a profiler
+            # to this (profkit) process; ours replaces it.
+            detach()
         attach(
             profiler,
             sample_interval=settings.interval_ns / 1e9,
@@ -87,22 +91,46 @@ def _handler(args: argparse.Namespace) -> int:
     profile = profiler.profile if profiler.profile is not None else profiler.build_profile()
     if program.kind == "code":
         profile.metadata["argv"] = ["-c", *program.args]
+    saved_error = _save(profile, path)  # first: the profile matters more than the messages
     report_exception(outcome)
     if settings.tree:
-        sys.stderr.write(out.render(profile, sys.stderr))
-    try:
-        from profkit.calltree import file as profile_file
-
-        profile_file.save(profile, path)
-    except OSError as exc:
-        print(f"profkit: error: cannot write profile {path}: {exc.strerror or exc}", file=sys.stderr)
+        _say(out.render(profile, _stderr()))
+    if saved_error:
+        _say(f"profkit: error: cannot write profile {path}: {saved_error}\n")
     else:
-        print(f"profkit: profile saved to {path}", file=sys.stderr)
+        _say(f"profkit: profile saved to {path}\n")
     children = _child_files(path, started)
     if children:
         shown = ", ".join(children[:3]) + (", …" if len(children) > 3 else "")
-        print(f"profkit: {len(children)} child process profile(s): {shown}", file=sys.stderr)
+        _say(f"profkit: {len(children)} child process profile(s): {shown}\n")
     return _pass_through(outcome)
+
+
+def _save(profile: Any, path: str) -> str | None:
+    from profkit.calltree import file as profile_file
+
+    try:
+        profile_file.save(profile, path)
+    except OSError as exc:
+        return str(exc.strerror or exc)
+    return None
+
+
+def _stderr() -> Any:
+    """The program may have replaced or closed ``sys.stderr``; fall back to the original."""
+    stream = sys.stderr
+    if stream is None or getattr(stream, "closed", False):
+        stream = sys.__stderr__
+    return stream
+
+
+def _say(text: str) -> None:
+    stream = _stderr()
+    try:
+        stream.write(text)
+        stream.flush()
+    except (OSError, ValueError, AttributeError):
+        pass  # nowhere to say it; the profile is saved
 
 
 def _stop(profiler: Any, detach: Any) -> None:

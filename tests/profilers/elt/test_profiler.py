@@ -281,3 +281,41 @@ def test_sampling_mode_builds_a_weighted_tree() -> None:
     assert profile.threads[0].root.inclusive_ns == 2750
     assert profile.threads[1].root.inclusive_ns == 100
     assert profile.threads[1].name == "T2"
+
+
+def test_paused_profiler_records_only_between_start_and_stop() -> None:
+    clock = FakeClock()
+    prof = EltProfiler(Settings(), clock=clock, standalone=False, paused=True)
+    d = FakeDriver(prof, clock)
+    d.leaf("app.attach_noise", 5)  # the collector's own start-up work
+    prof.start_events()
+    d.leaf("app.work", 7)
+    prof.stop_events()
+    d.leaf("app.detach_noise", 5)
+    assert flat(finish(prof)) == {"app.work": (1, 7, 7, 7, 7)}
+
+
+def test_standalone_profiler_saves_its_file(tmp_path: object, capsys: Any) -> None:
+    from pathlib import Path
+
+    from profkit.calltree import file as profile_file
+
+    out = Path(str(tmp_path)) / "p.{pid}.json"
+    clock = FakeClock()
+    prof = EltProfiler(Settings(output=str(out), tree=True), clock=clock)
+    d = FakeDriver(prof, clock)
+    d.leaf("app.work", 7)  # first event: attach has returned, recording starts
+    prof.shutdown()
+    assert prof.saved_path is not None and "{pid}" not in prof.saved_path
+    profile = profile_file.load(prof.saved_path)
+    assert [f.name for f in profile.frames] == ["app.work"]
+    err = capsys.readouterr().err
+    assert "app.work" in err and f"profile saved to {prof.saved_path}" in err
+
+
+def test_silent_thread_writes_no_lines() -> None:
+    prof, d, lines = make()
+    prof._local.stack = [prof._new_thread()[0]]
+    prof._local.stack[0].kind = -1  # as for profkit's own flusher thread
+    d.leaf("app.work", 3)
+    assert lines == []

@@ -21,7 +21,6 @@ import signal
 import sys
 import threading
 import types
-import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType, TracebackType
@@ -74,6 +73,8 @@ class Program:
         if self.kind == "script":
             if not os.path.exists(self.target):
                 raise UsageError(f"can't open file {self.target!r}: No such file or directory")
+            import zipfile  # only here: most runs never need it
+
             if os.path.isdir(self.target) or zipfile.is_zipfile(self.target):
                 return Prepared(None, {})  # a directory or zip app: runpy.run_path runs it
             path = os.path.abspath(self.target)  # __main__.__file__ is absolute since 3.9

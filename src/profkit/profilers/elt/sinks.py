@@ -14,7 +14,6 @@ counted, so memory stays bounded.
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import threading
 from collections import deque
@@ -60,6 +59,8 @@ class UdpSender:
     """
 
     def __init__(self, address: tuple[str, int], sender: str | None = None) -> None:
+        import socket  # only when streaming
+
         host, port = address
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.sender = sender or f"{socket.gethostname().split('.')[0] or 'host'}/{os.getpid()}"
