@@ -227,7 +227,7 @@ BAD_FILES = [
 
 
 @pytest.mark.parametrize(("name", "data", "words"), BAD_FILES)
-@pytest.mark.parametrize("action", ["show", "lookup"])
+@pytest.mark.parametrize("action", ["show", "lookup", "symbolize", "convert"])
 def test_bad_input_one_line_exit_2(
     capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
@@ -238,11 +238,38 @@ def test_bad_input_one_line_exit_2(
 ) -> None:
     path = tmp_path / name
     path.write_bytes(data)
-    argv = ["show", str(path)] if action == "show" else ["lookup", str(path), "0x7f00"]
+    script = tmp_path / "script.txt"
+    script.write_text("x 7f00 [unknown] (y)\n")
+    if action == "convert" and not name.endswith(".r2rmap"):
+        pytest.skip("convert reads r2rmaps only")
+    argv = {
+        "show": ["show", str(path)],
+        "lookup": ["lookup", str(path), "0x7f00"],
+        "symbolize": ["symbolize", str(script), "--map", str(path), "--base", "0x1000"],
+        "convert": ["convert", str(path), "--base", "0x1000", "-o", str(tmp_path / "o.map")],
+    }[action]
     rc, out, err = run(capsys, *argv)
     assert (rc, out) == (2, "")
     assert err.startswith(f"profkit: error: {path}: {words}")
     assert err.count("\n") == 1
+    assert not (tmp_path / "o.map").exists()
+
+
+def test_bad_perfinfo_and_missing_files(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    pi = tmp_path / "perfinfo-3.map"
+    pi.write_bytes(
+        b"ImageLoad;/a.dll;{2C3F4D7E-1A2B-4C5D-8E9F-0A1B2C3D4E5F};0;\nImageLoad;/b.dll;zz;0;\n"
+    )
+    rc, out, err = run(capsys, "show", str(pi))
+    assert (rc, out) == (2, "") and f"{pi}: line 2: malformed" in err
+    rc, out, err = run(
+        capsys, "convert", str(R2R), "--perfinfo", str(pi), "-o", str(tmp_path / "o")
+    )
+    assert (rc, out) == (2, "") and f"{pi}: line 2: malformed" in err
+    missing = tmp_path / "nope.map"
+    for argv in (["show", str(missing)], ["symbolize", str(missing), "--map", str(DOTNET)]):
+        rc, out, err = run(capsys, *argv)
+        assert (rc, out) == (2, "") and err.count("\n") == 1 and "cannot read" in err
 
 
 def test_bad_input_real_process(tmp_path: Path) -> None:

@@ -237,8 +237,20 @@ def _compile(
         order, s, e = order[keep], s[keep], e[keep]
     if len(order) < 2 or bool(np.all(e[:-1] <= s[1:])):
         return _Table(starts, sizes, source_of, s, e, order)
-    seg_s, seg_e, seg_n = _sweep(s, e, order)
-    return _Table(starts, sizes, source_of, seg_s, seg_e, seg_n)
+    # Only clusters of mutually overlapping ranges need the sweep; a range that overlaps
+    # nothing is its own segment. A cluster starts where a start reaches past every
+    # earlier end.
+    reach = np.maximum.accumulate(e)
+    new_cluster = np.ones(len(s), dtype=bool)
+    new_cluster[1:] = s[1:] >= reach[:-1]
+    cluster = np.cumsum(new_cluster) - 1
+    alone = np.bincount(cluster)[cluster] == 1
+    sw_s, sw_e, sw_n = _sweep(s[~alone], e[~alone], order[~alone])
+    seg_s = np.concatenate((s[alone], sw_s))
+    seg_e = np.concatenate((e[alone], sw_e))
+    seg_n = np.concatenate((order[alone].astype(np.int64), sw_n))
+    by_start = np.argsort(seg_s, kind="stable")
+    return _Table(starts, sizes, source_of, seg_s[by_start], seg_e[by_start], seg_n[by_start])
 
 
 def _sweep(
