@@ -124,6 +124,8 @@ def test_chrome_from_spans() -> None:
     assert (main["ts"], main["dur"], main["pid"], main["tid"]) == (0, 10_000, 4242, 1)
     names = {e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "thread_name"}
     assert names == {"MainThread", "worker"}
+    (proc,) = [e for e in doc["traceEvents"] if e["name"] == "process_name"]
+    assert proc["args"]["name"] == "app.py" and proc["pid"] == 4242
 
 
 def test_chrome_synthesised_from_tree_nests() -> None:

@@ -21,9 +21,10 @@ def write(profile: CallProfile) -> bytes:
     pid = profile.metadata.get("pid")
     pid = pid if type(pid) is int else 1
     names = [f.name for f in profile.frames]
+    argv = profile.metadata.get("argv")
+    title = " ".join(str(a) for a in argv) if isinstance(argv, list) and argv else "profkit"
     events: list[dict[str, Any]] = [
-        {"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
-         "args": {"name": str(profile.metadata.get("argv", "profkit"))}},
+        {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": title}},
     ]
     for index, thread in enumerate(profile.threads):
         tid = thread.thread_id

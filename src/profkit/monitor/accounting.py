@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from profkit.monitor.functions import DepthSums
 
 #: How many missing sequence numbers are remembered for late (reordered) arrival.
-REORDER_WINDOW = 4096
+REORDER_WINDOW = 1024
 
 
 @dataclass(slots=True)
