@@ -1,0 +1,92 @@
+"""End to end with the real Linux ``perf``: our maps are what perf reads, and
+``profkit perfmap symbolize`` names frames exactly as perf itself would.
+
+A tiny x86-64 busy loop is copied into an anonymous RWX mapping and run under
+``perf record``; with no perf map present, ``perf script`` shows its samples as
+``[unknown]``. We then (1) symbolize that text with a map written by our writer and
+(2) put the same map, in each writer style we claim perf accepts, at
+``/tmp/perf-PID.map`` and let perf resolve it. The two texts must be byte-identical.
+Skipped without perf, without permission to record, or off x86-64.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from profkit.formats.perfmap._lines import DOTNET8_STYLE, DOTNET_PAL_STYLE, PERF_STYLE
+from profkit.formats.perfmap.perfpid import PerfMap, save_perf_map, write_perf_map
+
+WORKLOAD = """\
+import ctypes, mmap, os
+code = bytes([0xB9, 0x00, 0x00, 0x00, 0x10,  # mov ecx, 0x10000000
+              0xFF, 0xC9, 0x75, 0xFC,        # l: dec ecx; jnz l
+              0xC3])                         # ret
+buf = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+buf.write(code)
+addr = ctypes.addressof(ctypes.c_char.from_buffer(buf))
+print(os.getpid(), addr, flush=True)
+ctypes.CFUNCTYPE(None)(addr)()
+"""
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("perf") is None or platform.machine() != "x86_64" or sys.platform != "linux",
+    reason="needs Linux perf on x86-64",
+)
+
+
+def _perf_script(data: Path) -> bytes:
+    proc = subprocess.run(
+        ["perf", "script", "-i", str(data)], capture_output=True, check=False, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-500:]
+    return proc.stdout
+
+
+@pytest.mark.parametrize("callchains", [False, True], ids=["flat", "callchain"])
+def test_symbolize_matches_perf(tmp_path: Path, callchains: bool) -> None:
+    script = tmp_path / "jitloop.py"
+    script.write_text(WORKLOAD)
+    data = tmp_path / "perf.data"
+    record = ["perf", "record", "-q", "-e", "cpu-clock", "-o", str(data)]
+    if callchains:
+        record.append("-g")
+    proc = subprocess.run(
+        [*record, "--", sys.executable, str(script)], capture_output=True, text=True,
+        check=False, timeout=120,
+    )  # fmt: skip
+    if proc.returncode != 0 or not data.exists():
+        pytest.skip(f"perf record not permitted here: {proc.stderr.strip()[-200:]}")
+    pid, addr = (int(x) for x in proc.stdout.split())
+    live_map = Path(f"/tmp/perf-{pid}.map")
+    if live_map.exists():
+        pytest.skip(f"{live_map} already exists (pid reuse); not touching it")
+
+    without = _perf_script(data)
+    assert f"{addr + 5:x} [unknown] (/tmp/perf-{pid}.map)".encode() in without
+
+    ours = tmp_path / "jit.map"
+    save_perf_map(PerfMap.from_entries([(addr, 0x10, "jitloop_profkit")], PERF_STYLE), str(ours))
+    proc2 = subprocess.run(
+        [sys.executable, "-m", "profkit", "perfmap", "symbolize", "--map", str(ours)],
+        input=without, capture_output=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert proc2.returncode == 0, proc2.stderr
+    assert b"jitloop_profkit+0x5" in proc2.stdout
+
+    for style in (PERF_STYLE, DOTNET8_STYLE, DOTNET_PAL_STYLE):
+        m = PerfMap.from_entries([(addr, 0x10, "jitloop_profkit")], style)
+        fd = os.open(live_map, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(write_perf_map(m))
+            named_by_perf = _perf_script(data)
+        finally:
+            live_map.unlink(missing_ok=True)
+        assert named_by_perf == proc2.stdout, style
