@@ -4,7 +4,8 @@ The profile is embedded as JSON in a ``<script type="application/json">`` elemen
 every ``<`` escaped as ``\\u003c``, so no frame name can close the element (viztracer
 escapes ``</script>`` the same way). Trees are embedded flat (parent index per node, as
 in the profile file) and rebuilt in the browser without recursion. The view is an icicle
-(callers above callees) built from positioned ``<div>`` elements, so frame names are in
+(callers above callees; a button flips it to a flame graph, callers at the bottom) built
+from positioned ``<div>`` elements, so frame names are in
 the DOM (searchable with the browser's own find, checkable by a headless browser):
 click a frame to zoom into it, click an ancestor or press Escape to zoom out, hover for
 name, time and share, type in the search box to highlight matching frames.
