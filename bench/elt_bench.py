@@ -1,7 +1,8 @@
 """Overhead of ``profkit run`` (ELT trace mode, sampling mode, UDP streaming) against peers.
 
 Each call-dense workload runs as a whole process — bare, under cProfile, pyinstrument,
-viztracer and profkit — and the median wall time of ``--repeat`` runs is compared with
+viztracer and profkit — and the best (minimum) wall time of ``--repeat`` runs — the least disturbed by other load
+on the machine — is compared with
 the bare run *measured in the same session*, per interpreter. Overhead ratio = profiled
 time / bare time; "vs cProfile" compares the time *added* (overhead) with cProfile's.
 
@@ -19,7 +20,6 @@ import argparse
 import os
 import shutil
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -116,7 +116,7 @@ def _time(cmd: list[str], repeat: int) -> float:
         start = time.perf_counter()
         subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return min(times)  # the run least disturbed by other load on the machine
 
 
 class _Drain:
@@ -152,7 +152,7 @@ def bench(python: str, repeat: int, names: list[str]) -> None:
         [python, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
         capture_output=True, text=True, check=True,
     ).stdout.strip()
-    print(f"\n=== Python {version} ({python}) — median of {repeat} whole-process runs ===")
+    print(f"\n=== Python {version} ({python}) — best of {repeat} whole-process runs ===")
     drain = _Drain()
     try:
         with tempfile.TemporaryDirectory(prefix="elt-bench-") as tmp:

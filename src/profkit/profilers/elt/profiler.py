@@ -142,9 +142,11 @@ class EltProfiler(TraceHooks, ProfilerCallback):
         if self.settings.mode == "sample":
             info.set_event_mask(EventMask.SAMPLING)
         else:
-            # Sinks first: use_lines() swaps the callbacks, and the collector binds them
-            # when the mask is set.
+            # Sinks first: use_lines()/use_closures() swap the callbacks, and the collector
+            # binds them when the mask is set.
             self._open_sinks()
+            if self._emit is None:
+                self.use_closures()
             info.set_event_mask(EventMask.ENTER_LEAVE)
         info.set_function_filter(self.accepts)
 
@@ -171,18 +173,23 @@ class EltProfiler(TraceHooks, ProfilerCallback):
         return not self._prefixes or prefix_matches(module, self._prefixes)
 
     def start_events(self) -> None:
-        """Start recording (after a ``paused`` construction)."""
-        self._local = threading.local()
+        """Start recording (after a ``paused`` construction).
+
+        While paused, no thread kept a stack (each event got a throwaway one), so the
+        next event on any thread starts a real one.
+        """
         self._started_ns = self._clock()
         self._paused = False
 
     def stop_events(self) -> None:
         """Stop receiving events now (before detaching), so that no code run afterwards
         — profkit's own detach and reporting — lands in the profile."""
-        # A fresh thread-local has no stacks: every later event finds none, and
-        # _new_thread hands out throwaway ones (no cost added to the hot path).
+        # This thread continues on a silent stack (its real one stays registered for
+        # build_profile); new threads get throwaway ones; the mask turns the rest off.
         self._paused = True
-        self._local = threading.local()
+        silent = Node(None)
+        silent.kind = -1
+        self._local.stack = [silent]
         if self._info is not None:
             with contextlib.suppress(Exception):
                 self._info.set_event_mask(EventMask.NONE)

@@ -151,6 +151,59 @@ class TraceHooks:
             self._emit = emit
         return closed
 
+    # -- the plain path as closures -------------------------------------------------------------
+    def use_closures(self) -> None:
+        """Install the plain path as closures over locals (no ``self.`` lookups per event).
+
+        Same logic as :meth:`function_enter`/:meth:`function_leave`; reading cells instead
+        of instance attributes saves about a tenth of the per-call cost. The thread-local,
+        clock and base time are fixed for the profiler's life, which is why pausing swaps
+        stacks, never ``_local``.
+        """
+        local = self._local
+        clock = self._clock
+        basetime = self._basetime
+        new_thread = self._new_thread
+        resync = self._resync
+
+        def enter(function_id: FunctionId) -> None:
+            try:
+                stack = local.stack
+            except AttributeError:
+                stack = new_thread()
+            try:
+                node = stack[-1].children[function_id]
+            except KeyError:
+                node = stack[-1].child(function_id)
+            node.acc = 0
+            stack.append(node)
+            node.start = clock()
+
+        def leave(function_id: FunctionId) -> None:
+            now = clock()
+            try:
+                stack = local.stack
+            except AttributeError:
+                return
+            node = stack.pop()
+            if node.fid != function_id:
+                stack.append(node)
+                resync(stack, function_id, now, "Leave")
+                return
+            duration = now - node.start
+            if duration >= basetime:
+                node.calls += 1
+                node.incl += duration
+                node.excl += duration - node.acc
+                if duration > node.max:
+                    node.max = duration
+                if duration < node.min:
+                    node.min = duration
+                stack[-1].acc += duration
+
+        self.function_enter = self.function_resume = enter  # type: ignore[method-assign]
+        self.function_leave = self.function_yield = leave  # type: ignore[method-assign]
+
     # -- with event lines --------------------------------------------------------------------
     def use_lines(self, emit: Callable[[str], None]) -> None:
         """Write event lines through ``emit``: the line-writing variants replace the plain ones.
