@@ -294,29 +294,47 @@ def from_json(doc: Any, *, path: str | None = None) -> CallProfile:
 def _unflatten(c: _Checker, rows: list[Any], where: str, nframes: int) -> CallNode:
     if not rows:
         c.fail(where, "a thread needs at least its root node")
-    nodes: list[CallNode] = []
-    for i, item in enumerate(rows):
-        at = f"{where}/{i}"
-        row = c.arr(item, at, 7)
-        if i == 0:
-            if row[0] != -1 or row[1] != -1:
-                c.fail(at, "node 0 must be the root: parent -1, frame -1")
-            node = CallNode(-1)
+    nodes: list[CallNode] = [_root(c, rows[0], where + "/0")]
+    last_frame = nframes - 1
+    for i in range(1, len(rows)):
+        row = rows[i]
+        # Fast path: one combined test per row; only a row failing it goes through the
+        # field-by-field checks below, which find and name the exact problem.
+        if (
+            type(row) is list and len(row) == 7
+            and type(row[0]) is int and 0 <= row[0] < i
+            and type(row[1]) is int and 0 <= row[1] <= last_frame
+            and type(row[2]) is int and type(row[3]) is int and type(row[4]) is int
+            and type(row[5]) is int and type(row[6]) is int
+            and min(row[2:]) >= 0 and max(row[2:]) <= _MAX_INT
+        ):
+            parent, frame, calls, incl, excl, lo, hi = row
         else:
-            parent = c.int_(row[0], at + "/0", 0, i - 1)  # pre-order: parents come first
-            frame = c.int_(row[1], at + "/1", 0, nframes - 1) if nframes else c.fail(
-                at + "/1", "node refers to a frame but the profile has none")
-            siblings = nodes[parent].children
-            if frame in siblings:
-                c.fail(at + "/1", f"frame {frame} appears twice under node {parent}")
-            node = siblings[frame] = CallNode(frame)
-        node.calls = c.int_(row[2], at + "/2")
-        node.inclusive_ns = c.int_(row[3], at + "/3")
-        node.exclusive_ns = c.int_(row[4], at + "/4")
-        node.min_ns = c.int_(row[5], at + "/5")
-        node.max_ns = c.int_(row[6], at + "/6")
+            parent, frame, calls, incl, excl, lo, hi = _check_row(c, row, f"{where}/{i}", i, nframes)
+        siblings = nodes[parent].children
+        if frame in siblings:
+            c.fail(f"{where}/{i}/1", f"frame {frame} appears twice under node {parent}")
+        node = siblings[frame] = CallNode(frame, calls, incl, excl, lo, hi)
         nodes.append(node)
     return nodes[0]
+
+
+def _root(c: _Checker, item: Any, at: str) -> CallNode:
+    row = c.arr(item, at, 7)
+    if row[0] != -1 or row[1] != -1:
+        c.fail(at, "node 0 must be the root: parent -1, frame -1")
+    calls, incl, excl, lo, hi = (c.int_(row[k], f"{at}/{k}") for k in range(2, 7))
+    return CallNode(-1, calls, incl, excl, lo, hi)
+
+
+def _check_row(c: _Checker, item: Any, at: str, index: int, nframes: int) -> list[int]:
+    """Field-by-field checks of one non-root node row, failing with its exact location."""
+    row = c.arr(item, at, 7)
+    parent = c.int_(row[0], at + "/0", 0, index - 1)  # pre-order: parents come first
+    if not nframes:
+        c.fail(at + "/1", "node refers to a frame but the profile has none")
+    frame = c.int_(row[1], at + "/1", 0, nframes - 1)
+    return [parent, frame, *(c.int_(row[k], f"{at}/{k}") for k in range(2, 7))]
 
 
 def _check_depth(c: _Checker, metadata: dict[str, Any]) -> None:
