@@ -105,3 +105,11 @@ def test_parse_duration_rejects(text: str) -> None:
 def test_format_ns_stays_short() -> None:
     for ns in [0, 999, 1000, 99_949, 999_999, 10**9, 10**12 - 1, 10**13]:
         assert len(format_ns(ns)) <= 8
+
+
+def test_min_share_is_relative_to_each_thread() -> None:
+    text = render_tree(sample_profile(), min_share=0.25)
+    # MainThread (10 ms): 2.5 ms limit hides helper (2 ms) and the direct json.dumps (1 ms);
+    # worker (2 ms): its only node is 100 % and stays
+    assert _names(text) == ["myapp.main", "myapp.core.work", "json.dumps", "myapp.core.helper"]
+    assert text.count("… 1 more below the limit") == 2
