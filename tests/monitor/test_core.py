@@ -118,3 +118,17 @@ def test_screen_view_redraws_summary_and_tail() -> None:
     assert "profkit monitor (Ctrl-C to stop): 1 sender, 30 datagrams" in screen
     assert "Enter: f29" in screen and "Enter: f0\n" not in screen
     assert max(len(line) for line in screen.splitlines()) <= 100 + len("\x1b[H\x1b[2J")
+
+
+def test_screen_view_limits_sender_rows() -> None:
+    from profkit.monitor.view import ScreenView
+
+    m = Monitor()
+    for i in range(40):
+        m.feed(encode(f"s/{i}", 0, 0, ["Enter: x"]), float(i))
+    out = _Out()
+    view = ScreenView(out, top=2, width=100, height=24)  # type: ignore[arg-type]
+    view.tick(m)
+    assert "s/39" in out.text and "s/0 " not in out.text
+    assert "(+34 less recent senders not shown)" in out.text
+    assert "s/0" in summary(m, 2)  # the final summary lists them all

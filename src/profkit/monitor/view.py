@@ -60,7 +60,8 @@ class ScreenView:
                          else body.split("\n"))
 
     def tick(self, monitor: Monitor) -> None:
-        head = summary(monitor, self.top, self.width, title="profkit monitor (Ctrl-C to stop)")
+        head = summary(monitor, self.top, self.width, title="profkit monitor (Ctrl-C to stop)",
+                       max_senders=max(3, self.height // 4))
         rows = head.splitlines()
         room = self.height - len(rows) - 2
         if room > 0 and not self.quiet:
@@ -79,8 +80,15 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
 
 
-def summary(monitor: Monitor, top: int, width: int = 80, *, title: str = "profkit monitor") -> str:
-    """Totals, one row per sender and the hottest functions."""
+def summary(
+    monitor: Monitor,
+    top: int,
+    width: int = 80,
+    *,
+    title: str = "profkit monitor",
+    max_senders: int | None = None,
+) -> str:
+    """Totals, one row per sender (the most recently heard ``max_senders``), hottest functions."""
     t = monitor.totals()
     out = [
         _cut(f"{title}: {t.senders} sender{'s' if t.senders != 1 else ''}, {t.received} datagrams, "
@@ -90,10 +98,15 @@ def summary(monitor: Monitor, top: int, width: int = 80, *, title: str = "profki
     if monitor.senders:
         out.append(f"{'datagrams':>10} {'lines':>10} {'lost':>7} {'reord':>6} {'dropped':>8} "
                    f"{'restart':>7}  sender")
-        for s in sorted(monitor.senders.values(), key=lambda s: s.sender):
+        senders = list(monitor.senders.values())
+        if max_senders is not None and len(senders) > max_senders:
+            senders = sorted(senders, key=lambda s: -s.last_seen)[:max_senders]
+        for s in sorted(senders, key=lambda s: s.sender):
             cols = (f"{s.received:>10} {s.lines:>10} {s.lost:>7} {s.reordered:>6} {s.dropped:>8} "
                     f"{s.restarts:>7}  ")
             out.append(cols + fit(s.sender, width - len(cols)))
+        if len(senders) < len(monitor.senders):
+            out.append(f"  (+{len(monitor.senders) - len(senders)} less recent senders not shown)")
         if monitor.evicted.senders:
             out.append(f"  (+{monitor.evicted.senders} older senders folded into the totals)")
     if monitor.malformed and monitor.last_malformed:
