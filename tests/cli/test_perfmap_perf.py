@@ -90,3 +90,69 @@ def test_symbolize_matches_perf(tmp_path: Path, callchains: bool) -> None:
         finally:
             live_map.unlink(missing_ok=True)
         assert named_by_perf == proc2.stdout, style
+
+
+R2R_LOADER = """\
+import ctypes, os, sys
+dll, main_rva, maps_out = sys.argv[1], int(sys.argv[2], 16), sys.argv[3]
+PROT_READ, PROT_EXEC, MAP_PRIVATE, MAP_FIXED, MAP_ANON = 1, 4, 2, 0x10, 0x20
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_int, ctypes.c_long]
+size = os.path.getsize(dll)
+fd = os.open(dll, os.O_RDONLY)
+# Like CoreCLR on Linux: reserve the image, map the headers at the base (file offset 0)
+# and .text at base + its RVA (0x2000, file offset 0x1000).
+base = libc.mmap(None, 0x2000 + size, 0, MAP_PRIVATE | MAP_ANON, -1, 0)
+assert libc.mmap(base, 0x1000, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0) == base
+text = libc.mmap(base + 0x2000, size - 0x1000, PROT_READ | PROT_EXEC,
+                 MAP_PRIVATE | MAP_FIXED, fd, 0x1000)
+assert text == base + 0x2000
+with open("/proc/self/maps") as src, open(maps_out, "w") as dst:
+    dst.write(src.read())
+print(os.getpid(), base, flush=True)
+ctypes.CFUNCTYPE(None)(base + main_rva)()
+"""
+
+
+def test_r2r_frames_named_end_to_end(tmp_path: Path) -> None:
+    """The issue's top complaint: R2R code in a *.dll mapping is [unknown] in perf.
+
+    A generated R2R image (tests/fixtures/perfmap/MinimalR2R.dll, whose Main is a real
+    loop) is mapped like the runtime maps it; perf cannot name the samples; symbolize
+    with the r2rmap and the process's /proc/PID/maps names every one of them.
+    """
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "perfmap"
+    dll = tmp_path / "MinimalR2R.dll"
+    shutil.copy(fixtures / "MinimalR2R.dll", dll)
+    r2rmap = fixtures / "MinimalR2R.ni.r2rmap"
+    main_line = next(line for line in r2rmap.read_text().splitlines() if "::Main(" in line)
+    main_rva = int(main_line.split()[0], 16)
+    script = tmp_path / "loader.py"
+    script.write_text(R2R_LOADER)
+    maps = tmp_path / "maps.txt"
+    data = tmp_path / "perf.data"
+    proc = subprocess.run(
+        ["perf", "record", "-q", "-e", "cpu-clock", "-o", str(data), "--",
+         sys.executable, str(script), str(dll), f"{main_rva:x}", str(maps)],
+        capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    if proc.returncode != 0 or not data.exists():
+        pytest.skip(f"perf record not permitted here: {proc.stderr.strip()[-200:]}")
+    _, base = (int(x) for x in proc.stdout.split())
+    text = _perf_script(data)
+    loop_ip = f"{base + main_rva + 5:x}".encode()
+    assert loop_ip + b" [unknown] (" + str(dll).encode() + b")" in text
+
+    named = subprocess.run(
+        [sys.executable, "-m", "profkit", "perfmap", "symbolize", "--map", str(r2rmap),
+         "--proc-maps", str(maps), "--stats"],
+        input=text, capture_output=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert named.returncode == 0, named.stderr
+    want = loop_ip + b" System.Int32 MinimalR2R.Program::Main(System.String[])+0x5 ("
+    assert want in named.stdout
+    assert loop_ip + b" [unknown]" not in named.stdout
+    # nothing else changed
+    assert named.stdout.replace(want, loop_ip + b" [unknown] (") == text
