@@ -197,6 +197,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         out.mkdir()
         print(f"\ninstrprof bench: {args.functions} functions, {args.raw_files} raw files, "
               f"{tool}, best of {args.repeat}")
+        startup = time_cmd([*PROFKIT, "profdata", "show", "--help"], args.repeat, None)
+        if startup.seconds is not None:
+            print(f"{'(profkit start-up: show --help)':<34} {startup.seconds:.3f} s")
         show_opts = ["show", "--all-functions", "--counts", str(indexed)]
         llvm = time_cmd([tool, *show_opts], args.repeat, out / "show.llvm.txt")
         ours = time_cmd([*PROFKIT, "profdata", *show_opts], args.repeat, out / "show.profkit.txt")

@@ -33,6 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "tests" / "fixtures" / "instrprof"
 ALL_VERSIONS = (14, 16, 19, 22)
+SCRATCH_TMP = ""  # set by main(): TMPDIR for every tool run
 OPT = "-O2"
 NO_BUILD_ID = "-Wl,--build-id=none"
 BUILD_ID = "-Wl,--build-id"
@@ -70,6 +71,9 @@ class Variant:
     link: tuple[str, ...] = (NO_BUILD_ID,)
     shows: tuple[str, ...] = ()  # extra SHOWS keys besides BASE_SHOWS
     cs_stage1: bool = False  # build with -fprofile-use of an IR stage-1 profile
+    # Options by LLVM version range, e.g. the debug-info-correlation flag was renamed in 17.
+    flags_by_version: tuple[tuple[int, tuple[str, ...]], ...] = ()
+    correlate: bool = False  # raw file has no data/names: merge needs --debug-info=<binary>
     note: str = ""
 
 
@@ -115,6 +119,12 @@ VARIANTS: tuple[Variant, ...] = (
             shows=VALUE_SHOWS, note="IR PGO, loop entries always instrumented"),
     Variant("ir_cs", ("-fcs-profile-generate",), cs_stage1=True, shows=("showcs",),
             note="context-sensitive IR: -fprofile-use=<ir stage 1> -fcs-profile-generate"),
+    Variant("ir_dbgcorrelate", (*IR, "-g", *_mllvm("-disable-vp=true")),
+            flags_by_version=((14, _mllvm("-debug-info-correlate")),
+                              (17, _mllvm("-profile-correlate=debug-info"))),
+            correlate=True,
+            note="debug-info correlation: raw file without data/names (binary not kept: "
+                 "~90 KB; merge used --debug-info=prog)"),
     Variant("binary_ids", IR, link=(BUILD_ID,), shows=("binary-ids",),
             note="IR PGO with a GNU build ID in the binary"),
     Variant("cxx_fe", FE, source="vtable.cpp", note="C++ front end, mangled names"),
@@ -179,6 +189,8 @@ def run(cmd: Sequence[str], cwd: Path, env: dict[str, str] | None = None,
     for name in ("HOME", "RUSTUP_HOME", "CARGO_HOME", "RUSTUP_TOOLCHAIN"):
         if name in os.environ:
             full_env[name] = os.environ[name]
+    if SCRATCH_TMP:  # compiler crash reproducers etc. land in the scratch dir, not /tmp
+        full_env["TMPDIR"] = SCRATCH_TMP
     if env:
         full_env.update(env)
     proc = subprocess.run(list(cmd), cwd=cwd, env=full_env, capture_output=True, text=True,
@@ -223,6 +235,11 @@ def build_and_run(v: Variant, version: int, src_dir: Path, work: Path, out_raw: 
     else:
         shutil.copy(src_dir / v.source, work / v.source)
         flags = list(v.flags)
+        for since, extra in v.flags_by_version:
+            if version >= since:
+                chosen = extra
+        if v.flags_by_version:
+            flags += chosen
         if v.cs_stage1:
             assert ir_stage1 is not None
             shutil.copy(ir_stage1, work / "stage1.profdata")
@@ -269,12 +286,20 @@ def save_shows(manifest: Manifest, tool: str, version: int, variant: str, profil
 
 def convert(manifest: Manifest, tool: str, version: int, variant: str, out_dir: Path,
             inputs: Sequence[str], stem: str, shows: Sequence[str],
-            extra_opts: Sequence[str] = ()) -> None:
-    """merge inputs -> <stem>.profdata and <stem>.proftext, then save the show outputs."""
+            extra_opts: Sequence[str] = (), debug_info: Path | None = None) -> None:
+    """merge inputs -> <stem>.profdata and <stem>.proftext, then save the show outputs.
+
+    ``debug_info`` is the scratch binary for a debug-info-correlated raw file; the manifest
+    records it as ``--debug-info=prog`` (the binary is not kept).
+    """
     targets = ((f"{stem}.profdata", ()), (f"{stem}.proftext", ("--text",)))
     for name, opts in targets:
         cmd = [tool, "merge", *extra_opts, *opts, "-o", name, *inputs]
-        proc = run(cmd, out_dir)
+        if debug_info is not None:
+            proc = run([*cmd[:2], f"--debug-info={debug_info}", *cmd[2:]], out_dir)
+            cmd = [*cmd[:2], "--debug-info=prog", *cmd[2:]]
+        else:
+            proc = run(cmd, out_dir)
         extra = {"stderr": proc.stderr.strip()} if proc.stderr.strip() else {}
         kind = "profdata" if name.endswith(".profdata") else "proftext"
         manifest.add(out_dir / name, llvm=version, variant=variant, kind=kind, command=cmd,
@@ -314,7 +339,12 @@ def gen_version(version: int, src_dir: Path, out: Path, build_root: Path,
         save_shows(manifest, tool, version, v.name, raw,
                    (*BASE_SHOWS, *v.shows, "profile-version"))
         try:
-            convert(manifest, tool, version, v.name, vdir, [raw.name], v.name, v.shows)
+            binary = build_root / f"clang{version}" / v.name / "prog" if v.correlate else None
+            # A correlated raw file alone holds no records: its conversions are named
+            # <variant>.correlated.* so nobody pairs them with the raw file's own content.
+            stem = f"{v.name}.correlated" if v.correlate else v.name
+            convert(manifest, tool, version, v.name, vdir, [raw.name], stem, v.shows,
+                    debug_info=binary)
         except StepFailed as exc:
             manifest.skip(llvm=version, variant=v.name, output="profdata", reason=str(exc))
             continue
@@ -471,6 +501,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.keep_build:
         build_root = args.keep_build.resolve()
         build_root.mkdir(parents=True, exist_ok=True)
+    global SCRATCH_TMP
+    SCRATCH_TMP = str(build_root / "tmp")
+    os.makedirs(SCRATCH_TMP, exist_ok=True)
     try:
         for version in versions:
             print(f"clang-{version} ...", file=sys.stderr)
