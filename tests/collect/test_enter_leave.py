@@ -128,7 +128,7 @@ def test_function_info(backend: str) -> None:
     detach()
     firsts = [e[1] for e in rec.of("first")]
     assert firsts.count("middle") == 1
-    fids = [f for f in info.functions.codes if info.get_function_info(f).name == "middle"]  # type: ignore[arg-type]
+    fids = [f for f in list(info.functions.codes) if info.get_function_info(f).name == "middle"]  # type: ignore[arg-type]
     fi = info.get_function_info(fids[0])  # type: ignore[arg-type]
     assert fi.module == __name__
     assert fi.full_name == f"{__name__}.middle"
@@ -296,3 +296,33 @@ def test_shadow_stack_semantics(backend: str) -> None:
     assert captured["between"][-1] == "consumer"
     assert captured["in_thrower"][-2:] == ("consumer", "thrower")
     assert captured["after_unwind"][-1] == "consumer"
+
+
+def test_request_profiler_detach_from_callback(backend: str) -> None:
+    class Once(Recorder):
+        def function_enter(self, fid: int) -> None:  # type: ignore[override]
+            super().function_enter(fid)
+            assert self.info is not None
+            self.info.request_profiler_detach()
+
+        def profiler_detach_succeeded(self) -> None:
+            self.add("detached")
+
+    rec = Once(EventMask.ENTER_LEAVE)
+    attach(rec, backend)
+    middle(1)
+    middle(2)
+    assert current_session() is None
+    assert [e[0] for e in rec.events] == ["enter", "detached", "shutdown"]
+
+
+def test_set_function_events_overrides_filter(backend: str) -> None:
+    rec = Recorder(EventMask.ENTER_LEAVE | EventMask.FIRST_EXECUTION, filter=lambda fi: False)
+    session = attach(rec, backend)
+    middle(1)  # rejected, but its id is born
+    info = session.info
+    (fid,) = [f for f in list(info.functions.codes) if info.get_function_info(f).name == "middle"]  # type: ignore[arg-type]
+    info.set_function_events(fid, EventMask.ENTER_LEAVE)  # type: ignore[arg-type]
+    middle(1)
+    detach()
+    assert rec.calls({"middle", "leaf"}) == [("enter", "middle"), ("leave", "middle")]

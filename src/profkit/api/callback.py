@@ -14,6 +14,13 @@ Threading and reentrancy rules (as in the CLR, callbacks are **not serialized**)
 * ``function_leave`` is delivered for every exit of a function, by ``return`` or by an
   exception unwinding through it, so enter/leave always pair up; a generator or coroutine
   that suspends gets ``function_yield`` instead, and ``function_resume`` when it continues.
+  Frames already running when the profiler attached are never reported (no leave without
+  its enter). A suspended generator that is closed or collected may end without a further
+  notification (3.13 closes simple generators without running them), so a profiler must
+  not wait for every yielded generator to leave.
+* Only functions accepted by the function filter are reported (enter/leave, arguments,
+  return values, transitions from them, exceptions in them, frames in stack samples).
+  profkit's own collector code and the profiler's own methods are never reported.
 """
 
 from __future__ import annotations

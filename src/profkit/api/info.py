@@ -73,7 +73,12 @@ class ProfilerInfo(Protocol):
         """
 
     def set_function_events(self, function_id: FunctionId, mask: EventMask) -> None:
-        """Per-function event selection (the analogue of re-instrumenting one routine)."""
+        """Per-function event selection (the analogue of re-instrumenting one routine).
+
+        Overrides the filter's verdict for one function: its notifications are on when
+        ``mask`` has ``ENTER_LEAVE``, ``CODE_TRANSITIONS`` or ``EXCEPTIONS``, off otherwise
+        (on ``sys.monitoring`` by setting that code object's local events).
+        """
 
     def get_function_info(self, function_id: FunctionId) -> FunctionInfo: ...
 
@@ -84,7 +89,9 @@ class ProfilerInfo(Protocol):
     def get_current_thread_id(self) -> ThreadId: ...
 
     def get_shadow_stack(self, thread_id: ThreadId) -> tuple[FunctionId, ...]:
-        """The thread's stack as profkit tracked it (needs ``ENABLE_SHADOW_STACK``), outermost first."""
+        """The accepted functions entered and not yet left/suspended on that thread,
+        outermost first (needs ``ENABLE_SHADOW_STACK``). During a notification about a
+        function, that function is on top."""
 
     def do_stack_snapshot(self, thread_id: ThreadId) -> tuple[FunctionId, ...]:
         """The thread's stack read from its live frames now (needs ``ENABLE_STACK_SNAPSHOT``)."""

@@ -22,7 +22,7 @@ from profkit.api.errors import (
 )
 from profkit.api.events import IMMUTABLE, EventMask
 from profkit.api.ids import FunctionId, ModuleId, ThreadId
-from profkit.api.info import FunctionInfo, ModuleInfo, ThreadInfo
+from profkit.api.info import FunctionInfo, ModuleInfo, ProfilerInfo, ThreadInfo
 from profkit.collect.base import Backend
 from profkit.collect.plan import Plan, make_plan
 from profkit.collect.registry import FunctionTable, ModuleTable, ThreadTable
@@ -106,7 +106,7 @@ class Session:
                 self._rearm()
 
     def set_function_events(self, function_id: FunctionId, mask: EventMask) -> None:
-        """Per-function selection: only ENTER_LEAVE / CODE_TRANSITIONS / EXCEPTIONS bits count."""
+        """Override the filter for one function (see :class:`~profkit.api.ProfilerInfo`)."""
         self.functions.info(function_id)  # validates the id
         with self._lock:
             self.function_events[function_id] = EventMask(mask)
@@ -201,7 +201,9 @@ class Session:
             return False
         special = self.function_events.get(fid)
         if special is not None:
-            return bool(special & EventMask.ENTER_LEAVE)
+            return bool(
+                special & (EventMask.ENTER_LEAVE | EventMask.CODE_TRANSITIONS | EventMask.EXCEPTIONS)
+            )
         accept = self.filter
         if accept is None:
             return True
@@ -348,3 +350,8 @@ def _on_detached(session: Session) -> None:
     from profkit.collect import _forget
 
     _forget(session)
+
+
+def _conforms(session: Session) -> ProfilerInfo:
+    """mypy checks here that Session implements the ProfilerInfo protocol."""
+    return session
