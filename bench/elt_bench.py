@@ -1,10 +1,11 @@
 """Overhead of ``profkit run`` (ELT trace mode, sampling mode, UDP streaming) against peers.
 
 Each call-dense workload runs as a whole process — bare, under cProfile, pyinstrument,
-viztracer and profkit — and the best (minimum) wall time of ``--repeat`` runs — the least disturbed by other load
-on the machine — is compared with
-the bare run *measured in the same session*, per interpreter. Overhead ratio = profiled
-time / bare time; "vs cProfile" compares the time *added* (overhead) with cProfile's.
+viztracer and profkit — and the best (minimum) wall time of ``--repeat`` runs (the run
+least disturbed by other load on the machine) is compared with the bare run *measured in
+the same session*, per interpreter. Overhead ratio = profiled time / bare time; "vs
+cProfile" compares the time *added* (overhead) with cProfile's; "net of start-up" takes
+each tool's fixed start/exit cost (measured on an empty script) out of both sides.
 
     python bench/elt_bench.py                       # current python, 5 runs each
     python bench/elt_bench.py --python .venvs/py3.12/bin/python --python .venvs/py3.13/bin/python

@@ -314,3 +314,30 @@ def test_environment_activation_without_profkit_run(probe_dir: Path) -> None:
     names = {f.name for f in profile.frames}
     assert names and all(n.startswith(("__main__.", "probe.")) for n in names), names
     assert "traced" in out.stderr  # PROFKIT_TREE defaults to on
+
+
+FORKY = '''\
+import os
+def work():
+    return sum(range(10000))
+pid = os.fork()
+work()
+if pid:
+    os.waitpid(pid, 0)
+print("child" if pid == 0 else "parent")
+'''
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork")
+@pytest.mark.skipif(not _startup_hook_installed(), reason="profkit's start-up .pth is not installed")
+def test_forked_child_returning_through_profkit_writes_its_own_clean_profile(tmp_path: Path) -> None:
+    (tmp_path / "forky.py").write_text(FORKY)
+    out = _run([*LAUNCHERS[0], "--no-tree", "-o", "f.json", "forky.py"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert sorted(out.stdout.split()) == ["child", "parent"]
+    assert out.stderr.count("profile saved to f.json") == 1  # the parent's message only
+    (child,) = tmp_path.glob("f.*.json")
+    for path in (tmp_path / "f.json", child):
+        names = [f.name for f in profile_file.load(path).frames]
+        assert any(n.endswith(".work") for n in names), names
+        assert not any(n.startswith(("threading.", "enum.", "contextlib.")) for n in names), names

@@ -83,7 +83,12 @@ def _handler(args: argparse.Namespace) -> int:
         profiler.start_events()
 
     with _child_environment(settings, path):
-        outcome = program.run(prepared, start, lambda: _stop(profiler, detach))
+        outcome = program.run(
+            prepared,
+            start,
+            lambda: _stop(_ours(profiler, parent_pid, current_session), detach),
+            main_done=lambda: _ours(profiler, parent_pid, current_session).quiet_this_thread(),
+        )
     if os.getpid() != parent_pid:
         # A forked child returning through here: its profiler saved its own file.
         return _pass_through(outcome)
@@ -133,8 +138,22 @@ def _say(text: str) -> None:
         pass  # nowhere to say it; the profile is saved
 
 
+def _ours(profiler: Any, parent_pid: int, current_session: Any) -> Any:
+    """The profiler recording this process.
+
+    In a forked child returning through ``profkit run``'s code, that is the fresh profiler
+    the collector attached at the fork, not our inherited (detached) one.
+    """
+    if os.getpid() != parent_pid:
+        session = current_session()
+        if session is not None and hasattr(session.profiler, "quiet_this_thread"):
+            return session.profiler
+    return profiler
+
+
 def _stop(profiler: Any, detach: Any) -> None:
-    profiler.stop_events()  # profkit's own detach work stays out of the profile
+    """Stop recording, then detach, so profkit's own detach work stays out of the profile."""
+    profiler.stop_events()
     detach()
 
 

@@ -187,12 +187,20 @@ class EltProfiler(TraceHooks, ProfilerCallback):
         # This thread continues on a silent stack (its real one stays registered for
         # build_profile); new threads get throwaway ones; the mask turns the rest off.
         self._paused = True
-        silent = Node(None)
-        silent.kind = -1
-        self._local.stack = [silent]
+        self.quiet_this_thread()
         if self._info is not None:
             with contextlib.suppress(Exception):
                 self._info.set_event_mask(EventMask.NONE)
+
+    def quiet_this_thread(self) -> None:
+        """Record nothing more on the calling thread (its stack so far is kept).
+
+        ``profkit run`` calls it when the program's main code has ended and it only
+        waits for the program's other threads, which go on being recorded.
+        """
+        silent = Node(None)
+        silent.kind = -1
+        self._local.stack = [silent]
 
     def shutdown(self) -> None:
         """Build :attr:`profile`; a standalone profiler also saves (and prints) it."""

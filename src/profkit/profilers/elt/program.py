@@ -96,10 +96,18 @@ class Program:
                 sys.path[:] = saved
         return Prepared(compile(self.target, "<string>", "exec"), {})
 
-    def run(self, prepared: Prepared, start: Callable[[], None], stop: Callable[[], None]) -> Outcome:
+    def run(
+        self,
+        prepared: Prepared,
+        start: Callable[[], None],
+        stop: Callable[[], None],
+        main_done: Callable[[], None] = lambda: None,
+    ) -> Outcome:
         """Set up argv/path/__main__, ``start()`` profiling, run, ``stop()``, restore.
 
-        Returns how the program ended; never raises for the program's own exceptions.
+        ``main_done()`` is called when the main code has ended, before waiting for the
+        program's non-daemon threads. Returns how the program ended; never raises for the
+        program's own exceptions.
         """
         saved_argv, saved_path0 = sys.argv[:], (sys.path[0] if sys.path else None)
         saved_main = sys.modules.get("__main__")
@@ -114,7 +122,7 @@ class Program:
             start()  # a failure to attach is profkit's error, not the program's: it propagates
             ended: BaseException | None = None
             try:
-                self._execute(prepared)
+                self._execute(prepared, main_done)
             except BaseException as exc:
                 ended = exc
             finally:
@@ -135,7 +143,7 @@ class Program:
             return os.getcwd()
         return ""
 
-    def _execute(self, prepared: Prepared) -> None:
+    def _execute(self, prepared: Prepared, main_done: Callable[[], None]) -> None:
         if prepared.code is None:
             runpy.run_path(self.target, run_name="__main__")
         else:
@@ -147,6 +155,7 @@ class Program:
             main.__dict__.update(prepared.globals)
             sys.modules["__main__"] = main
             exec(prepared.code, main.__dict__)
+        main_done()
         _join_threads()
 
 
