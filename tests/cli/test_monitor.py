@@ -84,3 +84,38 @@ def test_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["monitor", "--listen", "nope"]) == 2
     assert "bad --listen" in capsys.readouterr().err
     assert main(["monitor", "--top", "-1"]) == 2
+
+
+def test_terminal_gets_the_refreshed_screen() -> None:
+    pty = pytest.importorskip("pty")
+    import os
+
+    port = _free_port()
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "profkit", "monitor", "--listen", f"127.0.0.1:{port}",
+         "--duration", "1.5"],
+        stdout=follower, stderr=subprocess.PIPE, env={**os.environ, "COLUMNS": "90", "LINES": "30"},
+    )
+    os.close(follower)
+    assert proc.stderr is not None
+    assert b"listening on udp" in proc.stderr.readline()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.sendto(encode("tty/1", 0, 0, ["Enter: m.f", "Leave: m.f, Duration: 7 ns"]),
+                 ("127.0.0.1", port))
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # EIO once the process closed its end
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    assert proc.wait(timeout=20) == 0
+    proc.stderr.close()
+    screen = b"".join(chunks).decode("utf-8", "replace")
+    assert "\x1b[H\x1b[2J" in screen
+    assert "profkit monitor (Ctrl-C to stop): 1 sender" in screen
+    assert "Leave: m.f, Duration: 7 ns" in screen
