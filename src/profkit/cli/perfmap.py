@@ -22,7 +22,7 @@ from profkit.formats.perfmap._lines import PERF_STYLE, render_lines
 from profkit.formats.perfmap.bases import BaseResolver, parse_address
 from profkit.formats.perfmap.pe import read_pe
 from profkit.formats.perfmap.perfinfo import load_perfinfo, read_perfinfo
-from profkit.formats.perfmap.perfpid import read_perf_map
+from profkit.formats.perfmap.perfpid import PerfMap, read_perf_map
 from profkit.formats.perfmap.perfscript import SymbolizeStats, symbolize_stream
 from profkit.formats.perfmap.procmaps import load_proc_maps
 from profkit.formats.perfmap.r2rmap import (
@@ -112,10 +112,12 @@ def _base_options(p: argparse.ArgumentParser) -> None:
 # -- loading ------------------------------------------------------------------------------
 
 
-def _load_any_map(path: str, lenient: bool) -> R2RPerfMap | Any:
+def _load_any_map(path: str, lenient: bool) -> R2RPerfMap | PerfMap:
+    """An r2rmap (by header or file name) or else a perf map."""
     data = read_input(path, PerfMapFormatError)
+    m: R2RPerfMap | PerfMap
     if looks_like_r2rmap(data, path):
-        m: Any = read_r2rmap(data, path=path, strict=not lenient)
+        m = read_r2rmap(data, path=path, strict=not lenient)
     else:
         m = read_perf_map(data, path=path, strict=not lenient)
     _warn_skipped(path, m.skipped)
@@ -278,6 +280,12 @@ def _convert(args: argparse.Namespace) -> int:
             style = dataclasses.replace(style, final_newline=True)
             if not existing.endswith(b"\n"):
                 existing += style.newline.encode()
+    short = sum(1 for n in names if len(n) < 3)
+    if short:
+        print(
+            f"profkit: warning: {short} name(s) shorter than 3 characters; perf ignores such lines",
+            file=sys.stderr,
+        )
     data = existing + render_lines(all_starts, all_sizes, names, style)
     if out == "-":
         sys.stdout.buffer.write(data)
