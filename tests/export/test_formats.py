@@ -231,3 +231,14 @@ def test_html_is_self_contained_and_escapes_script() -> None:
         for row in t["nodes"][1:]:
             counts[doc["names"][row[1]]] += row[4]
     assert counts["myapp.core.work"] == 2
+
+
+def test_empty_profile_exports_loadable_files(tmp_path: Path) -> None:
+    from profkit.export import registry
+
+    empty = CallProfile("sample")
+    for fmt in registry.FORMATS:
+        registry.export(empty, fmt.name, tmp_path / ("e" + fmt.extension))
+    assert pstats.Stats(str(tmp_path / "e.pstats")).total_calls == 0  # type: ignore[attr-defined]
+    _check_speedscope(json.loads((tmp_path / "e.speedscope.json").read_bytes()))
+    assert _decode_pprof((tmp_path / "e.pb.gz").read_bytes())["samples"] == []

@@ -85,6 +85,10 @@ def loads(raw: bytes, *, path: str | None = None) -> CallProfile:
         raise ProfileDataError(
             "malformed", f"not UTF-8 text{where}", path=path, offset=exc.start
         ) from None
+    if text.lstrip()[:1] != "{":
+        raise ProfileDataError(
+            "bad_magic", "not a profkit profile (it is not a JSON object)", path=path, offset=0
+        )
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:

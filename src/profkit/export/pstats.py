@@ -38,6 +38,11 @@ def stats_dict(profile: CallProfile) -> dict[FuncKey, tuple[int, int, float, flo
     return out
 
 
+#: ``pstats.Stats`` refuses an empty dict, so a profile without calls gets this one entry.
+EMPTY_KEY: FuncKey = ("~", 0, "<no calls recorded>")
+
+
 def write(profile: CallProfile) -> bytes:
     """The profile as a pstats file (marshal data)."""
-    return marshal.dumps(stats_dict(profile))
+    stats = stats_dict(profile) or {EMPTY_KEY: (0, 0, 0.0, 0.0, {})}
+    return marshal.dumps(stats)
