@@ -197,3 +197,38 @@ def test_docs_example_profiler_runs(capsys: pytest.CaptureFixture[str]) -> None:
     detach()
     out = capsys.readouterr().out.split()
     assert out[0] == "3" and out[1].endswith(".add")
+
+
+def reraiser() -> None:
+    try:
+        raise KeyError("k")
+    except KeyError:
+        raise
+
+
+def handles() -> str:
+    try:
+        reraiser()
+    except KeyError:
+        return "handled"
+    return "no"
+
+
+def test_exception_notifications(backend: str) -> None:
+    from profkit.collect import _capabilities
+
+    rec = Recorder(EventMask.ENTER_LEAVE | EventMask.EXCEPTIONS)
+    attach(rec, backend)
+    assert handles() == "handled"
+    detach()
+    kinds = [e[:2] for e in rec.events if e[0] in ("thrown", "caught", "reraised", "unwind")]
+    assert ("unwind", "reraiser") in kinds
+    if _capabilities(backend).full_exceptions:
+        assert kinds == [
+            ("thrown", "reraiser"),
+            ("caught", "reraiser"),
+            ("reraised", "reraiser"),
+            ("unwind", "reraiser"),
+            ("thrown", "handles"),
+            ("caught", "handles"),
+        ]

@@ -78,16 +78,20 @@ class ProfilerCallback:
 
     # -- exceptions (EXCEPTIONS) --------------------------------------------------------
     def exception_thrown(self, function_id: FunctionId, exception: BaseException) -> None:
-        """An exception is raised in (or propagates into) ``function_id``."""
+        """An exception is raised in (or propagates into) ``function_id``. Only on
+        backends with ``full_exceptions`` (``monitoring``)."""
 
     def exception_unwind_function_leave(self, function_id: FunctionId) -> None:
         """An exception leaves ``function_id`` unhandled (its frame is popped)."""
 
     def exception_caught(self, function_id: FunctionId, exception: BaseException) -> None:
-        """An ``except`` clause in ``function_id`` takes the exception (``ExceptionCatcherEnter``)."""
+        """A handler the user wrote in ``function_id`` (``except``, ``finally``, ``with``)
+        takes the exception (``ExceptionCatcherEnter``); compiler-made cleanup handlers
+        are not reported. Only on backends with ``full_exceptions``."""
 
     def exception_reraised(self, function_id: FunctionId, exception: BaseException) -> None:
-        """A bare ``raise`` or a ``finally`` re-raises the exception in ``function_id``."""
+        """A bare ``raise`` or the end of a ``finally`` re-raises the exception in
+        ``function_id``. Only on backends with ``full_exceptions``."""
 
     # -- threads (THREADS) --------------------------------------------------------------
     def thread_created(self, thread_id: ThreadId) -> None:

@@ -3,7 +3,9 @@
 * **Threads**: ``threading.Thread._bootstrap_inner`` is wrapped (class attribute, restored
   at detach), so ``thread_created`` runs on the new thread before its ``run()`` and
   ``thread_destroyed`` after it, whatever ``run`` a subclass defines; the ``Thread.name``
-  property is wrapped for ``thread_name_changed``. Threads started with ``_thread``
+  property is wrapped for ``thread_name_changed``. A ``Thread`` with a true
+  ``profkit_internal`` attribute (the sampler; profilers' own helper threads) is silent.
+  Threads started with ``_thread``
   directly, and threads already running at attach, get no created/destroyed
   notifications (they are still listed by ``iter_threads`` and traced).
 * **Module loads**: a finder at the front of ``sys.meta_path``. A finder only runs for
@@ -88,6 +90,9 @@ class SideHooks:
         def _bootstrap_inner(thread: Any) -> None:
             tid = _get_ident()
             table.seen(tid, thread.name, _get_native_id())
+            if getattr(thread, "profkit_internal", False):
+                original(thread)  # profkit's own threads (the sampler, line flushers)
+                return
             if session.active:
                 if created is not None:
                     call("thread_created", created, ThreadId(tid))

@@ -9,6 +9,7 @@ so that unused work is absent, not skipped.
 
 from __future__ import annotations
 
+import dis
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +21,9 @@ from profkit.collect.transitions import NATIVE_TYPES, arguments_of
 MON: Any = getattr(sys, "monitoring", None)
 
 _E = MON.events if MON is not None else None
+_PUSH_EXC_INFO = dis.opmap["PUSH_EXC_INFO"]
+_POP_EXCEPT = dis.opmap["POP_EXCEPT"]
+
 #: Every event a tool of ours may have a callback for.
 ALL_MONITORING_EVENTS: tuple[int, ...] = (
     tuple(
@@ -173,17 +177,39 @@ def _transition_callbacks(session: Session) -> dict[int, Callable[..., Any]]:
 
 
 def _exception_callbacks(session: Session, enabled: set[int]) -> dict[int, Callable[..., Any]]:
+    """RAISE / EXCEPTION_HANDLED / RERAISE for accepted functions, user-level only.
+
+    The compiler wraps every ``except`` body in a hidden cleanup handler (``COPY 3;
+    POP_EXCEPT; RERAISE 1``) that catches and re-raises once more; reporting it would show
+    each ``except ...: raise`` as two catches and two re-raises. So a handler counts only
+    if it starts with ``PUSH_EXC_INFO`` (an ``except``/``finally``/``with`` the user wrote),
+    and a ``RERAISE`` right after ``POP_EXCEPT`` is the hidden one. Decided once per
+    (code, offset).
+    """
     ev = MON.events
     plan = session.plan
     idf, fail = id, session.fail
+    user_level: dict[tuple[int, int], bool] = {}
 
-    def make(fn: Callable[..., Any] | None, what: str) -> Callable[..., Any] | None:
+    def is_user_level(code: Any, offset: int, handled: bool) -> bool:
+        key = (idf(code), offset)
+        verdict = user_level.get(key)
+        if verdict is None:
+            raw = code.co_code
+            if handled:
+                verdict = raw[offset] == _PUSH_EXC_INFO
+            else:
+                verdict = not (offset >= 2 and raw[offset - 2] == _POP_EXCEPT)
+            user_level[key] = verdict
+        return verdict
+
+    def make(fn: Callable[..., Any] | None, what: str, kind: int) -> Callable[..., Any] | None:
         if fn is None:
             return None
 
         def on_exception(code: Any, offset: int, exc_value: BaseException) -> None:
             fid = idf(code)
-            if fid in enabled:
+            if fid in enabled and (kind == 0 or is_user_level(code, offset, kind == 1)):
                 try:
                     fn(fid, exc_value)
                 except Exception as exc:
@@ -192,8 +218,8 @@ def _exception_callbacks(session: Session, enabled: set[int]) -> dict[int, Calla
         return on_exception
 
     out = {
-        ev.RAISE: make(plan.thrown, "exception_thrown"),
-        ev.RERAISE: make(plan.reraised, "exception_reraised"),
-        ev.EXCEPTION_HANDLED: make(plan.caught, "exception_caught"),
+        ev.RAISE: make(plan.thrown, "exception_thrown", 0),
+        ev.EXCEPTION_HANDLED: make(plan.caught, "exception_caught", 1),
+        ev.RERAISE: make(plan.reraised, "exception_reraised", 2),
     }
     return {e: f for e, f in out.items() if f is not None}

@@ -94,10 +94,10 @@ class Sampler:
         """Start the sampler thread (a daemon: it never keeps the process alive)."""
         if self.session.plan.mask & EventMask.SAMPLING and self._thread is None:
             self._stop.clear()
-            self._thread = threading.Thread(
-                target=self._run, name="profkit-sampler", daemon=True
-            )
-            self._thread.start()
+            thread = threading.Thread(target=self._run, name="profkit-sampler", daemon=True)
+            thread.profkit_internal = True  # type: ignore[attr-defined]
+            self._thread = thread
+            thread.start()
 
     def stop(self) -> None:
         """Stop and join the thread (unless called from the sampler thread itself)."""

@@ -245,6 +245,10 @@ def _make_hook(session: Session, state: list[bool]) -> Callable[..., Any]:
             except Exception as exc:
                 fail(exc, "code transition")
 
+    gen_fast = _GEN if fast else -1
+    yield_cb = yield_ or _noop
+    resume_cb = resume or _noop
+
     def hook(frame: FrameType, event: str, arg: Any) -> None:
         if event == "call":
             fid = idf(frame.f_code)
@@ -257,6 +261,18 @@ def _make_hook(session: Session, state: list[bool]) -> Callable[..., Any]:
                 return
             if st == _REJECTED:
                 return
+            if st == gen_fast:
+                raw, first = gen_code[fid]
+                lasti = frame.f_lasti
+                if raw[lasti] != _YIELD:  # a throw() stops at YIELD_VALUE: slow path
+                    try:
+                        if lasti == first:
+                            enter(fid)
+                        else:
+                            resume_cb(fid)
+                    except Exception as exc:
+                        fail(exc, "function_enter")
+                    return
         elif event == "return":
             fid = idf(frame.f_code)
             st = status_get(fid)
@@ -267,6 +283,18 @@ def _make_hook(session: Session, state: list[bool]) -> Callable[..., Any]:
                     fail(exc, "function_leave")
                 return
             if st == _REJECTED:
+                return
+            if st == gen_fast and not throwing:
+                raw, first = gen_code[fid]
+                lasti = frame.f_lasti
+                op = raw[lasti]
+                try:
+                    if op == _YIELD or (op == _RESUME and lasti != first):
+                        yield_cb(fid)
+                    else:
+                        leave(fid)  # a return or an unwind: both leave
+                except Exception as exc:
+                    fail(exc, "function_leave")
                 return
         elif not transitions and state[0]:
             return
