@@ -97,7 +97,7 @@ def fast_parse(data: bytes) -> tuple[np.ndarray, np.ndarray, list[str]] | None:
     lo_list, hi_list = name_lo.tolist(), name_hi.tolist()
     if data.isascii():
         text = data.decode("ascii")
-        names = list(map(text.__getitem__, map(slice, lo_list, hi_list)))
+        names = [text[a:b] for a, b in zip(lo_list, hi_list, strict=True)]
     else:
         names = [
             data[a:b].decode("utf-8", "surrogateescape")
