@@ -21,7 +21,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 from profkit.api.events import EventMask
 from profkit.api.ids import FunctionId, ThreadId
@@ -89,6 +88,9 @@ class Sampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.samples = 0  #: samples delivered (for tests and the bench)
+        self._last: dict[int, int] = {}  #: thread → its clock at its previous sample
+        self._last_tick = 0
+        self._last_proc = 0
 
     def start(self) -> None:
         """Start the sampler thread (a daemon: it never keeps the process alive)."""
@@ -110,46 +112,16 @@ class Sampler:
         """SAMPLING is immutable, so nothing changes."""
 
     def _run(self) -> None:
-        session = self.session
-        stack_sample = session.profiler.stack_sample
-        fail = session.fail
-        frames_to_ids = session.frames_to_ids
-        me = threading.get_ident()
+        stack_sample = self.session.profiler.stack_sample
+        fail = self.session.fail
         stop = self._stop
         interval = self.interval
-        cpu = self.cpu
-        last: dict[int, int] = {}  # thread → clock at its previous sample
-        last_tick = _monotonic_ns()
-        last_proc = _process_time_ns()
+        self._last = {}
+        self._last_tick = _monotonic_ns()
+        self._last_proc = _process_time_ns()
+        me = threading.get_ident()
         while not stop.wait(interval):
-            now = _monotonic_ns()
-            proc = _process_time_ns()
-            frames = _current_frames()
-            frames.pop(me, None)
-            samples: list[tuple[int, tuple[FunctionId, ...], int]] = []
-            share = (proc - last_proc) // max(1, len(frames))
-            for ident, frame in frames.items():
-                if cpu:
-                    used = thread_cpu_ns(ident)
-                    if used is None:
-                        weight = share
-                    else:
-                        weight = used - last.get(ident, used - 0)
-                        if ident not in last:
-                            weight = min(used, int(interval * 1e9))
-                        last[ident] = used
-                    if weight <= 0:
-                        continue
-                else:
-                    weight = now - last.get(ident, last_tick)
-                    last[ident] = now
-                stack = frames_to_ids(frame, accepted_only=True)
-                samples.append((ident, stack, weight))
-            last_tick, last_proc = now, proc
-            if len(last) > 4 * len(frames) + 64:
-                for ident in list(last):
-                    if ident not in frames:
-                        del last[ident]
+            now, samples = self._tick(me)
             for ident, stack, weight in samples:
                 try:
                     stack_sample(ThreadId(ident), stack, now, weight)
@@ -157,8 +129,36 @@ class Sampler:
                     fail(exc, "stack_sample")
                     return
                 self.samples += 1
-            del frames, samples
 
-
-def _unused(*_: Any) -> None:  # pragma: no cover - keeps imports honest for mypy
-    return None
+    def _tick(self, me: int) -> tuple[int, list[tuple[int, tuple[FunctionId, ...], int]]]:
+        """Read every thread's stack once. A method of its own so that no frame stays
+        referenced while the sampler sleeps (that would keep a frame's locals alive)."""
+        frames_to_ids = self.session.frames_to_ids
+        last = self._last
+        now = _monotonic_ns()
+        proc = _process_time_ns()
+        frames = _current_frames()
+        frames.pop(me, None)
+        share = (proc - self._last_proc) // max(1, len(frames))
+        interval_ns = int(self.interval * 1e9)
+        samples: list[tuple[int, tuple[FunctionId, ...], int]] = []
+        for ident, frame in frames.items():
+            if self.cpu:
+                used = thread_cpu_ns(ident)
+                if used is None:
+                    weight = share
+                else:
+                    previous = last.get(ident)
+                    weight = min(used, interval_ns) if previous is None else used - previous
+                    last[ident] = used
+                if weight <= 0:
+                    continue
+            else:
+                weight = now - last.get(ident, self._last_tick)
+                last[ident] = now
+            samples.append((ident, frames_to_ids(frame, accepted_only=True), weight))
+        self._last_tick, self._last_proc = now, proc
+        if len(last) > 4 * len(frames) + 64:  # forget threads that ended
+            for ident in [i for i in last if i not in frames]:
+                del last[ident]
+        return now, samples

@@ -64,8 +64,10 @@ class Session:
         self.failed = False
         self._lock = threading.RLock()
         self._report = report or _stderr_line
-        #: frames running at attach (kept alive so their ids stay theirs): never "entered"
-        self.attach_frames: dict[int, FrameType] = {}
+        #: id(frame) → id(code) of frames running at attach (never "entered"). Not the
+        #: frames themselves: holding them would keep their locals alive after they return,
+        #: which a program could notice (finalizers, file closing).
+        self.attach_frames: dict[int, int] = {}
         self._own_codes = _own_codes(profiler)
 
     # -- ProfilerInfo --------------------------------------------------------------------
@@ -141,8 +143,9 @@ class Session:
         already keeps exactly this stack as linked frames (a suspended generator is off it,
         a resumed one on it, an unwound frame gone), so profkit reads it on demand instead
         of pushing and popping per event: the same answer, and zero cost per event.
-        Frames that were already running at attach (never entered) are left out. During a
-        notification about function F, F is on top.
+        Frames that were already running at attach (never entered) are left out (by frame
+        address and code, so a later frame at a reused address could rarely be left out
+        too). During a notification about function F, F is on top.
         """
         if not self.mask & EventMask.ENABLE_SHADOW_STACK:
             raise NotAvailableError("get_shadow_stack needs EventMask.ENABLE_SHADOW_STACK")
@@ -155,7 +158,7 @@ class Session:
             ok = accepted.get(id(code))
             if ok is None:
                 ok = self.discover(code)[1]
-            if ok and pre.get(id(frame)) is not frame:
+            if ok and pre.get(id(frame)) != id(code):
                 out.append(FunctionId(id(code)))
             frame = frame.f_back
         out.reverse()
@@ -262,7 +265,7 @@ class Session:
             for top in sys._current_frames().values():
                 f: FrameType | None = top
                 while f is not None:
-                    self.attach_frames[id(f)] = f
+                    self.attach_frames[id(f)] = id(f.f_code)
                     f = f.f_back
             # Side hooks first and the tracing backend last: a profiler failing on the
             # first event detaches, and nothing may be installed after that.
