@@ -4,8 +4,12 @@ Every notification costs a few attribute operations and one clock read, nothing 
 
 * the per-thread stack holds the tree :class:`~profkit.profilers.elt.tree.Node` objects
   themselves — a call-tree node is a *path*, so it is active at most once per thread at a
-  time and can carry its current activation's start time and callee time (``start``,
-  ``acc``) without allocating a stack entry per call;
+  time and can carry its current activation's start time without allocating a stack
+  entry per call;
+* self time needs no per-call bookkeeping either: a finished call adds its duration to
+  its own ``excl`` and subtracts it from its caller's, so each node's ``excl`` ends up as
+  its total time minus its shown callees' (a hidden call is never subtracted: its time
+  stays in the caller);
 * the clock is read *last* on entry and *first* on exit, so our own bookkeeping is
   charged to the caller, not to the callee;
 * streaming (event lines) and the unusual paths (a leave that does not match the top
@@ -53,7 +57,6 @@ class TraceHooks:
             node = stack[-1].children[function_id]
         except KeyError:
             node = stack[-1].child(function_id)
-        node.acc = 0
         stack.append(node)
         node.start = self._clock()
 
@@ -72,12 +75,12 @@ class TraceHooks:
         if duration >= self._basetime:
             node.calls += 1
             node.incl += duration
-            node.excl += duration - node.acc
+            node.excl += duration
             if duration > node.max:
                 node.max = duration
             if duration < node.min:
                 node.min = duration
-            stack[-1].acc += duration
+            stack[-1].excl -= duration  # the caller's self time excludes it
 
     # A generator/coroutine activation is a call of its node (see docs/elt.md).
     function_resume = function_enter
@@ -90,7 +93,6 @@ class TraceHooks:
         except AttributeError:
             stack = self._new_thread()
         node = stack[-1].child(function_id)
-        node.acc = 0
         node.kind = kind
         stack.append(node)
         node.start = self._clock()
@@ -116,10 +118,10 @@ class TraceHooks:
         if duration >= self._basetime:
             node.calls += 1
             node.incl += duration
-            node.excl += duration - node.acc
+            node.excl += duration
             node.max = max(node.max, duration)
             node.min = min(node.min, duration)
-            stack[-1].acc += duration
+            stack[-1].excl -= duration  # the caller's self time excludes it
         if self._emit is not None:
             _lines.on_close(
                 stack, node, duration, kind, self._basetime, self._name, self._emit, self._unit
@@ -175,7 +177,6 @@ class TraceHooks:
                 node = stack[-1].children[function_id]
             except KeyError:
                 node = stack[-1].child(function_id)
-            node.acc = 0
             stack.append(node)
             node.start = clock()
 
@@ -194,13 +195,36 @@ class TraceHooks:
             if duration >= basetime:
                 node.calls += 1
                 node.incl += duration
-                node.excl += duration - node.acc
+                node.excl += duration
                 if duration > node.max:
                     node.max = duration
                 if duration < node.min:
                     node.min = duration
-                stack[-1].acc += duration
+                stack[-1].excl -= duration  # the caller's self time excludes it
 
+        def leave_all(function_id: FunctionId) -> None:  # no base time: every call counts
+            now = clock()
+            try:
+                stack = local.stack
+            except AttributeError:
+                return
+            node = stack.pop()
+            if node.fid != function_id:
+                stack.append(node)
+                resync(stack, function_id, now, "Leave")
+                return
+            duration = now - node.start
+            node.calls += 1
+            node.incl += duration
+            node.excl += duration
+            if duration > node.max:
+                node.max = duration
+            if duration < node.min:
+                node.min = duration
+            stack[-1].excl -= duration
+
+        if basetime <= 0:
+            leave = leave_all
         self.function_enter = self.function_resume = enter  # type: ignore[method-assign]
         self.function_leave = self.function_yield = leave  # type: ignore[method-assign]
 
@@ -229,11 +253,9 @@ class TraceHooks:
         root = stack[0]
         if root.kind < 0:  # a silent stack
             node = stack[-1].child(function_id)
-            node.acc = 0
             stack.append(node)
             return
         node = stack[-1].child(function_id)
-        node.acc = 0
         node.kind = "Enter"
         name = self._names.get(function_id) or self._name(function_id)
         self._emit(f"{_INDENT * (len(stack) - 1)}Enter: {name}")  # type: ignore[misc]
@@ -256,12 +278,12 @@ class TraceHooks:
         duration = now - node.start
         node.calls += 1
         node.incl += duration
-        node.excl += duration - node.acc
+        node.excl += duration
         if duration > node.max:
             node.max = duration
         if duration < node.min:
             node.min = duration
-        stack[-1].acc += duration
+        stack[-1].excl -= duration  # the caller's self time excludes it
         name = self._names.get(function_id) or self._name(function_id)
         index = len(stack)
         self._emit(  # type: ignore[misc]

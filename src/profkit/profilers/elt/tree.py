@@ -20,7 +20,7 @@ NO_MIN = 1 << 62
 class Node:
     """One call-tree position during capture; plain slots for cheap attribute updates."""
 
-    __slots__ = ("acc", "calls", "children", "excl", "fid", "incl", "kind", "max", "min", "start")
+    __slots__ = ("calls", "children", "excl", "fid", "incl", "kind", "max", "min", "start")
 
     def __init__(self, fid: int | None) -> None:
         self.fid = fid
@@ -30,9 +30,9 @@ class Node:
         self.min = NO_MIN
         self.max = 0
         self.children: dict[int, Node] = {}
-        # The activation in progress (a node is active at most once per thread at a time):
-        self.start = 0  #: when it started (or resumed)
-        self.acc = 0  #: time of its shown callees so far
+        #: when the activation in progress started or resumed (a node is active at most
+        #: once per thread at a time)
+        self.start = 0
         #: event lines: "Enter"/"Resume" for a call; on a thread's root, how many stack
         #: entries have had their line written (-1: a silent stack)
         self.kind: Any = "Enter"
