@@ -129,35 +129,42 @@ class Setting:
     format: Callable[[Any], str]
     default: Any
     help: str
+    metavar: str = ""  #: how ``--help`` names the flag's value
 
 
 # fmt: off
+_bool_text: Callable[[Any], str] = lambda v: "1" if v else "0"  # noqa: E731
+_text_or_empty: Callable[[Any], str] = lambda v: v or ""  # noqa: E731
+
 SETTINGS: tuple[Setting, ...] = (
     Setting("mode", "PROFKIT_MODE", "--mode", _choice("trace", "sample"), str, "trace",
-            "trace: every call (ELT call tree); sample: stack samples at --interval"),
+            "trace: every call (ELT call tree); sample: stack samples at --interval",
+            "{trace,sample}"),
     Setting("prefixes", "PROFKIT_NAMESPACE_PREFIX", "--prefix", parse_prefixes, ",".join, (),
             "keep only functions whose module is under one of these comma-separated "
-            "module paths (myapp,otherlib.core); others are skipped at capture time"),
+            "module paths (myapp,otherlib.core); others are skipped at capture time",
+            "PREFIXES"),
     Setting("basetime_ns", "PROFKIT_BASETIME", "--basetime", parse_duration, format_duration, 0,
             "hide calls shorter than this (100us, 2ms; bare number = us); their time "
-            "counts in the caller"),
-    Setting("output", "PROFKIT_OUTPUT", "--output", _optional_text, lambda v: v or "", None,
-            "profile file to write ({pid} is replaced by the process id)"),
+            "counts in the caller", "DURATION"),
+    Setting("output", "PROFKIT_OUTPUT", "--output", _optional_text, _text_or_empty, None,
+            "profile file to write ({pid} is replaced by the process id)", "FILE"),
     Setting("interval_ns", "PROFKIT_INTERVAL", "--interval", _positive_duration,
-            format_duration, 1_000_000, "sampling interval in sample mode (default 1ms)"),
+            format_duration, 1_000_000, "sampling interval in sample mode (default 1ms)",
+            "DURATION"),
     Setting("sample_clock", "PROFKIT_SAMPLE_CLOCK", "--sample-clock", _choice("wall", "cpu"),
-            str, "wall", "what a sample's weight measures in sample mode: wall or cpu time"),
+            str, "wall", "what a sample's weight measures in sample mode: wall or cpu time",
+            "{wall,cpu}"),
     Setting("udp", "PROFKIT_UDP", "--udp", parse_address, format_address, None,
-            "send event lines live to a profkit monitor at HOST:PORT"),
-    Setting("stream", "PROFKIT_STREAM", "--stream", _optional_text, lambda v: v or "", None,
-            "print event lines (Enter/Leave) live: 'stderr' or a file path"),
+            "send event lines live to a profkit monitor at HOST:PORT", "HOST:PORT"),
+    Setting("stream", "PROFKIT_STREAM", "--stream", _optional_text, _text_or_empty, None,
+            "print event lines (Enter/Leave) live: 'stderr' or a file path", "stderr|FILE"),
     Setting("unit", "PROFKIT_UNIT", "--unit", _choice("us", "ns"), str, "us",
-            "unit of durations in event lines: us (3 decimals) or ns"),
-    Setting("tree", "PROFKIT_TREE", "--tree", parse_bool, lambda v: "1" if v else "0", True,
+            "unit of durations in event lines: us (3 decimals) or ns", "{us,ns}"),
+    Setting("tree", "PROFKIT_TREE", "--tree", parse_bool, _bool_text, True,
             "print the call tree on stderr at the end"),
-    Setting("subprocesses", "PROFKIT_SUBPROCESSES", "--subprocesses", parse_bool,
-            lambda v: "1" if v else "0", True,
-            "profile child Python processes too (each writes its own file)"),
+    Setting("subprocesses", "PROFKIT_SUBPROCESSES", "--subprocesses", parse_bool, _bool_text,
+            True, "profile child Python processes too (each writes its own file)"),
 )
 # fmt: on
 

@@ -44,7 +44,10 @@ def register(sub: Any, name: str, help_text: str) -> None:
                 default=None, help=help_line,
             )
         else:
-            parser.add_argument(*names, dest=setting.field, default=None, help=help_line)
+            parser.add_argument(
+                *names, dest=setting.field, default=None, help=help_line,
+                metavar=setting.metavar or None,
+            )
     parser.add_argument("-m", dest="as_module", action="store_true",
                         help="run a library module as a script (like python -m)")
     parser.add_argument("-c", dest="as_code", action="store_true",
