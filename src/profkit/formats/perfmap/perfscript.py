@@ -19,7 +19,9 @@ import numpy as np
 
 from profkit.formats.perfmap.symbolizer import Symbolizer
 
-_FRAME = re.compile(rb"(?:(?<=[ \t])|^)([0-9a-fA-F]{1,16}) \[unknown\]", re.MULTILINE)
+_FRAME = re.compile(
+    rb"(?:(?<=[ \t])|^)([0-9a-fA-F]{1,16}) \[unknown\](?=[ \t\r\n]|$)", re.MULTILINE
+)
 _UNKNOWN_LEN = len(b"[unknown]")
 BLOCK_LINES = 65536
 
