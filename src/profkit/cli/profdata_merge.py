@@ -1,23 +1,255 @@
-"""`profkit profdata merge` and `overlap`: placeholder until their owner replaces this file.
+"""`profkit profdata merge` and `profkit profdata overlap` (llvm-profdata's options).
 
-:mod:`profkit.cli.profdata` calls :func:`register` to add these two subcommands.
+Thin: gather the inputs, call :mod:`profkit.formats.instrprof.merge_files` /
+:mod:`~profkit.formats.instrprof.overlap`, write the result. Bad input is a
+:class:`ProfkitError` (one line, exit status 2); per-input problems are warnings on
+stderr, one line each, naming the file.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
 
-from profkit.errors import UsageError
+from profkit.errors import ProfkitError, UsageError
+
+#: llvm-profdata release → the indexed version its `merge` writes.
+LLVM_INDEXED_VERSION = {14: 7, 16: 9, 19: 12, 22: 13}
 
 
 def register(sub: Any) -> None:
     """Add ``merge`` and ``overlap`` to the ``profkit profdata`` subparsers."""
-    for name in ("merge", "overlap"):
-        parser = sub.add_parser(name, help=f"{name} profiles (not implemented yet)")
-        parser.add_argument("rest", nargs=argparse.REMAINDER)
-        parser.set_defaults(handler=_not_yet)
+    _register_merge(sub)
+    _register_overlap(sub)
 
 
-def _not_yet(args: argparse.Namespace) -> int:
-    raise UsageError("not implemented yet")
+# ---------------------------------------------------------------------------------------
+# merge
+
+
+def _register_merge(sub: Any) -> None:
+    help_text = "merge raw, indexed and text profiles into one indexed (or text) profile"
+    p = sub.add_parser("merge", help=help_text, description=help_text)
+    p.add_argument(
+        "inputs",
+        nargs="*",
+        metavar="FILE|DIR",
+        help="profiles; directories are searched recursively",
+    )
+    p.add_argument("-o", "--output", required=True, help="output file (written atomically)")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--text", action="store_true", help="write the text format")
+    fmt.add_argument("--binary", action="store_true", help="write the indexed format (default)")
+    p.add_argument(
+        "--indexed-version",
+        type=int,
+        metavar="N",
+        help="indexed format version to write: 7 (LLVM 14) … 13 (LLVM 22, default)",
+    )
+    p.add_argument(
+        "--llvm-version",
+        type=int,
+        choices=sorted(LLVM_INDEXED_VERSION),
+        help="write exactly what llvm-profdata-N writes (text dialect and indexed version)",
+    )
+    p.add_argument(
+        "--weighted-input",
+        action="append",
+        default=[],
+        metavar="W,FILE",
+        help="an input whose counts are multiplied by W (repeatable)",
+    )
+    p.add_argument(
+        "-f",
+        "--input-files",
+        action="append",
+        default=[],
+        metavar="LIST",
+        help="a file listing inputs, one '[W,]path' per line ('#' comments)",
+    )
+    p.add_argument("--sparse", action="store_true", help="drop functions whose counts are all zero")
+    p.add_argument(
+        "-j",
+        "--num-threads",
+        type=int,
+        default=0,
+        metavar="N",
+        help="worker processes (default: min(CPUs, (inputs + 1) / 2))",
+    )
+    p.add_argument(
+        "--failure-mode",
+        choices=("any", "all", "warn"),
+        default="any",
+        help="fail if any input is invalid (default), only if all are, or never",
+    )
+    p.set_defaults(handler=run_merge)
+
+
+def _parse_weight(text: str, where: str) -> int:
+    try:
+        weight = int(text)
+    except ValueError:
+        raise UsageError(f"{where}: weight {text!r} is not an integer") from None
+    if weight < 1:
+        raise UsageError(f"{where}: weight must be at least 1, not {weight}")
+    return weight
+
+
+def _expand(path: str, weight: int, out: list[tuple[str, int]]) -> None:
+    if os.path.isdir(path):
+        for root, dirs, files in os.walk(path):
+            dirs.sort()
+            for name in sorted(files):
+                out.append((os.path.join(root, name), weight))
+    elif os.path.exists(path):
+        out.append((path, weight))
+    else:
+        raise UsageError(f"{path}: no such file or directory")
+
+
+def gather_inputs(args: argparse.Namespace) -> list[tuple[str, int]]:
+    """Every input as (path, weight), in command-line order."""
+    found: list[tuple[str, int]] = []
+    for item in args.weighted_input:
+        weight_text, sep, path = item.partition(",")
+        if not sep or not path:
+            raise UsageError(f"--weighted-input={item}: expected W,FILE")
+        _expand(path, _parse_weight(weight_text, f"--weighted-input={item}"), found)
+    for listing in args.input_files:
+        try:
+            lines = Path(listing).read_text(encoding="utf-8", errors="surrogateescape").splitlines()
+        except OSError as exc:
+            raise UsageError(f"{listing}: cannot read input list: {exc.strerror}") from None
+        for number, raw_line in enumerate(lines, start=1):
+            line = raw_line.strip()
+            if not line or line.startswith("#"):
+                continue
+            weight = 1
+            head, sep, tail = line.partition(",")
+            if sep and head.strip().isdigit():
+                weight = _parse_weight(head.strip(), f"{listing}: line {number}")
+                line = tail.strip()
+            _expand(line, weight, found)
+    for path in args.inputs:
+        _expand(path, 1, found)
+    if not found:
+        raise UsageError("no input files")
+    return found
+
+
+class _ProgressBar:
+    """A one-line progress bar on a terminal's stderr; silent elsewhere."""
+
+    def __init__(self, total: int, stream: TextIO) -> None:
+        self.total = total
+        self.stream = stream
+        self.last = 0.0
+
+    def __call__(self, done: int) -> None:
+        now = time.monotonic()
+        if now - self.last < 0.1 and done < self.total:
+            return
+        self.last = now
+        width = 30
+        filled = width * done // max(self.total, 1)
+        bar = "#" * filled + "-" * (width - filled)
+        self.stream.write(f"\rmerging [{bar}] {done}/{self.total}")
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.stream.write("\r\x1b[K")
+        self.stream.flush()
+
+
+def run_merge(args: argparse.Namespace) -> int:
+    """The ``merge`` handler."""
+    from profkit.formats.instrprof.indexed_writer import write_indexed
+    from profkit.formats.instrprof.merge_files import MergeInput, default_jobs, merge_files
+    from profkit.formats.instrprof.text import NEWEST_DIALECT, write_text
+
+    inputs = [MergeInput(path, weight) for path, weight in gather_inputs(args)]
+    if args.num_threads < 0:
+        raise UsageError("-j/--num-threads must be 0 (automatic) or more")
+    jobs = args.num_threads or default_jobs(len(inputs))
+    version = args.indexed_version
+    dialect = NEWEST_DIALECT
+    if args.llvm_version is not None:
+        dialect = args.llvm_version
+        if version is None:
+            version = LLVM_INDEXED_VERSION[args.llvm_version]
+    bar = _ProgressBar(len(inputs), sys.stderr) if sys.stderr.isatty() else None
+    try:
+        outcome = merge_files(inputs, jobs=jobs, sparse=args.sparse, progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    for warning in outcome.warnings:
+        print(f"profkit: warning: {warning}", file=sys.stderr)
+    for path, message in outcome.failures:
+        shown = message if message.startswith(path) else f"{path}: {message}"
+        print(f"profkit: warning: {shown}", file=sys.stderr)
+    failed = len(outcome.failures)
+    if failed and (
+        args.failure_mode == "any" or (args.failure_mode == "all" and not outcome.merged)
+    ):
+        raise ProfkitError(
+            f"{failed} of {len(inputs)} input(s) could not be merged "
+            f"(--failure-mode={args.failure_mode}); first: {outcome.failures[0][0]}"
+        )
+    if args.text:
+        write_text(outcome.profile, args.output, llvm_version=dialect)
+    else:
+        write_indexed(outcome.profile, args.output, version)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------
+# overlap
+
+
+def _register_overlap(sub: Any) -> None:
+    help_text = "show how much two profiles overlap (llvm-profdata overlap)"
+    p = sub.add_parser("overlap", help=help_text, description=help_text)
+    p.add_argument("base", help="the base profile")
+    p.add_argument("test", help="the test profile")
+    p.add_argument(
+        "--function", metavar="SUBSTRING", help="show per-function overlap for matching names"
+    )
+    p.add_argument(
+        "--value-cutoff",
+        type=int,
+        default=-1,
+        metavar="N",
+        help="show per-function overlap for functions whose max count is at least N",
+    )
+    p.add_argument("--cs", action="store_true", help="compare the context-sensitive records")
+    p.add_argument("-o", "--output", help="write the report here instead of stdout")
+    p.add_argument(
+        "--llvm-version",
+        type=int,
+        choices=sorted(LLVM_INDEXED_VERSION),
+        default=22,
+        help="print exactly as llvm-profdata-N does (14-19 spell 'infomation')",
+    )
+    p.set_defaults(handler=run_overlap)
+
+
+def run_overlap(args: argparse.Namespace) -> int:
+    """The ``overlap`` handler."""
+    from profkit.formats.instrprof._atomic import write_atomically
+    from profkit.formats.instrprof.overlap import format_overlap, overlap
+    from profkit.formats.instrprof.reader import read_profile
+
+    base = read_profile(args.base)
+    test = read_profile(args.test)
+    result = overlap(base, test, cs=args.cs, function=args.function, value_cutoff=args.value_cutoff)
+    text = format_overlap(result, args.base, args.test, llvm_version=args.llvm_version)
+    if args.output:
+        write_atomically(args.output, text.encode("utf-8", "surrogateescape"))
+    else:
+        sys.stdout.write(text)
+    return 0

@@ -1,0 +1,351 @@
+"""Fast merging of many raw profiles written by the *same* binary (the common case).
+
+Runs of one program write raw files that differ only in their counter and bitmap
+sections, in the value-profile blocks, and in the few fields that hold run-time
+addresses (function pointers, the names address) — the header, data records and names
+are the same. So instead of decoding every file into records, :func:`probe` finds the
+sections, fingerprints everything that must be equal ("shape"), and
+:class:`ShapeAccumulator` adds the counter sections as whole numpy arrays, ORs the
+bitmaps, and merges only the value sites. One file per shape is decoded in full by the
+ordinary raw reader (which also validates it), and its records get the summed counters.
+
+The result equals the serial record-by-record merge: counters are added with the same
+saturation and clamping, value sites go through the same merge functions, and a file
+whose shape differs, or that has anything unusual (byte counters, temporal profiles,
+vtables, several profiles in one file, counters near 2^64), takes the ordinary path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from profkit.errors import ProfileFormatError
+from profkit.formats._binary import Cursor
+from profkit.formats.instrprof.layouts import (
+    RAW_HEADER,
+    RAW_RECORD,
+    RELATIVE_POINTERS_FROM,
+    compile_layout,
+)
+from profkit.formats.instrprof.merge import (
+    COUNTER_OVERFLOW,
+    MAX_COUNT,
+    U64_MAX,
+    Warn,
+    merge_value_sites,
+    scale_and_sort_sites,
+)
+from profkit.formats.instrprof.model import Profile, ProfileKind, ValueKind, ValueSite
+from profkit.formats.instrprof.raw import RAW_MAGICS, parse_raw
+from profkit.formats.instrprof.values import read_value_block
+
+_SLOW_KINDS = ProfileKind.SINGLE_BYTE_COVERAGE | ProfileKind.TEMPORAL | ProfileKind.DEBUG_CORRELATE
+_MAX = np.uint64(MAX_COUNT)
+_U64MAX = np.uint64(U64_MAX)
+
+Sites = dict[ValueKind, list[ValueSite]]
+
+
+@dataclass
+class RawShape:
+    """Where one raw file keeps what varies between runs, plus its shape fingerprint."""
+
+    key: bytes
+    kind: ProfileKind
+    order: str
+    counters: tuple[int, int]  # byte range
+    bitmap: tuple[int, int]
+    data_pos: int
+    num_data: int
+    rec_size: int
+    # byte offsets inside a data record
+    name_off: int
+    fptr_off: int
+    psize: int
+    counter_ptr_off: int
+    num_counters_off: int
+    bitmap_ptr_off: int  # -1 when the version has no bitmaps
+    num_bitmap_off: int
+    counters_delta: int
+    bitmap_delta: int
+    value_records: list[int]  # indexes of records that have a value block
+    value_start: int
+
+
+def _field_offsets(fields: tuple[str, ...], order: str, psize: int) -> dict[str, int]:
+    """Byte offset of every field of a record layout (natural alignment, as layouts.py)."""
+    sizes = {"Q": 8, "I": 4, "H": 2, "B": 1, "P": psize}
+    out: dict[str, int] = {}
+    off = 0
+    for spec in fields:
+        name, code = spec.split(":")
+        count = int(code[:-1] or 1)
+        size = sizes[code[-1]]
+        off += -off % size
+        out[name] = off
+        off += size * count
+    return out
+
+
+def probe(data: bytes) -> RawShape | None:
+    """The shape of a single-profile raw file that the fast path can take, else None."""
+    magic = bytes(data[:8])
+    if magic not in RAW_MAGICS or len(data) < 16:
+        return None
+    order, psize = RAW_MAGICS[magic]
+    word = struct.unpack_from(order + "Q", data, 8)[0]
+    version = word & 0xFFFFFFFF
+    if version not in RAW_HEADER or version < RELATIVE_POINTERS_FROM:
+        return None  # absolute pointers before v8 differ from run to run
+    kind = ProfileKind.from_version_word(word)
+    if kind & _SLOW_KINDS:
+        return None
+    hdr = compile_layout(RAW_HEADER[version], order, 8)
+    if len(data) < hdr.size:
+        return None
+    values = hdr.struct.unpack_from(data, 0)
+    h = {name: values[i] for name, (i, _) in hdr.index.items()}
+    if h.get("num_vtables", 0) or h.get("num_uniform_counters", 0):
+        return None
+    rec_fields = RAW_RECORD[version]
+    rec = compile_layout(rec_fields, order, psize)
+    offs = _field_offsets(rec_fields, order, psize)
+    pos = hdr.size + h.get("binary_ids_size", 0)
+    data_pos = pos
+    pos += h["num_data"] * rec.size + h["padding_before_counters"]
+    counters = (pos, pos + h["num_counters"] * 8)
+    pos = counters[1] + h["padding_after_counters"]
+    bitmap = (pos, pos + h.get("num_bitmap_bytes", 0))
+    pos = bitmap[1] + h.get("padding_after_bitmap", 0)
+    pos += h["names_size"]
+    pos += -pos % 8
+    pos += h.get("vnames_size", 0)
+    pos += -pos % 8
+    if pos > len(data) or counters[0] % 8:
+        return None
+    value_start = pos
+    records = np.frombuffer(data, np.uint8, h["num_data"] * rec.size, data_pos).reshape(
+        h["num_data"], rec.size
+    )
+    n_kinds = rec.index["num_value_sites"][1]
+    vs_off = offs["num_value_sites"]
+    sites = np.frombuffer(
+        records[:, vs_off : vs_off + 2 * n_kinds].tobytes(), np.dtype(order + "u2")
+    ).reshape(-1, n_kinds)
+    value_records = np.flatnonzero(sites.any(axis=1)).tolist()
+    # Walk the value blocks by their sizes: they must end exactly at the end of the file
+    # (a second concatenated profile would follow them otherwise).
+    vpos = value_start
+    for _ in value_records:
+        if vpos + 8 > len(data):
+            return None
+        total = struct.unpack_from(order + "I", data, vpos)[0]
+        if total < 8 or total % 8:
+            return None
+        vpos += total
+    if vpos != len(data):
+        return None
+    # The fingerprint: everything but counters, bitmap, value blocks and run-time addresses.
+    masked = records.copy()
+    for name in ("function_ptr", "values"):
+        masked[:, offs[name] : offs[name] + psize] = 0
+    header = bytearray(data[: hdr.size])
+    volatile = ["names_delta"]  # an absolute address
+    if not h.get("num_bitmap_bytes", 0) and hdr.has("bitmap_delta"):
+        volatile.append("bitmap_delta")  # no bitmap section: 0 − DataBegin, run-dependent
+    for name in volatile:
+        at = 8 * hdr.pos(name)
+        header[at : at + 8] = bytes(8)
+    digest = hashlib.blake2b(bytes(header), digest_size=20)
+    digest.update(data[hdr.size : data_pos])
+    digest.update(masked.tobytes())
+    digest.update(data[counters[1] : bitmap[0]])
+    digest.update(data[bitmap[1] : value_start])
+    return RawShape(
+        key=digest.digest(),
+        kind=kind,
+        order=order,
+        counters=counters,
+        bitmap=bitmap,
+        data_pos=data_pos,
+        num_data=h["num_data"],
+        rec_size=rec.size,
+        name_off=offs["name_ref"],
+        fptr_off=offs["function_ptr"],
+        psize=psize,
+        counter_ptr_off=offs["counter_ptr"],
+        num_counters_off=offs["num_counters"],
+        bitmap_ptr_off=offs.get("bitmap_ptr", -1),
+        num_bitmap_off=offs.get("num_bitmap_bytes", -1),
+        counters_delta=h["counters_delta"],
+        bitmap_delta=h.get("bitmap_delta", 0),
+        value_records=value_records,
+        value_start=value_start,
+    )
+
+
+def _column(data: bytes, shape: RawShape, offset: int, width: int) -> np.ndarray:
+    recs = np.frombuffer(data, np.uint8, shape.num_data * shape.rec_size, shape.data_pos)
+    col = recs.reshape(shape.num_data, shape.rec_size)[:, offset : offset + width]
+    code = {8: "u8", 4: "u4", 2: "u2"}[width]
+    return np.frombuffer(col.tobytes(), np.dtype(shape.order + code))
+
+
+def _weighted(counts: np.ndarray, weight: int) -> tuple[np.ndarray, bool]:
+    if weight == 1:
+        return counts, False
+    over = counts > np.uint64(U64_MAX // weight)
+    out = counts * np.uint64(weight)
+    out[over] = _U64MAX
+    clamp = out > _MAX
+    if clamp.any():
+        out[clamp] = _MAX
+        return out, True
+    return out, False
+
+
+def _sat_add(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, bool]:
+    total = a + b
+    wrapped = total < a
+    if wrapped.any():
+        total[wrapped] = _U64MAX
+    clamp = total > _MAX
+    if clamp.any():
+        total[clamp] = _MAX
+        return total, True
+    return total, False
+
+
+@dataclass
+class ShapeAccumulator:
+    """The running merge of every file of one shape (picklable, small)."""
+
+    shape: RawShape
+    first_path: str
+    counters: np.ndarray
+    bitmap: np.ndarray
+    values: dict[int, Sites] = field(default_factory=dict)
+    files: int = 0
+
+    @classmethod
+    def start(
+        cls, shape: RawShape, path: str, data: bytes, weight: int, warn: Warn
+    ) -> ShapeAccumulator:
+        acc = cls(shape, path, np.zeros(0, np.uint64), np.zeros(0, np.uint8))
+        counts = acc._counts(data)
+        acc.counters, overflow = _weighted(counts.copy() if weight == 1 else counts, weight)
+        if overflow:
+            warn(f"{path}: {COUNTER_OVERFLOW}")
+        acc.bitmap = np.frombuffer(
+            data, np.uint8, shape.bitmap[1] - shape.bitmap[0], shape.bitmap[0]
+        ).copy()
+        for index, sites in acc._value_blocks(data, path).items():
+            acc.values[index] = scale_and_sort_sites(sites, weight, warn)
+        acc.files = 1
+        return acc
+
+    def _counts(self, data: bytes) -> np.ndarray:
+        a, b = self.shape.counters
+        counts = np.frombuffer(data, np.dtype(self.shape.order + "u8"), (b - a) // 8, a)
+        if counts.size and counts.max() >= _MAX:
+            raise _NotFast
+        return counts.astype(np.uint64, copy=False)
+
+    def _value_blocks(self, data: bytes, path: str) -> dict[int, Sites]:
+        shape = self.shape
+        if not shape.value_records:
+            return {}
+        cur = Cursor(data, shape.value_start, path=path, error=ProfileFormatError)
+        fptrs = _column(data, shape, shape.fptr_off, shape.psize)
+        names = _column(data, shape, shape.name_off, 8)
+        out: dict[int, Sites] = {}
+        for index in shape.value_records:
+            sites = read_value_block(cur, shape.order, f"value data of record {index}")
+            calls = sites.get(ValueKind.INDIRECT_CALL_TARGET)
+            if calls:
+                resolved: dict[int, int] = {}
+                for site in calls:
+                    for value, _ in site:
+                        if value not in resolved:
+                            hits = np.flatnonzero(fptrs == value) if value else ()
+                            resolved[value] = int(names[hits].min()) if len(hits) else 0
+                sites[ValueKind.INDIRECT_CALL_TARGET] = [
+                    [(resolved[v], c) for v, c in site] for site in calls
+                ]
+            out[index] = sites
+        return out
+
+    def add_file(self, path: str, data: bytes, weight: int, warn: Warn) -> None:
+        """Fold in another file of the same shape (decode everything before changing state)."""
+        counts, over1 = _weighted(self._counts(data), weight)
+        blocks = self._value_blocks(data, path)
+        self.counters, over2 = _sat_add(self.counters, counts)
+        if over1 or over2:
+            warn(f"{path}: {COUNTER_OVERFLOW}")
+        a, b = self.shape.bitmap
+        if b > a:
+            np.bitwise_or(self.bitmap, np.frombuffer(data, np.uint8, b - a, a), out=self.bitmap)
+        for index, sites in blocks.items():
+            merge_value_sites(
+                self.values.setdefault(index, {}), sites, weight, _Prefixed(warn, path)
+            )
+        self.files += 1
+
+    def combine(self, other: ShapeAccumulator, warn: Warn) -> None:
+        """Fold in another accumulator of the same shape (from another worker)."""
+        self.counters, overflow = _sat_add(self.counters, other.counters)
+        if overflow:
+            warn(f"{other.first_path}: {COUNTER_OVERFLOW}")
+        np.bitwise_or(self.bitmap, other.bitmap, out=self.bitmap)
+        for index, sites in other.values.items():
+            merge_value_sites(
+                self.values.setdefault(index, {}), sites, 1, _Prefixed(warn, other.first_path)
+            )
+        self.files += other.files
+
+    def materialize(self, data: bytes) -> Profile:
+        """Decode the first file in full and give its records the merged data."""
+        shape = self.shape
+        profile = parse_raw(data, self.first_path)
+        if len(profile.records) != shape.num_data:  # pragma: no cover - reader invariant
+            raise ProfileFormatError("malformed", "record count changed", path=self.first_path)
+        pmask = (1 << (8 * shape.psize)) - 1
+        base = np.arange(shape.num_data, dtype=np.uint64) * np.uint64(shape.rec_size)
+        cptr = _column(data, shape, shape.counter_ptr_off, shape.psize).astype(np.uint64)
+        offsets = ((cptr - np.uint64(shape.counters_delta) + base) & np.uint64(pmask)) // np.uint64(
+            8
+        )
+        counters = self.counters.tolist()
+        bitmap = self.bitmap.tobytes()
+        boffs: list[int] = []
+        if shape.bitmap_ptr_off >= 0 and bitmap:
+            bptr = _column(data, shape, shape.bitmap_ptr_off, shape.psize).astype(np.uint64)
+            boffs = ((bptr - np.uint64(shape.bitmap_delta) + base) & np.uint64(pmask)).tolist()
+        for index, (record, off) in enumerate(zip(profile.records, offsets.tolist(), strict=True)):
+            n = len(record.counts)
+            record.counts = counters[off : off + n]
+            if boffs and record.bitmap:
+                start = boffs[index]
+                record.bitmap = bitmap[start : start + len(record.bitmap)]
+        for index, sites in self.values.items():
+            profile.records[index].value_sites = sites
+        return profile
+
+
+class _NotFast(Exception):
+    """This file must take the ordinary path after all."""
+
+
+class _Prefixed:
+    __slots__ = ("path", "warn")
+
+    def __init__(self, warn: Warn, path: str) -> None:
+        self.warn = warn
+        self.path = path
+
+    def __call__(self, message: str) -> None:
+        self.warn(f"{self.path}: {message}")

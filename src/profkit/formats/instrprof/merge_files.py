@@ -1,0 +1,215 @@
+"""Merging many profile files, serially or across worker processes (``merge -j N``).
+
+The inputs are cut into ``jobs`` contiguous shares; each process reads and merges its
+share — raw files of one binary through the :mod:`fastraw` path, everything else
+through :class:`ProfileMerger` — and sends back only compact accumulators (summed
+counter arrays per raw-file shape, merged records of the rest), never the decoded
+inputs. The parent (which works on the first share itself) combines them the way
+LLVM's ``mergeRecordsFromWriter`` combines its per-thread writers, so the counts equal
+a serial merge.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any
+
+from profkit.errors import ProfkitError
+from profkit.formats.instrprof.fastraw import ShapeAccumulator, _NotFast, probe
+from profkit.formats.instrprof.merge import MergeState, ProfileMerger
+from profkit.formats.instrprof.model import Profile
+from profkit.formats.instrprof.raw import RAW_MAGICS, parse_raw
+from profkit.formats.instrprof.reader import parse_profile
+
+Progress = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class MergeInput:
+    """One input file and its weight (``--weighted-input=W,FILE``)."""
+
+    path: str
+    weight: int = 1
+
+
+@dataclass
+class MergeOutcome:
+    """The merged profile, plus what went wrong on the way (for ``--failure-mode``)."""
+
+    profile: Profile
+    merged: int
+    failures: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _ShareResult:
+    shapes: list[tuple[int, ShapeAccumulator]]  # (first input index, accumulator)
+    state: MergeState
+    merged: int
+    failures: list[tuple[int, str, str]]
+    warnings: list[str]
+
+
+_counter: Any = None  # a multiprocessing.Value in workers: inputs done, for the progress bar
+
+
+def _init_worker(counter: Any) -> None:
+    global _counter
+    _counter = counter
+
+
+def _merge_share(
+    share: Sequence[tuple[int, MergeInput]], progress: Progress | None = None
+) -> _ShareResult:
+    """Read and merge one share of the inputs (runs in a worker or in the parent)."""
+    shapes: dict[bytes, tuple[int, ShapeAccumulator]] = {}
+    merger = ProfileMerger()
+    failures: list[tuple[int, str, str]] = []
+    warnings: list[str] = []
+    merged = 0
+    for done, (index, item) in enumerate(share, start=1):
+        path, weight = item.path, item.weight
+
+        def warn(message: str, path: str = path) -> None:
+            warnings.append(message if message.startswith(path) else f"{path}: {message}")
+
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+            if not data:
+                continue  # an empty file is skipped, as llvm-profdata does
+            if _merge_fast(data, index, item, shapes, merger, warn):
+                merged += 1
+            else:
+                profile = parse_profile(data, path)
+                merger.add(profile, weight, warn, source=path, take=True)
+                merged += 1
+        except OSError as exc:
+            failures.append((index, path, exc.strerror or str(exc)))
+        except ProfkitError as exc:
+            failures.append((index, path, str(exc)))
+        finally:
+            if _counter is not None:
+                with _counter.get_lock():
+                    _counter.value += 1
+            elif progress is not None:
+                progress(done)
+    return _ShareResult(list(shapes.values()), merger.state(), merged, failures, warnings)
+
+
+def _merge_fast(
+    data: bytes,
+    index: int,
+    item: MergeInput,
+    shapes: dict[bytes, tuple[int, ShapeAccumulator]],
+    merger: ProfileMerger,
+    warn: Callable[[str], None],
+) -> bool:
+    if bytes(data[:8]) not in RAW_MAGICS:
+        return False
+    shape = probe(data)
+    if shape is None:
+        return False
+    merger.merge_kind(shape.kind, item.path)
+    try:
+        found = shapes.get(shape.key)
+        if found is None:
+            parse_raw(data, item.path)  # validate the one file we will decode at the end
+            acc = ShapeAccumulator.start(shape, item.path, data, item.weight, warn)
+            shapes[shape.key] = (index, acc)
+        else:
+            found[1].add_file(item.path, data, item.weight, warn)
+    except _NotFast:
+        return False
+    return True
+
+
+def merge_files(
+    inputs: Sequence[MergeInput],
+    *,
+    jobs: int = 1,
+    sparse: bool = False,
+    progress: Progress | None = None,
+) -> MergeOutcome:
+    """Merge ``inputs`` with ``jobs`` processes; failures are collected, not raised.
+
+    ``progress(n)`` is called (in this process) with the number of inputs done so far.
+    Incompatible profile kinds across shares raise :class:`KindMismatchError`.
+    """
+    indexed = list(enumerate(inputs))
+    jobs = max(1, min(jobs, len(indexed)))
+    if jobs == 1:
+        results = [_merge_share(indexed, progress)]
+    else:
+        results = _run_parallel(indexed, jobs, progress)
+    return _combine(results, sparse)
+
+
+def _run_parallel(
+    indexed: list[tuple[int, MergeInput]], jobs: int, progress: Progress | None
+) -> list[_ShareResult]:
+    bounds = [len(indexed) * k // jobs for k in range(jobs + 1)]
+    shares = [indexed[bounds[k] : bounds[k + 1]] for k in range(jobs)]
+    method = "fork" if sys.platform.startswith("linux") else None
+    ctx = multiprocessing.get_context(method)
+    counter = ctx.Value("l", 0)
+    with ProcessPoolExecutor(
+        max_workers=jobs - 1, mp_context=ctx, initializer=_init_worker, initargs=(counter,)
+    ) as pool:
+        futures: list[Future[_ShareResult]] = [pool.submit(_merge_share, s) for s in shares[1:]]
+
+        def own_progress(done: int) -> None:
+            if progress is not None:
+                progress(done + counter.value)
+
+        first = _merge_share(shares[0], own_progress if progress else None)
+        pending = set(futures)
+        while progress is not None and pending:
+            _, pending = wait(pending, timeout=0.1)
+            progress(len(shares[0]) + counter.value)
+        results = [first] + [f.result() for f in futures]
+    if progress is not None:
+        progress(len(indexed))
+    return results
+
+
+def _combine(results: list[_ShareResult], sparse: bool) -> MergeOutcome:
+    final = ProfileMerger()
+    warnings: list[str] = []
+    failures = sorted((f for r in results for f in r.failures), key=lambda f: f[0])
+
+    def warn(message: str) -> None:
+        warnings.append(message)
+
+    shapes: dict[bytes, tuple[int, ShapeAccumulator]] = {}
+    for result in results:
+        warnings.extend(result.warnings)
+        for index, acc in result.shapes:
+            found = shapes.get(acc.shape.key)
+            if found is None:
+                shapes[acc.shape.key] = (index, acc)
+            else:
+                found[1].combine(acc, warn)
+    for _, acc in sorted(shapes.values(), key=lambda item: item[0]):
+        with open(acc.first_path, "rb") as handle:
+            data = handle.read()
+        final.add(acc.materialize(data), 1, warn, source=acc.first_path, take=True)
+    for result in results:
+        final.add_state(result.state, warn)
+    return MergeOutcome(
+        profile=final.result(sparse=sparse),
+        merged=sum(r.merged for r in results),
+        failures=[(path, message) for _, path, message in failures],
+        warnings=warnings,
+    )
+
+
+def default_jobs(num_inputs: int) -> int:
+    """LLVM's default ``-j``: ``min(hardware threads, (inputs + 1) / 2)``."""
+    return max(1, min(os.cpu_count() or 1, (num_inputs + 1) // 2))

@@ -1,0 +1,172 @@
+"""`profkit profdata merge` / `overlap`: every merge and overlap command of the fixture
+manifest replayed through our CLI (byte-identical output), plus the options LLVM has and
+the behaviour we add (failure modes, -j, kind checks)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from profkit.cli.main import main
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "instrprof"
+_MANIFEST = (
+    json.loads((FIX / "MANIFEST.json").read_text())
+    if (FIX / "MANIFEST.json").exists()
+    else {"files": []}
+)
+_UNSUPPORTED = ("--debug-info", "--binary-file", "--correlate", "--profiled-binary")
+#: LLVM 16's raw reader keeps only the last binary ID of a multi-profile file (spec §7.3).
+_KNOWN_DIFFERENCES = {"clang16/dso_concat.profdata"}
+
+
+def _entries(kind: str, sub: str) -> list[Any]:
+    out = []
+    for entry in _MANIFEST["files"]:
+        cmd = entry.get("command")
+        if entry.get("kind") != kind or not cmd or cmd[1] != sub:
+            continue
+        if any(a.startswith(_UNSUPPORTED) for a in cmd):
+            continue
+        marks = [pytest.mark.xfail(strict=True)] if entry["path"] in _KNOWN_DIFFERENCES else []
+        out.append(pytest.param(entry, id=entry["path"], marks=marks))
+    return out
+
+
+def run(args: list[str], cwd: Path | None = None) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    old = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = main(args)
+    finally:
+        os.chdir(old)
+    return rc, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("entry", _entries("profdata", "merge") + _entries("proftext", "merge"))
+def test_replays_llvm_merge_byte_identically(entry: dict[str, Any], tmp_path: Path) -> None:
+    cmd = entry["command"]
+    llvm = cmd[0].rsplit("-", 1)[1]
+    args = list(cmd[2:])
+    i = args.index("-o")
+    args[i + 1] = str(tmp_path / "out")
+    rc, _, err = run(["profdata", "merge", "--llvm-version", llvm, *args], FIX / entry["cwd"])
+    assert rc == 0, err
+    assert (tmp_path / "out").read_bytes() == (FIX / entry["path"]).read_bytes()
+
+
+@pytest.mark.parametrize("entry", _entries("overlap", "overlap"))
+def test_replays_llvm_overlap(entry: dict[str, Any]) -> None:
+    cmd = entry["command"]
+    llvm = cmd[0].rsplit("-", 1)[1]
+    rc, out, err = run(
+        ["profdata", "overlap", "--llvm-version", llvm, *cmd[2:]], FIX / entry["cwd"]
+    )
+    assert rc == 0, err
+    assert out == (FIX / entry["path"]).read_text()
+
+
+@pytest.fixture
+def ir_inputs(tmp_path: Path) -> Path:
+    src = FIX / "clang22"
+    if not (src / "ir.profraw").exists():
+        pytest.skip("fixtures missing")
+    for name in ("ir.profraw", "ir_alt.profraw", "ir.proftext", "fe.profraw"):
+        shutil.copy(src / name, tmp_path / name)
+    return tmp_path
+
+
+def test_input_list_directories_and_weights(ir_inputs: Path) -> None:
+    d = ir_inputs
+    (d / "sub").mkdir()
+    shutil.copy(d / "ir_alt.profraw", d / "sub" / "x.profraw")
+    (d / "list.txt").write_text("# inputs\n\n3,ir.profraw\n")
+    rc, _, err = run(["profdata", "merge", "-f", "list.txt", "sub", "-o", "a.profdata"], d)
+    assert rc == 0, err
+    rc, _, err = run(
+        [
+            "profdata",
+            "merge",
+            "--weighted-input=3,ir.profraw",
+            "ir_alt.profraw",
+            "-o",
+            "b.profdata",
+        ],
+        d,
+    )
+    assert rc == 0, err
+    assert (d / "a.profdata").read_bytes() == (d / "b.profdata").read_bytes()
+    expected = FIX / "clang22" / "weighted.profdata"
+    assert (d / "b.profdata").read_bytes() == expected.read_bytes()
+
+
+def test_parallel_equals_serial(ir_inputs: Path) -> None:
+    d = ir_inputs
+    inputs = []
+    for i in range(6):
+        name = f"r{i}.profraw"
+        shutil.copy(d / ("ir.profraw" if i % 2 else "ir_alt.profraw"), d / name)
+        inputs.append(name)
+    inputs.append("ir.proftext")
+    assert run(["profdata", "merge", "-j", "1", *inputs, "-o", "s.profdata"], d)[0] == 0
+    assert run(["profdata", "merge", "-j", "3", *inputs, "-o", "p.profdata"], d)[0] == 0
+    assert (d / "s.profdata").read_bytes() == (d / "p.profdata").read_bytes()
+
+
+def test_failure_modes(ir_inputs: Path) -> None:
+    d = ir_inputs
+    (d / "bad.profraw").write_bytes((d / "ir.profraw").read_bytes()[:100])
+    rc, _, err = run(["profdata", "merge", "ir.profraw", "bad.profraw", "-o", "o"], d)
+    assert rc == 2
+    assert "profkit: warning: bad.profraw: " in err
+    assert err.strip().splitlines()[-1].startswith("profkit: error: 1 of 2 input(s)")
+    assert not (d / "o").exists()
+    assert (
+        run(["profdata", "merge", "--failure-mode=all", "ir.profraw", "bad.profraw", "-o", "o"], d)[
+            0
+        ]
+        == 0
+    )
+    rc, _, err = run(["profdata", "merge", "--failure-mode=all", "bad.profraw", "-o", "o2"], d)
+    assert rc == 2
+    rc, _, err = run(["profdata", "merge", "--failure-mode=warn", "bad.profraw", "-o", "o3"], d)
+    assert rc == 0 and "bad.profraw" in err
+    assert "\r" not in err  # no progress bar when stderr is not a terminal
+
+
+def test_refuses_front_end_with_ir_even_for_binary_inputs(ir_inputs: Path) -> None:
+    rc, _, err = run(["profdata", "merge", "ir.profraw", "fe.profraw", "-o", "o"], ir_inputs)
+    assert rc == 2
+    assert "front-end" in err and "IR-level" in err and "fe.profraw" in err
+
+
+def test_usage_errors(ir_inputs: Path) -> None:
+    d = ir_inputs
+    assert run(["profdata", "merge", "missing.profraw", "-o", "o"], d)[0] == 2
+    assert run(["profdata", "merge", "--weighted-input=0,ir.profraw", "-o", "o"], d)[0] == 2
+    assert run(["profdata", "merge", "--weighted-input=ir.profraw", "-o", "o"], d)[0] == 2
+    rc, _, err = run(["profdata", "merge", "--indexed-version", "3", "ir.profraw", "-o", "o"], d)
+    assert rc == 2 and "supported versions" in err
+
+
+def test_text_output_and_overlap_to_file(ir_inputs: Path) -> None:
+    d = ir_inputs
+    assert run(["profdata", "merge", "--text", "ir.profraw", "-o", "t.proftext"], d)[0] == 0
+    assert (d / "t.proftext").read_bytes() == (d / "ir.proftext").read_bytes()
+    rc, out, _ = run(["profdata", "overlap", "ir.profraw", "ir_alt.profraw", "-o", "ov.txt"], d)
+    assert rc == 0 and out == ""
+    assert (
+        (d / "ov.txt")
+        .read_text()
+        .startswith("Profile overlap information for base_profile: ir.profraw")
+    )
