@@ -104,7 +104,12 @@ def _peers(python: str, script: str, out_dir: str, udp_port: int) -> dict[str, l
         else None,
         "profkit trace": [*profkit, "-o", out + ".trace.json", script],
         "profkit trace+udp": [
-            *profkit, "--udp", f"127.0.0.1:{udp_port}", "-o", out + ".udp.json", script,
+            *profkit,
+            "--udp",
+            f"127.0.0.1:{udp_port}",
+            "-o",
+            out + ".udp.json",
+            script,
         ],
         "profkit sample": [*profkit, "--mode", "sample", "-o", out + ".sample.json", script],
     }
@@ -115,7 +120,9 @@ def _time(cmd: list[str], repeat: int) -> float:
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
-        subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            cmd, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         times.append(time.perf_counter() - start)
     return min(times)  # the run least disturbed by other load on the machine
 
@@ -151,7 +158,9 @@ class _Drain:
 def bench(python: str, repeat: int, names: list[str]) -> None:
     version = subprocess.run(
         [python, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
     print(f"\n=== Python {version} ({python}) — best of {repeat} whole-process runs ===")
     drain = _Drain()
@@ -195,8 +204,12 @@ def bench(python: str, repeat: int, names: list[str]) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--python", action="append", help="interpreter(s) to measure (default: this one)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--python", action="append", help="interpreter(s) to measure (default: this one)"
+    )
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--workload", action="append", choices=sorted(WORKLOADS))
     args = parser.parse_args()

@@ -42,8 +42,16 @@ def test_env_values_are_parsed() -> None:
 
 @pytest.mark.parametrize(
     ("text", "ns"),
-    [("100us", 100_000), ("2ms", 2_000_000), ("0.5s", 500_000_000), ("250ns", 250),
-     ("1000", 1_000_000), ("1.5 ms", 1_500_000), ("3µs", 3000), (".5us", 500)],
+    [
+        ("100us", 100_000),
+        ("2ms", 2_000_000),
+        ("0.5s", 500_000_000),
+        ("250ns", 250),
+        ("1000", 1_000_000),
+        ("1.5 ms", 1_500_000),
+        ("3µs", 3000),
+        (".5us", 500),
+    ],
 )
 def test_durations(text: str, ns: int) -> None:
     assert parse_duration(text) == ns
@@ -52,7 +60,11 @@ def test_durations(text: str, ns: int) -> None:
 @pytest.mark.parametrize(
     ("env", "value", "message"),
     [
-        ("PROFKIT_BASETIME", "abc", "PROFKIT_BASETIME='abc': expected a duration like 100us, 2ms, 0.5s"),
+        (
+            "PROFKIT_BASETIME",
+            "abc",
+            "PROFKIT_BASETIME='abc': expected a duration like 100us, 2ms, 0.5s",
+        ),
         ("PROFKIT_BASETIME", "-1ms", "expected a duration"),
         ("PROFKIT_INTERVAL", "0ms", "expected a positive duration"),
         ("PROFKIT_UDP", "localhost", "PROFKIT_UDP='localhost': expected HOST:PORT"),
@@ -108,18 +120,31 @@ _names = st.from_regex(r"[a-z_][a-z0-9_]{0,6}(\.[a-z_][a-z0-9_]{0,6}){0,2}", ful
     prefixes=st.lists(_names, max_size=3).map(tuple),
     basetime=st.integers(0, 10**12),
     interval=st.integers(1, 10**10),
-    udp=st.none() | st.tuples(st.sampled_from(["127.0.0.1", "::1", "example.org"]), st.integers(1, 65535)),
+    udp=st.none()
+    | st.tuples(st.sampled_from(["127.0.0.1", "::1", "example.org"]), st.integers(1, 65535)),
     output=st.none() | st.sampled_from(["a.json", "out.{pid}.json.gz"]),
     tree=st.booleans(),
     unit=st.sampled_from(["us", "ns"]),
 )
 def test_serialize_round_trip(
-    mode: str, prefixes: tuple[str, ...], basetime: int, interval: int,
-    udp: tuple[str, int] | None, output: str | None, tree: bool, unit: str,
+    mode: str,
+    prefixes: tuple[str, ...],
+    basetime: int,
+    interval: int,
+    udp: tuple[str, int] | None,
+    output: str | None,
+    tree: bool,
+    unit: str,
 ) -> None:
     s = Settings(
-        mode=mode, prefixes=prefixes, basetime_ns=basetime, interval_ns=interval,  # type: ignore[arg-type]
-        udp=udp, output=output, tree=tree, unit=unit,  # type: ignore[arg-type]
+        mode=mode,
+        prefixes=prefixes,
+        basetime_ns=basetime,
+        interval_ns=interval,  # type: ignore[arg-type]
+        udp=udp,
+        output=output,
+        tree=tree,
+        unit=unit,  # type: ignore[arg-type]
     )
     env = s.serialize()
     assert all(k.startswith("PROFKIT_") and isinstance(v, str) for k, v in env.items())

@@ -18,7 +18,7 @@ import pytest
 
 from profkit.calltree import file as profile_file
 
-PROBE = '''\
+PROBE = """\
 import json, sys
 def work():
     return sum(i * i for i in range(1000))
@@ -27,7 +27,7 @@ def main():
     print(json.dumps({"argv": sys.argv, "name": __name__, "path0": sys.path[0],
                       "file": globals().get("__file__"), "stdin": sys.stdin.read()}))
 main()
-'''
+"""
 
 
 def _launchers() -> list[list[str]]:
@@ -130,8 +130,12 @@ def test_sigterm_saves_the_profile(tmp_path: Path) -> None:
         "import time\ndef wait():\n    print('ready', flush=True)\n    time.sleep(30)\nwait()\n"
     )
     proc = subprocess.Popen(
-        [*LAUNCHERS[0], "-o", "t.json", "slow.py"], cwd=tmp_path, env=_env(),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [*LAUNCHERS[0], "-o", "t.json", "slow.py"],
+        cwd=tmp_path,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "ready"
@@ -148,8 +152,12 @@ def test_sigint_saves_the_profile(tmp_path: Path) -> None:
         "import time\ndef wait():\n    print('ready', flush=True)\n    time.sleep(30)\nwait()\n"
     )
     proc = subprocess.Popen(
-        [*LAUNCHERS[0], "-o", "i.json", "slow.py"], cwd=tmp_path, env=_env(),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [*LAUNCHERS[0], "-o", "i.json", "slow.py"],
+        cwd=tmp_path,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "ready"
@@ -166,7 +174,10 @@ def test_sample_mode(probe_dir: Path) -> None:
         "import time\ndef spin():\n    end = time.perf_counter() + 0.3\n"
         "    while time.perf_counter() < end:\n        pass\nspin()\n"
     )
-    out = _run([*LAUNCHERS[0], "--mode", "sample", "--interval", "1ms", "-o", "s.json", "busy.py"], probe_dir)
+    out = _run(
+        [*LAUNCHERS[0], "--mode", "sample", "--interval", "1ms", "-o", "s.json", "busy.py"],
+        probe_dir,
+    )
     assert out.returncode == 0, out.stderr
     profile = profile_file.load(probe_dir / "s.json")
     assert profile.mode == "sample"
@@ -194,7 +205,11 @@ def test_usage_errors_are_one_line(args: list[str], message: str, probe_dir: Pat
 def test_bad_environment_setting_is_reported(probe_dir: Path) -> None:
     env = _env() | {"PROFKIT_UDP": "nowhere"}
     out = subprocess.run(
-        [*LAUNCHERS[0], "probe.py"], cwd=probe_dir, env=env, capture_output=True, text=True,
+        [*LAUNCHERS[0], "probe.py"],
+        cwd=probe_dir,
+        env=env,
+        capture_output=True,
+        text=True,
         timeout=60,
     )
     assert out.returncode == 2
@@ -226,7 +241,10 @@ def test_udp_stream_reaches_a_listener(probe_dir: Path) -> None:
     reader = threading.Thread(target=receive)
     reader.start()
     try:
-        out = _run([*LAUNCHERS[0], "--udp", f"{host}:{port}", "--no-tree", "-o", "u.json", "probe.py"], probe_dir)
+        out = _run(
+            [*LAUNCHERS[0], "--udp", f"{host}:{port}", "--no-tree", "-o", "u.json", "probe.py"],
+            probe_dir,
+        )
     finally:
         done.set()
         reader.join()
@@ -240,12 +258,40 @@ def test_udp_stream_reaches_a_listener(probe_dir: Path) -> None:
 
 
 def test_stream_to_stderr_with_basetime(probe_dir: Path) -> None:
-    out = _run([*LAUNCHERS[0], "--stream", "stderr", "--basetime", "1s", "--no-tree", "-o", "b.json", "probe.py"], probe_dir)
+    out = _run(
+        [
+            *LAUNCHERS[0],
+            "--stream",
+            "stderr",
+            "--basetime",
+            "1s",
+            "--no-tree",
+            "-o",
+            "b.json",
+            "probe.py",
+        ],
+        probe_dir,
+    )
     assert out.returncode == 0, out.stderr
     assert "Enter:" not in out.stderr  # nothing lasts a second: no lines, and no orphans
-    out = _run([*LAUNCHERS[0], "--stream", "stderr", "--prefix", "__main__,probe", "--no-tree", "-o", "b.json", "probe.py"], probe_dir)
+    out = _run(
+        [
+            *LAUNCHERS[0],
+            "--stream",
+            "stderr",
+            "--prefix",
+            "__main__,probe",
+            "--no-tree",
+            "-o",
+            "b.json",
+            "probe.py",
+        ],
+        probe_dir,
+    )
     events = [line for line in out.stderr.splitlines() if "Enter: " in line or "Leave: " in line]
-    assert events and all(".work" in e or ".main" in e or "<module>" in e or "genexpr" in e for e in events)
+    assert events and all(
+        ".work" in e or ".main" in e or "<module>" in e or "genexpr" in e for e in events
+    )
 
 
 def _startup_hook_installed() -> bool:
@@ -257,7 +303,7 @@ def _startup_hook_installed() -> bool:
     return installed and importlib.util.find_spec("profkit.collect.startup") is not None
 
 
-CHILDREN = '''\
+CHILDREN = """\
 import multiprocessing as mp, subprocess, sys
 def square(x):
     return x * x
@@ -269,10 +315,12 @@ def main():
         p.join()
 if __name__ == "__main__":
     main()
-'''
+"""
 
 
-@pytest.mark.skipif(not _startup_hook_installed(), reason="profkit's start-up .pth is not installed")
+@pytest.mark.skipif(
+    not _startup_hook_installed(), reason="profkit's start-up .pth is not installed"
+)
 def test_subprocesses_write_their_own_profiles(tmp_path: Path) -> None:
     (tmp_path / "parent.py").write_text(CHILDREN)
     out = _run([*LAUNCHERS[0], "--no-tree", "-o", "par.json", "parent.py"], tmp_path)
@@ -289,12 +337,16 @@ def test_subprocesses_write_their_own_profiles(tmp_path: Path) -> None:
     # --no-subprocesses: only the parent's file
     for child in children:
         child.unlink()
-    out = _run([*LAUNCHERS[0], "--no-tree", "--no-subprocesses", "-o", "par.json", "parent.py"], tmp_path)
+    out = _run(
+        [*LAUNCHERS[0], "--no-tree", "--no-subprocesses", "-o", "par.json", "parent.py"], tmp_path
+    )
     assert out.returncode == 0, out.stderr
     assert not list(tmp_path.glob("par.*.json"))
 
 
-@pytest.mark.skipif(not _startup_hook_installed(), reason="profkit's start-up .pth is not installed")
+@pytest.mark.skipif(
+    not _startup_hook_installed(), reason="profkit's start-up .pth is not installed"
+)
 def test_environment_activation_without_profkit_run(probe_dir: Path) -> None:
     env = _env() | {
         "PROFKIT_ENABLE_PROFILING": "1",
@@ -304,8 +356,13 @@ def test_environment_activation_without_profkit_run(probe_dir: Path) -> None:
     }
     native = _run([sys.executable, "probe.py"], probe_dir)
     out = subprocess.run(
-        [sys.executable, "probe.py"], cwd=probe_dir, env=env, capture_output=True, text=True,
-        timeout=60, input="in",
+        [sys.executable, "probe.py"],
+        cwd=probe_dir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        input="in",
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout == native.stdout
@@ -316,7 +373,7 @@ def test_environment_activation_without_profkit_run(probe_dir: Path) -> None:
     assert "traced" in out.stderr  # PROFKIT_TREE defaults to on
 
 
-FORKY = '''\
+FORKY = """\
 import os
 def work():
     return sum(range(10000))
@@ -325,12 +382,16 @@ work()
 if pid:
     os.waitpid(pid, 0)
 print("child" if pid == 0 else "parent")
-'''
+"""
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork")
-@pytest.mark.skipif(not _startup_hook_installed(), reason="profkit's start-up .pth is not installed")
-def test_forked_child_returning_through_profkit_writes_its_own_clean_profile(tmp_path: Path) -> None:
+@pytest.mark.skipif(
+    not _startup_hook_installed(), reason="profkit's start-up .pth is not installed"
+)
+def test_forked_child_returning_through_profkit_writes_its_own_clean_profile(
+    tmp_path: Path,
+) -> None:
     (tmp_path / "forky.py").write_text(FORKY)
     out = _run([*LAUNCHERS[0], "--no-tree", "-o", "f.json", "forky.py"], tmp_path)
     assert out.returncode == 0, out.stderr

@@ -40,20 +40,37 @@ def register(sub: Any, name: str, help_text: str) -> None:
         help_line = f"{setting.help} [{setting.env}]"
         if isinstance(setting.default, bool):
             parser.add_argument(
-                *names, dest=setting.field, action=argparse.BooleanOptionalAction,
-                default=None, help=help_line,
+                *names,
+                dest=setting.field,
+                action=argparse.BooleanOptionalAction,
+                default=None,
+                help=help_line,
             )
         else:
             parser.add_argument(
-                *names, dest=setting.field, default=None, help=help_line,
+                *names,
+                dest=setting.field,
+                default=None,
+                help=help_line,
                 metavar=setting.metavar or None,
             )
-    parser.add_argument("-m", dest="as_module", action="store_true",
-                        help="run a library module as a script (like python -m)")
-    parser.add_argument("-c", dest="as_code", action="store_true",
-                        help="run a program passed in as a string (like python -c)")
-    parser.add_argument("program", nargs=argparse.REMAINDER,
-                        help="the script (or module, or code) and its arguments")
+    parser.add_argument(
+        "-m",
+        dest="as_module",
+        action="store_true",
+        help="run a library module as a script (like python -m)",
+    )
+    parser.add_argument(
+        "-c",
+        dest="as_code",
+        action="store_true",
+        help="run a program passed in as a string (like python -c)",
+    )
+    parser.add_argument(
+        "program",
+        nargs=argparse.REMAINDER,
+        help="the script (or module, or code) and its arguments",
+    )
     parser.set_defaults(handler=_handler)
 
 

@@ -25,8 +25,18 @@ def flat(profile: CallProfile, thread: int = 0) -> dict[str, tuple[int, int, int
 
     def visit(node: CallNode, path: str) -> None:
         for child in node.children.values():
-            p = f"{path}/{profile.frames[child.frame].name}" if path else profile.frames[child.frame].name
-            out[p] = (child.calls, child.inclusive_ns, child.exclusive_ns, child.min_ns, child.max_ns)
+            p = (
+                f"{path}/{profile.frames[child.frame].name}"
+                if path
+                else profile.frames[child.frame].name
+            )
+            out[p] = (
+                child.calls,
+                child.inclusive_ns,
+                child.exclusive_ns,
+                child.min_ns,
+                child.max_ns,
+            )
             visit(child, p)
 
     visit(profile.threads[thread].root, "")

@@ -46,7 +46,10 @@ def test_udp_batches_with_sequence_numbers(receiver: socket.socket) -> None:
     assert [g.seq for g in grams] == list(range(len(grams)))
     assert len(grams) > 2  # 500 lines do not fit one datagram
     assert all(g.sender == "host/1" and g.dropped == 0 for g in grams)
-    assert [line for g in grams for line in g.lines] == [*lines, "Leave: app.main, Duration: 1.000 us"]
+    assert [line for g in grams for line in g.lines] == [
+        *lines,
+        "Leave: app.main, Duration: 1.000 us",
+    ]
 
 
 def test_refused_sends_are_dropped_and_counted() -> None:

@@ -55,6 +55,7 @@ INTERNAL_MODULES = (
     "profkit.report",
 )
 
+
 def module_of(info: FunctionInfo) -> str:
     """The function's module; frozen stdlib code (``<frozen runpy>``) is named by its module.
 
@@ -73,8 +74,6 @@ def full_name(info: FunctionInfo) -> str:
     return f"{module}.{info.name}" if module else info.name
 
 
-
-
 class EltProfiler(TraceHooks, ProfilerCallback):
     """Call-tree profiler (``mode=trace``) or stack-sampling profiler (``mode=sample``).
 
@@ -83,7 +82,8 @@ class EltProfiler(TraceHooks, ProfilerCallback):
     variables. ``clock`` and ``on_line`` (receives each event line synchronously, instead
     of the stream/UDP sinks) exist for tests and embedding. A ``paused`` profiler records
     nothing until :meth:`start_events` (``profkit run`` starts it once ``attach`` has
-    returned, so the collector's own start-up work is not in the profile). ``standalone`` profilers save (and optionally print) their profile in
+    returned, so the collector's own start-up work is not in the profile).
+    ``standalone`` profilers save (and optionally print) their profile in
     :meth:`shutdown`; ``profkit run`` passes ``standalone=False`` and does that itself.
     """
 
@@ -114,7 +114,7 @@ class EltProfiler(TraceHooks, ProfilerCallback):
         self._resume_after_attach = False
         self._attach_frame: FrameType | None = None
         self._lock = threading.Lock()
-        # (thread ident, stack) for every thread seen; stack[0] is that thread's root entry.
+        # (thread ident, name, stack) for every thread seen; stack[0] is its root node.
         self._stacks: list[tuple[int, str, Stack]] = []
         self._samples: dict[ThreadId, tuple[str, Node]] = {}
         self._accepted: dict[FunctionId, bool] = {}

@@ -149,8 +149,13 @@ class Program:
         else:
             main = types.ModuleType("__main__")
             main.__dict__.update(
-                {"__builtins__": builtins, "__cached__": None, "__package__": None,
-                 "__spec__": None, "__loader__": None}
+                {
+                    "__builtins__": builtins,
+                    "__cached__": None,
+                    "__package__": None,
+                    "__spec__": None,
+                    "__loader__": None,
+                }
             )
             main.__dict__.update(prepared.globals)
             sys.modules["__main__"] = main
@@ -178,13 +183,20 @@ def _module_details(name: str) -> Prepared:
     if spec.submodule_search_locations is not None:  # a package: run its __main__
         return _module_details(name + ".__main__")
     loader = spec.loader
-    code = loader.get_code(spec.name) if loader is not None and hasattr(loader, "get_code") else None
+    code = (
+        loader.get_code(spec.name) if loader is not None and hasattr(loader, "get_code") else None
+    )
     if code is None:
         raise UsageError(f"no code object available for module {name!r}")
     return Prepared(
         code,
-        {"__file__": spec.origin, "__cached__": spec.cached, "__loader__": loader,
-         "__package__": spec.parent, "__spec__": spec},
+        {
+            "__file__": spec.origin,
+            "__cached__": spec.cached,
+            "__loader__": loader,
+            "__package__": spec.parent,
+            "__spec__": spec,
+        },
     )
 
 
