@@ -91,3 +91,21 @@ def test_round_trip_property(recs: list) -> None:
     back = read_perfinfo(data)
     assert back.records == info.records
     assert write_perfinfo(back) == data
+
+
+def test_every_truncation_and_mutation() -> None:
+    import random
+
+    for cut in range(len(SAMPLE) + 1):
+        try:
+            read_perfinfo(SAMPLE[:cut], path="cut")
+        except PerfMapFormatError as err:
+            assert err.line is not None and err.path == "cut"
+    rng = random.Random(7)
+    for _ in range(300):
+        data = bytearray(SAMPLE)
+        data[rng.randrange(len(data))] = rng.randrange(256)
+        try:
+            read_perfinfo(bytes(data), path="m")
+        except PerfMapFormatError as err:
+            assert err.line is not None
