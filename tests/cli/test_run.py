@@ -192,6 +192,11 @@ def test_sample_mode(probe_dir: Path) -> None:
         (["-m", "no_such_module_xyz"], "No module named 'no_such_module_xyz'"),
         (["--basetime", "abc", "probe.py"], "--basetime='abc': expected a duration"),
         ([], "no script to run"),
+        (
+            ["--udp", "nosuchhost.invalid:2222", "probe.py"],
+            "--udp nosuchhost.invalid:2222: cannot resolve",
+        ),
+        (["--stream", "no/such/dir/x.txt", "probe.py"], "--stream no/such/dir/x.txt: No such file"),
     ],
 )
 def test_usage_errors_are_one_line(args: list[str], message: str, probe_dir: Path) -> None:

@@ -82,6 +82,7 @@ def _handler(args: argparse.Namespace) -> int:
     flags = {s.field: _flag_text(getattr(args, s.field)) for s in SETTINGS}
     settings = Settings.from_env(os.environ).with_flags(flags)
     prepared = program.prepare()
+    _check_sinks(settings)
     path = out.resolve_output(settings.output or out.default_output(program.label))
     settings = settings.replace(output=path)
     profiler = _make_profiler(settings)
@@ -129,6 +130,24 @@ def _handler(args: argparse.Namespace) -> int:
         shown = ", ".join(children[:3]) + (", …" if len(children) > 3 else "")
         _say(f"profkit: {len(children)} child process profile(s): {shown}\n")
     return _pass_through(outcome)
+
+
+def _check_sinks(settings: Settings) -> None:
+    """Refuse an unusable --udp/--stream before the program starts, not inside the profiler."""
+    if settings.udp is not None:
+        import socket
+
+        host, port = settings.udp
+        try:
+            socket.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
+        except OSError as exc:
+            raise UsageError(f"--udp {host}:{port}: cannot resolve {host!r}: {exc}") from None
+    if settings.stream and settings.stream != "stderr":
+        try:
+            with open(settings.stream, "w", encoding="utf-8"):
+                pass
+        except OSError as exc:
+            raise UsageError(f"--stream {settings.stream}: {exc.strerror or exc}") from None
 
 
 def _save(profile: Any, path: str) -> str | None:
