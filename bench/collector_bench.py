@@ -256,6 +256,36 @@ def report(python: str, workloads: list[str], repeat: int) -> None:
             ovh = (t - bare) / (cp - bare) if cp > bare else float("nan")
             cells.append(f"{t / bare:>12.2f}× {ovh:>7.2f}")
         print(f"{config:30s}" + "".join(cells))
+    _targets(version, workloads, times)
+
+
+def _targets(
+    version: str, workloads: list[str], times: dict[tuple[str, str], float | None]
+) -> None:
+    """The issue's targets, checked on this run (worst workload counts)."""
+    new = tuple(int(p) for p in version.split(".")[:2]) >= (3, 12)
+
+    def worst(config: str, vs_cprofile: bool) -> float | None:
+        values = []
+        for w in workloads:
+            t, bare, cp = times[(config, w)], times[("bare", w)], times[("cProfile", w)]
+            if t is None or bare is None or cp is None or cp <= bare:
+                return None
+            values.append((t - bare) / (cp - bare) if vs_cprofile else t / bare)
+        return max(values) if values else None
+
+    rows = [
+        ("enter/leave + shadow stack, overhead vs cProfile's", "profkit:el+shadow", True,
+         0.8 if new else 1.0),
+        ("namespace-filtered to cold code, × bare", "profkit:filtered", False, 1.05),
+        ("sampling at 1 kHz, × bare", "profkit:sample-1kHz", False, 1.03),
+    ]
+    for label, config, vs_cp, limit in rows:
+        value = worst(config, vs_cp)
+        if value is None:
+            continue
+        verdict = "met" if value <= limit else "NOT met"
+        print(f"  target {label} ≤ {limit}: worst {value:.2f} — {verdict}")
 
 
 def main() -> int:

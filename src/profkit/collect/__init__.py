@@ -15,7 +15,7 @@ import threading
 from profkit.api.callback import ProfilerCallback
 from profkit.api.errors import ProfilerApiError
 from profkit.api.events import EventMask
-from profkit.collect.base import Backend
+from profkit.collect.base import Backend, Capabilities
 from profkit.collect.select import Choice, choose
 from profkit.collect.session import Session
 
@@ -194,7 +194,8 @@ def _forget(session: Session) -> None:
             _current = None
 
 
-def _capabilities(name: str):  # type: ignore[no-untyped-def]
+def _capabilities(name: str) -> Capabilities:
+    """The capability flags of backend ``name`` (without constructing it)."""
     if name == "monitoring":
         from profkit.collect.monitoring import CAPABILITIES
     elif name == "setprofile":
