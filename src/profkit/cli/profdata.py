@@ -131,6 +131,8 @@ def _show(args: argparse.Namespace) -> int:
         profile = read_profile(args.file)
     except OSError as exc:
         raise UsageError(f"{args.file}: {exc.strerror or exc}") from None
+    for note in profile.notes:
+        print(f"profkit: note: {args.file}: {note}", file=sys.stderr)
     text = show_json(profile, opts) if args.json else show_text(profile, opts)
     if args.output:
         _write_atomic(args.output, text)

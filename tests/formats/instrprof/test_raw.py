@@ -120,3 +120,12 @@ def test_trailing_garbage() -> None:
     data = build_raw([RawFunc("a", 1, [1])])
     with pytest.raises(ProfileFormatError, match="not another profile"):
         parse_raw(data + b"\x01" * 8)
+
+
+def test_correlated_profile_gets_a_note() -> None:
+    # What clang-22 -mllvm -profile-correlate=debug-info writes: counters, no records.
+    header = [0xFF6C70726F667281, 10, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]
+    data = struct.pack("<16Q", *header) + struct.pack("<2Q", 5, 6)
+    prof = parse_raw(data, "c.profraw")
+    assert prof.records == []
+    assert "correlation" in prof.notes[0]

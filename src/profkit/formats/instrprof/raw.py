@@ -188,6 +188,13 @@ def _read_one(
     else:
         profile.kind |= kind
 
+    if h["num_data"] == 0 and h["num_counters"]:
+        # Debug-info / binary correlation: records and names stay in the binary (§4.2).
+        profile.notes.append(
+            f"raw profile at offset 0x{start:x} has {h['num_counters']} counters but no "
+            "function records: it was written for correlation "
+            "(-profile-correlate=debug-info|binary) and needs the binary to be read"
+        )
     ids_size = h.get("binary_ids_size", 0)
     if ids_size:
         if ids_size % 8:

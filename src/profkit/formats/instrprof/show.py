@@ -424,10 +424,10 @@ def _footer(
         out.extend(f"  {name}, max count = {m}" for m, name in top.ordered())
     if shown and opts.ic_targets:
         _site_stats(out, "Statistics for indirect call sites profile:", stats[0])
-    if shown and opts.memop_sizes:
-        _site_stats(out, "Statistics for memory intrinsic calls sizes profile:", stats[1])
     if shown and opts.show_vtables:
         _site_stats(out, "Statistics for vtable profile:", stats[2])
+    if shown and opts.memop_sizes:
+        _site_stats(out, "Statistics for memory intrinsic calls sizes profile:", stats[1])
     if opts.detailed_summary:
         if legacy:
             out.extend(totals)
