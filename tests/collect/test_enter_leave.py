@@ -326,3 +326,41 @@ def test_set_function_events_overrides_filter(backend: str) -> None:
     middle(1)
     detach()
     assert rec.calls({"middle", "leaf"}) == [("enter", "middle"), ("leave", "middle")]
+
+
+def test_coexists_with_cprofile(backend: str) -> None:
+    import cProfile
+    import pstats
+
+    rec = Recorder(EventMask.ENTER_LEAVE)
+    attach(rec, backend)
+    prof = cProfile.Profile()
+    prof.enable()
+    middle(1)
+    prof.disable()
+    middle(2)
+    detach()
+    stats = pstats.Stats(prof)
+    assert any(func[2] == "middle" for func in stats.stats)  # type: ignore[attr-defined]
+    if backend == "monitoring":  # separate tool ids: both see everything
+        assert rec.calls({"middle"}).count(("enter", "middle")) == 2
+
+
+def test_monitoring_refused_when_tool_ids_taken() -> None:
+    import pytest
+
+    from profkit.collect.select import choose
+
+    mon = getattr(sys, "monitoring", None)
+    if mon is None:
+        pytest.skip("sys.monitoring needs 3.12+")
+    taken = [t for t in range(6) if mon.get_tool(t) is None]
+    for tool in taken:
+        mon.use_tool_id(tool, "test-squatter")
+    try:
+        choice = choose("auto", EventMask.ENTER_LEAVE)
+        assert choice.name == "setprofile"
+        assert "tool ids" in choice.reason
+    finally:
+        for tool in taken:
+            mon.free_tool_id(tool)

@@ -112,6 +112,7 @@ class Sampler:
         """SAMPLING is immutable, so nothing changes."""
 
     def _run(self) -> None:
+        sys.setprofile(None)  # the setprofile backend must not trace the sampler itself
         stack_sample = self.session.profiler.stack_sample
         fail = self.session.fail
         stop = self._stop
