@@ -234,3 +234,29 @@ def test_llvm_merge_text_reproduces_our_text(
     result = run_llvm(tool, "merge", "--text", src, "-o", tmp_path / "out.proftext")
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "out.proftext").read_text() == ours
+
+
+FIX = Path(__file__).resolve().parents[2] / "fixtures" / "instrprof"
+_PROFTEXTS = sorted(FIX.glob("clang*/*.proftext"))
+
+
+@pytest.mark.parametrize("path", _PROFTEXTS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_fixture_text_round_trips_byte_identically(path: Path) -> None:
+    """Every `llvm-profdata-NN merge --text` output reads and re-formats to the same bytes."""
+    llvm = int(path.parent.name.removeprefix("clang"))
+    data = path.read_bytes()
+    assert format_text(parse_text(data, str(path)), llvm_version=llvm).encode() == data
+
+
+def test_fuzz_fixture_text() -> None:
+    rng = random.Random(11)
+    for path in _PROFTEXTS[:: max(1, len(_PROFTEXTS) // 12)]:
+        base = path.read_bytes()
+        for _ in range(60):
+            data = bytearray(base[: rng.randrange(len(base) + 1)])
+            if data:
+                data[rng.randrange(len(data))] = rng.randrange(256)
+            try:
+                parse_text(bytes(data), "f")
+            except ProfileFormatError as err:
+                assert err.line is not None

@@ -142,6 +142,8 @@ def _check_expressible(profile: Profile, version: int, layout: Layout) -> None:
 
 def value_data(record: FunctionRecord) -> bytes:
     """``ValueProfData::serializeFrom`` (little-endian): the value block of one record."""
+    if not record.value_sites:
+        return _EMPTY_VALUE_DATA
     sites_by_kind = [
         (int(k), record.value_sites[k]) for k in ValueKind if record.value_sites.get(k)
     ]
