@@ -364,3 +364,26 @@ def test_monitoring_refused_when_tool_ids_taken() -> None:
     finally:
         for tool in taken:
             mon.free_tool_id(tool)
+
+
+def bottomless(n: int) -> int:
+    return bottomless(n + 1)
+
+
+def test_recursion_limit_is_the_programs(backend: str, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Hitting the recursion limit under profiling: the program gets its RecursionError,
+    profkit prints nothing and does not detach."""
+    import pytest
+
+    rec = Recorder(EventMask.ENTER_LEAVE)
+    session = attach(rec, backend)
+    with pytest.raises(RecursionError):
+        bottomless(0)
+    assert session.active
+    assert capsys.readouterr().err == ""
+    detach()
+    if backend == "monitoring":
+        # setprofile: the interpreter itself unsets a profile function it could not call
+        # at the limit, so that thread is no longer traced (docs/api.md).
+        assert_paired(rec.events)
+        assert len(rec.of("enter")) == len(rec.of("leave")) > 100

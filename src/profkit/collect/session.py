@@ -244,7 +244,15 @@ class Session:
             self.fail(exc, what)
 
     def fail(self, exc: BaseException, what: str) -> None:
-        """The profiler raised: report once, detach, let the program go on."""
+        """The profiler raised: report once, detach, let the program go on.
+
+        A ``RecursionError`` is the program's, not the profiler's: the program is at its
+        recursion limit and the callback's frames pushed it over. That one notification is
+        skipped and the profiler stays attached; a frame's enter and leave run at the same
+        depth, so they are skipped together and stay paired.
+        """
+        if isinstance(exc, RecursionError) and what != "initialize":
+            return
         with self._lock:
             if self.failed:
                 return
