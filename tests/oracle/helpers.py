@@ -7,7 +7,9 @@ scripts/gen_instrprof_fixtures.py.  Import as ``from tests.oracle.helpers import
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
 import json
 import shutil
 from collections.abc import Iterator
@@ -123,3 +125,20 @@ def outputs_of(profile: Fixture, kind: str = "show") -> dict[str, Fixture]:
 def llvm_profdata_path(version: int) -> str | None:
     """Path of llvm-profdata-<version> on PATH, or None."""
     return shutil.which(f"llvm-profdata-{version}")
+
+
+@functools.cache
+def profkit_help(*words: str) -> str:
+    """``profkit <words> --help`` text (empty if the command does not exist)."""
+    from profkit.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with (contextlib.redirect_stdout(out), contextlib.redirect_stderr(err),
+          contextlib.suppress(SystemExit)):
+        main([*words, "--help"])
+    return out.getvalue()
+
+
+def profkit_merge_available() -> bool:
+    """True once ``profkit profdata merge`` is implemented (not the placeholder)."""
+    return "--indexed-version" in profkit_help("profdata", "merge")

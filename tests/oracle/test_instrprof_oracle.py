@@ -26,7 +26,13 @@ from pathlib import Path
 import pytest
 
 from profkit.cli.main import main
-from tests.oracle.helpers import FIXTURE_ROOT, Fixture, fixtures
+from tests.oracle.helpers import (
+    FIXTURE_ROOT,
+    Fixture,
+    fixtures,
+    profkit_help,
+    profkit_merge_available,
+)
 
 # A saved output profkit deliberately or knowingly does not reproduce: path -> reason.
 KNOWN_DIFFERENCES: dict[str, str] = {
@@ -83,23 +89,10 @@ def _llvm_version(fx: Fixture) -> str:
     return str(fx.llvm)
 
 
-def _help(sub: str) -> str:
-    out, err = io.StringIO(), io.StringIO()
-    with (contextlib.redirect_stdout(out), contextlib.redirect_stderr(err),
-          contextlib.suppress(SystemExit)):
-        main(["profdata", sub, "--help"])
-    return out.getvalue()
+OVERLAP_HAS_LLVM_VERSION = "--llvm-version" in profkit_help("profdata", "overlap")
 
 
-def _merge_available() -> bool:
-    """True once ``profkit profdata merge`` is implemented (not the placeholder)."""
-    return "--indexed-version" in _help("merge")
-
-
-OVERLAP_HAS_LLVM_VERSION = "--llvm-version" in _help("overlap")
-
-
-needs_merge = pytest.mark.skipif(not _merge_available(),
+needs_merge = pytest.mark.skipif(not profkit_merge_available(),
                                  reason="profkit profdata merge/overlap not implemented yet")
 
 SHOWS = [fx for fx in fixtures(kind="show") if _replayable(fx)]
