@@ -223,3 +223,37 @@ def test_merge_files_reports_failures(tmp_path: Path) -> None:
         str(tmp_path / "cut.profraw"),
         str(tmp_path / "nope"),
     ]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fast_path_equals_serial_on_varied_counters(tmp_path: Path, seed: int) -> None:
+    """Copies of a real raw file with random counters/bitmaps (some near 2^64): both paths agree."""
+    import random
+
+    from profkit.formats.instrprof.fastraw import probe
+
+    rng = random.Random(seed)
+    name = rng.choice(["ir.profraw", "fe_mcdc.profraw", "cxx_ir.profraw"])
+    base = _raw_fixture(name).read_bytes()
+    shape = probe(base)
+    assert shape is not None
+    inputs = []
+    serial = ProfileMerger()
+    for i in range(5):
+        data = bytearray(base)
+        a, b = shape.counters
+        for off in range(a, b, 8):
+            big = rng.random() < 0.02 and seed == 3
+            value = rng.randrange(1 << 64) if big else rng.randrange(1000)
+            data[off : off + 8] = value.to_bytes(8, "little")
+        a, b = shape.bitmap
+        for off in range(a, b):
+            data[off] = rng.randrange(256)
+        path = tmp_path / f"{i}.profraw"
+        path.write_bytes(bytes(data))
+        weight = rng.randint(1, 3)
+        inputs.append(MergeInput(str(path), weight))
+        serial.add(parse_raw(bytes(data)), weight)
+    for jobs in (1, 2):
+        outcome = merge_files(inputs, jobs=jobs)
+        assert normalized(outcome.profile) == normalized(serial.result())
