@@ -9,7 +9,6 @@ literals, which is exactly where third-party parsers go wrong (spec §8.5).
 
 from __future__ import annotations
 
-import re
 import struct
 from dataclasses import dataclass
 from functools import lru_cache
@@ -106,7 +105,6 @@ RAW_RECORD: dict[int, Fields] = {
 # --- vtable records (spec §4.8, v10+) --------------------------------------------------
 VTABLE_RECORD: Fields = ("name_hash:Q", "vtable_ptr:P", "size:I")
 
-_FIELD = re.compile(r"^([a-z_0-9]+):(\d*)([QIHBP])$")
 _ITEM_SIZE = {"Q": 8, "I": 4, "H": 2, "B": 1}
 
 
@@ -142,11 +140,12 @@ def compile_layout(fields: Fields, order: str, pointer_size: int) -> Layout:
     index: dict[str, tuple[int, int]] = {}
     slot = 0
     for spec in fields:
-        m = _FIELD.match(spec)
-        if m is None:  # pragma: no cover - a bug in the tables above
-            raise ValueError(f"bad layout field {spec!r}")
-        name, count_s, code = m.groups()
-        count = int(count_s or 1)
+        # "name:CODE" or "name:<count>CODE"; CODE is one of Q I H B P.
+        name, _, kind = spec.partition(":")
+        code = kind[-1:]
+        if code not in "QIHBP" or not code or not (kind[:-1] or "1").isdigit():
+            raise ValueError(f"bad layout field {spec!r}")  # pragma: no cover - table bug
+        count = int(kind[:-1] or 1)
         if code == "P":
             code = "Q" if pointer_size == 8 else "I"
         size = _ITEM_SIZE[code]

@@ -9,6 +9,7 @@ taken from the file is checked against the bytes that remain before it is used.
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import zlib
 from array import array
@@ -131,12 +132,21 @@ def canonical_name(name: str) -> str:
 
 
 def add_names(symtab: dict[int, str], names: Sequence[str]) -> None:
-    """Register names (and their canonical forms) in an MD5 → name table."""
+    """Register names (and their canonical forms) in an MD5 → name table.
+
+    Hashes inline rather than through :func:`name_md5`'s cache: a raw file's 20,000
+    names are each hashed once, so the cache would only cost time.
+    """
+    md5 = hashlib.md5
+    from_bytes = int.from_bytes
     for name in names:
-        symtab.setdefault(name_md5(name), name)
-        canon = canonical_name(name)
-        if canon != name:
-            symtab.setdefault(name_md5(canon), canon)
+        ref = from_bytes(md5(name.encode("utf-8", "surrogateescape")).digest()[:8], "little")
+        if ref not in symtab:
+            symtab[ref] = name
+        if "." in name:
+            canon = canonical_name(name)
+            if canon != name:
+                symtab.setdefault(name_md5(canon), canon)
 
 
 def _uleb(cur: Cursor, what: str) -> int:
@@ -292,51 +302,37 @@ def _build_records(
         if order != _NATIVE:
             arr.byteswap()
         cells = arr
+    # One C-level conversion of the whole section; records then take list slices.
+    flat: list[int] = cells.tolist() if isinstance(cells, array) else []
     raw_counters = bytes(counters) if temporal else b""
     n_bytes = len(counters)
 
-    # Indirect-call targets: address → NameRef (smallest hash wins on duplicates, as
-    # LLVM's sorted, de-duplicated map does). Vtables: address ranges → hash.
-    addr_map: dict[int, int] = {}
-    for rec in records:
-        fptr = rec[i_fptr]
-        if fptr:
-            ref = rec[i_name]
-            old = addr_map.get(fptr)
-            if old is None or ref < old:
-                addr_map[fptr] = ref
-    vt_sorted = sorted((v[1], v[1] + v[2], v[0]) for v in vtables)
-    vt_starts = [v[0] for v in vt_sorted]
-
     out = profile.records
+    append = out.append
+    step = rec_size if relative else 0
+    cdelta = counters_delta
+    bdelta = bitmap_delta
+    nbitmap = len(bitmap)
+    remap: _Remapper | None = None
     for idx, rec in enumerate(records):
-        rec_off = data_pos + idx * rec_size
         nref = rec[i_name]
         name = symtab.get(nref)
         if name is None:
             raise cur.fail(
                 "malformed",
                 f"record {idx}: name hash 0x{nref:016x} is not in the names section",
-                rec_off,
+                data_pos + idx * rec_size,
             )
         n = rec[i_nc]
-        if n == 0:
-            raise cur.fail("malformed", f"record {idx} ({name}): no counters", rec_off)
-        if relative:
-            off = (rec[i_cptr] - counters_delta + idx * rec_size) & pmask
-        else:
-            off = (rec[i_cptr] - counters_delta) & pmask
-        if off & sign:
+        # v8+: CounterPtr is relative to the record, which moves rec_size further from
+        # the counters with every record (spec §4.5); v5/v7 pointers are absolute.
+        off = (rec[i_cptr] - cdelta) & pmask
+        cdelta -= step
+        if n == 0 or off + n * cell > n_bytes:
             raise cur.fail(
-                "malformed", f"record {idx} ({name}): counter offset is negative", rec_off
-            )
-        if off + n * cell > n_bytes:
-            raise cur.fail(
-                "malformed",
-                f"record {idx} ({name}): counters at offset {off} + {n} × {cell} "
-                f"overrun the {n_bytes}-byte counter section",
-                rec_off,
-            )
+                "malformed", _counter_problem(idx, name, n, off, cell, n_bytes, sign),
+                data_pos + idx * rec_size,
+            )  # fmt: skip
         if temporal:
             ts = int.from_bytes(raw_counters[off : off + 8], "little" if order == "<" else "big")
             if ts not in (0, _M64):
@@ -345,35 +341,85 @@ def _build_records(
             n -= 8 // cell
             if n <= 0:
                 raise cur.fail(
-                    "malformed", f"record {idx} ({name}): no counters after timestamp", rec_off
+                    "malformed",
+                    f"record {idx} ({name}): no counters after timestamp",
+                    data_pos + idx * rec_size,
                 )
         if cell == 8:
-            if off % 8 == 0:
-                q = off >> 3
-                counts = cells[q : q + n].tolist()  # type: ignore[attr-defined]
+            if off & 7 == 0:
+                counts = flat[off >> 3 : (off >> 3) + n]
             else:
                 counts = list(array("Q", bytes(counters[off : off + 8 * n])))
                 if order != _NATIVE:
-                    counts = list(_swapped(counts))
+                    counts = _swapped(counts)
         else:
             counts = list(cells[off : off + n])
         bm = b""
-        if i_nb >= 0 and rec[i_nb]:
+        if i_nb >= 0:
             nb = rec[i_nb]
-            boff = (rec[i_bptr] - bitmap_delta + (idx * rec_size if relative else 0)) & pmask
-            if boff & sign or boff + nb > len(bitmap):
-                raise cur.fail(
-                    "malformed",
-                    f"record {idx} ({name}): bitmap bytes outside the bitmap section",
-                    rec_off,
-                )
-            bm = bytes(bitmap[boff : boff + nb])
+            if nb:
+                boff = (rec[i_bptr] - bdelta) & pmask
+                if boff + nb > nbitmap:
+                    raise cur.fail(
+                        "malformed",
+                        f"record {idx} ({name}): bitmap bytes outside the bitmap section",
+                        data_pos + idx * rec_size,
+                    )
+                bm = bytes(bitmap[boff : boff + nb])
+            bdelta -= step
         frec = FunctionRecord(name, rec[i_hash], counts, bm)
-        if any(rec[i_vs : i_vs + n_kinds]):
+        if rec[i_vs] or rec[i_vs + 1] or (n_kinds > 2 and rec[i_vs + 2]):
             sites = read_value_block(cur, order, f"value data of {name}")
             if sites:
-                frec.value_sites = _remap(sites, addr_map, vt_starts, vt_sorted)
-        out.append(frec)
+                if remap is None:
+                    remap = _Remapper(records, i_fptr, i_name, vtables)
+                frec.value_sites = remap(sites)
+        append(frec)
+
+
+def _counter_problem(
+    idx: int, name: str, n: int, off: int, cell: int, n_bytes: int, sign: int
+) -> str:
+    """The message for a record whose counters cannot be located."""
+    if n == 0:
+        return f"record {idx} ({name}): no counters"
+    if off & sign:
+        return f"record {idx} ({name}): counter offset is negative"
+    return (
+        f"record {idx} ({name}): counters at offset {off} + {n} × {cell} "
+        f"overrun the {n_bytes}-byte counter section"
+    )
+
+
+class _Remapper:
+    """Turns run-time addresses into NameRefs (0 = unknown), as LLVM's raw reader does.
+
+    Built only for profiles that have value data. Indirect-call targets map through each
+    record's FunctionPointer (on duplicates the smallest hash wins, as in LLVM's sorted,
+    de-duplicated map); vtable targets through the vtable records' address ranges.
+    """
+
+    def __init__(
+        self,
+        records: list[tuple[int, ...]],
+        i_fptr: int,
+        i_name: int,
+        vtables: list[tuple[int, ...]],
+    ) -> None:
+        addr_map: dict[int, int] = {}
+        for rec in records:
+            fptr = rec[i_fptr]
+            if fptr:
+                ref = rec[i_name]
+                old = addr_map.get(fptr)
+                if old is None or ref < old:
+                    addr_map[fptr] = ref
+        self.addr_map = addr_map
+        self.vt_sorted = sorted((v[1], v[1] + v[2], v[0]) for v in vtables)
+        self.vt_starts = [v[0] for v in self.vt_sorted]
+
+    def __call__(self, sites: dict[ValueKind, list[ValueSite]]) -> dict[ValueKind, list[ValueSite]]:
+        return _remap(sites, self.addr_map, self.vt_starts, self.vt_sorted)
 
 
 def _remap(

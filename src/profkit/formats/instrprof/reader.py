@@ -7,7 +7,7 @@ bytes). Readers are pure functions of bytes; :func:`read_profile` only adds the 
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 from typing import Literal
 
 from profkit.errors import ProfileFormatError
@@ -60,8 +60,8 @@ def parse_profile(data: bytes, path: str | None = None) -> Profile:
     )
 
 
-def read_profile(path: str | Path) -> Profile:
+def read_profile(path: str | os.PathLike[str]) -> Profile:
     """Read the profile file at ``path`` (any of the three formats)."""
-    p = Path(path)
-    data = p.read_bytes()
-    return parse_profile(data, str(path))
+    with open(path, "rb") as fh:
+        data = fh.read()
+    return parse_profile(data, os.fspath(path))
