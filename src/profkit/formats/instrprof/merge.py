@@ -64,8 +64,8 @@ def is_front_end(kind: ProfileKind) -> bool:
 def describe_kind(kind: ProfileKind) -> str:
     """A short human name for error messages."""
     if not is_front_end(kind):
-        return "IR-level (-fprofile-generate)"
-    return "front-end (-fprofile-instr-generate)"
+        return "an IR-level (-fprofile-generate)"
+    return "a front-end (-fprofile-instr-generate)"
 
 
 class _RecordWarn:
@@ -262,7 +262,7 @@ class ProfileMerger:
         there = f" ({source})" if source else ""
         if is_front_end(self.kind) != is_front_end(kind):
             raise KindMismatchError(
-                f"cannot merge a {describe_kind(kind)} profile{there} with a "
+                f"cannot merge {describe_kind(kind)} profile{there} with "
                 f"{describe_kind(self.kind)} profile{here}"
             )
         entry_only, entry_first = ProfileKind.FUNCTION_ENTRY_ONLY, ProfileKind.ENTRY_FIRST

@@ -21,7 +21,7 @@ from typing import Any
 
 from profkit.errors import ProfkitError
 from profkit.formats.instrprof.fastraw import ShapeAccumulator, _NotFast, probe
-from profkit.formats.instrprof.merge import MergeState, ProfileMerger
+from profkit.formats.instrprof.merge import KindMismatchError, MergeState, ProfileMerger
 from profkit.formats.instrprof.model import Profile
 from profkit.formats.instrprof.raw import RAW_MAGICS, parse_raw
 from profkit.formats.instrprof.reader import parse_profile
@@ -54,6 +54,7 @@ class _ShareResult:
     merged: int
     failures: list[tuple[int, str, str]]
     warnings: list[str]
+    state_inputs: int = 0  # how many of ``merged`` went through the record path
 
 
 _counter: Any = None  # a multiprocessing.Value in workers: inputs done, for the progress bar
@@ -72,7 +73,7 @@ def _merge_share(
     merger = ProfileMerger()
     failures: list[tuple[int, str, str]] = []
     warnings: list[str] = []
-    merged = 0
+    merged = state_inputs = 0
     for done, (index, item) in enumerate(share, start=1):
         path, weight = item.path, item.weight
 
@@ -90,6 +91,7 @@ def _merge_share(
                 profile = parse_profile(data, path)
                 merger.add(profile, weight, warn, source=path, take=True)
                 merged += 1
+                state_inputs += 1
         except OSError as exc:
             failures.append((index, path, exc.strerror or str(exc)))
         except ProfkitError as exc:
@@ -100,7 +102,9 @@ def _merge_share(
                     _counter.value += 1
             elif progress is not None:
                 progress(done)
-    return _ShareResult(list(shapes.values()), merger.state(), merged, failures, warnings)
+    return _ShareResult(
+        list(shapes.values()), merger.state(), merged, failures, warnings, state_inputs
+    )
 
 
 def _merge_fast(
@@ -196,15 +200,36 @@ def _combine(results: list[_ShareResult], sparse: bool) -> MergeOutcome:
                 shapes[acc.shape.key] = (index, acc)
             else:
                 found[1].combine(acc, warn)
-    for _, acc in sorted(shapes.values(), key=lambda item: item[0]):
+    failed: list[tuple[int, str, str]] = []
+    merged = sum(r.merged for r in results)
+    for index, acc in sorted(shapes.values(), key=lambda item: item[0]):
         with open(acc.first_path, "rb") as handle:
             data = handle.read()
-        final.add(acc.materialize(data), 1, warn, source=acc.first_path, take=True)
+        try:
+            final.add(acc.materialize(data), 1, warn, source=acc.first_path, take=True)
+        except KindMismatchError as exc:  # shares disagree: drop this shape's files
+            more = (
+                f" (with {acc.files - 1} more input(s) from the same binary)"
+                if acc.files > 1
+                else ""
+            )
+            failed.append((index, acc.first_path, f"{exc}{more}"))
+            merged -= acc.files
     for result in results:
-        final.add_state(result.state, warn)
+        if not result.state_inputs:
+            result.state.records.clear()  # only fast-path kinds: handled above
+            if result.state.kind is not None and not result.state.traces:
+                continue
+        try:
+            final.add_state(result.state, warn)
+        except KindMismatchError as exc:
+            source = result.state.kind_source or "?"
+            failed.append((min((i for i, _, _ in result.failures), default=0), source, str(exc)))
+            merged -= result.state_inputs
+    failures = sorted(failures + failed, key=lambda f: f[0])
     return MergeOutcome(
         profile=final.result(sparse=sparse),
-        merged=sum(r.merged for r in results),
+        merged=merged,
         failures=[(path, message) for _, path, message in failures],
         warnings=warnings,
     )
