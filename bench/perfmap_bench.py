@@ -112,13 +112,19 @@ def main() -> None:
     print("\nload (parse bytes → columns)")
     lp, lp_med, m = best_and_median(lambda: read_perf_map(perf_bytes), args.repeat, "lp")
     lr, lr_med, _ = best_and_median(lambda: read_r2rmap(r2r_bytes), args.repeat, "lr")
+    lm, lm_med, _ = best_and_median(
+        lambda: list(read_perf_map(perf_bytes).names), args.repeat, "lm"
+    )
     pp, pp_med, _ = best_and_median(lambda: plain_parse(perf_bytes), max(2, args.repeat // 2), "pp")
     print(f"  read_perf_map      {lp:7.3f} s  (median {lp_med:.3f}, cpu {CPU['lp']:.3f})  "
           "target ≤ 0.5 s")  # fmt: skip
     print(f"  read_r2rmap        {lr:7.3f} s  (median {lr_med:.3f}, cpu {CPU['lr']:.3f})  "
           "target ≤ 0.5 s")  # fmt: skip
+    print(f"  + decode all names {lm:7.3f} s  (median {lm_med:.3f}, cpu {CPU['lm']:.3f})  "
+          "(names are decoded lazily; this is read_perf_map + list(names))")  # fmt: skip
     print(f"  plain split+int    {pp:7.3f} s  (median {pp_med:.3f}, cpu {CPU['pp']:.3f})  "
-          f"→ profkit is {pp / lp:.2f}x (cpu {CPU['pp'] / CPU['lp']:.2f}x)")  # fmt: skip
+          f"→ profkit is {pp / lp:.2f}x (cpu {CPU['pp'] / CPU['lp']:.2f}x), "
+          f"{pp / lm:.2f}x with all names")  # fmt: skip
 
     sym = Symbolizer()
     sym.add_perf_map(m, "bench")

@@ -11,7 +11,11 @@ the same answer for every line this path accepts.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
+
+from profkit.formats.perfmap._names import NameColumn
 
 _HEX = np.full(256, 255, dtype=np.uint8)
 for _i, _c in enumerate(b"0123456789abcdef"):
@@ -63,8 +67,11 @@ def _hex_column(win: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray |
     return None if bool(bad.any()) else value
 
 
-def fast_parse(data: bytes) -> tuple[np.ndarray, np.ndarray, list[str]] | None:
-    """(starts, sizes, names) if every line has the common shape, else None."""
+def fast_parse(data: bytes) -> tuple[np.ndarray, np.ndarray, Sequence[str]] | None:
+    """(starts, sizes, names) if every line has the common shape, else None.
+
+    Names come back as a lazily decoded :class:`NameColumn` over ``data``.
+    """
     if not data:
         return np.zeros(0, np.uint64), np.zeros(0, np.uint64), []
     buf = np.frombuffer(data, dtype=np.uint8)
@@ -94,13 +101,4 @@ def fast_parse(data: bytes) -> tuple[np.ndarray, np.ndarray, list[str]] | None:
     sizes = _hex_column(win, sp1 + 1, sp2)
     if starts is None or sizes is None:
         return None
-    lo_list, hi_list = name_lo.tolist(), name_hi.tolist()
-    if data.isascii():
-        text = data.decode("ascii")
-        names = [text[a:b] for a, b in zip(lo_list, hi_list, strict=True)]
-    else:
-        names = [
-            data[a:b].decode("utf-8", "surrogateescape")
-            for a, b in zip(lo_list, hi_list, strict=True)
-        ]
-    return starts, sizes, names
+    return starts, sizes, NameColumn(data, name_lo, name_hi, ascii_only=data.isascii())

@@ -86,7 +86,7 @@ class ParsedLines:
 
     starts: np.ndarray
     sizes: np.ndarray
-    names: list[str]
+    names: Sequence[str]
     style: LineStyle
     #: 1-based line number of each entry; None when entry i sits on line i + 1.
     line_numbers: list[int] | None = None

@@ -12,7 +12,7 @@ Names are bytes in the wild, not necessarily UTF-8: they decode with
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -44,7 +44,8 @@ class PerfMap:
 
     starts: np.ndarray
     sizes: np.ndarray
-    names: list[str]
+    #: A list, or the lazily decoded column the fast reader returns (decodes on access).
+    names: Sequence[str]
     style: LineStyle = PERF_STYLE
     skipped: list[tuple[int, str]] = field(default_factory=list)
 

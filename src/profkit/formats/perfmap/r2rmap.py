@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -209,7 +209,8 @@ class R2RPerfMap:
     header: R2RHeader
     rvas: np.ndarray
     lengths: np.ndarray
-    names: list[str]
+    #: A list, or the lazily decoded column the fast reader returns (decodes on access).
+    names: Sequence[str]
     style: LineStyle = CROSSGEN2_STYLE
     skipped: list[tuple[int, str]] = field(default_factory=list)
 

@@ -5,11 +5,13 @@ Kept out of the CLI so the numbers can be tested and reused (e.g. by a report).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from profkit.formats.perfmap._lines import LineStyle
+from profkit.formats.perfmap._names import as_list
 from profkit.formats.perfmap.perfinfo import PerfInfo
 from profkit.formats.perfmap.perfpid import PerfMap
 from profkit.formats.perfmap.r2rmap import R2RPerfMap
@@ -26,12 +28,13 @@ def _style(style: LineStyle) -> dict[str, Any]:
     }
 
 
-def entry_stats(starts: np.ndarray, sizes: np.ndarray, names: list[str]) -> dict[str, Any]:
+def entry_stats(starts: np.ndarray, sizes: np.ndarray, names: Sequence[str]) -> dict[str, Any]:
     """Counts, size statistics, address range, duplicates and overlaps of a set of entries."""
     n = len(names)
     out: dict[str, Any] = {"entries": n}
     if not n:
         return out
+    names = as_list(names)
     order = np.argsort(starts, kind="stable")
     s, z = starts[order], sizes[order]
     ends = s + z

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -72,26 +73,36 @@ class Symbolizer:
     def __init__(self) -> None:
         self._starts: list[np.ndarray] = []
         self._sizes: list[np.ndarray] = []
-        self._names: list[str] = []
+        self._name_chunks: list[Sequence[str]] = []
+        self._chunk_first: list[int] = []
+        self._count = 0
         self._sources: list[str] = []
         self._source_of: list[np.ndarray] = []
         self._compiled: _Table | None = None
 
     def __len__(self) -> int:
-        return len(self._names)
+        return self._count
+
+    def name(self, entry: int) -> str:
+        """The name of entry ``entry`` (maps keep their own, possibly lazy, name columns)."""
+        i = bisect.bisect_right(self._chunk_first, entry) - 1
+        return self._name_chunks[i][entry - self._chunk_first[i]]
 
     @property
     def sources(self) -> list[str]:
         """The source labels, in the order their maps were added."""
         return list(self._sources)
 
-    def add(self, starts: np.ndarray, sizes: np.ndarray, names: list[str], source: str) -> None:
+    def add(self, starts: np.ndarray, sizes: np.ndarray, names: Sequence[str], source: str) -> None:
         """Add absolute ranges (uint64 columns) named ``names``, labelled ``source``."""
         if not (len(starts) == len(sizes) == len(names)):
             raise ValueError("starts, sizes and names differ in length")
         self._starts.append(np.asarray(starts, dtype=np.uint64))
         self._sizes.append(np.asarray(sizes, dtype=np.uint64))
-        self._names.extend(names)
+        if len(names):
+            self._chunk_first.append(self._count)
+            self._name_chunks.append(names)
+            self._count += len(names)
         self._source_of.append(np.full(len(names), len(self._sources), dtype=np.int32))
         self._sources.append(source)
         self._compiled = None
@@ -119,7 +130,7 @@ class Symbolizer:
         entry = seg_entry[i]
         start = starts[entry]
         return Symbol(
-            self._names[entry],
+            self.name(entry),
             address - start,
             self._sources[source_of[entry]],
             start,
@@ -156,7 +167,7 @@ class Symbolizer:
         *_, starts, sizes, source_of = self._table().lists()
         start = starts[entry]
         return Symbol(
-            self._names[entry],
+            self.name(entry),
             0 if address is None else address - start,
             self._sources[source_of[entry]],
             start,
