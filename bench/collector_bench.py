@@ -154,6 +154,7 @@ CONFIGS = [
     "yappi-wall",
     "pyinstrument",
     "diag:monitoring-direct",
+    "diag:native-trampoline",
 ]
 
 
@@ -193,6 +194,29 @@ def run_one(config: str, workload: str, repeat: int) -> float | None:
             mon.free_tool_id(4)
 
         stop = stop_direct
+    elif config == "diag:native-trampoline":
+        # profkit's monitoring backend with its PY_START/PY_RETURN closures swapped for the
+        # C prototype in bench/native/trampoline.c: what the proposed native piece gives.
+        native = _build_trampoline()
+        if native is None or getattr(sys, "monitoring", None) is None:
+            return None
+        from profkit.collect import attach, detach
+
+        profiler = _profkit_profiler("el+shadow")
+        attached = attach(profiler, "monitoring")
+        mon = sys.monitoring
+        main_tool = attached.info.backend.tools[1]  # type: ignore[union-attr]
+
+        def on_error(exc: BaseException) -> None:
+            attached.info.fail(exc, "function_enter")
+
+        mon.register_callback(
+            main_tool, mon.events.PY_START, native.Trampoline(profiler.function_enter, on_error)
+        )
+        mon.register_callback(
+            main_tool, mon.events.PY_RETURN, native.Trampoline(profiler.function_leave, on_error)
+        )
+        stop = detach
     elif config == "cProfile":
         import cProfile
 
@@ -224,6 +248,37 @@ def run_one(config: str, workload: str, repeat: int) -> float | None:
     if stop is not None:
         stop()
     return best
+
+
+def _build_trampoline():  # type: ignore[no-untyped-def]
+    """Compile bench/native/trampoline.c for this interpreter (cached), or None."""
+    import importlib.util
+    import shutil
+    import sysconfig
+    import tempfile
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        return None
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    out_dir = Path(tempfile.gettempdir()) / "profkit-bench-native"
+    out_dir.mkdir(exist_ok=True)
+    target = out_dir / f"_trampoline{suffix}"
+    source = ROOT / "bench" / "native" / "trampoline.c"
+    if not target.exists() or target.stat().st_mtime < source.stat().st_mtime:
+        include = sysconfig.get_paths()["include"]
+        built = subprocess.run(
+            [cc, "-shared", "-fPIC", "-O2", f"-I{include}", str(source), "-o", str(target)],
+            capture_output=True,
+        )
+        if built.returncode != 0:
+            return None
+    spec = importlib.util.spec_from_file_location("_trampoline", target)
+    if spec is None or spec.loader is None:
+        return None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def measure(python: str, config: str, workload: str, repeat: int) -> float | None:

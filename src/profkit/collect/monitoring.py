@@ -125,8 +125,16 @@ class MonitoringBackend:
         plan = session.plan
         wants_calls = plan.tracks_calls
         local = 0
-        if wants_calls:
-            local |= ev.PY_START | ev.PY_RETURN | ev.PY_YIELD | ev.PY_RESUME
+        # Each event only if a bound callback needs it: a profiler without
+        # function_yield/function_resume pays nothing per generator suspension.
+        if plan.enter or plan.arguments:
+            local |= ev.PY_START
+        if plan.leave or plan.return_value:
+            local |= ev.PY_RETURN
+        if plan.yield_:
+            local |= ev.PY_YIELD
+        if plan.resume:
+            local |= ev.PY_RESUME
         if plan.wants_transitions:
             local |= ev.CALL | ev.C_RETURN | ev.C_RAISE
         self.local_events = local
@@ -134,8 +142,10 @@ class MonitoringBackend:
         for event, fn in callbacks.items():
             mon.register_callback(main, event, fn)
         global_events = 0
-        if wants_calls:
-            global_events |= ev.PY_UNWIND | ev.PY_THROW
+        if plan.leave or plan.unwind:
+            global_events |= ev.PY_UNWIND
+        if plan.resume:
+            global_events |= ev.PY_THROW
         if plan.wants_exceptions:
             global_events |= ev.RAISE | ev.RERAISE | ev.EXCEPTION_HANDLED
         self.pre_codes.clear()
