@@ -8,6 +8,14 @@
 #include <Python.h>
 #include <stddef.h>
 
+static Py_ssize_t extra_index = -1;
+
+static void
+free_extra(void *extra)
+{
+    Py_XDECREF((PyObject *)extra);
+}
+
 typedef struct {
     PyObject_HEAD
     PyObject *target;    /* the profiler's bound method: target(function_id) */
@@ -23,12 +31,21 @@ trampoline_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObje
         PyErr_SetString(PyExc_TypeError, "trampoline needs the code object");
         return NULL;
     }
-    PyObject *fid = PyLong_FromVoidPtr(args[0]);  /* == id(code) */
-    if (fid == NULL) {
+    /* id(code), cached on the code object itself (co_extra): no allocation per event. */
+    PyObject *code = args[0];
+    void *extra = NULL;
+    if (!PyCode_Check(code) || PyUnstable_Code_GetExtra(code, extra_index, &extra) < 0) {
         return NULL;
     }
+    PyObject *fid = (PyObject *)extra;
+    if (fid == NULL) {
+        fid = PyLong_FromVoidPtr(code);
+        if (fid == NULL || PyUnstable_Code_SetExtra(code, extra_index, fid) < 0) {
+            Py_XDECREF(fid);
+            return NULL;
+        }
+    }
     PyObject *res = PyObject_CallOneArg(self->target, fid);
-    Py_DECREF(fid);
     if (res == NULL) {
         PyObject *exc = PyErr_GetRaisedException();
         PyObject *r = PyObject_CallOneArg(self->on_error, exc);
@@ -85,6 +102,10 @@ PyMODINIT_FUNC
 PyInit__trampoline(void)
 {
     if (PyType_Ready(&TrampolineType) < 0) {
+        return NULL;
+    }
+    extra_index = PyUnstable_Eval_RequestCodeExtraIndex(free_extra);
+    if (extra_index < 0) {
         return NULL;
     }
     PyObject *m = PyModule_Create(&module);
