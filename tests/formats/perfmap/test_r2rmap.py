@@ -218,3 +218,12 @@ def test_round_trip_any_style(entries: list, style: LineStyle) -> None:
     back = read_r2rmap(data)
     assert list(back.entries()) == [tuple(e) for e in entries]
     assert write_r2rmap(back) == data
+
+
+def test_undetermined_style_settles_on_crossgen2(r2rmap_bytes: bytes) -> None:
+    head = b"".join(r2rmap_bytes.splitlines(keepends=True)[:5])
+    m = read_r2rmap(head)
+    assert m.style == CROSSGEN2_STYLE  # "00" sizes show no case, no padding beyond 2
+    grown = R2RPerfMap.from_entries(m.header, [(0x1A0, 0xB, "A::B()")])
+    grown.style = m.style
+    assert write_r2rmap(grown).endswith(b"000001A0 0B A::B()\n")

@@ -11,6 +11,7 @@ as maps with an empty header.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import re
 import uuid
@@ -238,6 +239,7 @@ def read_r2rmap(data: bytes, *, path: str | None = None, strict: bool = True) ->
     parsed = parse_lines(
         data, path=path, strict=strict, max_start=U32_MAX, max_size=U32_MAX, start_what="RVA"
     )
+    parsed.style = _prefer_crossgen2(parsed.style, parsed.starts[:1000], parsed.sizes[:1000])
     starts = parsed.starts
     n_head = 0
     while n_head < len(starts) and int(starts[n_head]) >= HEADER_TOKEN_MIN:
@@ -263,6 +265,36 @@ def read_r2rmap(data: bytes, *, path: str | None = None, strict: bool = True) ->
         rvas, lengths = rvas[keep], lengths[keep]
         names = [n for n, k in zip(names, keep.tolist(), strict=True) if k]
     return R2RPerfMap(R2RHeader(records), rvas, lengths, names, parsed.style, skipped)
+
+
+def _prefer_crossgen2(style: LineStyle, starts: np.ndarray, sizes: np.ndarray) -> LineStyle:
+    """Settle what the sampled lines leave open, without changing how any of them renders.
+
+    A column with no hex letters takes the other column's case (one writer uses one case:
+    crossgen2 upper, crossgen1 lower), or crossgen2's upper case if neither shows letters;
+    an upper-case (crossgen2) map without visible zero padding gets ``%08X %02X`` widths
+    when every sampled token is at least that long anyway.
+    """
+    lettered = {
+        column: any(c in "abcdef" for v in values.tolist() for c in format(v, "x"))
+        for column, values in (("address", starts), ("size", sizes))
+    }
+    upper = {"address": style.address_upper, "size": style.size_upper}
+    for column, other in (("address", "size"), ("size", "address")):
+        if not lettered[column]:
+            upper[column] = upper[other] if lettered[other] else True
+    widths = {"address": style.address_width, "size": style.size_width}
+    if upper["address"] and upper["size"]:
+        for column, values, width in (("address", starts, 8), ("size", sizes, 2)):
+            if widths[column] == 0 and all(len(format(v, "x")) >= width for v in values.tolist()):
+                widths[column] = width
+    return dataclasses.replace(
+        style,
+        address_upper=upper["address"],
+        size_upper=upper["size"],
+        address_width=widths["address"],
+        size_width=widths["size"],
+    )
 
 
 def _check_utf8(data: bytes, path: str | None) -> None:
