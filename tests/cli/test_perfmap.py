@@ -290,3 +290,21 @@ def test_lenient_skips_with_a_warning(capsys: pytest.CaptureFixture[str], tmp_pa
     rc, out, err = run(capsys, "lookup", str(path), "7f25", "--lenient")
     assert rc == 0 and out == "0x7f25 fine+0x5\n"
     assert "skipped 1 malformed line(s); first: line 2" in err
+
+
+def test_verify_image_without_perfmap_entry(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from profkit.formats.perfmap.pe import read_pe
+
+    data = bytearray(DLL.read_bytes())
+    image = read_pe(bytes(data))
+    rva, size = image.directories[6]
+    type_at = image.rva_to_offset(rva, size, "debug") + 12  # IMAGE_DEBUG_DIRECTORY.Type
+    assert data[type_at] == 21
+    data[type_at] = 2
+    plain = tmp_path / "Plain.dll"
+    plain.write_bytes(bytes(data))
+    rc, out, err = run(capsys, "verify", str(plain), str(DLL_MAP))
+    assert (rc, out) == (2, "")
+    assert "no R2R PerfMap debug entry (type 21)" in err and err.count("\n") == 1

@@ -85,6 +85,8 @@ class Symbolizer:
 
     def name(self, entry: int) -> str:
         """The name of entry ``entry`` (maps keep their own, possibly lazy, name columns)."""
+        if len(self._name_chunks) == 1:
+            return self._name_chunks[0][entry]
         i = bisect.bisect_right(self._chunk_first, entry) - 1
         return self._name_chunks[i][entry - self._chunk_first[i]]
 
