@@ -101,7 +101,11 @@ def module_of(filename: str) -> str:
                 _MODULE_BY_FILE.setdefault(path, modname)
         name = _MODULE_BY_FILE.get(filename)
     if name is None:
+        if filename.startswith("<frozen ") and filename.endswith(">"):
+            return filename[8:-1]  # "<frozen importlib._bootstrap>"
         if filename.startswith("<"):
+            # "<string>" is python -c, but also code made by exec() in any module
+            # (dataclass and namedtuple methods): the module is not knowable from the code.
             return ""
         base = filename.rsplit("/", 1)[-1]
         return base[:-3] if base.endswith(".py") else base
@@ -116,8 +120,6 @@ def code_info(fid: FunctionId, code: CodeType) -> FunctionInfo:
     """Build the FunctionInfo of a code object (slow path, once per function)."""
     filename = code.co_filename
     module = module_of(filename)
-    if module == "__main__" or (not module and filename.startswith("<")):
-        module = module or "__main__"
     return FunctionInfo(
         fid,
         code.co_qualname,
