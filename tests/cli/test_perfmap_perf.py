@@ -69,7 +69,8 @@ def test_symbolize_matches_perf(tmp_path: Path, callchains: bool) -> None:
         pytest.skip(f"{live_map} already exists (pid reuse); not touching it")
 
     without = _perf_script(data)
-    assert f"{addr + 5:x} [unknown] (/tmp/perf-{pid}.map)".encode() in without
+    loop_ips = [f"{addr + k:x}".encode() for k in range(10)]  # samples land on dec/jnz
+    assert any(ip + f" [unknown] (/tmp/perf-{pid}.map)".encode() in without for ip in loop_ips)
 
     ours = tmp_path / "jit.map"
     save_perf_map(PerfMap.from_entries([(addr, 0x10, "jitloop_profkit")], PERF_STYLE), str(ours))
@@ -142,8 +143,10 @@ def test_r2r_frames_named_end_to_end(tmp_path: Path) -> None:
         pytest.skip(f"perf record not permitted here: {proc.stderr.strip()[-200:]}")
     _, base = (int(x) for x in proc.stdout.split())
     text = _perf_script(data)
-    loop_ip = f"{base + main_rva + 5:x}".encode()
-    assert loop_ip + b" [unknown] (" + str(dll).encode() + b")" in text
+    main = "System.Int32 MinimalR2R.Program::Main(System.String[])"
+    in_loop = [(f"{base + main_rva + k:x}".encode(), k) for k in range(10)]
+    hit = [(ip, k) for ip, k in in_loop if ip + b" [unknown] (" + str(dll).encode() + b")" in text]
+    assert hit, "no sample landed in Main's loop"
 
     named = subprocess.run(
         [sys.executable, "-m", "profkit", "perfmap", "symbolize", "--map", str(r2rmap),
@@ -151,8 +154,10 @@ def test_r2r_frames_named_end_to_end(tmp_path: Path) -> None:
         input=text, capture_output=True, check=False, timeout=120,
     )  # fmt: skip
     assert named.returncode == 0, named.stderr
-    want = loop_ip + b" System.Int32 MinimalR2R.Program::Main(System.String[])+0x5 ("
-    assert want in named.stdout
-    assert loop_ip + b" [unknown]" not in named.stdout
-    # nothing else changed
-    assert named.stdout.replace(want, loop_ip + b" [unknown] (") == text
+    restored = named.stdout
+    for ip, k in hit:
+        want = ip + f" {main}+0x{k:x} (".encode()
+        assert want in named.stdout
+        assert ip + b" [unknown]" not in named.stdout
+        restored = restored.replace(want, ip + b" [unknown] (")
+    assert restored == text  # nothing else changed
