@@ -168,7 +168,7 @@ def _show(args: argparse.Namespace) -> int:
     info: dict[str, Any]
     if data[:2] == b"MZ":
         info = _describe_image(data, args.file)
-    elif data.startswith(b"ImageLoad;"):
+    elif data.startswith(b"ImageLoad;") or os.path.basename(args.file).startswith("perfinfo-"):
         info = describe_perfinfo(read_perfinfo(data, path=args.file, strict=strict))
     elif looks_like_r2rmap(data, args.file):
         m = read_r2rmap(data, path=args.file, strict=strict)
