@@ -5,9 +5,11 @@ as the name (spec §0). They differ only in how writers render the numbers, so o
 serves both and records the rendering as a :class:`LineStyle`, which the writers reuse
 to reproduce a file byte for byte.
 
-Speed matters (a long-running .NET service's map reaches 10^5–10^6 lines, spec §5): the
-whole file is matched by one multi-line regex; only when the match count differs from
-the line count (some line is broken) does a slow per-line pass run to name the line.
+Speed matters (a long-running .NET service's map reaches 10^5–10^6 lines, spec §5), so
+there are three paths with one meaning: the numpy path (:mod:`._fastparse`) for files
+whose every line has the common single-blank shape; one multi-line regex for the rest
+of the grammar (a match count equal to the line count proves every line well-formed);
+and a per-line pass that runs only when some line is broken, to name that line.
 
 Tolerance follows Linux perf's own parser where that is sane (spec §2.2/§2.3): optional
 ``0x``/``0X`` on either number, either hex case, leading blanks, tabs or several blanks
