@@ -41,19 +41,51 @@ def test_matches_saved_llvm_output(entry: dict) -> None:
 
 
 ORACLE = [
-    e for e in SHOWS if e["llvm"] == 22 and e.get("show") in ("show-all-counts", "ic-targets")
+    e for e in SHOWS if e["llvm"] in (19, 22) and e.get("show") in ("show-all-counts", "ic-targets")
 ]
+
+
+def _live(version: int, args: list[str]) -> str:
+    tool = shutil.which(f"llvm-profdata-{version}")
+    if tool is None:
+        pytest.skip(f"llvm-profdata-{version} not on PATH")
+    return subprocess.run([tool, "show", *args], capture_output=True, text=True, check=True).stdout
 
 
 @pytest.mark.oracle
 @pytest.mark.parametrize("entry", ORACLE, ids=ids(ORACLE))
 def test_matches_live_llvm_profdata(entry: dict) -> None:
-    tool = shutil.which("llvm-profdata-22")
-    if tool is None:
-        pytest.skip("llvm-profdata-22 not on PATH")
     args = show_args(entry)
-    live = subprocess.run([tool, "show", *args], capture_output=True, text=True, check=True).stdout
-    assert _run(["profdata", "show", *args])[1] == live
+    live = _live(entry["llvm"], args)
+    assert _run(["profdata", "show", "--llvm-version", str(entry["llvm"]), *args])[1] == live
+
+
+# Option combinations the saved outputs do not cover, checked against the live tool.
+COMBOS = [
+    ["--text", "--all-functions"],
+    ["--all-functions", "--ic-targets", "--memop-sizes", "--show-vtables", "--counts"],
+    ["--value-cutoff=5", "--all-functions"],
+    ["--list-below-cutoff", "--value-cutoff=5"],
+    ["--function=main", "--counts", "--topn=2"],
+    ["--showcs", "--all-functions", "--counts", "--detailed-summary"],
+    ["--detailed-summary-cutoffs=800000,901000,999999", "--detailed-summary"],
+    ["--temporal-profile-traces", "--binary-ids", "--profile-version"],
+]
+COMBO_FILES = [
+    e
+    for e in entries("profraw", (22,)) + entries("profdata", (22,))
+    if e.get("variant") in ("ir", "fe", "vtable", "ir_plus_cs", "ir_temporal", "dso_concat")
+]
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("options", COMBOS, ids=[" ".join(c) for c in COMBOS])
+def test_option_combinations_match_live_tool(options: list[str]) -> None:
+    if not COMBO_FILES:
+        pytest.skip("fixtures not present")
+    for entry in COMBO_FILES:
+        args = [*options, str(path_of(entry))]
+        assert _run(["profdata", "show", *args])[1] == _live(22, args), entry["path"]
 
 
 def _profile(kind: ProfileKind = ProfileKind.IR) -> Profile:

@@ -31,8 +31,8 @@ NEW_WORDING_FROM = 20
 #: ``show --detailed-summary`` of LLVM 14 used a shorter default cutoff list (16 has the full one).
 OLD_CUTOFFS = (800000, 900000, 950000, 990000, 999000, 999900, 999990)
 FULL_CUTOFFS_FROM = 16
-#: LLVM 14's indexed reader had no binary IDs to print (indexed v9 added them).
-INDEXED_BINARY_IDS_FROM = 15
+#: From this release an indexed file without binary IDs still prints "Binary IDs: ".
+INDEXED_EMPTY_IDS_HEADER_FROM = 19
 _PSEUDO = {(1 << 64) - 1: "PseudoHot", (1 << 64) - 2: "PseudoWarm"}
 _KIND_DESCR = ("IPVK_IndirectCallTarget", "IPVK_MemOPSize", "IPVK_VTableTarget")
 
@@ -445,8 +445,11 @@ def _footer(
                 f"{e.num_counts} blocks{pct} with count >= {e.min_count} account for "
                 f"{cutoff_percent(e.cutoff)}% of the total counts."
             )
+    # Raw and text readers print nothing without IDs; the indexed reader of LLVM 19+
+    # prints the header even then (verified against llvm-profdata 14, 16, 19, 22).
     if opts.binary_ids and (
-        profile.format != "indexed" or opts.llvm_version >= INDEXED_BINARY_IDS_FROM
+        profile.binary_ids
+        or (profile.format == "indexed" and opts.llvm_version >= INDEXED_EMPTY_IDS_HEADER_FROM)
     ):
         out.append("Binary IDs: ")
         out.extend(b.hex() for b in profile.binary_ids)
