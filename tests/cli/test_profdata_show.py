@@ -108,3 +108,15 @@ def test_python_dash_m(raw_file: Path) -> None:
         check=True,
     )
     assert out.stdout == "main\nf\n"
+
+
+def test_undecodable_names_are_written_back_as_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "odd.profraw"
+    data = build_raw([RawFunc("caf\udce9", 1, [3])], flags=1 << 56)  # name bytes b"caf\xe9"
+    path.write_bytes(data)
+    out = subprocess.run(
+        [sys.executable, "-m", "profkit", "profdata", "show", "--covered", str(path)],
+        capture_output=True,
+        check=True,
+    )
+    assert out.stdout == b"caf\xe9\n"

@@ -137,8 +137,15 @@ def _show(args: argparse.Namespace) -> int:
     if args.output:
         _write_atomic(args.output, text)
     else:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        # Names are bytes in the file; undecodable ones travel as surrogate escapes and
+        # are written back as the original bytes, as llvm-profdata would print them.
+        buffer = getattr(sys.stdout, "buffer", None)
+        if buffer is None:  # a text-only stream (tests, embedding)
+            sys.stdout.write(text)
+        else:
+            sys.stdout.flush()
+            buffer.write(text.encode("utf-8", "surrogateescape"))
+            buffer.flush()
     return 0
 
 
@@ -147,7 +154,7 @@ def _write_atomic(path: str, text: str) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     try:
         fd, tmp = tempfile.mkstemp(prefix=".profkit-", dir=directory)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape", newline="\n") as fh:
             fh.write(text)
         os.replace(tmp, path)
     except OSError as exc:

@@ -48,7 +48,9 @@ RECORD_FORMATS: dict[int, tuple[str, str]] = {
 def md5ref(name: str) -> int:
     import hashlib
 
-    return int.from_bytes(hashlib.md5(name.encode()).digest()[:8], "little")
+    return int.from_bytes(
+        hashlib.md5(name.encode("utf-8", "surrogateescape")).digest()[:8], "little"
+    )
 
 
 @dataclass
@@ -64,7 +66,7 @@ class RawFunc:
 
 
 def names_blob(names: list[str], compress: bool) -> bytes:
-    raw = "\x01".join(names).encode()
+    raw = "\x01".join(names).encode("utf-8", "surrogateescape")
     if compress:
         packed = zlib.compress(raw, 9)
         return uleb(len(raw)) + uleb(len(packed)) + packed
