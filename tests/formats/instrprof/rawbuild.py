@@ -97,6 +97,7 @@ def build_raw(
     binary_ids: tuple[bytes, ...] = (),
     compress: bool = True,
     byte_coverage: bool = False,
+    vtables: tuple[tuple[str, int, int], ...] = (),
 ) -> bytes:
     """A complete raw profile holding ``funcs`` (counters laid out in order)."""
     pmask = (1 << (8 * psize)) - 1
@@ -159,11 +160,14 @@ def build_raw(
             pairs = b""
             for s in sites:
                 for v, c in s:
+                    if k == 2:
+                        v = int(v)  # kind 2 values are run-time addresses inside a vtable
                     if k == 0:
                         v = fptr.get(v, 0xDEAD0000) if isinstance(v, str) else 0xDEAD0000
                     pairs += struct.pack(order + "QQ", v, c)
             body += head + pairs
         values += struct.pack(order + "II", 8 + len(body), len(kinds)) + body
+    vnames = names_blob([n for n, _, _ in vtables], compress) if vtables else b""
     ids = b""
     for bid in binary_ids:
         ids += struct.pack(order + "Q", len(bid)) + pad8(bid)
@@ -184,13 +188,18 @@ def build_raw(
         "counters_delta": (cnt_addr - data_addr) & pmask if relative else cnt_addr,
         "bitmap_delta": (bmp_addr - data_addr) & pmask,
         "names_delta": 0x50000,
-        "num_vtables": 0,
-        "vnames_size": 0,
+        "num_vtables": len(vtables),
+        "vnames_size": len(vnames),
         "vk_last": nkinds - 1,
     }
     fields = HEADER_FIELDS[version]
     header = struct.pack(order + "Q" * len(fields), *(h[n] for n in fields))
     bitmap_section = pad8(bitmap) if version >= 9 else b""
-    out = header + ids + recs + counters_padded + bitmap_section + pad8(names) + values
+    vt_section = b"".join(
+        struct.pack(order + ("QQI4x" if psize == 8 else "QII"), md5ref(n), addr, size)
+        for n, addr, size in vtables
+    )
+    vt_tail = pad8(vt_section) + pad8(vnames) if vtables else b""
+    out = header + ids + recs + counters_padded + bitmap_section + pad8(names) + vt_tail + values
     assert len(out) % 8 == 0
     return out

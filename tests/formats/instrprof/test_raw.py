@@ -129,3 +129,15 @@ def test_correlated_profile_gets_a_note() -> None:
     prof = parse_raw(data, "c.profraw")
     assert prof.records == []
     assert "correlation" in prof.notes[0]
+
+
+@pytest.mark.parametrize("order", "<>")
+@pytest.mark.parametrize("psize", [4, 8])
+def test_vtable_targets_resolve_through_vtable_records(order: str, psize: int) -> None:
+    funcs = [RawFunc("use", 1, [4], sites={2: [[(0x5010, 3), (0x6008, 1), (0x9999, 2)]]})]
+    vtables = (("_ZTV1A", 0x5000, 0x20), ("_ZTV1B", 0x6000, 0x18))
+    prof = parse_raw(build_raw(funcs, order=order, psize=psize, vtables=vtables))
+    assert prof.records[0].value_sites[ValueKind.VTABLE_TARGET] == [
+        [(name_md5("_ZTV1A"), 3), (name_md5("_ZTV1B"), 1), (0, 2)]
+    ]
+    assert prof.vtable_names[name_md5("_ZTV1B")] == "_ZTV1B"
