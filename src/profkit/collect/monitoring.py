@@ -91,16 +91,20 @@ class MonitoringBackend:
         if tools is None:
             return
         mon = MON
-        for tool in tools:
+        codes = self.session.functions.codes
+        for tool, local in ((tools[0], self.pre_codes), (tools[1], self.enabled)):
             mon.set_events(tool, 0)
-            for code_id in list(self.enabled) if tool == tools[1] else ():
-                code = self.session.functions.codes.get(code_id)
+            # Local events outlive free_tool_id on 3.12/3.13: clear each one we set.
+            for code_id in list(local):
+                code = codes.get(code_id)
                 if code is not None:
                     mon.set_local_events(tool, code, 0)
             for event in ALL_MONITORING_EVENTS:
                 mon.register_callback(tool, event, None)
             mon.free_tool_id(tool)
         self.enabled.clear()
+        self.pre_codes.clear()
+        self.pre_frames.clear()
 
     def rearm(self) -> None:
         """Mask or filter changed: forget every verdict and start discovery again."""
@@ -192,6 +196,7 @@ def _discovery_callbacks(
     enabled = backend.enabled
     plan = session.plan
     enter, arguments, leave = plan.enter, plan.arguments, plan.leave
+    return_value = plan.return_value
     fail = session.fail
     getframe = sys._getframe
     pre, pre_frames = backend.pre_codes, backend.pre_frames
@@ -225,6 +230,8 @@ def _discovery_callbacks(
         if frame_id in pre_frames:
             pre_frames.discard(frame_id)
             try:
+                if return_value is not None:
+                    return_value(id(code), value)
                 if leave is not None:
                     leave(id(code))
             except Exception as exc:
