@@ -387,3 +387,21 @@ def test_recursion_limit_is_the_programs(backend: str, capsys) -> None:  # type:
         # at the limit, so that thread is no longer traced (docs/api.md).
         assert_paired(rec.events)
         assert len(rec.of("enter")) == len(rec.of("leave")) > 100
+
+
+def attach_detach_inside(backend: str) -> None:
+    attach(Recorder(EventMask.ENTER_LEAVE | EventMask.EXCEPTIONS), backend)
+    middle(1)
+    detach()
+
+
+def test_nothing_left_behind(backend: str) -> None:
+    attach_detach_inside(backend)
+    mon = getattr(sys, "monitoring", None)
+    if mon is not None:
+        for code in (attach_detach_inside.__code__, middle.__code__, leaf.__code__):
+            assert all(mon.get_local_events(t, code) == 0 for t in range(6))
+        assert all(mon.get_tool(t) is None for t in (3, 4))
+    assert sys.getprofile() is None
+    assert threading.Thread._bootstrap_inner.__module__ == "threading"
+    assert not any(type(f).__name__ == "ImportWatcher" for f in sys.meta_path)
