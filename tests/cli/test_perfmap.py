@@ -308,3 +308,28 @@ def test_verify_image_without_perfmap_entry(
     rc, out, err = run(capsys, "verify", str(plain), str(DLL_MAP))
     assert (rc, out) == (2, "")
     assert "no R2R PerfMap debug entry (type 21)" in err and err.count("\n") == 1
+
+
+def test_symbolize_with_bases_from_mmap_events(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    text = (
+        "python 7 1.0: PERF_RECORD_MMAP2 7/7: [0x7f1f869e3000(0x1000) @ 0x1000 fe:00 1 0]: "
+        "r-xp /gone/MinimalR2R.dll\n"
+        "python 7 1.1:     250000 cpu-clock:      7f1f869e3255 [unknown] (/gone/MinimalR2R.dll)\n"
+    )
+    src = tmp_path / "s.txt"
+    src.write_text(text)
+    rc, out, err = run(
+        capsys, "symbolize", str(src), "--map", str(DLL_MAP), "--mmap-events", str(src),
+        "--image-dir", str(FIX),
+    )  # fmt: skip
+    assert rc == 0, err
+    assert out == text.replace(
+        "7f1f869e3255 [unknown]",
+        "7f1f869e3255 System.Int32 MinimalR2R.Program::Main(System.String[])+0x5",
+    )
+    rc, out, err = run(
+        capsys, "symbolize", str(src), "--map", str(DLL_MAP), "--mmap-events", str(src)
+    )
+    assert (rc, out) == (2, "") and "no load base for image 'minimalr2r'" in err

@@ -154,6 +154,24 @@ def test_r2r_frames_named_end_to_end(tmp_path: Path) -> None:
         input=text, capture_output=True, check=False, timeout=120,
     )  # fmt: skip
     assert named.returncode == 0, named.stderr
+
+    # Same answer with the base taken from perf's own MMAP event of the .text mapping.
+    events = tmp_path / "events.txt"
+    events.write_bytes(
+        subprocess.run(
+            ["perf", "script", "-i", str(data), "--show-mmap-events"],
+            capture_output=True,
+            check=True,
+            timeout=120,
+        ).stdout
+    )
+    via_events = subprocess.run(
+        [sys.executable, "-m", "profkit", "perfmap", "symbolize", "--map", str(r2rmap),
+         "--mmap-events", str(events)],
+        input=text, capture_output=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert via_events.returncode == 0, via_events.stderr
+    assert via_events.stdout == named.stdout
     restored = named.stdout
     for ip, k in hit:
         want = ip + f" {main}+0x{k:x} (".encode()

@@ -19,7 +19,8 @@ import numpy as np
 from profkit.errors import FormatError, PerfMapFormatError, UsageError
 from profkit.formats.perfmap._io import AtomicOutput, read_input, write_atomic
 from profkit.formats.perfmap._lines import PERF_STYLE, render_lines
-from profkit.formats.perfmap.bases import BaseResolver, parse_address
+from profkit.formats.perfmap.bases import BaseResolver, map_stem, parse_address
+from profkit.formats.perfmap.mmapevents import image_finder, load_mmap_events
 from profkit.formats.perfmap.pe import read_pe
 from profkit.formats.perfmap.perfinfo import load_perfinfo, read_perfinfo
 from profkit.formats.perfmap.perfpid import PerfMap, read_perf_map
@@ -107,6 +108,15 @@ def _base_options(p: argparse.ArgumentParser) -> None:
                    help="take bases from a .NET perfinfo-PID.map")  # fmt: skip
     p.add_argument("--proc-maps", action="append", default=[], metavar="FILE",
                    help="take bases from saved /proc/PID/maps text")  # fmt: skip
+    p.add_argument(
+        "--mmap-events", action="append", default=[], metavar="FILE",
+        help="take bases from the MMAP events of `perf script --show-mmap-events` "
+        "output (reads each mapped image's section table)",
+    )  # fmt: skip
+    p.add_argument(
+        "--image-dir", action="append", default=[], metavar="DIR",
+        help="look for images named in MMAP events here first",
+    )  # fmt: skip
 
 
 # -- loading ------------------------------------------------------------------------------
@@ -134,7 +144,7 @@ def _warn_skipped(path: str, skipped: list[tuple[int, str]]) -> None:
         )
 
 
-def _resolver(args: argparse.Namespace) -> BaseResolver:
+def _resolver(args: argparse.Namespace, map_paths: list[str]) -> BaseResolver:
     resolver = BaseResolver()
     for text in args.base:
         resolver.add_option(text)
@@ -142,11 +152,16 @@ def _resolver(args: argparse.Namespace) -> BaseResolver:
         resolver.add_perfinfo(load_perfinfo(path, strict=not args.lenient), path)
     for path in args.proc_maps:
         resolver.add_proc_maps(load_proc_maps(path, strict=not args.lenient), path)
+    if args.mmap_events:
+        wanted = {map_stem(p) for p in map_paths}
+        find = image_finder(args.image_dir)
+        for path in args.mmap_events:
+            resolver.add_mmap_events(load_mmap_events(path), find, wanted, path)
     return resolver
 
 
 def _symbolizer(args: argparse.Namespace, paths: list[str]) -> Symbolizer:
-    resolver = _resolver(args)
+    resolver = _resolver(args, paths)
     sym = Symbolizer()
     loaded = [(p, _load_any_map(p, args.lenient)) for p in paths]
     n_r2r = sum(isinstance(m, R2RPerfMap) for _, m in loaded)
@@ -251,7 +266,7 @@ def _convert(args: argparse.Namespace) -> int:
     for path in args.maps:
         if out != "-" and os.path.exists(out) and os.path.samefile(out, path):
             raise UsageError(f"{out}: the output is one of the inputs; inputs are never modified")
-    resolver = _resolver(args)
+    resolver = _resolver(args, args.maps)
     starts: list[np.ndarray] = []
     sizes: list[np.ndarray] = []
     names: list[str] = []

@@ -8,9 +8,12 @@ ones; a bare ``ADDR`` applies when exactly one r2rmap is being placed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from profkit.errors import UsageError
+from profkit.formats.perfmap.mmapevents import MmapEvent, image_base
+from profkit.formats.perfmap.pe import PEImage
 from profkit.formats.perfmap.perfinfo import PerfInfo
 from profkit.formats.perfmap.procmaps import Mapping, image_bases, image_stem
 from profkit.formats.perfmap.r2rmap import parse_r2rmap_file_name
@@ -68,6 +71,25 @@ class BaseResolver:
         for path, base in image_bases(mappings).items():
             self._found(image_stem(path), base, f"{origin}: {path}")
 
+    def add_mmap_events(
+        self,
+        events: list[MmapEvent],
+        find_image: Callable[[str], PEImage | None],
+        wanted: set[str],
+        origin: str,
+    ) -> None:
+        """Bases of the ``wanted`` image stems from perf's MMAP events (+ the image files)."""
+        for event in events:
+            stem = image_stem(event.path)
+            if stem not in wanted or "x" not in event.prot:
+                continue
+            image = find_image(event.path)
+            if image is None:
+                continue
+            base = image_base(event, image)
+            if base is not None:
+                self._found(stem, base, f"{origin}: pid {event.pid} {event.path}")
+
     def _found(self, stem: str, base: int, how: str) -> None:
         self.found.setdefault(stem, {}).setdefault(base, how)
 
@@ -92,5 +114,6 @@ class BaseResolver:
             raise UsageError("a bare --base needs exactly one r2rmap; use NAME=ADDR")
         raise UsageError(
             f"{map_path}: no load base for image '{stem}'; "
-            "give --base 0x..., --perfinfo perfinfo-PID.map or --proc-maps FILE"
+            "give --base 0x..., --perfinfo perfinfo-PID.map, --proc-maps FILE or "
+            "--mmap-events FILE (perf script --show-mmap-events)"
         )
