@@ -155,6 +155,8 @@ CONFIGS = [
     "pyinstrument",
     "diag:monitoring-direct",
     "diag:native-trampoline",
+    "diag:native-profhook",
+    "diag:native-profhook-filtered",
 ]
 
 
@@ -197,8 +199,10 @@ def run_one(config: str, workload: str, repeat: int) -> float | None:
     elif config == "diag:native-trampoline":
         # profkit's monitoring backend with its PY_START/PY_RETURN closures swapped for the
         # C prototype in bench/native/trampoline.c: what the proposed native piece gives.
-        native = _build_trampoline()
-        if native is None or getattr(sys, "monitoring", None) is None:
+        if getattr(sys, "monitoring", None) is None:
+            return None
+        native = _build_native("trampoline")
+        if native is None:
             return None
         from profkit.collect import attach, detach
 
@@ -217,6 +221,20 @@ def run_one(config: str, workload: str, repeat: int) -> float | None:
             main_tool, mon.events.PY_RETURN, native.Trampoline(profiler.function_leave, on_error)
         )
         stop = detach
+    elif config.startswith("diag:native-profhook"):
+        # 3.11: the C profile function prototype in bench/native/profhook.c, calling the
+        # same no-op profiler's bound methods (all accepted, or all rejected).
+        if getattr(sys, "monitoring", None) is not None:
+            return None
+        hook = _build_native("profhook")
+        if hook is None:
+            return None
+        profiler = _profkit_profiler("el+shadow")
+        accept_all = not config.endswith("filtered")
+        hook.install(
+            lambda code: accept_all, profiler.function_enter, profiler.function_leave, print
+        )
+        stop = hook.uninstall
     elif config == "cProfile":
         import cProfile
 
@@ -250,8 +268,9 @@ def run_one(config: str, workload: str, repeat: int) -> float | None:
     return best
 
 
-def _build_trampoline():  # type: ignore[no-untyped-def]
-    """Compile bench/native/trampoline.c for this interpreter (cached), or None."""
+def _build_native(name: str):  # type: ignore[no-untyped-def]
+    """Compile bench/native/<name>.c for this interpreter (cached), or None without a C
+    compiler. Prototypes of the proposed native pieces; profkit itself ships none."""
     import importlib.util
     import shutil
     import sysconfig
@@ -263,21 +282,25 @@ def _build_trampoline():  # type: ignore[no-untyped-def]
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
     out_dir = Path(tempfile.gettempdir()) / "profkit-bench-native"
     out_dir.mkdir(exist_ok=True)
-    target = out_dir / f"_trampoline{suffix}"
-    source = ROOT / "bench" / "native" / "trampoline.c"
+    target = out_dir / f"_{name}{suffix}"
+    source = ROOT / "bench" / "native" / f"{name}.c"
     if not target.exists() or target.stat().st_mtime < source.stat().st_mtime:
         include = sysconfig.get_paths()["include"]
         built = subprocess.run(
-            [cc, "-shared", "-fPIC", "-O2", f"-I{include}", str(source), "-o", str(target)],
+            [cc, "-shared", "-fPIC", "-O2", "-Werror=implicit-function-declaration",
+             f"-I{include}", str(source), "-o", str(target)],
             capture_output=True,
         )
         if built.returncode != 0:
             return None
-    spec = importlib.util.spec_from_file_location("_trampoline", target)
+    spec = importlib.util.spec_from_file_location(f"_{name}", target)
     if spec is None or spec.loader is None:
         return None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    try:
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except ImportError:
+        return None
     return module
 
 
