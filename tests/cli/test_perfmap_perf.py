@@ -179,3 +179,63 @@ def test_r2r_frames_named_end_to_end(tmp_path: Path) -> None:
         assert ip + b" [unknown]" not in named.stdout
         restored = restored.replace(want, ip + b" [unknown] (")
     assert restored == text  # nothing else changed
+
+
+CONVERTED_LOADER = """\
+import ctypes, mmap, os, sys
+dll, main_rva = sys.argv[1], int(sys.argv[2], 16)
+data = open(dll, "rb").read()
+# Like CoreCLR's converted layout (single-file bundles, images whose sections are not
+# page-aligned): copy headers and sections into anonymous memory at their RVAs.
+image = mmap.mmap(-1, 0x2000 + len(data), prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+image[0:0x1000] = data[0:0x1000]
+image[0x2000:0x2000 + len(data) - 0x1000] = data[0x1000:]
+base = ctypes.addressof(ctypes.c_char.from_buffer(image))
+print(os.getpid(), base, flush=True)
+ctypes.CFUNCTYPE(None)(base + main_rva)()
+"""
+
+
+def test_converted_layout_named_by_plain_perf(tmp_path: Path) -> None:
+    """Where the runtime copies R2R code into anonymous memory, perf itself reads
+    /tmp/perf-PID.map: `convert` output makes plain `perf script` name the frames, and
+    the text equals what `symbolize` produces from the r2rmap directly."""
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "perfmap"
+    r2rmap = fixtures / "MinimalR2R.ni.r2rmap"
+    main_line = next(line for line in r2rmap.read_text().splitlines() if "::Main(" in line)
+    main_rva = int(main_line.split()[0], 16)
+    script = tmp_path / "loader.py"
+    script.write_text(CONVERTED_LOADER)
+    data = tmp_path / "perf.data"
+    proc = subprocess.run(
+        ["perf", "record", "-q", "-e", "cpu-clock", "-o", str(data), "--",
+         sys.executable, str(script), str(fixtures / "MinimalR2R.dll"), f"{main_rva:x}"],
+        capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    if proc.returncode != 0 or not data.exists():
+        pytest.skip(f"perf record not permitted here: {proc.stderr.strip()[-200:]}")
+    pid, base = (int(x) for x in proc.stdout.split())
+    live_map = Path(f"/tmp/perf-{pid}.map")
+    if live_map.exists():
+        pytest.skip(f"{live_map} already exists (pid reuse); not touching it")
+    without = _perf_script(data)
+    assert f" [unknown] (/tmp/perf-{pid}.map)".encode() in without
+
+    symbolized = subprocess.run(
+        [sys.executable, "-m", "profkit", "perfmap", "symbolize", "--map", str(r2rmap),
+         "--base", hex(base)],
+        input=without, capture_output=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert symbolized.returncode == 0, symbolized.stderr
+    assert b"System.Int32 MinimalR2R.Program::Main(System.String[])+0x" in symbolized.stdout
+    try:
+        conv = subprocess.run(
+            [sys.executable, "-m", "profkit", "perfmap", "convert", str(r2rmap),
+             "--base", hex(base), "-o", str(live_map)],
+            capture_output=True, check=False, timeout=120,
+        )  # fmt: skip
+        assert conv.returncode == 0, conv.stderr
+        named_by_perf = _perf_script(data)
+    finally:
+        live_map.unlink(missing_ok=True)
+    assert named_by_perf == symbolized.stdout
