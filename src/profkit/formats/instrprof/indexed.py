@@ -20,7 +20,7 @@ from profkit.formats.instrprof.model import (
     SummaryEntry,
     TemporalTrace,
 )
-from profkit.formats.instrprof.raw import add_names, decode_names
+from profkit.formats.instrprof.names import add_names, decode_names
 from profkit.formats.instrprof.values import read_value_block
 
 INDEXED_MAGIC = bytes.fromhex("ff6c70726f666981")

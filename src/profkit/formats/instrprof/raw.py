@@ -9,16 +9,13 @@ taken from the file is checked against the bytes that remain before it is used.
 
 from __future__ import annotations
 
-import hashlib
 import sys
-import zlib
 from array import array
 from bisect import bisect_right
 from collections.abc import Sequence
 
 from profkit.errors import ProfileFormatError
 from profkit.formats._binary import Cursor
-from profkit.formats.instrprof.hashing import name_md5
 from profkit.formats.instrprof.layouts import (
     RAW_HEADER,
     RAW_RECORD,
@@ -36,6 +33,7 @@ from profkit.formats.instrprof.model import (
     ValueKind,
     ValueSite,
 )
+from profkit.formats.instrprof.names import add_names, decode_names
 from profkit.formats.instrprof.values import read_value_block
 
 #: magic bytes on disk → (byte order, pointer size) (spec §1)
@@ -48,8 +46,6 @@ RAW_MAGICS: dict[bytes, tuple[str, int]] = {
 
 _NATIVE = "<" if sys.byteorder == "little" else ">"
 _M64 = (1 << 64) - 1
-#: zlib cannot expand by more than ~1032:1; a larger declared size is a lie.
-_MAX_ZLIB_RATIO = 1100
 #: byte coverage: the runtime stores 0 for "covered" (spec §4.5).
 _COVERAGE_TABLE = bytes([1] + [0] * 255)
 
@@ -85,84 +81,6 @@ def parse_raw(data: bytes, path: str | None = None) -> Profile:
         profile.temporal_traces.append(TemporalTrace(1, tuple(ref for _, ref in timestamps)))
         profile.temporal_trace_stream_size = 1
     return profile
-
-
-def decode_names(cur: Cursor, size: int, what: str) -> list[str]:
-    """Decode a names section of ``size`` bytes (spec §4.6): ULEB sizes, zlib or plain blocks."""
-    section = cur.sub(size, what)
-    names: list[str] = []
-    while section.remaining:
-        start = section.pos
-        plain_len = _uleb(section, what)
-        packed_len = _uleb(section, what)
-        if packed_len:
-            blob = section.take(packed_len, f"{what} (compressed block)")
-            if plain_len > packed_len * _MAX_ZLIB_RATIO + 64:
-                raise section.fail(
-                    "too_large", f"{what}: {plain_len} bytes from {packed_len} compressed", start
-                )
-            try:
-                d = zlib.decompressobj()
-                text = d.decompress(blob, plain_len)
-            except zlib.error as exc:
-                raise section.fail("malformed", f"{what}: zlib: {exc}", start) from None
-            if len(text) != plain_len or d.unconsumed_tail:
-                raise section.fail(
-                    "malformed",
-                    f"{what}: block inflates to {len(text)} bytes, header says {plain_len}",
-                    start,
-                )
-        else:
-            text = bytes(section.take(plain_len, what))
-        if text:
-            names.extend(text.decode("utf-8", "surrogateescape").split("\x01"))
-        while section.remaining and section.data[section.pos] == 0:
-            section.pos += 1
-    return names
-
-
-def canonical_name(name: str) -> str:
-    """LLVM's canonical PGO name: cut at the first ``.`` but keep ``.__uniq.`` suffixes."""
-    uniq = name.find(".__uniq.")
-    if uniq >= 0:
-        dot = name.find(".", uniq + len(".__uniq."))
-        return name if dot < 0 else name[:dot]
-    dot = name.find(".")
-    return name if dot < 0 else name[:dot]
-
-
-def add_names(symtab: dict[int, str], names: Sequence[str]) -> None:
-    """Register names (and their canonical forms) in an MD5 → name table.
-
-    Hashes inline rather than through :func:`name_md5`'s cache: a raw file's 20,000
-    names are each hashed once, so the cache would only cost time.
-    """
-    md5 = hashlib.md5
-    from_bytes = int.from_bytes
-    for name in names:
-        ref = from_bytes(md5(name.encode("utf-8", "surrogateescape")).digest()[:8], "little")
-        if ref not in symtab:
-            symtab[ref] = name
-        if "." in name:
-            canon = canonical_name(name)
-            if canon != name:
-                symtab.setdefault(name_md5(canon), canon)
-
-
-def _uleb(cur: Cursor, what: str) -> int:
-    result = shift = 0
-    start = cur.pos
-    while True:
-        if cur.pos >= cur.end:
-            raise cur.fail("truncated", f"{what}: unterminated LEB128", start)
-        byte = cur.data[cur.pos]
-        cur.pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result
-        shift += 7
-        if shift > 63:
-            raise cur.fail("malformed", f"{what}: LEB128 longer than 64 bits", start)
 
 
 def _read_one(

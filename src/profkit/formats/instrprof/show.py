@@ -9,11 +9,9 @@ machine-readable variant (schema in ``docs/instrprof.md``).
 
 from __future__ import annotations
 
-import heapq
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from profkit.formats.instrprof.model import (
     CS_FLAG_IN_FUNC_HASH,
@@ -23,6 +21,7 @@ from profkit.formats.instrprof.model import (
     ValueKind,
 )
 from profkit.formats.instrprof.summary import DEFAULT_CUTOFFS, SCALE, SummaryBuilder
+from profkit.formats.instrprof.topn import StdHeapTopN, TopN
 
 EXTERNAL_SYMBOL = "** External Symbol **"
 #: First llvm-profdata with the current ``show`` wording (19 and 22 are verified; 20 and 21
@@ -84,7 +83,7 @@ def cutoff_percent(cutoff: int) -> str:
     return format(_f32(_f32(_f32(float(cutoff)) / _f32(float(SCALE))) * _f32(100.0)), "0.6g")
 
 
-def _symbol_lookup(profile: Profile) -> Callable[[int], str]:
+def symbol_lookup(profile: Profile) -> Callable[[int], str]:
     symtab = profile.symtab
     vtables = profile.vtable_names
 
@@ -171,90 +170,6 @@ def record_text(rec: FunctionRecord, lookup: Callable[[int], str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-class _TopN:
-    """The ``--topn`` selection: the N largest function maxima, ties in reader order.
-
-    Verified against LLVM 22 on raw and indexed inputs: equal counts print in the
-    order the functions were read. Among equal counts the latest one is evicted first.
-    """
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.seq = 0
-        self.heap: list[tuple[int, int, str]] = []
-
-    def offer(self, name: str, fmax: int) -> None:
-        self.seq += 1
-        if len(self.heap) < self.n:
-            heapq.heappush(self.heap, (fmax, -self.seq, name))
-        elif self.heap[0][0] < fmax:
-            heapq.heapreplace(self.heap, (fmax, -self.seq, name))
-
-    def ordered(self) -> list[tuple[int, str]]:
-        return [(m, name) for m, _, name in sorted(self.heap, key=lambda t: (-t[0], -t[1]))]
-
-
-class _StdHeapTopN:
-    """LLVM <= 19: ``std::priority_queue`` with ``v1.second > v2.second`` (libstdc++).
-
-    Ties come out in whatever order libstdc++'s heap leaves them, so its moves
-    (``__push_heap`` / ``__adjust_heap``) are reproduced step by step.
-    """
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.heap: list[tuple[str, int]] = []
-
-    def _up(self, hole: int, top: int, value: tuple[str, int]) -> None:
-        h = self.heap
-        parent = (hole - 1) // 2
-        while hole > top and h[parent][1] > value[1]:
-            h[hole] = h[parent]
-            hole = parent
-            parent = (hole - 1) // 2
-        h[hole] = value
-
-    def _push(self, item: tuple[str, int]) -> None:
-        self.heap.append(item)
-        self._up(len(self.heap) - 1, 0, item)
-
-    def _pop(self) -> tuple[str, int]:
-        h = self.heap
-        first = h[0]
-        if len(h) > 1:
-            value = h[-1]
-            h[-1] = first
-            length = len(h) - 1
-            hole = child = 0
-            while child < (length - 1) // 2:
-                child = 2 * (child + 1)
-                if h[child][1] > h[child - 1][1]:
-                    child -= 1
-                h[hole] = h[child]
-                hole = child
-            if length % 2 == 0 and child == (length - 2) // 2:
-                child = 2 * (child + 1)
-                h[hole] = h[child - 1]
-                hole = child - 1
-            self._up(hole, 0, value)
-        h.pop()
-        return first
-
-    def offer(self, name: str, fmax: int) -> None:
-        if len(self.heap) == self.n:
-            if self.heap[0][1] < fmax:
-                self._pop()
-                self._push((name, fmax))
-        else:
-            self._push((name, fmax))
-
-    def ordered(self) -> list[tuple[int, str]]:
-        popped = []
-        while self.heap:
-            popped.append(self._pop())
-        return [(m, name) for name, m in reversed(popped)]
-
-
 def show_text(profile: Profile, opts: ShowOptions) -> str:
     """The complete output of ``llvm-profdata show`` with ``opts`` for ``profile``."""
     out: list[str] = []
@@ -264,9 +179,9 @@ def show_text(profile: Profile, opts: ShowOptions) -> str:
         list(default_cutoffs) if opts.detailed_summary else []
     )
     builder = SummaryBuilder()
-    lookup = _symbol_lookup(profile)
+    lookup = symbol_lookup(profile)
     stats = [_SiteStats() for _ in ValueKind]
-    top: _TopN | _StdHeapTopN = _StdHeapTopN(opts.topn) if opts.legacy else _TopN(opts.topn)
+    top: TopN | StdHeapTopN = StdHeapTopN(opts.topn) if opts.legacy else TopN(opts.topn)
     shown = below = 0
     if not opts.text and opts.list_below_cutoff:
         out.append(f"The list of functions with the maximum counter less than {opts.value_cutoff}:")
@@ -381,7 +296,7 @@ def _footer(
     cutoffs: list[int],
     shown: int,
     below: int,
-    top: _TopN | _StdHeapTopN,
+    top: TopN | StdHeapTopN,
     stats: list[_SiteStats],
     lookup: Callable[[int], str],
 ) -> None:
@@ -471,61 +386,6 @@ def _footer(
 
 def show_json(profile: Profile, opts: ShowOptions) -> str:
     """profkit's JSON rendering of what ``show`` reports (schema: ``docs/instrprof.md``)."""
-    import json
+    from profkit.formats.instrprof.show_json import render_json
 
-    is_ir = profile.is_ir
-    builder = SummaryBuilder()
-    lookup = _symbol_lookup(profile)
-    functions: list[dict[str, Any]] = []
-    fn = opts.function
-    for rec in profile.records:
-        if is_ir and rec.is_cs != opts.showcs:
-            continue
-        builder.add_counts(rec.counts)
-        if not (opts.all_functions or (fn and fn in rec.name)):
-            continue
-        if opts.covered and not any(rec.counts):
-            continue
-        item: dict[str, Any] = {"name": rec.name, "hash": rec.hash, "counts": rec.counts}
-        if rec.bitmap:
-            item["bitmap"] = rec.bitmap.hex()
-        if rec.value_sites:
-            item["value_sites"] = {
-                k.name.lower(): [
-                    [
-                        {"value": v, "count": c}
-                        | ({"target": lookup(v)} if k != ValueKind.MEMOP_SIZE else {})
-                        for v, c in site
-                    ]
-                    for site in sites
-                ]
-                for k, sites in rec.value_sites.items()
-            }
-        functions.append(item)
-    s = builder.build(list(opts.detailed_summary_cutoffs) or list(DEFAULT_CUTOFFS))
-    doc = {
-        "format": profile.format,
-        "version": profile.version,
-        "version_word": profile.version_word,
-        "instrumentation": "IR" if is_ir else "Front-end",
-        "flags": [m.name.lower() for m in ProfileKind if m and m in profile.kind and m.name],
-        "summary": {
-            "total_functions": s.total_num_functions,
-            "max_function_count": s.max_function_count,
-            "max_internal_block_count": s.max_internal_block_count,
-            "total_blocks": s.total_num_blocks,
-            "total_count": s.total_block_count,
-            "detailed": [
-                {"cutoff": e.cutoff, "min_count": e.min_count, "num_blocks": e.num_counts}
-                for e in s.entries
-            ],
-        },
-        "binary_ids": [b.hex() for b in profile.binary_ids],
-        "temporal_traces": [
-            {"weight": t.weight, "functions": [lookup(r) for r in t.function_refs]}
-            for t in profile.temporal_traces
-        ],
-        "functions": functions,
-        "notes": profile.notes,
-    }
-    return json.dumps(doc, indent=1) + "\n"
+    return render_json(profile, opts)
