@@ -52,6 +52,7 @@ _U64 = struct.Struct("<Q")
 _U64X2 = struct.Struct("<QQ")
 #: ``TotalSize = 8, NumValueKinds = 0``: the value block of a record without value sites.
 _EMPTY_VALUE_BLOCK = bytes([8, 0, 0, 0, 0, 0, 0, 0])
+_ZERO8 = bytes(8)
 #: Summary field order (spec §5.2).
 _SUMMARY_FIELDS = (
     "total_num_functions",
@@ -156,6 +157,12 @@ def _read_table(
     dotted: list[str] = []
     item_unpack = _ITEM.unpack_from
     u16_unpack = _U16.unpack_from
+    append = out.append
+    structs = _COUNT_STRUCTS
+    simple = VALUE_DATA_FROM <= version < PACKED_BITMAP_FROM
+    with_bitmap = version >= BITMAP_FROM
+    # Bytes of a one-record item besides its counters: hash, count, [bitmap count], value block.
+    fixed = 16 + (8 if with_bitmap else 0) + 8
     seen = 0
     while seen < nentries:
         if pos + 2 > end:
@@ -178,8 +185,25 @@ def _read_table(
                 )
             name = data[pos : pos + klen].decode("utf-8", "surrogateescape")
             pos += klen
-            _read_item(data, pos, pos + dlen, name, version, out, cur)
-            pos += dlen
+            item_end = pos + dlen
+            # Fast path for the common item: one record, no bitmap bytes, no value data.
+            n = (dlen - fixed) >> 3
+            if (
+                simple
+                and dlen >= fixed
+                and data[item_end - 8 : item_end] == _EMPTY_VALUE_BLOCK
+                and _U64.unpack_from(data, pos + 8)[0] == n
+                and (not with_bitmap or data[item_end - 16 : item_end - 8] == _ZERO8)
+            ):
+                st = structs.get(n) or _counts_struct(n)
+                append(
+                    FunctionRecord(
+                        name, _U64.unpack_from(data, pos)[0], list(st.unpack_from(data, pos + 16))
+                    )
+                )
+            else:
+                _read_item(data, pos, item_end, name, version, out, cur)
+            pos = item_end
             # The stored key hash is the name's MD5 NameRef: no need to hash 20k names.
             symtab.setdefault(khash, name)
             if "." in name:
