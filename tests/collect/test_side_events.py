@@ -232,3 +232,30 @@ def test_exception_notifications(backend: str) -> None:
             ("thrown", "handles"),
             ("caught", "handles"),
         ]
+
+
+def test_concurrent_first_calls_one_first_execution(backend: str) -> None:
+    """Callbacks are not serialized: 8 threads make the first call of 30 fresh functions at
+    once; each still gets exactly one function_first_execution."""
+    funcs = []
+    for i in range(30):
+        namespace: dict[str, object] = {}
+        exec(f"def fresh_{i}(x):\n    return x + {i}\n", namespace)
+        funcs.append(namespace[f"fresh_{i}"])
+    rec = Recorder(EventMask.FIRST_EXECUTION | EventMask.ENTER_LEAVE)
+    attach(rec, backend)
+    barrier = threading.Barrier(8)
+
+    def worker() -> None:
+        barrier.wait()
+        for f in funcs:
+            f(1)  # type: ignore[operator]
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    detach()
+    firsts = [e[1] for e in rec.of("first") if e[1].startswith("fresh_")]
+    assert sorted(firsts) == sorted(f"fresh_{i}" for i in range(30))

@@ -14,6 +14,10 @@ Two tool ids are used (PEP 669):
   events that cannot be local (``PY_UNWIND``, ``PY_THROW``, ``RAISE``, ``RERAISE``,
   ``EXCEPTION_HANDLED``) are global and test membership, which is fine as exceptions are rare.
 
+If two threads make the very first call of a function at the same moment, the second may
+already be past the point where the new local events could apply to it: that one call is
+then reported by its leave only. (No pure-Python fix: it would need per-event state.)
+
 Frames already running at attach would report a return without a call. Their code
 objects are found with ``sys._current_frames()`` and handled by a slower path that
 delivers a leave only for frames it saw enter, so enter/leave always pair up.
@@ -22,6 +26,7 @@ delivers a leave only for frames it saw enter, so enter/leave always pair up.
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable
 from types import CodeType
 from typing import Any
@@ -201,6 +206,7 @@ def _discovery_callbacks(
     getframe = sys._getframe
     pre, pre_frames = backend.pre_codes, backend.pre_frames
     wants_calls = plan.tracks_calls
+    enable_lock = threading.Lock()
 
     def deliver_enter(code: CodeType, fid: int) -> None:
         try:
@@ -219,9 +225,12 @@ def _discovery_callbacks(
                 deliver_enter(code, fid)
             return None
         if ok and fid not in enabled:
-            enabled.add(fid)
-            backend.enable(code)
-            if wants_calls:
+            with enable_lock:  # two threads may make the first call at once
+                first = fid not in enabled
+                if first:
+                    backend.enable(code)
+                    enabled.add(fid)
+            if first and wants_calls:
                 deliver_enter(code, fid)
         return disable
 
