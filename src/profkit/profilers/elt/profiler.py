@@ -290,14 +290,23 @@ class EltProfiler(TraceHooks, ProfilerCallback):
         node.incl += weight_ns
         accepted = self._accepted
         for fid in function_ids:
-            ok = accepted.get(fid)
-            if ok is None:
-                ok = accepted[fid] = self.accepts(self._function_info(fid))
-            if ok:
+            try:
+                if not accepted[fid]:
+                    continue
+            except KeyError:
+                if not self._accept_id(fid):
+                    continue
+            try:
+                node = node.children[fid]
+            except KeyError:
                 node = node.child(fid)
-                node.calls += 1
-                node.incl += weight_ns
+            node.calls += 1
+            node.incl += weight_ns
         node.excl += weight_ns
+
+    def _accept_id(self, fid: FunctionId) -> bool:
+        ok = self._accepted[fid] = self.accepts(self._function_info(fid))
+        return ok
 
     def _thread_name(self, thread_id: ThreadId) -> str:
         try:

@@ -111,6 +111,7 @@ class LineFlusher:
 
     def start(self) -> None:
         self.thread = threading.Thread(target=self._run, name="profkit-lines", daemon=True)
+        self.thread.profkit_internal = True  # type: ignore[attr-defined]  # collector: skip it
         self.thread.start()
 
     def _run(self) -> None:
