@@ -141,3 +141,13 @@ def test_vtable_targets_resolve_through_vtable_records(order: str, psize: int) -
         [(name_md5("_ZTV1A"), 3), (name_md5("_ZTV1B"), 1), (0, 2)]
     ]
     assert prof.vtable_names[name_md5("_ZTV1B")] == "_ZTV1B"
+
+
+def test_profiles_of_different_versions_in_one_file() -> None:
+    """An executable from clang 14 (raw v8) and a library from clang 22 (raw v10)."""
+    a = build_raw([RawFunc("exe_main", 1, [1])], version=8)
+    b = build_raw([RawFunc("lib_f", 2, [2, 3])], version=10)
+    prof = parse_raw(a + b, "mixed.profraw")
+    assert [(r.name, r.counts) for r in prof.records] == [("exe_main", [1]), ("lib_f", [2, 3])]
+    assert prof.version == 8
+    assert "raw v10" in prof.notes[0]

@@ -111,9 +111,14 @@ def _read_one(
         profile.kind = kind
         profile.version = version
         profile.version_word = word
-    elif version != profile.version:
-        raise cur.fail("incompatible", f"profile v{version} after v{profile.version}", start)
     else:
+        # An executable and a shared library built by different clangs can append
+        # profiles of different raw versions to one file; llvm-profdata can read none
+        # of them, we read each with its own layout.
+        if version != profile.version:
+            profile.notes.append(
+                f"profile at offset 0x{start:x} is raw v{version}, the first one v{profile.version}"
+            )
         profile.kind |= kind
 
     if h["num_data"] == 0 and h["num_counters"]:
