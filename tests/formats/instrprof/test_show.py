@@ -8,6 +8,8 @@ import shutil
 import subprocess
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from profkit.cli.main import main
 from profkit.formats.instrprof import FunctionRecord, Profile, ProfileKind, ValueKind
@@ -135,3 +137,35 @@ def test_json_schema() -> None:
     assert doc["summary"]["total_functions"] == 4
     assert doc["functions"][0]["value_sites"]["indirect_call_target"][0][0]["count"] == 3
     assert [f["name"] for f in doc["functions"]] == ["a", "b", "c", "d"]
+
+
+_records = st.lists(
+    st.builds(
+        FunctionRecord,
+        name=st.text("abc._", min_size=1, max_size=4),
+        hash=st.sampled_from([1, 2, (1 << 60) | 3]),
+        counts=st.lists(
+            st.integers(0, 50) | st.sampled_from([(1 << 64) - 1, (1 << 64) - 2]),
+            min_size=1,
+            max_size=4,
+        ),
+    ),
+    max_size=8,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(_records, st.booleans(), st.integers(0, 3), st.sampled_from([14, 19, 22]))
+def test_any_profile_any_options(records: list, ir: bool, topn: int, llvm: int) -> None:
+    prof = Profile(kind=ProfileKind.IR if ir else ProfileKind.NONE, records=records, format="raw")
+    for opts in (
+        ShowOptions(all_functions=True, counts=True, topn=topn, llvm_version=llvm),
+        ShowOptions(detailed_summary=True, value_cutoff=5, list_below_cutoff=True),
+        ShowOptions(text=True, all_functions=True, showcs=True),
+        ShowOptions(covered=True, ic_targets=True, memop_sizes=True, show_vtables=True),
+    ):
+        text = show_text(prof, opts)
+        assert text.endswith("\n") or text == ""
+    shown = show_text(prof, ShowOptions())
+    regular = [r for r in records if not (ir and r.is_cs) and r.counts[0] < (1 << 64) - 2]
+    assert f"Total functions: {len(regular)}\n" in shown
