@@ -7,7 +7,12 @@ spec's tables (§5.1, §5.4) without using the reader's own code.
 
 from __future__ import annotations
 
+import functools
+import os
+import shutil
 import struct
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -133,3 +138,41 @@ def test_counter_count_overrunning_the_item() -> None:
     with pytest.raises(ProfileFormatError) as info:
         parse_indexed(bytes(bad), "x.profdata")
     assert info.value.kind == "truncated" and "main" in str(info.value)
+
+
+@pytest.mark.oracle
+def test_real_memprof_section_is_skipped(tmp_path: Path) -> None:
+    """clang-22 -fmemory-profile + llvm-profdata-22 merge: an indexed file with MemProf."""
+    tools = [shutil.which(t) for t in ("clang-22", "llvm-profdata-22")]
+    if None in tools:
+        pytest.skip("clang-22 / llvm-profdata-22 not on PATH")
+    clang, profdata = tools
+    src = tmp_path / "mp.c"
+    src.write_text(
+        "#include <stdlib.h>\n#include <string.h>\n"
+        "int main(void) { for (int i = 0; i < 50; i++) { char *p = malloc(64 + i);"
+        " memset(p, 1, 64); free(p); } return 0; }\n"
+    )
+    exe = tmp_path / "mp"
+    run = functools.partial(subprocess.run, check=True, cwd=tmp_path, capture_output=True)
+    try:
+        run([clang, "-fmemory-profile", "-fprofile-generate", "-g", str(src), "-o", str(exe)])
+    except subprocess.CalledProcessError as exc:
+        pytest.skip(f"cannot build a MemProf program here: {exc.stderr[-200:]!r}")
+    env = {**os.environ, "MEMPROF_OPTIONS": "log_path=stdout", "LLVM_PROFILE_FILE": "mp.profraw"}
+    (tmp_path / "mp.memprofraw").write_bytes(run([str(exe)], env=env).stdout)
+    run(
+        [
+            profdata,
+            "merge",
+            "mp.profraw",
+            "mp.memprofraw",
+            f"--profiled-binary={exe}",
+            "-o",
+            "mp.profdata",
+        ]
+    )
+    prof = parse_indexed((tmp_path / "mp.profdata").read_bytes(), "mp.profdata")
+    assert prof.kind & ProfileKind.MEMPROF
+    assert any("MemProf" in note for note in prof.notes)
+    assert [r.name for r in prof.records] == ["main"]
