@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import os
+import shutil
 import struct
+import subprocess
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -151,3 +156,27 @@ def test_profiles_of_different_versions_in_one_file() -> None:
     assert [(r.name, r.counts) for r in prof.records] == [("exe_main", [1]), ("lib_f", [2, 3])]
     assert prof.version == 8
     assert "raw v10" in prof.notes[0]
+
+
+@pytest.mark.oracle
+def test_real_mixed_version_file(tmp_path: Path) -> None:
+    """A clang-14 executable (raw v8) and a clang-22 library (raw v10) share one file."""
+    clang14, clang22 = shutil.which("clang-14"), shutil.which("clang-22")
+    if clang14 is None or clang22 is None:
+        pytest.skip("clang-14 and clang-22 are needed")
+    (tmp_path / "lib.c").write_text("int lib_work(int n) { return n > 3 ? n * 2 : n; }\n")
+    (tmp_path / "main.c").write_text(
+        "int lib_work(int n);\nint main(void) { int s = 0; for (int i = 0; i < 7; i++)"
+        " s += lib_work(i); return s == 1; }\n"
+    )
+    run = functools.partial(subprocess.run, check=True, cwd=tmp_path, capture_output=True)
+    try:
+        run([clang22, "-fprofile-generate", "-fPIC", "-shared", "lib.c", "-o", "libw.so"])
+        run([clang14, "-fprofile-generate", "main.c", "-L.", "-lw", "-Wl,-rpath,.", "-o", "app"])
+        run(["./app"], env={**os.environ, "LLVM_PROFILE_FILE": "mixed.profraw"})
+    except (subprocess.CalledProcessError, OSError) as exc:
+        pytest.skip(f"cannot build the two-compiler program here: {exc}")
+    prof = parse_raw((tmp_path / "mixed.profraw").read_bytes(), "mixed.profraw")
+    assert {r.name for r in prof.records} == {"main", "lib_work"}
+    assert sum(prof.find("lib_work")[0].counts) > 0
+    assert any("raw v10" in note for note in prof.notes)
