@@ -13,7 +13,7 @@ import sys
 import threading
 
 from profkit.api.callback import ProfilerCallback
-from profkit.api.errors import ProfilerApiError
+from profkit.api.errors import ProfilerApiError, UnsupportedEventError
 from profkit.api.events import EventMask
 from profkit.collect.base import Backend, Capabilities
 from profkit.collect.select import Choice, choose
@@ -91,38 +91,25 @@ def attach(
             if why is not None:
                 raise ProfilerApiError(f"backend {backend} unavailable: {why}")
             session.capabilities_events = _capabilities(backend).events
+        # initialize() runs before any hook exists; if it (or the backend choice its mask
+        # leads to) fails, the failure is reported once and nothing was started, so there
+        # is nothing to shut down (a CLR profiler whose Initialize fails is unloaded).
         session.initializing = True
-        session.active = True  # so a failing initialize detaches cleanly
-        ok = True
         try:
             profiler.initialize(session)
+            choice = choose(backend, session.mask)
+            missing = session.mask & ~_capabilities(choice.name).events
+            if missing:
+                raise UnsupportedEventError(
+                    f"the {choice.name} backend cannot deliver {EventMask(missing)!r}"
+                )
         except Exception as exc:
-            ok = False
-            session.active = False
             session.initializing = False
             session.fail(exc, "initialize")
+            return AttachedSession(session, Choice(backend, f"initialize failed: {exc}"))
         session.initializing = False
-        try:
-            choice = choose(backend, session.mask)
-        except ProfilerApiError as exc:
-            if ok:
-                session.active = False
-                session.fail(exc, "initialize")
-            choice = Choice(backend, "failed")
-            ok = False
-        attached = AttachedSession(session, choice)
-        if not ok:
-            session.active = False
-            return attached
-        session.active = False
         session.capabilities_events = _capabilities(choice.name).events
-        missing = session.mask & ~session.capabilities_events
-        if missing:
-            session.fail(
-                ProfilerApiError(f"the {choice.name} backend cannot deliver {EventMask(missing)!r}"),
-                "initialize",
-            )
-            return attached
+        attached = AttachedSession(session, choice)
         _current = attached
         if not _atexit_registered:
             atexit.register(_detach_at_exit)
