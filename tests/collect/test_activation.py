@@ -93,11 +93,11 @@ def test_children_profiled(backend: str, tmp_path: Path) -> None:
     assert profiled.stderr == bare.stderr
     assert profiled.returncode == bare.returncode == 0
     records = results(out)
-    assert len({r["pid"] for r in records}) == len(records) >= 4
+    assert len({r["pid"] for r in records}) == len(records) >= 5
     assert {r["backend"] for r in records} == {backend}
     if backend != "sampler":
         seen = {name for r in records for name in r["names"]}  # type: ignore[attr-defined]
-        assert {"in_subprocess", "in_fork_child", "in_spawn_child"} <= seen
+        assert {"in_subprocess", "in_fork_child", "in_spawn_child", "in_forkserver_child"} <= seen
 
 
 @pytest.mark.parametrize(

@@ -40,6 +40,10 @@ def in_spawn_child():
     print("spawn child", fib(9), flush=True)
 
 
+def in_forkserver_child():
+    print("forkserver child", fib(6), flush=True)
+
+
 def main(mode):
     print("fib", fib(15))
     print("squares", list(squares(5)))
@@ -57,7 +61,11 @@ def main(mode):
     if mode == "children":
         sys.stdout.flush()
         subprocess.run([sys.executable, __file__, "subprocess"], check=True)
-        for method, target in (("fork", in_fork_child), ("spawn", in_spawn_child)):
+        for method, target in (
+            ("fork", in_fork_child),
+            ("spawn", in_spawn_child),
+            ("forkserver", in_forkserver_child),
+        ):
             p = multiprocessing.get_context(method).Process(target=target)
             p.start()
             p.join()
