@@ -188,6 +188,14 @@ def _raw_fixture(name: str) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def _allow_fork(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Let -j fork even under pytest-xdist, whose workers run helper threads."""
+    import profkit.formats.instrprof.merge_files as mf
+
+    monkeypatch.setattr(mf.threading, "active_count", lambda: 1)
+
+
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_fast_raw_path_equals_record_merge(tmp_path: Path, jobs: int) -> None:
     inputs = []

@@ -14,6 +14,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -144,10 +145,16 @@ def merge_files(
     """Merge ``inputs`` with ``jobs`` processes; failures are collected, not raised.
 
     ``progress(n)`` is called (in this process) with the number of inputs done so far.
+    Worker processes are forked (Linux) — so when the calling process runs other
+    threads, the merge runs serially instead.
     Incompatible profile kinds across shares raise :class:`KindMismatchError`.
     """
     indexed = list(enumerate(inputs))
     jobs = max(1, min(jobs, len(indexed)))
+    if threading.active_count() > 1 and sys.platform.startswith("linux"):
+        # Forking a process that runs other threads can deadlock the child, and a
+        # spawned child would re-run the caller's __main__: merge in this process.
+        jobs = 1
     if jobs == 1:
         results = [_merge_share(indexed, progress)]
     else:
@@ -160,7 +167,7 @@ def _run_parallel(
 ) -> list[_ShareResult]:
     bounds = [len(indexed) * k // jobs for k in range(jobs + 1)]
     shares = [indexed[bounds[k] : bounds[k + 1]] for k in range(jobs)]
-    method = "fork" if sys.platform.startswith("linux") else None
+    method = "fork" if sys.platform.startswith("linux") else "spawn"
     ctx = multiprocessing.get_context(method)
     counter = ctx.Value("l", 0)
     with ProcessPoolExecutor(
