@@ -118,7 +118,7 @@ def test_truncated_counters_message() -> None:
     with pytest.raises(ProfileFormatError) as info:
         parse_raw(data[:200], "app.profraw")
     assert info.value.kind == "truncated"
-    assert "counters needs 4800 bytes" in str(info.value)
+    assert "counter section needs 4800 bytes" in str(info.value)
 
 
 def test_trailing_garbage() -> None:

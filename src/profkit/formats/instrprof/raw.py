@@ -142,28 +142,28 @@ def _read_one(
 
     rec_layout = compile_layout(RAW_RECORD[version], order, psize)
     num_data = h["num_data"]
-    cur.need(num_data * rec_layout.size, "data records")
+    cur.need(num_data * rec_layout.size, "data-record section")
     data_pos = cur.pos
     cur.pos += num_data * rec_layout.size
     cur.skip(h["padding_before_counters"], "padding before counters")
     byte_cov = bool(kind & ProfileKind.SINGLE_BYTE_COVERAGE)
     cell = 1 if byte_cov else 8
     num_counters = h["num_counters"]
-    counters = cur.take(num_counters * cell, "counters")
+    counters = cur.take(num_counters * cell, "counter section")
     cur.skip(h["padding_after_counters"], "padding after counters")
-    bitmap = cur.take(h.get("num_bitmap_bytes", 0), "bitmap bytes")
+    bitmap = cur.take(h.get("num_bitmap_bytes", 0), "bitmap section")
     cur.skip(h.get("padding_after_bitmap", 0), "padding after bitmap bytes")
     num_uniform = h.get("num_uniform_counters", 0)
-    cur.skip(num_uniform * 8, "uniform counters")
+    cur.skip(num_uniform * 8, "uniform-counter section")
     cur.skip(h.get("padding_after_uniform", 0), "padding after uniform counters")
-    names = decode_names(cur, h["names_size"], "names")
+    names = decode_names(cur, h["names_size"], "names section")
     cur.align(8, "padding after names")
     vt_layout = compile_layout(VTABLE_RECORD, order, psize)
     num_vtables = h.get("num_vtables", 0)
-    cur.need(num_vtables * vt_layout.size, "vtable records")
+    cur.need(num_vtables * vt_layout.size, "vtable section")
     vtables = list(vt_layout.struct.iter_unpack(cur.take(num_vtables * vt_layout.size, "vtables")))
     cur.align(8, "padding after vtables")
-    vnames = decode_names(cur, h.get("vnames_size", 0), "vtable names")
+    vnames = decode_names(cur, h.get("vnames_size", 0), "vtable-names section")
     cur.align(8, "padding after vtable names")
 
     symtab: dict[int, str] = {}
