@@ -173,3 +173,18 @@ def test_text_output_and_overlap_to_file(ir_inputs: Path) -> None:
         .read_text()
         .startswith("Profile overlap information for base_profile: ir.profraw")
     )
+
+
+def test_output_to_stdout(ir_inputs: Path) -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "profkit", "profdata", "merge", "--text", "ir.profraw", "-o", "-"],
+        cwd=ir_inputs,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == (ir_inputs / "ir.proftext").read_bytes()

@@ -40,7 +40,9 @@ def _register_merge(sub: Any) -> None:
         metavar="FILE|DIR",
         help="profiles; directories are searched recursively",
     )
-    p.add_argument("-o", "--output", required=True, help="output file (written atomically)")
+    p.add_argument(
+        "-o", "--output", required=True, help="output file (written atomically; '-' = stdout)"
+    )
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--text", action="store_true", help="write the text format")
     fmt.add_argument("--binary", action="store_true", help="write the indexed format (default)")
@@ -167,9 +169,9 @@ class _ProgressBar:
 
 def run_merge(args: argparse.Namespace) -> int:
     """The ``merge`` handler."""
-    from profkit.formats.instrprof.indexed_writer import write_indexed
+    from profkit.formats.instrprof.indexed_writer import build_indexed, write_indexed
     from profkit.formats.instrprof.merge_files import MergeInput, default_jobs, merge_files
-    from profkit.formats.instrprof.text import NEWEST_DIALECT, write_text
+    from profkit.formats.instrprof.text import NEWEST_DIALECT, format_text, write_text
 
     inputs = [MergeInput(path, weight) for path, weight in gather_inputs(args)]
     if args.num_threads < 0:
@@ -200,7 +202,17 @@ def run_merge(args: argparse.Namespace) -> int:
             f"{failed} of {len(inputs)} input(s) could not be merged "
             f"(--failure-mode={args.failure_mode}); first: {outcome.failures[0][0]}"
         )
-    if args.text:
+    if args.output == "-":  # like llvm-profdata: "-o -" writes to stdout
+        if args.text:
+            data = format_text(outcome.profile, llvm_version=dialect).encode(
+                "utf-8", "surrogateescape"
+            )
+        else:
+            data = build_indexed(outcome.profile, version)
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    elif args.text:
         write_text(outcome.profile, args.output, llvm_version=dialect)
     else:
         write_indexed(outcome.profile, args.output, version)
