@@ -259,3 +259,24 @@ def test_concurrent_first_calls_one_first_execution(backend: str) -> None:
     detach()
     firsts = [e[1] for e in rec.of("first") if e[1].startswith("fresh_")]
     assert sorted(firsts) == sorted(f"fresh_{i}" for i in range(30))
+
+
+def test_internal_threads_not_sampled() -> None:
+    rec = Recorder(EventMask.SAMPLING)
+    stop = threading.Event()
+
+    def helper() -> None:
+        while not stop.is_set():
+            add(1)
+
+    t = threading.Thread(target=helper)
+    t.profkit_internal = True  # type: ignore[attr-defined]
+    t.start()
+    attach(rec, sample_interval=0.002)
+    spin(0.1)
+    detach()
+    stop.set()
+    t.join()
+    sampled = {e[1] for e in rec.of("sample")}
+    assert threading.get_ident() in sampled
+    assert t.ident not in sampled

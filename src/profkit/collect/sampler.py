@@ -89,6 +89,7 @@ class Sampler:
         self._thread: threading.Thread | None = None
         self.samples = 0  #: samples delivered (for tests and the bench)
         self._last: dict[int, int] = {}  #: thread → its clock at its previous sample
+        self._internal: dict[int, bool] = {}  #: thread → is it one of profkit's own
         self._last_tick = 0
         self._last_proc = 0
 
@@ -131,6 +132,17 @@ class Sampler:
                     return
                 self.samples += 1
 
+    def _classify_threads(self) -> None:
+        """Note which threads are profkit's own (a true ``profkit_internal`` attribute)."""
+        internal = self._internal
+        for thread in threading.enumerate():
+            if thread.ident is not None:
+                internal[thread.ident] = bool(getattr(thread, "profkit_internal", False))
+        if len(internal) > 1024:  # idents of ended threads
+            alive = {t.ident for t in threading.enumerate()}
+            for ident in [i for i in internal if i not in alive]:
+                del internal[ident]
+
     def _tick(self, me: int) -> tuple[int, list[tuple[int, tuple[FunctionId, ...], int]]]:
         """Read every thread's stack once. A method of its own so that no frame stays
         referenced while the sampler sleeps (that would keep a frame's locals alive)."""
@@ -140,6 +152,11 @@ class Sampler:
         proc = _process_time_ns()
         frames = _current_frames()
         frames.pop(me, None)
+        internal = self._internal
+        if any(ident not in internal for ident in frames):
+            self._classify_threads()
+        for ident in [i for i in frames if internal.get(i)]:
+            del frames[ident]  # profkit's own threads (profkit_internal) are not sampled
         share = (proc - self._last_proc) // max(1, len(frames))
         interval_ns = int(self.interval * 1e9)
         samples: list[tuple[int, tuple[FunctionId, ...], int]] = []
