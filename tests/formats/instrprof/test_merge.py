@@ -265,3 +265,15 @@ def test_fast_path_equals_serial_on_varied_counters(tmp_path: Path, seed: int) -
     for jobs in (1, 2):
         outcome = merge_files(inputs, jobs=jobs)
         assert normalized(outcome.profile) == normalized(serial.result())
+
+
+def test_memprof_bit_is_dropped_with_a_warning() -> None:
+    warnings: list[str] = []
+    m = ProfileMerger()
+    m.add(
+        _p(FunctionRecord("f", 1, [1]), kind=ProfileKind.IR | ProfileKind.MEMPROF),
+        warn=warnings.append,
+        source="m.profdata",
+    )
+    assert m.result().kind == ProfileKind.IR
+    assert warnings == ["m.profdata: MemProf data is not carried over"]

@@ -89,3 +89,15 @@ def test_matches_llvm_profdata(data: st.DataObject, tmp_path: Path) -> None:
     assert (
         format_overlap(ours, str(tmp_path / "a.proftext"), str(tmp_path / "b.proftext")) == expected
     )
+
+
+@settings(max_examples=30, suppress_health_check=[HealthCheck.too_slow])
+@given(profiles(temporal=False, big_counts=False))
+def test_self_overlap_is_complete(profile: Profile) -> None:
+    # (64-bit wrapping sums and CS records, which are scored but not summed, are LLVM
+    # quirks that break this property on purpose.)
+    result = overlap(profile, profile)
+    if result.zero_sum_profile is None and not any(r.is_cs for r in profile.records):
+        assert result.program.overlap.count_sum == pytest.approx(1.0)
+        assert result.program.mismatch.num_entries == 0
+        assert result.program.unique.num_entries == 0

@@ -305,7 +305,12 @@ class ProfileMerger:
         """
         if weight < 1:
             raise ProfkitError(f"weight must be at least 1, not {weight}")
-        self.merge_kind(profile.kind, source)
+        kind = profile.kind
+        if kind & ProfileKind.MEMPROF:
+            # We read past MemProf sections but do not carry them (see docs).
+            (warn or _no_warn)(f"{source or 'input'}: MemProf data is not carried over")
+            kind &= ~ProfileKind.MEMPROF
+        self.merge_kind(kind & ~ProfileKind.DEBUG_CORRELATE, source)
         functions = self.functions
         base_warn = warn or _no_warn
         for record in profile.records:
