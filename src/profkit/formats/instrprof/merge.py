@@ -17,43 +17,57 @@ sets that bit — and refuse the mix whatever the formats.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable
-from operator import add
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from profkit.errors import ProfkitError
-from profkit.formats.instrprof.model import (
-    FunctionRecord,
-    Profile,
-    ProfileKind,
-    TemporalTrace,
-    ValueKind,
-    ValueSite,
+from profkit.formats.instrprof.merge_records import (
+    BITMAP_MISMATCH,
+    COUNT_MISMATCH,
+    COUNTER_OVERFLOW,
+    MAX_COUNT,
+    MAX_VALUES_PER_SITE,
+    U64_MAX,
+    VALUE_SITE_MISMATCH,
+    RecordWarn,
+    Warn,
+    merge_into,
+    merge_site,
+    merge_value_sites,
+    new_record,
+    no_warn,
+    scale_and_sort_sites,
+    sort_site,
 )
+from profkit.formats.instrprof.model import FunctionRecord, Profile, ProfileKind, TemporalTrace
 
-U64_MAX = (1 << 64) - 1
-#: ``getInstrMaxCountValue``: merged counters stop here ("counter overflow").
-MAX_COUNT = U64_MAX - 2
-MAX_VALUES_PER_SITE = 255
-PSEUDO_COUNTS = (U64_MAX, U64_MAX - 1)  # PseudoHot, PseudoWarm first counters
-TRACE_RESERVOIR_SIZE = 100
-MAX_TRACE_LENGTH = 10000
+TRACE_RESERVOIR_SIZE = 100  # --temporal-profile-trace-reservoir-size default
+MAX_TRACE_LENGTH = 10000  # --temporal-profile-max-trace-length default
 
-#: ``instrprof_error`` messages LLVM prints for per-record merge problems.
-COUNT_MISMATCH = "function basic block count change detected (counter mismatch)"
-COUNTER_OVERFLOW = "counter overflow"
-BITMAP_MISMATCH = "function bitmap size change detected (bitmap size mismatch)"
-VALUE_SITE_MISMATCH = "function value site count change detected (counter mismatch)"
-
-Warn = Callable[[str], None]
+__all__ = [
+    "BITMAP_MISMATCH",
+    "COUNTER_OVERFLOW",
+    "COUNT_MISMATCH",
+    "MAX_COUNT",
+    "MAX_VALUES_PER_SITE",
+    "U64_MAX",
+    "VALUE_SITE_MISMATCH",
+    "KindMismatchError",
+    "MergeState",
+    "ProfileMerger",
+    "Warn",
+    "merge_into",
+    "merge_profiles",
+    "merge_site",
+    "merge_value_sites",
+    "new_record",
+    "scale_and_sort_sites",
+    "sort_site",
+]
 
 
 class KindMismatchError(ProfkitError):
     """Profiles of incompatible kinds (front end vs IR, entry-only vs block counts)."""
-
-
-def _no_warn(message: str) -> None:
-    pass
 
 
 def is_front_end(kind: ProfileKind) -> bool:
@@ -66,161 +80,6 @@ def describe_kind(kind: ProfileKind) -> str:
     if not is_front_end(kind):
         return "an IR-level (-fprofile-generate)"
     return "a front-end (-fprofile-instr-generate)"
-
-
-class _RecordWarn:
-    """Reports at most one problem per record, like LLVM's per-record ``Reported`` flag."""
-
-    __slots__ = ("fired", "name", "warn")
-
-    def __init__(self, warn: Warn, name: str) -> None:
-        self.warn = warn
-        self.name = name
-        self.fired = False
-
-    def __call__(self, message: str) -> None:
-        if not self.fired:
-            self.fired = True
-            self.warn(f"{self.name}: {message}")
-
-
-# ---------------------------------------------------------------------------------------
-# value sites
-
-
-def sort_site(site: ValueSite) -> ValueSite:
-    """``sortByCount``: stable, count descending, cut to 255 values."""
-    if len(site) > 1:
-        site = sorted(site, key=lambda vc: -vc[1])
-    return site[:MAX_VALUES_PER_SITE]
-
-
-def merge_site(dst: ValueSite, src: ValueSite, weight: int, warn: Warn) -> ValueSite:
-    """``InstrProfValueSiteRecord::merge`` then ``sortByCount``.
-
-    As in LLVM, a value new to ``dst`` is inserted with its *unweighted* count; only
-    counts of values present on both sides are multiplied by ``weight``.
-    """
-    a = sorted(dst, key=lambda vc: vc[0])
-    b = sorted(src, key=lambda vc: vc[0])
-    out: ValueSite = []
-    i, n = 0, len(a)
-    for value, count in b:
-        while i < n and a[i][0] < value:
-            out.append(a[i])
-            i += 1
-        if i < n and a[i][0] == value:
-            total = count * weight + a[i][1]
-            if total > U64_MAX:
-                total = U64_MAX
-                warn(COUNTER_OVERFLOW)
-            out.append((value, total))
-            i += 1
-        else:
-            out.append((value, count))
-    out.extend(a[i:])
-    return sort_site(out)
-
-
-def _scale_sites(
-    sites: dict[ValueKind, list[ValueSite]], weight: int, warn: Warn
-) -> dict[ValueKind, list[ValueSite]]:
-    out: dict[ValueKind, list[ValueSite]] = {}
-    for kind, site_list in sites.items():
-        new_list = []
-        for site in site_list:
-            row = []
-            for value, count in site:
-                scaled = count * weight
-                if scaled > U64_MAX:
-                    scaled = U64_MAX
-                    warn(COUNTER_OVERFLOW)
-                row.append((value, scaled))
-            new_list.append(row)
-        out[kind] = new_list
-    return out
-
-
-# ---------------------------------------------------------------------------------------
-# records
-
-
-def new_record(
-    record: FunctionRecord, weight: int, warn: _RecordWarn, take: bool
-) -> FunctionRecord:
-    """A record seen for the first time: stored, scaled when ``weight > 1``, sites sorted."""
-    counts = record.counts
-    sites = record.value_sites
-    if weight > 1:
-        scaled = [c * weight for c in counts]
-        if max(scaled) > MAX_COUNT:
-            warn(COUNTER_OVERFLOW)
-            scaled = [min(c, MAX_COUNT) for c in scaled]
-        counts = scaled
-    elif not take:
-        counts = list(counts)
-    if sites:
-        sites = scale_and_sort_sites(sites, weight, warn)
-    return FunctionRecord(record.name, record.hash, counts, bytes(record.bitmap), sites)
-
-
-def merge_into(dst: FunctionRecord, src: FunctionRecord, weight: int, warn: _RecordWarn) -> None:
-    """``InstrProfRecord::merge`` (in place) followed by ``sortValueData``."""
-    dc, sc = dst.counts, src.counts
-    if len(dc) != len(sc):
-        warn(COUNT_MISMATCH)
-        return
-    if dc[0] in PSEUDO_COUNTS or sc[0] in PSEUDO_COUNTS:
-        if dc[0] not in PSEUDO_COUNTS or sc[0] not in PSEUDO_COUNTS:
-            warn(COUNT_MISMATCH)
-            return
-        pseudo = U64_MAX if U64_MAX in (dc[0], sc[0]) else U64_MAX - 1
-        dst.counts = [pseudo, *dc[1:]]
-        return
-    merged = (
-        list(map(add, dc, sc))
-        if weight == 1
-        else [d + s * weight for d, s in zip(dc, sc, strict=True)]
-    )
-    if max(merged) > MAX_COUNT:
-        warn(COUNTER_OVERFLOW)
-        merged = [min(c, MAX_COUNT) for c in merged]
-    dst.counts = merged
-    if len(dst.bitmap) != len(src.bitmap):
-        warn(BITMAP_MISMATCH)
-        return
-    if src.bitmap:
-        n = len(src.bitmap)
-        ored = int.from_bytes(dst.bitmap, "little") | int.from_bytes(src.bitmap, "little")
-        dst.bitmap = ored.to_bytes(n, "little")
-    if dst.value_sites or src.value_sites:
-        merge_value_sites(dst.value_sites, src.value_sites, weight, warn)
-
-
-def merge_value_sites(
-    dst: dict[ValueKind, list[ValueSite]],
-    src: dict[ValueKind, list[ValueSite]],
-    weight: int,
-    warn: Warn,
-) -> None:
-    """``mergeValueProfData`` for every kind, in place: site counts must agree per kind."""
-    for kind in ValueKind:
-        mine = dst.get(kind, [])
-        theirs = src.get(kind, [])
-        if len(mine) != len(theirs):
-            warn(VALUE_SITE_MISMATCH)
-            continue
-        if mine:
-            dst[kind] = [merge_site(a, b, weight, warn) for a, b in zip(mine, theirs, strict=True)]
-
-
-def scale_and_sort_sites(
-    sites: dict[ValueKind, list[ValueSite]], weight: int, warn: Warn
-) -> dict[ValueKind, list[ValueSite]]:
-    """The value sites of a record seen for the first time: scaled, sorted, cut to 255."""
-    if weight > 1:
-        sites = _scale_sites(sites, weight, warn)
-    return {k: [sort_site(s) for s in v] for k, v in sites.items() if v}
 
 
 # ---------------------------------------------------------------------------------------
@@ -283,7 +142,7 @@ class ProfileMerger:
         if by_hash is None:
             by_hash = self.functions[record.name] = {}
         dst = by_hash.get(record.hash)
-        rwarn = _RecordWarn(warn or _no_warn, record.name)
+        rwarn = RecordWarn(warn or no_warn, record.name)
         if dst is None:
             by_hash[record.hash] = new_record(record, weight, rwarn, take)
         else:
@@ -308,11 +167,11 @@ class ProfileMerger:
         kind = profile.kind
         if kind & ProfileKind.MEMPROF:
             # We read past MemProf sections but do not carry them (see docs).
-            (warn or _no_warn)(f"{source or 'input'}: MemProf data is not carried over")
+            (warn or no_warn)(f"{source or 'input'}: MemProf data is not carried over")
             kind &= ~ProfileKind.MEMPROF
         self.merge_kind(kind & ~ProfileKind.DEBUG_CORRELATE, source)
         functions = self.functions
-        base_warn = warn or _no_warn
+        base_warn = warn or no_warn
         for record in profile.records:
             by_hash = functions.get(record.name)
             if by_hash is None:
@@ -323,10 +182,10 @@ class ProfileMerger:
                     by_hash[record.hash] = record
                 else:
                     by_hash[record.hash] = new_record(
-                        record, weight, _RecordWarn(base_warn, record.name), take
+                        record, weight, RecordWarn(base_warn, record.name), take
                     )
             else:
-                merge_into(dst, record, weight, _RecordWarn(base_warn, record.name))
+                merge_into(dst, record, weight, RecordWarn(base_warn, record.name))
         self.binary_ids.extend(profile.binary_ids)
         if profile.kind & ProfileKind.TEMPORAL:
             traces = profile.temporal_traces
