@@ -156,7 +156,7 @@ def time_cmd(cmd: Sequence[str], repeat: int, stdout_path: Path | None) -> Timin
     return Timing(best)
 
 
-def time_in_process(indexed: Path, repeat: int) -> Timing:
+def time_in_process(indexed: Path, repeat: int, llvm_version: int) -> Timing:
     """`show --all-functions --counts` through the library: read + format, no start-up.
 
     Separates profkit's own work from the ~0.1 s interpreter start-up included above.
@@ -169,7 +169,8 @@ def time_in_process(indexed: Path, repeat: int) -> Timing:
     best: float | None = None
     for _ in range(repeat):
         t0 = time.perf_counter()
-        show_text(read_profile(indexed), ShowOptions(all_functions=True, counts=True))
+        show_text(read_profile(indexed),
+                  ShowOptions(all_functions=True, counts=True, llvm_version=llvm_version))
         elapsed = time.perf_counter() - t0
         best = elapsed if best is None else min(best, elapsed)
     return Timing(best)
@@ -221,10 +222,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{'(profkit start-up: show --help)':<34} {startup.seconds:.3f} s")
         show_opts = ["show", "--all-functions", "--counts", str(indexed)]
         llvm = time_cmd([tool, *show_opts], args.repeat, out / "show.llvm.txt")
-        ours = time_cmd([*PROFKIT, "profdata", *show_opts], args.repeat, out / "show.profkit.txt")
+        # --llvm-version: the same wording / indexed version as the llvm-profdata compared.
+        same = ["--llvm-version", str(args.llvm_version)]
+        ours = time_cmd([*PROFKIT, "profdata", *show_opts, *same], args.repeat,
+                        out / "show.profkit.txt")
         print(report("show --all-functions --counts", llvm, ours,
                      compare(out / "show.llvm.txt", out / "show.profkit.txt")))
-        inproc = time_in_process(indexed, args.repeat)
+        inproc = time_in_process(indexed, args.repeat, args.llvm_version)
         if inproc.seconds is not None and llvm.seconds:
             print(f"{'  (profkit in-process, no start-up)':<34} {'':>23}   profkit "
                   f"{inproc.seconds:.3f} s   ratio {inproc.seconds / llvm.seconds:.2f}")
@@ -234,7 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         llvm = time_cmd([tool, *merge_opts, str(out / "merged.llvm.profdata"),
                          *map(str, raws)], args.repeat, None)
         ours = time_cmd([*PROFKIT, "profdata", *merge_opts, str(out / "merged.profkit.profdata"),
-                         *map(str, raws)], args.repeat, None)
+                         *same, *map(str, raws)], args.repeat, None)
         print(report(f"merge -j {args.jobs} ({len(raws)} raw files)", llvm, ours,
                      compare(out / "merged.llvm.profdata", out / "merged.profkit.profdata")))
     finally:
