@@ -180,3 +180,10 @@ def test_real_mixed_version_file(tmp_path: Path) -> None:
     assert {r.name for r in prof.records} == {"main", "lib_work"}
     assert sum(prof.find("lib_work")[0].counts) > 0
     assert any("raw v10" in note for note in prof.notes)
+
+
+def test_memprof_raw_file_is_named() -> None:
+    from profkit.formats.instrprof import parse_profile
+
+    with pytest.raises(ProfileFormatError, match="MemProf raw heap profile"):
+        parse_profile(bytes.fromhex("8172666f72706dff") + bytes(64), "heap.memprofraw")

@@ -16,6 +16,11 @@ from profkit.formats.instrprof.model import Profile
 from profkit.formats.instrprof.raw import RAW_MAGICS, parse_raw
 
 FormatName = Literal["raw", "indexed", "text"]
+#: Neighbouring LLVM formats a user may hand us by mistake.
+_OTHER_MAGICS = {
+    bytes.fromhex("8172666f72706dff"): "it is a MemProf raw heap profile, .memprofraw",
+    bytes.fromhex("ff6d70726f667281"): "it is a big-endian MemProf raw heap profile",
+}
 _TEXTISH = frozenset(range(0x20, 0x7F)) | frozenset(b"\t\n\v\f\r")
 
 
@@ -52,9 +57,10 @@ def parse_profile(data: bytes, path: str | None = None) -> Profile:
             ) from None
         result: Profile = parse_text(data, path)
         return result
+    what = _OTHER_MAGICS.get(bytes(data[:8]), f"first bytes {bytes(data[:8]).hex()}")
     raise ProfileFormatError(
         "bad_magic",
-        f"not an LLVM instrumentation profile (first bytes {bytes(data[:8]).hex()})",
+        f"not an LLVM instrumentation profile ({what})",
         path=path,
         offset=0,
     )
