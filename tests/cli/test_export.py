@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import pstats
+import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -61,3 +65,61 @@ def test_help_lists_every_format(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     for f in registry.FORMATS:
         assert f.name in out and f.extension in out
+
+
+def test_other_spelling_of_the_input_is_refused(
+    saved: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``-o ./run.json.gz`` once replaced the input ``run.json.gz`` (string comparison)."""
+    before = saved.read_bytes()
+    monkeypatch.chdir(saved.parent)
+    assert main(["export", saved.name, "-F", "collapsed", "-o", f"./{saved.name}"]) == 2
+    assert "also an input" in capsys.readouterr().err
+    assert saved.read_bytes() == before
+    assert main(["export", saved.name, "-F", "collapsed", "-o", ""]) == 2
+    assert "-o needs a file name" in capsys.readouterr().err
+
+
+def _hostile_names_profile(tmp_path: Path) -> Path:
+    """Valid JSON a profile may hold: a lone surrogate (what a non-UTF-8 file name decodes
+    to) and terminal control characters in frame and thread names."""
+    doc = file.to_json(sample_profile())
+    doc["frames"][0][0] = "main\ud800\x1b[31mRED\nnext"
+    doc["frames"][1][1] = "/src/caf\udce9.py"
+    doc["threads"][0]["name"] = "T\x1b]0;title\x07"
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize("name", registry.names())
+def test_names_that_are_not_utf8_or_printable_export(tmp_path: Path, name: str) -> None:
+    """These were internal errors (UnicodeEncodeError) in html, collapsed and pprof."""
+    src = _hostile_names_profile(tmp_path)
+    out = tmp_path / f"out.{name}"
+    assert main(["export", str(src), "-F", name, "-o", str(out)]) == 0
+    if not registry.get(name).binary:
+        out.read_bytes().decode("utf-8")  # still valid UTF-8
+
+
+@pytest.mark.parametrize("view", ["tree", "flat", "callers"])
+def test_report_escapes_control_characters(
+    tmp_path: Path, view: str, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    src = _hostile_names_profile(tmp_path)
+    assert main(["report", str(src), "--view", view, "-f", "RED", "--width", "200"]) == 0
+    out = capsysbinary.readouterr().out.decode("utf-8")
+    assert "\x1b" not in out and "\x07" not in out
+    assert "main\\ud800\\x1b[31mRED\\nnext" in out
+
+
+def test_stdout_write_error_is_one_line(saved: Path) -> None:
+    """A full disk behind ``>`` was an internal error (exit 70) for report and export."""
+    if not os.path.exists("/dev/full") or not stat.S_ISCHR(os.stat("/dev/full").st_mode):
+        pytest.skip("no /dev/full")
+    for argv in (["report", str(saved)], ["export", str(saved), "-F", "collapsed", "-o", "-"]):
+        with open("/dev/full", "wb") as full:
+            proc = subprocess.run([sys.executable, "-m", "profkit", *argv], stdout=full,
+                                  stderr=subprocess.PIPE, text=True, timeout=60)
+        assert proc.returncode == 2
+        assert proc.stderr == "profkit: error: cannot write to stdout: No space left on device\n"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -333,3 +335,51 @@ def test_symbolize_with_bases_from_mmap_events(
         capsys, "symbolize", str(src), "--map", str(DLL_MAP), "--mmap-events", str(src)
     )
     assert (rc, out) == (2, "") and "no load base for image 'minimalr2r'" in err
+
+
+def test_lookup_base_past_64_bits_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """Was an internal error (ValueError from the Symbolizer)."""
+    rc, out, err = run(capsys, "lookup", str(R2R), "10", "--base", "0xffffffffffffffff")
+    assert rc == 2 and out == ""
+    assert err.startswith("profkit: error: ") and "64-bit" in err and err.count("\n") == 1
+
+
+def test_symbolize_refuses_to_overwrite_an_input(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    script = tmp_path / "s.txt"
+    script.write_text("x 1 1.0: 1 cpu-clock:\n\t deadbeef [unknown] ([unknown])\n")
+    before = script.read_bytes()
+    rc, _, err = run(capsys, "symbolize", str(script), "--map", str(R2R), "--base", "0x1000",
+                     "-o", str(script))
+    assert rc == 2 and "inputs are never modified" in err
+    assert script.read_bytes() == before
+
+
+def test_convert_through_a_symlink_and_to_a_device(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A rename over ``-o /dev/full`` (as root) replaced the device with a regular file."""
+    real = tmp_path / "perf-1.map"
+    real.write_bytes(b"")
+    link = tmp_path / "link.map"
+    link.symlink_to(real.name)
+    rc, _, _ = run(capsys, "convert", str(R2R), "--base", "0x1000", "-o", str(link))
+    assert rc == 0 and link.is_symlink() and real.stat().st_size > 0
+    if os.path.exists("/dev/null") and stat.S_ISCHR(os.stat("/dev/null").st_mode):
+        rc, _, _ = run(capsys, "convert", str(R2R), "--base", "0x1000", "-o", "/dev/null")
+        assert rc == 0 and stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_stdout_write_error_is_one_line() -> None:
+    """``convert -o - > /dev/full`` exited 0 having written nothing."""
+    if not os.path.exists("/dev/full") or not stat.S_ISCHR(os.stat("/dev/full").st_mode):
+        pytest.skip("no /dev/full")
+    for argv in (["convert", str(R2R), "--base", "0x1000", "-o", "-"], ["show", str(R2R)]):
+        with open("/dev/full", "wb") as full:
+            proc = subprocess.run([sys.executable, "-m", "profkit", "perfmap", *argv],
+                                  stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+        assert proc.returncode == 2
+        assert proc.stderr.endswith(
+            "profkit: error: cannot write to stdout: No space left on device\n")
+        assert proc.stderr.count("profkit: error:") == 1

@@ -21,11 +21,9 @@ never a ``KeyError``. Gzip input is recognised by its magic bytes, whatever the 
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import json
 import os
-import tempfile
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
@@ -33,6 +31,10 @@ from typing import Any, NoReturn
 
 from profkit.calltree.model import CallNode, CallProfile, Frame, Span, ThreadTree
 from profkit.errors import FormatErrorKind, ProfileDataError
+from profkit.export.atomic import write_atomic
+
+__all__ = ["FORMAT", "VERSION", "combine", "from_json", "load", "loads", "save", "to_json",
+           "write_atomic"]
 
 FORMAT = "profkit.calltree"
 #: The version this module writes; it reads every version up to this one.
@@ -126,33 +128,6 @@ def _gunzip(raw: bytes, path: str | None) -> bytes:
         if data and data[:2] != _GZIP_MAGIC:
             break  # trailing garbage after the gzip member: ignore, as gzip(1) warns and does
     return bytes(out)
-
-
-def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
-    """Replace ``path`` with ``data`` via a temp file in the same directory + ``os.replace``,
-    so readers never see a half-written file and a crash never destroys the old one."""
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            # mkstemp makes the file 0600; give it the mode a plain open() would have had
-            os.fchmod(fh.fileno(), _target_mode(target))
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _target_mode(target: Path) -> int:
-    try:
-        return os.stat(target).st_mode & 0o7777
-    except OSError:
-        umask = os.umask(0o22)
-        os.umask(umask)
-        return 0o666 & ~umask
 
 
 # --------------------------------------------------------------------------- to JSON

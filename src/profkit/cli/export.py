@@ -6,10 +6,10 @@ import argparse
 import sys
 from typing import Any
 
-from profkit.calltree.file import write_atomic
 from profkit.cli.report import load_all
 from profkit.errors import UsageError
 from profkit.export import registry
+from profkit.export.atomic import refuse_input_as_output, write_atomic, write_stdout
 
 
 def register(sub: Any, name: str, help_text: str) -> None:
@@ -30,21 +30,24 @@ def register(sub: Any, name: str, help_text: str) -> None:
 
 def _handler(args: argparse.Namespace) -> int:
     fmt = registry.get(args.format)
-    profile = load_all(args.files)
+    if args.output == "":
+        raise UsageError("-o needs a file name ('-' for stdout)")
     out = args.output or registry.default_output(args.files[0], fmt)
+    clash = refuse_input_as_output(out, args.files)
+    if clash is not None:
+        raise UsageError(f"output {out} is also an input ({clash}); inputs are never "
+                         "modified, choose another -o")
+    if out == "-" and fmt.binary and sys.stdout.isatty():
+        raise UsageError(f"{fmt.name} output is binary: refusing to write it to a terminal "
+                         "(use -o FILE or a pipe)")
+    data = fmt.writer(load_all(args.files))
     if out == "-":
-        if fmt.binary and sys.stdout.isatty():
-            raise UsageError(f"{fmt.name} output is binary: refusing to write it to a terminal "
-                             "(use -o FILE or a pipe)")
-        data = fmt.writer(profile)
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
+        write_stdout(data)
         return 0
-    if out in args.files:
-        raise UsageError(f"output {out} is also an input; choose another -o")
-    data = fmt.writer(profile)
     try:
         write_atomic(out, data)
+    except BrokenPipeError:
+        raise  # -o /dev/stdout | head: success, as for -o -
     except OSError as exc:
         raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
     print(f"profkit: wrote {out} ({fmt.description})", file=sys.stderr)

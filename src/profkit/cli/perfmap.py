@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from profkit.errors import FormatError, PerfMapFormatError, UsageError
-from profkit.formats.perfmap._io import AtomicOutput, read_input, write_atomic
+from profkit.export.atomic import refuse_input_as_output
+from profkit.formats.perfmap._io import atomic_output, read_input, write_atomic, write_stdout
 from profkit.formats.perfmap._lines import PERF_STYLE, render_lines
 from profkit.formats.perfmap.bases import BaseResolver, map_stem, parse_address
 from profkit.formats.perfmap.mmapevents import image_finder, load_mmap_events
@@ -168,10 +169,25 @@ def _symbolizer(args: argparse.Namespace, paths: list[str]) -> Symbolizer:
     for path, m in loaded:
         if isinstance(m, R2RPerfMap):
             base, _ = resolver.base_for(path, only_map=n_r2r == 1)
-            sym.add_r2rmap(m, base, path)
+            _add_r2rmap(sym, m, base, path)
         else:
             sym.add_perf_map(m, path)
     return sym
+
+
+def _add_r2rmap(sym: Symbolizer, m: R2RPerfMap, base: int, path: str) -> None:
+    try:
+        sym.add_r2rmap(m, base, path)
+    except ValueError as exc:  # a base that pushes the map past 2**64
+        raise UsageError(f"{path}: {exc}") from None
+
+
+def _refuse_overwrite(output: str, inputs: list[str]) -> None:
+    clash = refuse_input_as_output(output, inputs)
+    if clash is not None:
+        raise UsageError(
+            f"{output}: the output is one of the inputs ({clash}); inputs are never modified"
+        )
 
 
 # -- actions ------------------------------------------------------------------------------
@@ -192,11 +208,14 @@ def _show(args: argparse.Namespace) -> int:
     else:
         info = describe_perf_map(read_perf_map(data, path=args.file, strict=strict))
     info = {"file": args.file, **info}
-    if args.json:
-        print(json.dumps(info, indent=2))
-    else:
-        _print_text(info)
+    lines = [json.dumps(info, indent=2)] if args.json else _text_lines(info)
+    _say(lines)
     return 0
+
+
+def _say(lines: list[str]) -> None:
+    """Print lines to stdout through :func:`write_stdout` (errors reported, not lost)."""
+    write_stdout(("\n".join(lines) + "\n").encode("utf-8", "backslashreplace"))
 
 
 def _describe_image(data: bytes, path: str) -> dict[str, Any]:
@@ -218,17 +237,19 @@ def _describe_image(data: bytes, path: str) -> dict[str, Any]:
     }
 
 
-def _print_text(info: dict[str, Any], indent: str = "") -> None:
+def _text_lines(info: dict[str, Any], indent: str = "") -> list[str]:
+    lines = []
     for key, value in info.items():
         if isinstance(value, dict):
-            print(f"{indent}{key}:")
-            _print_text(value, indent + "  ")
+            lines.append(f"{indent}{key}:")
+            lines.extend(_text_lines(value, indent + "  "))
         elif isinstance(value, list) and value and isinstance(value[0], dict):
-            print(f"{indent}{key}:")
+            lines.append(f"{indent}{key}:")
             for item in value:
-                print(f"{indent}  - " + ", ".join(f"{k}={_fmt(k, v)}" for k, v in item.items()))
+                lines.append(f"{indent}  - " + ", ".join(f"{k}={_fmt(k, v)}" for k, v in item.items()))
         else:
-            print(f"{indent}{key}: {_fmt(key, value)}")
+            lines.append(f"{indent}{key}: {_fmt(key, value)}")
+    return lines
 
 
 def _fmt(key: str, value: Any) -> str:
@@ -248,7 +269,7 @@ def _lookup(args: argparse.Namespace) -> int:
     m = _load_any_map(args.map, args.lenient)
     sym = Symbolizer()
     if isinstance(m, R2RPerfMap):
-        sym.add_r2rmap(m, parse_address(args.base, "base") if args.base else 0, args.map)
+        _add_r2rmap(sym, m, parse_address(args.base, "base") if args.base else 0, args.map)
     elif args.base:
         raise UsageError(f"{args.map}: --base applies to r2rmaps; a perf map holds addresses")
     else:
@@ -257,15 +278,13 @@ def _lookup(args: argparse.Namespace) -> int:
     out = []
     for addr, s in zip(addresses, sym.symbols(batch), strict=True):
         out.append(f"0x{addr:x} {s.label() if s is not None else NOT_FOUND}")
-    sys.stdout.write("\n".join(out) + "\n")
+    _say(out)
     return 0
 
 
 def _convert(args: argparse.Namespace) -> int:
     out = args.output
-    for path in args.maps:
-        if out != "-" and os.path.exists(out) and os.path.samefile(out, path):
-            raise UsageError(f"{out}: the output is one of the inputs; inputs are never modified")
+    _refuse_overwrite(out, [*args.maps, *_base_files(args)])
     resolver = _resolver(args, args.maps)
     starts: list[np.ndarray] = []
     sizes: list[np.ndarray] = []
@@ -303,10 +322,11 @@ def _convert(args: argparse.Namespace) -> int:
         )
     data = existing + render_lines(all_starts, all_sizes, names, style)
     if out == "-":
-        sys.stdout.buffer.write(data)
+        write_stdout(data)
     else:
         write_atomic(out, data)
-    print(f"profkit: wrote {len(names)} entries to {out}", file=sys.stderr)
+    print(f"profkit: wrote {len(names)} entries to {'stdout' if out == '-' else out}",
+          file=sys.stderr)
     return 0
 
 
@@ -315,7 +335,13 @@ def _assembly(path: str) -> str:
     return parsed.base if parsed else os.path.basename(path)
 
 
+def _base_files(args: argparse.Namespace) -> list[str]:
+    """Every file the base options read (outputs must not replace them)."""
+    return [*args.perfinfo, *args.proc_maps, *args.mmap_events]
+
+
 def _symbolize(args: argparse.Namespace) -> int:
+    _refuse_overwrite(args.output, [args.input, *args.maps, *_base_files(args)])
     sym = _symbolizer(args, args.maps)
     stats = SymbolizeStats()
     offsets = not args.no_offset
@@ -326,10 +352,9 @@ def _symbolize(args: argparse.Namespace) -> int:
     with src:
         if args.output == "-":
             for block in symbolize_stream(src, sym, stats, offsets=offsets):
-                sys.stdout.buffer.write(block)
-            sys.stdout.buffer.flush()
+                write_stdout(block)
         else:
-            with AtomicOutput(args.output) as fh:
+            with atomic_output(args.output) as fh:
                 for block in symbolize_stream(src, sym, stats, offsets=offsets):
                     fh.write(block)
     if args.stats:
@@ -351,17 +376,20 @@ def _verify(args: argparse.Namespace) -> int:
             path=args.image,
         )
     sig = result.map_signature.hex().upper() if result.map_signature else "none"
-    print(f"image: {args.image} ({image.machine_description()})")
-    print(f"  expects: {result.image_file_name} v{result.image_version}, "
-          f"signature {result.image_signature.hex().upper()}")  # fmt: skip
-    print(f"map:   {args.map}\n  header:  v{result.map_version}, signature {sig}")
+    lines = [
+        f"image: {args.image} ({image.machine_description()})",
+        f"  expects: {result.image_file_name} v{result.image_version}, "
+        f"signature {result.image_signature.hex().upper()}",
+        f"map:   {args.map}",
+        f"  header:  v{result.map_version}, signature {sig}",
+    ]
     if result.recomputed is not None:
-        print(f"  recomputed from the image's MVID {image.mvid()}: "
-              f"{result.recomputed.hex().upper()}")  # fmt: skip
-    for note in result.notes:
-        print(f"note: {note}")
+        lines.append(f"  recomputed from the image's MVID {image.mvid()}: "
+                     f"{result.recomputed.hex().upper()}")  # fmt: skip
+    lines.extend(f"note: {note}" for note in result.notes)
     if result.ok:
-        print("OK: the map belongs to the image (signatures match)")
-        return 0
-    print("MISMATCH: the map was not generated for this image (signatures differ)")
-    return 1
+        lines.append("OK: the map belongs to the image (signatures match)")
+    else:
+        lines.append("MISMATCH: the map was not generated for this image (signatures differ)")
+    _say(lines)
+    return 0 if result.ok else 1

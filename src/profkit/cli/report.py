@@ -11,6 +11,7 @@ from typing import Any
 from profkit.calltree.file import combine, load
 from profkit.calltree.model import CallProfile
 from profkit.errors import UsageError
+from profkit.export.atomic import write_stdout
 from profkit.report._fmt import parse_duration
 from profkit.report.flat import render_callers, render_flat
 from profkit.report.text import render_tree
@@ -80,5 +81,6 @@ def _handler(args: argparse.Namespace) -> int:
         if not args.function:
             raise UsageError("--view callers needs --function F")
         text = render_callers(profile, args.function, width=width, color=color, prefix=args.prefix)
-    sys.stdout.write(text)
+    write_stdout(text.encode("utf-8", "backslashreplace"))
     return 0
+

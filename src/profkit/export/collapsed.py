@@ -27,4 +27,4 @@ def write(profile: CallProfile) -> bytes:
                 continue
             stack = [*head, *(names[f] for f in path), names[node.frame]]
             lines.append(f"{';'.join(stack)} {node.exclusive_ns}")
-    return ("\n".join(lines) + "\n" if lines else "").encode("utf-8")
+    return ("\n".join(lines) + "\n" if lines else "").encode("utf-8", "backslashreplace")

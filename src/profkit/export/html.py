@@ -65,4 +65,6 @@ def write(profile: CallProfile) -> bytes:
             .replace("{{TITLE}}", html.escape(_title(profile)))
             .replace("{{VERSION}}", html.escape(__version__))
             .replace("{{DATA}}", embed_json(data(profile))))
-    return page.encode("utf-8")
+    # backslashreplace: a lone surrogate (a non-UTF-8 file name) becomes a \\udcXX escape,
+    # which inside the JSON string literals is itself valid JSON for that code point
+    return page.encode("utf-8", "backslashreplace")

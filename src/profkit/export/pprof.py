@@ -97,7 +97,8 @@ def encode(profile: CallProfile) -> bytes:
     tail += _int(12, interval if type(interval) is int and interval > 0 else 1)
     tail += _int(14, s(time_name))
     # the string table must be written after every s() call above
-    strings = b"".join(_bytes(6, text.encode("utf-8")) for text in s.table)
+    # pprof strings must be UTF-8: a lone surrogate (non-UTF-8 file name) is written escaped
+    strings = b"".join(_bytes(6, text.encode("utf-8", "backslashreplace")) for text in s.table)
     return b"".join(parts) + strings + tail
 
 

@@ -38,8 +38,24 @@ def parse_duration(text: str) -> int:
     return round(float(value) * _UNITS[unit or "ns"])
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(name: str) -> str:
+    """``name`` with control characters shown as escapes (``\\n``, ``\\x1b``).
+
+    A profile may come from anywhere: a frame or thread name carrying a newline would
+    break the table, and one carrying ESC could drive the reader's terminal.
+    """
+    if name.isprintable():
+        return name
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], name)
+
+
 def fit(name: str, room: int) -> str:
-    """``name`` cut from the left to ``room`` characters: the end of a qualname says most."""
+    """``name`` (made :func:`printable`) cut from the left to ``room`` characters: the end
+    of a qualname says most."""
+    name = printable(name)
     if len(name) <= room:
         return name
     if room <= 1:

@@ -1,0 +1,135 @@
+"""Output files: written atomically, never over an input, and never over a device.
+
+Every file profkit writes (saved profiles, exports, perf maps, symbolized transcripts)
+goes through :class:`AtomicOutput`: a temp file in the target's directory, renamed over
+the target only once complete, so a reader (``perf``, a browser, another profkit) never
+sees half a file and a crash or a full disk never destroys the previous one.
+
+Two cases where a rename would be wrong, found by pointing ``-o`` at them:
+
+* a **symlink**: renaming over it would replace the link itself; we replace the file it
+  points to, as a plain ``open(path, "w")`` would have written there;
+* an existing **non-regular file** (``/dev/stdout``, ``/dev/null``, a FIFO): renaming over
+  it would swap the device node for a regular file (as root: ``/dev/full`` became a file).
+  Those are opened and written in place; atomicity means nothing for them.
+
+File errors are plain :class:`OSError` (callers add the file name and their own
+wording); this module imports only :mod:`profkit.errors`, so any layer may use it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+import sys
+import tempfile
+from types import TracebackType
+from typing import BinaryIO
+
+from profkit.errors import ProfkitError
+
+
+class AtomicOutput:
+    """A binary file written in pieces and published by rename only when complete.
+
+    ``with AtomicOutput(path) as fh: fh.write(...)``: on success the data replaces
+    ``path`` (an existing file's permission bits are kept; a new file gets ``0o666`` minus
+    the umask, like ``open``); on any exception the temp file is removed and ``path`` is
+    untouched.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = True) -> None:
+        self.path = os.fspath(path)
+        self._fsync = fsync
+        self._tmp: str | None = None
+        self._fh: BinaryIO | None = None
+
+    def __enter__(self) -> BinaryIO:
+        try:
+            st: os.stat_result | None = os.stat(self.path)  # follows symlinks
+        except FileNotFoundError:
+            st = None
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), self.path)
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            self._fh = open(self.path, "wb")  # a device or FIFO: written in place
+            return self._fh
+        target = os.path.realpath(self.path)  # replace what a symlink points to, keep the link
+        self._mode = st.st_mode & 0o7777 if st is not None else 0o666 & ~_umask()
+        fd, self._tmp = tempfile.mkstemp(
+            prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=os.path.dirname(target)
+        )
+        self._target = target
+        self._fh = os.fdopen(fd, "wb")
+        return self._fh
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        assert self._fh is not None
+        try:
+            if exc_type is None and self._tmp is not None:
+                self._fh.flush()
+                if self._fsync:
+                    os.fsync(self._fh.fileno())
+                os.fchmod(self._fh.fileno(), self._mode)  # mkstemp made it 0600
+            self._fh.close()  # a device's write error (ENOSPC) surfaces here at the latest
+            if exc_type is None and self._tmp is not None:
+                os.replace(self._tmp, self._target)
+                self._tmp = None
+        finally:
+            if self._tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(self._tmp)
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes, *, fsync: bool = True) -> None:
+    """Replace ``path`` with ``data`` through :class:`AtomicOutput`."""
+    with AtomicOutput(path, fsync=fsync) as fh:
+        fh.write(data)
+
+
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Whether two names are one existing file (``./x`` and ``x``, hard links, symlinks)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def refuse_input_as_output(output: str, inputs: list[str]) -> str | None:
+    """The first of ``inputs`` that ``output`` would overwrite, else ``None``.
+
+    Inputs are never modified: a rename over an input would replace it even though the
+    bytes were read first. ``-`` (stdin/stdout) is never a file.
+    """
+    if output == "-":
+        return None
+    return next((p for p in inputs if p != "-" and same_file(output, p)), None)
+
+
+def write_stdout(data: bytes) -> None:
+    """Write bytes to stdout and flush now, so a write error (a full disk behind ``>``)
+    becomes one ``profkit: error:`` line here rather than a loss at interpreter exit.
+
+    :class:`BrokenPipeError` passes through: ``profkit ... | head`` is a success.
+    """
+    try:
+        sys.stdout.flush()  # anything already printed through the text layer goes first
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise ProfkitError(f"cannot write to stdout: {exc.strerror or exc}") from None
+
+
+def _umask() -> int:
+    mask = os.umask(0o22)
+    os.umask(mask)
+    return mask
