@@ -54,6 +54,10 @@ def test_combines_several_files(saved: Path, tmp_path: Path, capsys: pytest.Capt
         (["--view", "callers", "-f", "nothere"], "no function matches"),
         (["--min-time", "soon"], "bad duration"),
         (["--width", "5"], "--width"),
+        # these were accepted and printed an empty tree/table
+        (["--top", "0"], "--top must be at least 1"),
+        (["--view", "flat", "--top", "-1"], "--top must be at least 1"),
+        (["--max-depth", "-1"], "--max-depth must be 0 or more"),
     ],
 )
 def test_usage_errors(saved: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:

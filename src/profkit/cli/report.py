@@ -63,6 +63,10 @@ def _handler(args: argparse.Namespace) -> int:
     min_time = parse_duration(args.min_time)
     if args.width is not None and args.width < 20:
         raise UsageError("--width must be at least 20")
+    if args.top is not None and args.top < 1:
+        raise UsageError("--top must be at least 1")
+    if args.max_depth is not None and args.max_depth < 0:
+        raise UsageError("--max-depth must be 0 or more")
     if not 0 <= args.min_share <= 100:
         raise UsageError("--min-share must be a percentage between 0 and 100")
     width = args.width or shutil.get_terminal_size((80, 24)).columns
