@@ -15,6 +15,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from profkit.errors import ProfileFormatError
 from profkit.formats.instrprof import ProfileKind, ValueKind, parse_indexed
@@ -176,3 +178,34 @@ def test_real_memprof_section_is_skipped(tmp_path: Path) -> None:
     assert prof.kind & ProfileKind.MEMPROF
     assert any("MemProf" in note for note in prof.notes)
     assert [r.name for r in prof.records] == ["main"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(3, 14),
+    st.lists(
+        st.tuples(
+            st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=5),
+            st.binary(max_size=9),
+            st.lists(
+                st.lists(
+                    st.tuples(st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1)), max_size=3
+                ),
+                max_size=3,
+            ),
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+)
+def test_round_trip(version: int, items: list) -> None:
+    funcs = [
+        (f"fn{i}", i, counts, bitmap if version >= 11 else b"", sites)
+        for i, (counts, bitmap, sites) in enumerate(items)
+    ]
+    prof = parse_indexed(build_indexed(version, funcs), "r.profdata")
+    assert [(r.name, r.hash, r.counts, bytes(r.bitmap)) for r in prof.records] == [
+        (n, h, c, b) for n, h, c, b, _ in funcs
+    ]
+    for rec, (*_, sites) in zip(prof.records, funcs, strict=True):
+        assert rec.value_sites.get(ValueKind.INDIRECT_CALL_TARGET, []) == sites
