@@ -2,8 +2,9 @@
 
 :func:`show_text` mirrors ``showInstrProfile`` line for line: the same record filter
 (CS records only with ``showcs`` on IR profiles), the same summary recomputed from the
-shown records, the same ``std::priority_queue`` tie-breaking for ``--topn`` and the
-same float formatting of cutoff percentages. :func:`show_json` is profkit's own
+shown records, the same ``--topn`` order for equal counts and the same float formatting
+of cutoff percentages. ``ShowOptions.llvm_version`` picks the wording of older releases
+(verified against llvm-profdata 14, 16, 19 and 22). :func:`show_json` is profkit's own
 machine-readable variant (schema in ``docs/instrprof.md``).
 """
 
