@@ -407,3 +407,14 @@ def test_forked_child_returning_through_profkit_writes_its_own_clean_profile(
         names = [f.name for f in profile_file.load(path).frames]
         assert any(n.endswith(".work") for n in names), names
         assert not any(n.startswith(("threading.", "enum.", "contextlib.")) for n in names), names
+
+
+def test_module_run_as_main_is_named_after_the_module(probe_dir: Path) -> None:
+    out = _run(
+        [*LAUNCHERS[0], "--no-tree", "--prefix", "probepkg", "-o", "m.json", "-m", "probepkg"],
+        probe_dir,
+    )
+    assert out.returncode == 0, out.stderr
+    names = {f.name for f in profile_file.load(probe_dir / "m.json").frames}
+    assert "probepkg.__main__.work" in names, names
+    assert all(n.startswith("probepkg.") for n in names), names

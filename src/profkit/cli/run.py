@@ -86,6 +86,9 @@ def _handler(args: argparse.Namespace) -> int:
     path = out.resolve_output(settings.output or out.default_output(program.label))
     settings = settings.replace(output=path)
     profiler = _make_profiler(settings)
+    spec = prepared.globals.get("__spec__")
+    if spec is not None and spec.origin:
+        profiler.main_module = (spec.origin, spec.name)  # -m: name its code after the module
     parent_pid = os.getpid()
     started = time.time()
 

@@ -56,21 +56,25 @@ INTERNAL_MODULES = (
 )
 
 
-def module_of(info: FunctionInfo) -> str:
-    """The function's module; frozen stdlib code (``<frozen runpy>``) is named by its module.
+def module_of(info: FunctionInfo, main_module: tuple[str, str] | None = None) -> str:
+    """The module a function's name and the prefix filter use.
 
-    (Python 3.11+ freezes start-up modules such as ``runpy``, ``os`` and
-    ``importlib._bootstrap``: their files read ``<frozen NAME>``.)
+    Frozen stdlib code (``<frozen runpy>``) is named by its module (Python 3.11+ freezes
+    start-up modules such as ``runpy`` and ``importlib._bootstrap``). ``main_module`` is
+    ``(file, name)`` of a module run as ``__main__`` by ``-m``: its functions are named
+    after the module (``myapp.cli``), so ``--prefix myapp`` keeps them.
     """
     filename = info.filename
+    if main_module is not None and filename == main_module[0]:
+        return main_module[1]
     if filename.startswith("<frozen ") and filename.endswith(">"):
         return filename[8:-1]
     return info.module
 
 
-def full_name(info: FunctionInfo) -> str:
+def full_name(info: FunctionInfo, main_module: tuple[str, str] | None = None) -> str:
     """``module.qualname`` as reports show it (see :func:`module_of`)."""
-    module = module_of(info)
+    module = module_of(info, main_module)
     return f"{module}.{info.name}" if module else info.name
 
 
@@ -129,6 +133,8 @@ class EltProfiler(TraceHooks, ProfilerCallback):
         self._closed_open_calls = 0
         self.profile: CallProfile | None = None
         self.saved_path: str | None = None
+        #: (file, module name) of a module run as ``__main__`` (``profkit run -m``)
+        self.main_module: tuple[str, str] | None = None
 
     # -- lifecycle --------------------------------------------------------------------
     def initialize(self, info: ProfilerInfo) -> None:
@@ -167,7 +173,7 @@ class EltProfiler(TraceHooks, ProfilerCallback):
 
     def accepts(self, info: FunctionInfo) -> bool:
         """The capture-time filter: inside a prefix (if any) and not profkit's machinery."""
-        module = module_of(info)
+        module = module_of(info, self.main_module)
         if prefix_matches(module, INTERNAL_MODULES):
             return False
         return not self._prefixes or prefix_matches(module, self._prefixes)
@@ -265,7 +271,7 @@ class EltProfiler(TraceHooks, ProfilerCallback):
     def _name(self, function_id: FunctionId) -> str:
         name = self._names.get(function_id)
         if name is None:
-            name = self._names[function_id] = full_name(self._function_info(function_id))
+            name = self._names[function_id] = full_name(self._function_info(function_id), self.main_module)
         return name
 
     def _function_info(self, function_id: FunctionId) -> FunctionInfo:
@@ -326,7 +332,7 @@ class EltProfiler(TraceHooks, ProfilerCallback):
             frame = frames.get(fid)
             if frame is None:
                 info = self._function_info(FunctionId(fid))
-                frame = frames[fid] = Frame(full_name(info), info.filename, info.first_line)
+                frame = frames[fid] = Frame(full_name(info, self.main_module), info.filename, info.first_line)
             return frame
 
         if self.settings.mode == "sample":
