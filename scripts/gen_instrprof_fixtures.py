@@ -478,6 +478,22 @@ def gen_cross(versions: Sequence[int], out: Path, manifest: Manifest) -> None:
                          kind="profdata", command=cmd, inputs=[rel])
 
 
+def dump_manifest(doc: dict[str, object]) -> str:
+    """JSON with one line per file/skip entry: small, and diffs stay readable."""
+    lines = ["{"]
+    items = list(doc.items())
+    for i, (key, value) in enumerate(items):
+        comma = "," if i < len(items) - 1 else ""
+        if isinstance(value, list) and value:
+            lines.append(f" {json.dumps(key)}: [")
+            lines += [f"  {json.dumps(v)}{',' if j < len(value) - 1 else ''}"
+                      for j, v in enumerate(value)]
+            lines.append(f" ]{comma}")
+        else:
+            lines.append(f" {json.dumps(key)}: {json.dumps(value)}{comma}")
+    return "\n".join([*lines, "}"]) + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Regenerate the fixture tree; returns 0 (skipped variants are data, not errors)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
@@ -525,7 +541,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "files": sorted(manifest.files, key=lambda e: str(e["path"])),
         "skipped": manifest.skipped,
     }
-    (out / "MANIFEST.json").write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
+    (out / "MANIFEST.json").write_text(dump_manifest(doc))
     print(f"{len(manifest.files)} files, {len(manifest.skipped)} skipped", file=sys.stderr)
     return 0
 
