@@ -188,3 +188,25 @@ def test_output_to_stdout(ir_inputs: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == (ir_inputs / "ir.proftext").read_bytes()
+
+
+def test_function_filters(ir_inputs: Path) -> None:
+    d = ir_inputs
+    rc, _, err = run(
+        [
+            "profdata",
+            "merge",
+            "--text",
+            "--function=a",
+            "--no-function=apply",
+            "ir.profraw",
+            "-o",
+            "f.proftext",
+        ],
+        d,
+    )
+    assert rc == 0
+    assert "of 8 functions in the original profile are filtered." in err
+    text = (d / "f.proftext").read_text()
+    assert "apply\n" not in text and "main\n" in text
+    assert run(["profdata", "merge", "--function=(", "ir.profraw", "-o", "x"], d)[0] == 2

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -74,6 +75,8 @@ def _register_merge(sub: Any) -> None:
         help="a file listing inputs, one '[W,]path' per line ('#' comments)",
     )
     p.add_argument("--sparse", action="store_true", help="drop functions whose counts are all zero")
+    p.add_argument("--function", metavar="REGEX", help="keep only functions whose name matches")
+    p.add_argument("--no-function", metavar="REGEX", help="drop functions whose name matches")
     p.add_argument(
         "-j",
         "--num-threads",
@@ -202,6 +205,7 @@ def run_merge(args: argparse.Namespace) -> int:
             f"{failed} of {len(inputs)} input(s) could not be merged "
             f"(--failure-mode={args.failure_mode}); first: {outcome.failures[0][0]}"
         )
+    _filter_functions(outcome.profile, args.function, args.no_function)
     if args.output == "-":  # like llvm-profdata: "-o -" writes to stdout
         if args.text:
             data = format_text(outcome.profile, llvm_version=dialect).encode(
@@ -217,6 +221,29 @@ def run_merge(args: argparse.Namespace) -> int:
     else:
         write_indexed(outcome.profile, args.output, version)
     return 0
+
+
+def _filter_functions(profile: Any, keep: str | None, drop: str | None) -> None:
+    """``--function`` / ``--no-function``: regex *search* on names, as LLVM's Regex::match."""
+    if keep is None and drop is None:
+        return
+    try:
+        keep_re = re.compile(keep) if keep is not None else None
+        drop_re = re.compile(drop) if drop is not None else None
+    except re.error as exc:
+        raise UsageError(f"bad --function/--no-function regex: {exc}") from None
+    names = {r.name for r in profile.records}
+    profile.records = [
+        r
+        for r in profile.records
+        if (keep_re is None or keep_re.search(r.name)) and not (drop_re and drop_re.search(r.name))
+    ]
+    kept = {r.name for r in profile.records}
+    # llvm-profdata prints this note to stdout; we keep stdout for "-o -".
+    print(
+        f"{len(names) - len(kept)} of {len(names)} functions in the original profile are filtered.",
+        file=sys.stderr,
+    )
 
 
 # ---------------------------------------------------------------------------------------
