@@ -11,6 +11,7 @@ from types import FrameType
 from typing import Any
 
 from profkit.errors import UsageError
+from profkit.export.atomic import write_stdout
 from profkit.monitor.core import Monitor
 from profkit.monitor.server import (
     DEFAULT_HOST,
@@ -22,7 +23,7 @@ from profkit.monitor.server import (
     parse_listen,
     serve,
 )
-from profkit.monitor.view import PlainView, ScreenView, summary
+from profkit.monitor.view import UNLIMITED_WIDTH, PlainView, ScreenView, summary
 
 
 def register(sub: Any, name: str, help_text: str) -> None:
@@ -72,12 +73,13 @@ def _handler(args: argparse.Namespace) -> int:
         view = ScreenView(sys.stdout, top=args.top, width=size.columns, height=size.lines,
                           quiet=args.quiet)
     else:
-        view = PlainView(sys.stdout, quiet=args.quiet)
+        view = PlainView(sys.stdout, quiet=args.quiet, escape=sys.stdout.isatty())
     monitor = Monitor()
     stop = threading.Event()
     timer = threading.Timer(args.duration, stop.set) if args.duration else None
     # From here on, Ctrl-C or SIGTERM at any moment ends with the summary and status 0.
     previous = _on_sigterm()
+    port = sock.getsockname()[1]  # the kernel's choice for --listen HOST:0
     try:
         where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         note = "" if is_loopback(host) else " (reachable from the network)"
@@ -88,15 +90,25 @@ def _handler(args: argparse.Namespace) -> int:
         serve(sock, monitor, view, stop=stop)
     except KeyboardInterrupt:
         pass
+    except OSError as exc:  # the view's output failed (a full disk behind `>`)
+        if isinstance(exc, BrokenPipeError):
+            raise  # `| head`: profkit's main treats it as success
+        raise UsageError(f"cannot write to stdout: {exc.strerror or exc}") from None
     finally:
         if timer is not None:
             timer.cancel()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
         sock.close()
-    view.close(monitor)
-    sys.stdout.write(summary(monitor, args.top, size.columns if sys.stdout.isatty() else 100))
-    sys.stdout.flush()
+    try:
+        view.close(monitor)
+    except OSError as exc:
+        if isinstance(exc, BrokenPipeError):
+            raise
+        raise UsageError(f"cannot write to stdout: {exc.strerror or exc}") from None
+    # a terminal's width cuts the summary; a file or pipe gets whole lines
+    width = size.columns if sys.stdout.isatty() else UNLIMITED_WIDTH
+    write_stdout(summary(monitor, args.top, width).encode("utf-8", "backslashreplace"))
     return 0
 
 

@@ -30,14 +30,18 @@ class View(Protocol):
 
 
 def parse_listen(text: str) -> tuple[str, int]:
-    """``HOST:PORT``, ``[::1]:PORT``, ``:PORT`` or ``PORT`` (host 127.0.0.1)."""
+    """``HOST:PORT``, ``[::1]:PORT``, ``:PORT`` or ``PORT`` (host 127.0.0.1).
+
+    Port 0 asks the kernel for a free port (the monitor prints the one it got): what
+    scripts and tests want, since a port picked in advance may be taken meanwhile.
+    """
     text = text.strip()
     host, sep, port_text = text.rpartition(":")
     if not sep:
         host, port_text = "", text
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
-    if not (port_text.isascii() and port_text.isdigit()) or not 0 < int(port_text) < 65536:
+    if not (port_text.isascii() and port_text.isdigit()) or not 0 <= int(port_text) < 65536:
         raise UsageError(f"bad --listen {text!r}: expected HOST:PORT, e.g. 127.0.0.1:2222")
     return host or DEFAULT_HOST, int(port_text)
 

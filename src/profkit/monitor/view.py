@@ -6,9 +6,11 @@ from collections import deque
 from typing import TextIO
 
 from profkit.monitor.core import Monitor
-from profkit.report._fmt import fit, format_ns
+from profkit.report._fmt import fit, format_ns, printable
 
 _CLEAR = "\x1b[H\x1b[2J"
+#: Width for output that is not a terminal: nothing is cut.
+UNLIMITED_WIDTH = 1 << 20
 
 
 def prefixed(sender: str, body: str) -> str:
@@ -18,16 +20,26 @@ def prefixed(sender: str, body: str) -> str:
 
 
 class PlainView:
-    """Lines as they arrive, written in batches (one ``write`` per flush, not per line)."""
+    """Lines as they arrive, written in batches (one ``write`` per flush, not per line).
 
-    def __init__(self, out: TextIO, *, quiet: bool = False) -> None:
+    ``escape`` (on for a terminal): control characters in the lines are shown as escapes,
+    since any machine that can send a datagram could otherwise drive the terminal. A
+    file or pipe gets the lines as sent.
+    """
+
+    def __init__(self, out: TextIO, *, quiet: bool = False, escape: bool = False) -> None:
         self.out = out
         self.quiet = quiet
+        self.escape = escape
         self.pending: list[str] = []
 
     def show(self, monitor: Monitor, sender: str, body: str) -> None:
         if self.quiet or not body:
             return
+        if self.escape:
+            sender = printable(sender)
+            if not body.replace("\n", "").isprintable():
+                body = "\n".join(printable(line) for line in body.split("\n"))
         text = prefixed(sender, body) if monitor.sender_count > 1 else body
         self.pending.append(text)
         self.pending.append("\n")
@@ -110,7 +122,7 @@ def summary(
         if monitor.evicted.senders:
             out.append(f"  (+{monitor.evicted.senders} older senders folded into the totals)")
     if monitor.malformed and monitor.last_malformed:
-        out.append(f"last malformed datagram: {monitor.last_malformed}")
+        out.append(_cut(f"last malformed datagram: {printable(monitor.last_malformed)}", width))
     hot = monitor.functions.top(top)
     if hot:
         out.append("hottest functions (from Leave/Yield durations; self excludes callees):")
