@@ -165,6 +165,9 @@ SETTINGS: tuple[Setting, ...] = (
             "print the call tree on stderr at the end"),
     Setting("subprocesses", "PROFKIT_SUBPROCESSES", "--subprocesses", parse_bool, _bool_text,
             True, "profile child Python processes too (each writes its own file)"),
+    Setting("timeline", "PROFKIT_TIMELINE", "--timeline", parse_bool, _bool_text, False,
+            "trace mode: also keep every shown call's start and end (up to 1,000,000) "
+            "for timeline exports (Chrome trace, speedscope)"),
 )
 # fmt: on
 
@@ -186,6 +189,7 @@ class Settings:
     unit: Unit = "us"
     tree: bool = True
     subprocesses: bool = True
+    timeline: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:

@@ -418,3 +418,15 @@ def test_module_run_as_main_is_named_after_the_module(probe_dir: Path) -> None:
     names = {f.name for f in profile_file.load(probe_dir / "m.json").frames}
     assert "probepkg.__main__.work" in names, names
     assert all(n.startswith("probepkg.") for n in names), names
+
+
+@pytest.mark.parametrize("stream", [[], ["--stream", "events.txt"]], ids=["plain", "streaming"])
+def test_timeline_has_a_span_per_shown_call(stream: list[str], probe_dir: Path) -> None:
+    out = _run(
+        [*LAUNCHERS[0], "--timeline", *stream, "--no-tree", "-o", "t.json", "probe.py"], probe_dir
+    )
+    assert out.returncode == 0, out.stderr
+    profile = profile_file.load(probe_dir / "t.json")
+    calls = sum(node.calls for thread in profile.threads for _, node in thread.root.walk())
+    assert calls > 0 and len(profile.spans) == calls
+    assert all(s.end_ns >= s.start_ns >= 0 for s in profile.spans)

@@ -329,3 +329,33 @@ def test_silent_thread_writes_no_lines() -> None:
     prof._local.stack[0].kind = -1  # as for profkit's own flusher thread
     d.leaf("app.work", 3)
     assert lines == []
+
+
+def test_timeline_keeps_each_shown_call() -> None:
+    prof, d, _ = make(timeline=True, basetime_ns=5)
+    start = d.clock.now
+    with d.call("app.main", 10):
+        d.leaf("app.work", 20)
+        d.leaf("app.tiny", 1)  # below the base time: no span
+    profile = finish(prof)
+    spans = [
+        (profile.frames[s.frame].name, s.start_ns, s.end_ns, s.depth, s.thread)
+        for s in profile.spans
+    ]
+    base = prof._started_ns
+    assert spans == [
+        ("app.main", start - base, start - base + 31, 0, 0),
+        ("app.work", start - base + 10, start - base + 30, 1, 0),
+    ]
+    assert profile.metadata["timeline_spans_dropped"] == 0
+
+
+def test_timeline_is_capped_and_counts_the_rest() -> None:
+    prof, d, _ = make(timeline=True)
+    prof._span_cap = 3
+    prof.use_closures()  # re-bind with the new cap, as initialize would
+    for _ in range(5):
+        d.leaf("app.work", 1)
+    profile = finish(prof)
+    assert len(profile.spans) == 3
+    assert profile.metadata["timeline_spans_dropped"] == 2

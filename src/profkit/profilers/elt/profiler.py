@@ -32,7 +32,7 @@ from typing import Any
 
 from profkit.api import EventMask, FunctionInfo, ProfilerCallback, ProfilerInfo
 from profkit.api.ids import FunctionId, ThreadId
-from profkit.calltree.model import CallProfile, Frame, ThreadTree
+from profkit.calltree.model import CallProfile, Frame, Span, ThreadTree
 from profkit.profilers.elt.sinks import LineFlusher, Sink, TextSink, UdpSender
 from profkit.profilers.elt.trace import Stack, TraceHooks
 from profkit.profilers.elt.tree import Node, convert
@@ -54,6 +54,10 @@ INTERNAL_MODULES = (
     "profkit.calltree",
     "profkit.report",
 )
+
+
+#: Most spans a timeline keeps (about 100 MB); later calls are counted, not kept.
+SPAN_CAP = 1_000_000
 
 
 def module_of(info: FunctionInfo, main_module: tuple[str, str] | None = None) -> str:
@@ -131,6 +135,10 @@ class EltProfiler(TraceHooks, ProfilerCallback):
         self._started_ns = 0
         self._started_wall_ns = 0
         self._closed_open_calls = 0
+        timeline = settings.timeline and settings.mode != "sample"
+        self._spans = [] if timeline else None
+        self._span_cap = SPAN_CAP
+        self._spans_dropped = 0
         self.profile: CallProfile | None = None
         self.saved_path: str | None = None
         #: (file, module name) of a module run as ``__main__`` (``profkit run -m``)
@@ -344,15 +352,35 @@ class EltProfiler(TraceHooks, ProfilerCallback):
             with self._lock:
                 stacks = list(self._stacks)
             names = {t.ident: t.name for t in threading.enumerate()}
+            thread_index: dict[int, int] = {}
             for ident, name, stack in stacks:
                 if ident == flusher_ident:
                     continue
                 self._closed_open_calls += self.close_open(stack, now)
                 tree = convert(stack[0], profile, frame_of, root_totals=False)
                 if tree.children:
+                    thread_index[id(stack)] = len(profile.threads)
                     profile.threads.append(ThreadTree(ident, names.get(ident, name), tree))
+            if self._spans:
+                self._add_spans(profile, thread_index, frame_of)
         profile.metadata.update(self._metadata(now))
         return profile
+
+    def _add_spans(
+        self,
+        profile: CallProfile,
+        thread_index: dict[int, int],
+        frame_of: Callable[[int], Frame],
+    ) -> None:
+        """The timeline, in start order, times relative to the start of profiling."""
+        base = self._started_ns
+        spans = self._spans or []
+        for key, fid, start, end, depth in sorted(spans, key=lambda s: (s[0], s[2], s[4])):
+            index = thread_index.get(key)
+            if index is None:
+                continue  # a thread left out of the profile (silent, or nothing shown)
+            frame = profile.frame_id(frame_of(fid))
+            profile.spans.append(Span(index, frame, max(start - base, 0), end - base, depth))
 
     def _flusher_ident(self) -> int | None:
         thread = self._flusher.thread if self._flusher is not None else None
@@ -376,6 +404,8 @@ class EltProfiler(TraceHooks, ProfilerCallback):
             meta["lines_dropped"] = self._flusher.dropped + (self._udp.dropped if self._udp else 0)
         if self._udp is not None:
             meta["udp_datagrams_sent"] = self._udp.sent_datagrams
+        if self._spans is not None:
+            meta["timeline_spans_dropped"] = self._spans_dropped
         return meta
 
 

@@ -40,6 +40,10 @@ class TraceHooks:
     _emit: Callable[[str], None] | None
     _unit: str
     _names: dict[FunctionId, str]
+    #: timeline: (id of the thread's stack, fid, start, end, depth) per shown call, or None
+    _spans: list[tuple[int, int, int, int, int]] | None
+    _span_cap: int
+    _spans_dropped: int
 
     def _new_thread(self) -> Stack:  # provided by the profiler
         raise NotImplementedError
@@ -122,6 +126,12 @@ class TraceHooks:
             node.max = max(node.max, duration)
             node.min = min(node.min, duration)
             stack[-1].excl -= duration  # the caller's self time excludes it
+            spans = self._spans
+            if spans is not None:
+                if len(spans) < self._span_cap:
+                    spans.append((id(stack), node.fid, node.start, now, len(stack) - 1))  # type: ignore[arg-type]
+                else:
+                    self._spans_dropped += 1
         if self._emit is not None:
             _lines.on_close(
                 stack, node, duration, kind, self._basetime, self._name, self._emit, self._unit
@@ -223,7 +233,38 @@ class TraceHooks:
                 node.min = duration
             stack[-1].excl -= duration
 
-        if basetime <= 0:
+        spans = self._spans
+        cap = self._span_cap
+
+        def leave_timeline(function_id: FunctionId) -> None:  # leave + keep the span
+            now = clock()
+            try:
+                stack = local.stack
+            except AttributeError:
+                return
+            node = stack.pop()
+            if node.fid != function_id:
+                stack.append(node)
+                resync(stack, function_id, now, "Leave")
+                return
+            duration = now - node.start
+            if duration >= basetime:
+                node.calls += 1
+                node.incl += duration
+                node.excl += duration
+                if duration > node.max:
+                    node.max = duration
+                if duration < node.min:
+                    node.min = duration
+                stack[-1].excl -= duration
+                if len(spans) < cap:  # type: ignore[arg-type]
+                    spans.append((id(stack), function_id, node.start, now, len(stack) - 1))  # type: ignore[union-attr]
+                else:
+                    self._spans_dropped += 1
+
+        if spans is not None:
+            leave = leave_timeline
+        elif basetime <= 0:
             leave = leave_all
         self.function_enter = self.function_resume = enter  # type: ignore[method-assign]
         self.function_leave = self.function_yield = leave  # type: ignore[method-assign]
@@ -236,7 +277,7 @@ class TraceHooks:
         inlined variants (no pending-line bookkeeping); with one, the general path.
         """
         self._emit = emit
-        if self._basetime <= 0:
+        if self._basetime <= 0 and self._spans is None:
             self.function_enter = self._enter_now  # type: ignore[method-assign]
             self.function_leave = self._leave_now  # type: ignore[method-assign]
         else:
