@@ -56,7 +56,7 @@ INTERNAL_MODULES = (
 )
 
 
-#: Most spans a timeline keeps (about 100 MB); later calls are counted, not kept.
+#: Most spans a timeline keeps (about 200 MB of tuples); later calls are counted, not kept.
 SPAN_CAP = 1_000_000
 
 
