@@ -95,3 +95,12 @@ def test_mutations_never_escape(reader, r2rmap_bytes: bytes) -> None:  # type: i
             reader(bytes(mutated), path="m")
         except PerfMapFormatError as err:
             assert err.line is not None
+
+
+def test_bad_token_is_shown_as_its_bytes() -> None:
+    """Raw bytes were shown as ``\\\\xb8`` (a doubled backslash) next to valid UTF-8
+    controls shown as ``\\x94``; now every non-printable byte is one ``\\xNN``."""
+    with pytest.raises(PerfMapFormatError) as info:
+        read_perf_map(b"\xc2\x94x\xb8\x1b 10 name\n", path="q.map")
+    assert "address '\\xc2\\x94x\\xb8\\x1b' is not a hex number" in str(info.value)
+    assert "\\\\" not in str(info.value) and "\x1b" not in str(info.value)
