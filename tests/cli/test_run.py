@@ -430,3 +430,13 @@ def test_timeline_has_a_span_per_shown_call(stream: list[str], probe_dir: Path) 
     calls = sum(node.calls for thread in profile.threads for _, node in thread.root.walk())
     assert calls > 0 and len(profile.spans) == calls
     assert all(s.end_ns >= s.start_ns >= 0 for s in profile.spans)
+
+
+def test_output_path_is_fixed_before_the_program_changes_directory(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "cd.py").write_text("import os\nos.chdir('sub')\n")
+    out = _run(
+        [*LAUNCHERS[0], "--no-tree", "--no-subprocesses", "-o", "here.json", "cd.py"], tmp_path
+    )
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "here.json").exists() and not (tmp_path / "sub" / "here.json").exists()

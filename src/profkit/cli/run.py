@@ -84,6 +84,7 @@ def _handler(args: argparse.Namespace) -> int:
     prepared = program.prepare()
     _check_sinks(settings)
     path = out.resolve_output(settings.output or out.default_output(program.label))
+    absolute = os.path.abspath(path)
     settings = settings.replace(output=path)
     profiler = _make_profiler(settings)
     spec = prepared.globals.get("__spec__")
@@ -120,7 +121,9 @@ def _handler(args: argparse.Namespace) -> int:
     profile = profiler.profile if profiler.profile is not None else profiler.build_profile()
     if program.kind == "code":
         profile.metadata["argv"] = ["-c", *program.args]
-    saved_error = _save(profile, path)  # first: the profile matters more than the messages
+    # First: the profile matters more than the messages. Absolute, as decided at the start,
+    # in case the program changed directory.
+    saved_error = _save(profile, absolute)
     report_exception(outcome)
     if settings.tree:
         _say(out.render(profile, _stderr()))
@@ -128,7 +131,7 @@ def _handler(args: argparse.Namespace) -> int:
         _say(f"profkit: error: cannot write profile {path}: {saved_error}\n")
     else:
         _say(f"profkit: profile saved to {path}\n")
-    children = _child_files(path, started)
+    children = _child_files(absolute, started)
     if children:
         shown = ", ".join(children[:3]) + (", …" if len(children) > 3 else "")
         _say(f"profkit: {len(children)} child process profile(s): {shown}\n")
