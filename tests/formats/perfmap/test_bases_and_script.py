@@ -50,6 +50,19 @@ def test_resolution_order_and_ambiguity() -> None:
         r.add_option("0x6000")
 
 
+@pytest.mark.parametrize(
+    "name",
+    ["System.Private.CoreLib", "system.private.corelib", "System.Private.CoreLib.dll",
+     "System.Private.CoreLib.ni.r2rmap", "/x/System.Private.CoreLib.r2rmap"],
+)
+def test_base_option_names_with_dots(name: str) -> None:
+    """``--base System.Private.CoreLib=0x…`` (also what the "several bases" error tells the
+    user to type) lost its last dotted part and matched no map."""
+    r = BaseResolver()
+    r.add_option(f"{name}=0x7f3000000000")
+    assert r.base_for("System.Private.CoreLib.ni.r2rmap", only_map=False)[0] == 0x7F3000000000
+
+
 def test_stream_blocks_give_the_same_text() -> None:
     sym = Symbolizer()
     sym.add_perf_map(PerfMap.from_entries([(0x1000, 0x10, "f"), (0x2000, 0x10, "g")]))

@@ -40,6 +40,14 @@ def map_stem(map_path: str) -> str:
     return image_stem(map_path.rsplit(".", 1)[0])
 
 
+def _name_key(name: str) -> str:
+    """The image stem a ``--base NAME=`` names: a map's file name (``X.ni.r2rmap``), an
+    image's (``X.dll``) or the assembly name itself (``System.Private.CoreLib``: its dots
+    are part of the name, not an extension to strip)."""
+    parsed = parse_r2rmap_file_name(name)
+    return parsed.base.lower() if parsed is not None else image_stem(name)
+
+
 @dataclass
 class BaseResolver:
     """Collects candidate bases, then answers :meth:`base_for` one map at a time."""
@@ -52,9 +60,7 @@ class BaseResolver:
         """One ``--base`` value: ``ADDR`` or ``NAME=ADDR``."""
         name, eq, addr = text.rpartition("=")
         if eq:
-            self.explicit[map_stem(name) if "." in name else name.lower()] = parse_address(
-                addr, "base"
-            )
+            self.explicit[_name_key(name)] = parse_address(addr, "base")
         elif self.default is not None:
             raise UsageError("give at most one bare --base; use NAME=ADDR for several maps")
         else:
