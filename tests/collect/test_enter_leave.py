@@ -386,7 +386,9 @@ def test_recursion_limit_is_the_programs(backend: str, capsys) -> None:  # type:
         # setprofile: the interpreter itself unsets a profile function it could not call
         # at the limit, so that thread is no longer traced (docs/api.md).
         assert_paired(rec.events)
-        assert len(rec.of("enter")) == len(rec.of("leave")) > 100
+        # Only bottomless: another thread (xdist's) may be inside a function at detach.
+        calls = rec.calls({"bottomless"})
+        assert calls.count(("enter", "bottomless")) == calls.count(("leave", "bottomless")) > 100
 
 
 def attach_detach_inside(backend: str) -> None:
