@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from profkit.calltree.model import CallNode, CallProfile
+from profkit.export._meta import command_line
 from profkit.export.speedscope import nested_events
 
 
@@ -21,8 +22,8 @@ def write(profile: CallProfile) -> bytes:
     pid = profile.metadata.get("pid")
     pid = pid if type(pid) is int else 1
     names = [f.name for f in profile.frames]
-    argv = profile.metadata.get("argv")
-    title = " ".join(str(a) for a in argv) if isinstance(argv, list) and argv else "profkit"
+    command = command_line(profile)
+    title = "profkit" if command is None else command
     events: list[dict[str, Any]] = [
         {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": title}},
     ]

@@ -20,6 +20,7 @@ from typing import Any
 
 from profkit import __version__
 from profkit.calltree.model import CallNode, CallProfile
+from profkit.export._meta import command_line
 from profkit.report.tree import total_ns
 
 
@@ -46,10 +47,8 @@ def data(profile: CallProfile) -> dict[str, Any]:
 
 
 def _title(profile: CallProfile) -> str:
-    argv = profile.metadata.get("argv")
-    if isinstance(argv, list) and argv:
-        return "profkit: " + " ".join(str(a) for a in argv)
-    return "profkit flame graph"
+    command = command_line(profile)
+    return "profkit flame graph" if command is None else f"profkit: {command}"
 
 
 def embed_json(value: Any) -> str:

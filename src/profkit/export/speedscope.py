@@ -13,6 +13,7 @@ from typing import Any
 
 from profkit import __version__
 from profkit.calltree.model import CallProfile, Span
+from profkit.export._meta import command_line
 from profkit.report.tree import walk
 
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
@@ -48,10 +49,8 @@ def write(profile: CallProfile) -> bytes:
 
 
 def _title(profile: CallProfile) -> str:
-    argv = profile.metadata.get("argv")
-    if isinstance(argv, list) and argv:
-        return "profkit: " + " ".join(str(a) for a in argv)
-    return "profkit profile"
+    command = command_line(profile)
+    return "profkit profile" if command is None else f"profkit: {command}"
 
 
 def nested_events(spans: list[Span]) -> list[tuple[str, int, int]]:
