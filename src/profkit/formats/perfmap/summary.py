@@ -37,7 +37,11 @@ def entry_stats(starts: np.ndarray, sizes: np.ndarray, names: Sequence[str]) -> 
     names = as_list(names)
     order = np.argsort(starts, kind="stable")
     s, z = starts[order], sizes[order]
-    ends = s + z
+    # saturating: an entry reaching past 2**64 (garbage, but readable) must not wrap to a
+    # small end and hide both the true range and its overlaps
+    ends = s + np.minimum(z, np.uint64((1 << 64) - 1) - s)
+    fits = int(z.max()) * n < 1 << 64  # else the uint64 sum would wrap too
+    total = int(z.sum(dtype=np.uint64)) if fits else sum(z.tolist())
     out.update(
         {
             "lowest": int(s[0]),
@@ -45,7 +49,7 @@ def entry_stats(starts: np.ndarray, sizes: np.ndarray, names: Sequence[str]) -> 
             "size_min": int(z.min()),
             "size_median": int(np.median(z)),
             "size_max": int(z.max()),
-            "size_total": int(z.sum(dtype=np.uint64)),
+            "size_total": total,
             "zero_size": int((z == 0).sum()),
             "duplicate_starts": int((s[1:] == s[:-1]).sum()),
             "overlapping_neighbours": int((ends[:-1] > s[1:]).sum()),
