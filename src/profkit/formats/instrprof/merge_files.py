@@ -23,7 +23,7 @@ from typing import Any
 from profkit.errors import ProfkitError
 from profkit.formats.instrprof.fastraw import ShapeAccumulator, _NotFast, probe
 from profkit.formats.instrprof.merge import KindMismatchError, MergeState, ProfileMerger
-from profkit.formats.instrprof.model import Profile
+from profkit.formats.instrprof.model import Profile, ProfileKind
 from profkit.formats.instrprof.raw import RAW_MAGICS, parse_raw
 from profkit.formats.instrprof.reader import parse_profile
 
@@ -49,13 +49,21 @@ class MergeOutcome:
 
 
 @dataclass
+class _Segment:
+    """Record-path inputs that follow each other with no new raw-file shape in between."""
+
+    first_index: int
+    merger: ProfileMerger
+    inputs: int = 0
+
+
+@dataclass
 class _ShareResult:
     shapes: list[tuple[int, ShapeAccumulator]]  # (first input index, accumulator)
-    state: MergeState
+    segments: list[tuple[int, MergeState, int]]  # (first input index, state, inputs)
     merged: int
     failures: list[tuple[int, str, str]]
     warnings: list[str]
-    state_inputs: int = 0  # how many of ``merged`` went through the record path
 
 
 _counter: Any = None  # a multiprocessing.Value in workers: inputs done, for the progress bar
@@ -69,12 +77,18 @@ def _init_worker(counter: Any) -> None:
 def _merge_share(
     share: Sequence[tuple[int, MergeInput]], progress: Progress | None = None
 ) -> _ShareResult:
-    """Read and merge one share of the inputs (runs in a worker or in the parent)."""
+    """Read and merge one share of the inputs (runs in a worker or in the parent).
+
+    Record-path inputs are merged in *segments* that never straddle the first file of
+    a raw-file shape, so the parent can replay everything in input order: which record
+    arrives first matters when two disagree (LLVM keeps the first one's shape).
+    """
     shapes: dict[bytes, tuple[int, ShapeAccumulator]] = {}
-    merger = ProfileMerger()
+    segments: list[_Segment] = []
+    kinds = ProfileMerger()  # kind checks across the whole share
     failures: list[tuple[int, str, str]] = []
     warnings: list[str] = []
-    merged = state_inputs = 0
+    merged = 0
     for done, (index, item) in enumerate(share, start=1):
         path, weight = item.path, item.weight
 
@@ -86,13 +100,15 @@ def _merge_share(
                 data = handle.read()
             if not data:
                 continue  # an empty file is skipped, as llvm-profdata does
-            if _merge_fast(data, index, item, shapes, merger, warn):
-                merged += 1
-            else:
+            if not _merge_fast(data, index, item, shapes, kinds, warn):
                 profile = parse_profile(data, path)
-                merger.add(profile, weight, warn, source=path, take=True)
-                merged += 1
-                state_inputs += 1
+                kinds.merge_kind(profile.kind & ~ProfileKind.MEMPROF, path)
+                newest_shape = max((i for i, _ in shapes.values()), default=-1)
+                if not segments or segments[-1].first_index < newest_shape:
+                    segments.append(_Segment(index, ProfileMerger()))
+                segments[-1].merger.add(profile, weight, warn, source=path, take=True)
+                segments[-1].inputs += 1
+            merged += 1
         except OSError as exc:
             failures.append((index, path, exc.strerror or str(exc)))
         except ProfkitError as exc:
@@ -104,7 +120,11 @@ def _merge_share(
             elif progress is not None:
                 progress(done)
     return _ShareResult(
-        list(shapes.values()), merger.state(), merged, failures, warnings, state_inputs
+        list(shapes.values()),
+        [(seg.first_index, seg.merger.state(), seg.inputs) for seg in segments],
+        merged,
+        failures,
+        warnings,
     )
 
 
@@ -113,7 +133,7 @@ def _merge_fast(
     index: int,
     item: MergeInput,
     shapes: dict[bytes, tuple[int, ShapeAccumulator]],
-    merger: ProfileMerger,
+    kinds: ProfileMerger,
     warn: Callable[[str], None],
 ) -> bool:
     if bytes(data[:8]) not in RAW_MAGICS:
@@ -121,7 +141,7 @@ def _merge_fast(
     shape = probe(data)
     if shape is None:
         return False
-    merger.merge_kind(shape.kind, item.path)
+    kinds.merge_kind(shape.kind, item.path)
     try:
         found = shapes.get(shape.key)
         if found is None:
@@ -191,14 +211,16 @@ def _run_parallel(
 
 
 def _combine(results: list[_ShareResult], sparse: bool) -> MergeOutcome:
+    """Replay every share's shapes and record segments in input order (mergeRecordsFromWriter)."""
     final = ProfileMerger()
     warnings: list[str] = []
-    failures = sorted((f for r in results for f in r.failures), key=lambda f: f[0])
+    failures = [f for r in results for f in r.failures]
 
     def warn(message: str) -> None:
         warnings.append(message)
 
     shapes: dict[bytes, tuple[int, ShapeAccumulator]] = {}
+    steps: list[tuple[int, int, Any]] = []  # (input index, tie-break, item)
     for result in results:
         warnings.extend(result.warnings)
         for index, acc in result.shapes:
@@ -207,33 +229,31 @@ def _combine(results: list[_ShareResult], sparse: bool) -> MergeOutcome:
                 shapes[acc.shape.key] = (index, acc)
             else:
                 found[1].combine(acc, warn)
-    failed: list[tuple[int, str, str]] = []
+        steps.extend((index, 1, (state, inputs)) for index, state, inputs in result.segments)
+    steps.extend((index, 0, acc) for index, acc in shapes.values())
     merged = sum(r.merged for r in results)
-    for index, acc in sorted(shapes.values(), key=lambda item: item[0]):
-        with open(acc.first_path, "rb") as handle:
-            data = handle.read()
-        try:
-            final.add(acc.materialize(data), 1, warn, source=acc.first_path, take=True)
-        except KindMismatchError as exc:  # shares disagree: drop this shape's files
-            more = (
-                f" (with {acc.files - 1} more input(s) from the same binary)"
-                if acc.files > 1
-                else ""
-            )
-            failed.append((index, acc.first_path, f"{exc}{more}"))
-            merged -= acc.files
-    for result in results:
-        if not result.state_inputs:
-            result.state.records.clear()  # only fast-path kinds: handled above
-            if result.state.kind is not None and not result.state.traces:
-                continue
-        try:
-            final.add_state(result.state, warn)
-        except KindMismatchError as exc:
-            source = result.state.kind_source or "?"
-            failed.append((min((i for i, _, _ in result.failures), default=0), source, str(exc)))
-            merged -= result.state_inputs
-    failures = sorted(failures + failed, key=lambda f: f[0])
+    for index, _, item in sorted(steps, key=lambda step: (step[0], step[1])):
+        if isinstance(item, ShapeAccumulator):
+            with open(item.first_path, "rb") as handle:
+                data = handle.read()
+            try:
+                final.add(item.materialize(data), 1, warn, source=item.first_path, take=True)
+            except KindMismatchError as exc:  # shares disagree: drop this shape's files
+                more = (
+                    f" (with {item.files - 1} more input(s) of that binary)"
+                    if item.files > 1
+                    else ""
+                )
+                failures.append((index, item.first_path, f"{exc}{more}"))
+                merged -= item.files
+        else:
+            state, inputs = item
+            try:
+                final.add_state(state, warn)
+            except KindMismatchError as exc:
+                failures.append((index, state.kind_source or "?", str(exc)))
+                merged -= inputs
+    failures.sort(key=lambda f: f[0])
     return MergeOutcome(
         profile=final.result(sparse=sparse),
         merged=merged,
