@@ -63,6 +63,12 @@ def test_base_option_names_with_dots(name: str) -> None:
     assert r.base_for("System.Private.CoreLib.ni.r2rmap", only_map=False)[0] == 0x7F3000000000
 
 
+def test_base_option_with_an_empty_name_is_refused() -> None:
+    """``--base =0x1000`` was taken as the base of an image named '' (matching nothing)."""
+    with pytest.raises(UsageError, match="no image name"):
+        BaseResolver().add_option("=0x1000")
+
+
 def test_stream_blocks_give_the_same_text() -> None:
     sym = Symbolizer()
     sym.add_perf_map(PerfMap.from_entries([(0x1000, 0x10, "f"), (0x2000, 0x10, "g")]))

@@ -60,6 +60,8 @@ class BaseResolver:
         """One ``--base`` value: ``ADDR`` or ``NAME=ADDR``."""
         name, eq, addr = text.rpartition("=")
         if eq:
+            if not name.strip():
+                raise UsageError(f"--base {text!r}: no image name before '='")
             self.explicit[_name_key(name)] = parse_address(addr, "base")
         elif self.default is not None:
             raise UsageError("give at most one bare --base; use NAME=ADDR for several maps")
