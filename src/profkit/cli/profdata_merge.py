@@ -75,6 +75,20 @@ def _register_merge(sub: Any) -> None:
         help="a file listing inputs, one '[W,]path' per line ('#' comments)",
     )
     p.add_argument("--sparse", action="store_true", help="drop functions whose counts are all zero")
+    p.add_argument(
+        "--temporal-profile-trace-reservoir-size",
+        type=int,
+        default=100,
+        metavar="N",
+        help="temporal traces kept (a random sample once more were seen; default 100)",
+    )
+    p.add_argument(
+        "--temporal-profile-max-trace-length",
+        type=int,
+        default=10000,
+        metavar="N",
+        help="functions kept per temporal trace (default 10000)",
+    )
     p.add_argument("--function", metavar="REGEX", help="keep only functions whose name matches")
     p.add_argument("--no-function", metavar="REGEX", help="drop functions whose name matches")
     p.add_argument(
@@ -177,6 +191,8 @@ def run_merge(args: argparse.Namespace) -> int:
     from profkit.formats.instrprof.text import NEWEST_DIALECT, format_text, write_text
 
     inputs = [MergeInput(path, weight) for path, weight in gather_inputs(args)]
+    if args.temporal_profile_trace_reservoir_size < 1 or args.temporal_profile_max_trace_length < 1:
+        raise UsageError("temporal profile limits must be at least 1")
     if args.num_threads < 0:
         raise UsageError("-j/--num-threads must be 0 (automatic) or more")
     jobs = args.num_threads or default_jobs(len(inputs))
@@ -188,7 +204,14 @@ def run_merge(args: argparse.Namespace) -> int:
             version = LLVM_INDEXED_VERSION[args.llvm_version]
     bar = _ProgressBar(len(inputs), sys.stderr) if sys.stderr.isatty() else None
     try:
-        outcome = merge_files(inputs, jobs=jobs, sparse=args.sparse, progress=bar)
+        outcome = merge_files(
+            inputs,
+            jobs=jobs,
+            sparse=args.sparse,
+            progress=bar,
+            trace_reservoir_size=args.temporal_profile_trace_reservoir_size,
+            max_trace_length=args.temporal_profile_max_trace_length,
+        )
     finally:
         if bar is not None:
             bar.close()

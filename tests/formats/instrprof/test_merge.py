@@ -336,3 +336,19 @@ def test_random_raw_combinations_match_llvm(seed: int, tmp_path: Path) -> None:
     if "ir_temporal.profraw" in picks:  # trace sampling is random in both tools past 100
         ours, expected = (t.split("\n\n", 1)[-1] for t in (ours, expected))
     assert ours == expected
+
+
+def test_temporal_limits() -> None:
+    kind = ProfileKind.IR | ProfileKind.TEMPORAL
+    raw = Profile(
+        kind=kind,
+        format="raw",
+        temporal_traces=[TemporalTrace(1, (1, 2, 3))],
+        temporal_trace_stream_size=1,
+    )
+    m = ProfileMerger(trace_reservoir_size=2, max_trace_length=2)
+    for _ in range(5):
+        m.add(raw)
+    out = m.result()
+    assert len(out.temporal_traces) == 2 and out.temporal_trace_stream_size == 5
+    assert all(t.function_refs == (1, 2) for t in out.temporal_traces)

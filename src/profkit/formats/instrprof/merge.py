@@ -100,7 +100,14 @@ class MergeState(NamedTuple):
 class ProfileMerger:
     """Accumulates profiles with ``llvm-profdata merge`` semantics; see the module docstring."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        trace_reservoir_size: int = TRACE_RESERVOIR_SIZE,
+        max_trace_length: int = MAX_TRACE_LENGTH,
+    ) -> None:
+        self.reservoir = trace_reservoir_size
+        self.max_trace_length = max_trace_length
         self.kind: ProfileKind | None = None
         self.kind_source: str | None = None
         self.functions: dict[str, dict[int, FunctionRecord]] = {}
@@ -196,13 +203,13 @@ class ProfileMerger:
     def add_traces(self, traces: Iterable[TemporalTrace], stream_size: int) -> None:
         """``addTemporalProfileTraces``: append, or reservoir-sample once past 100 traces."""
         src = [
-            TemporalTrace(t.weight, t.function_refs[:MAX_TRACE_LENGTH])
+            TemporalTrace(t.weight, t.function_refs[: self.max_trace_length])
             for t in traces
             if t.function_refs
         ]
-        del self.traces[TRACE_RESERVOIR_SIZE:]
-        dest_sampled = self.trace_stream_size > TRACE_RESERVOIR_SIZE
-        src_sampled = stream_size > TRACE_RESERVOIR_SIZE
+        del self.traces[self.reservoir :]
+        dest_sampled = self.trace_stream_size > self.reservoir
+        src_sampled = stream_size > self.reservoir
         if not dest_sampled and src_sampled:
             self.traces, src = src, self.traces
             self.trace_stream_size, stream_size = stream_size, self.trace_stream_size
@@ -213,14 +220,14 @@ class ProfileMerger:
             return
         # Both sampled: keep a share proportional to each stream's size.
         total = self.trace_stream_size + stream_size
-        keep_src = min(len(src), round(TRACE_RESERVOIR_SIZE * stream_size / total))
+        keep_src = min(len(src), round(self.reservoir * stream_size / total))
         self._rng.shuffle(self.traces)
         self._rng.shuffle(src)
-        self.traces = self.traces[: TRACE_RESERVOIR_SIZE - keep_src] + src[:keep_src]
+        self.traces = self.traces[: self.reservoir - keep_src] + src[:keep_src]
         self.trace_stream_size = total
 
     def _add_trace(self, trace: TemporalTrace) -> None:
-        if self.trace_stream_size < TRACE_RESERVOIR_SIZE:
+        if self.trace_stream_size < self.reservoir:
             self.traces.append(trace)
         else:
             index = self._rng.randint(0, self.trace_stream_size)

@@ -22,7 +22,13 @@ from typing import Any
 
 from profkit.errors import ProfkitError
 from profkit.formats.instrprof.fastraw import ShapeAccumulator, _NotFast, probe
-from profkit.formats.instrprof.merge import KindMismatchError, MergeState, ProfileMerger
+from profkit.formats.instrprof.merge import (
+    MAX_TRACE_LENGTH,
+    TRACE_RESERVOIR_SIZE,
+    KindMismatchError,
+    MergeState,
+    ProfileMerger,
+)
 from profkit.formats.instrprof.model import Profile, ProfileKind
 from profkit.formats.instrprof.raw import RAW_MAGICS, parse_raw
 from profkit.formats.instrprof.reader import parse_profile
@@ -75,7 +81,9 @@ def _init_worker(counter: Any) -> None:
 
 
 def _merge_share(
-    share: Sequence[tuple[int, MergeInput]], progress: Progress | None = None
+    share: Sequence[tuple[int, MergeInput]],
+    progress: Progress | None = None,
+    traces: tuple[int, int] = (TRACE_RESERVOIR_SIZE, MAX_TRACE_LENGTH),
 ) -> _ShareResult:
     """Read and merge one share of the inputs (runs in a worker or in the parent).
 
@@ -105,7 +113,10 @@ def _merge_share(
                 kinds.merge_kind(profile.kind & ~ProfileKind.MEMPROF, path)
                 newest_shape = max((i for i, _ in shapes.values()), default=-1)
                 if not segments or segments[-1].first_index < newest_shape:
-                    segments.append(_Segment(index, ProfileMerger()))
+                    merger = ProfileMerger(
+                        trace_reservoir_size=traces[0], max_trace_length=traces[1]
+                    )
+                    segments.append(_Segment(index, merger))
                 segments[-1].merger.add(profile, weight, warn, source=path, take=True)
                 segments[-1].inputs += 1
             merged += 1
@@ -161,6 +172,8 @@ def merge_files(
     jobs: int = 1,
     sparse: bool = False,
     progress: Progress | None = None,
+    trace_reservoir_size: int = TRACE_RESERVOIR_SIZE,
+    max_trace_length: int = MAX_TRACE_LENGTH,
 ) -> MergeOutcome:
     """Merge ``inputs`` with ``jobs`` processes; failures are collected, not raised.
 
@@ -175,15 +188,19 @@ def merge_files(
         # Forking a process that runs other threads can deadlock the child, and a
         # spawned child would re-run the caller's __main__: merge in this process.
         jobs = 1
+    traces = (trace_reservoir_size, max_trace_length)
     if jobs == 1:
-        results = [_merge_share(indexed, progress)]
+        results = [_merge_share(indexed, progress, traces)]
     else:
-        results = _run_parallel(indexed, jobs, progress)
-    return _combine(results, sparse)
+        results = _run_parallel(indexed, jobs, progress, traces)
+    return _combine(results, sparse, traces)
 
 
 def _run_parallel(
-    indexed: list[tuple[int, MergeInput]], jobs: int, progress: Progress | None
+    indexed: list[tuple[int, MergeInput]],
+    jobs: int,
+    progress: Progress | None,
+    traces: tuple[int, int],
 ) -> list[_ShareResult]:
     bounds = [len(indexed) * k // jobs for k in range(jobs + 1)]
     shares = [indexed[bounds[k] : bounds[k + 1]] for k in range(jobs)]
@@ -193,13 +210,15 @@ def _run_parallel(
     with ProcessPoolExecutor(
         max_workers=jobs - 1, mp_context=ctx, initializer=_init_worker, initargs=(counter,)
     ) as pool:
-        futures: list[Future[_ShareResult]] = [pool.submit(_merge_share, s) for s in shares[1:]]
+        futures: list[Future[_ShareResult]] = [
+            pool.submit(_merge_share, s, None, traces) for s in shares[1:]
+        ]
 
         def own_progress(done: int) -> None:
             if progress is not None:
                 progress(done + counter.value)
 
-        first = _merge_share(shares[0], own_progress if progress else None)
+        first = _merge_share(shares[0], own_progress if progress else None, traces)
         pending = set(futures)
         while progress is not None and pending:
             _, pending = wait(pending, timeout=0.1)
@@ -210,9 +229,9 @@ def _run_parallel(
     return results
 
 
-def _combine(results: list[_ShareResult], sparse: bool) -> MergeOutcome:
+def _combine(results: list[_ShareResult], sparse: bool, traces: tuple[int, int]) -> MergeOutcome:
     """Replay every share's shapes and record segments in input order (mergeRecordsFromWriter)."""
-    final = ProfileMerger()
+    final = ProfileMerger(trace_reservoir_size=traces[0], max_trace_length=traces[1])
     warnings: list[str] = []
     failures = [f for r in results for f in r.failures]
 
