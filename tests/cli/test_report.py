@@ -74,3 +74,15 @@ def test_bad_files_give_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert err.count("\n") == 1 and "bad.json" in err and "/frames" in err
     assert main(["report", str(tmp_path / "missing.json")]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_piped_output_is_80_wide_whatever_the_environment(
+    saved: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The width came from COLUMNS (or the terminal pytest ran in) even when stdout was
+    not a terminal, so the same command gave different output in different places."""
+    monkeypatch.setenv("COLUMNS", "24")
+    assert main(["report", str(saved)]) == 0
+    out = capsys.readouterr().out
+    assert "myapp.core.work" in out
+    assert max(len(line) for line in out.splitlines()) <= 80

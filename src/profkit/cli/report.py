@@ -52,6 +52,16 @@ def load_all(paths: list[str]) -> CallProfile:
     return profiles[0] if len(profiles) == 1 else combine(profiles)
 
 
+def output_width() -> int:
+    """The terminal's width when stdout is one, else 80.
+
+    Only a terminal's size matters: ``shutil.get_terminal_size`` alone would also take
+    ``COLUMNS`` or the size of the terminal the process started from while stdout goes to
+    a file or pipe (as under pytest), so piped output would depend on where it ran.
+    """
+    return shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else 80
+
+
 def use_color(flag: bool | None) -> bool:
     """Explicit flag, else a terminal without ``NO_COLOR`` (https://no-color.org)."""
     if flag is not None:
@@ -69,7 +79,7 @@ def _handler(args: argparse.Namespace) -> int:
         raise UsageError("--max-depth must be 0 or more")
     if not 0 <= args.min_share <= 100:
         raise UsageError("--min-share must be a percentage between 0 and 100")
-    width = args.width or shutil.get_terminal_size((80, 24)).columns
+    width = args.width or output_width()
     color = use_color(args.color)
     profile = load_all(args.files)
     if args.view == "tree":
