@@ -30,7 +30,7 @@ def test_serve_receives_counts_and_prints() -> None:
     for seq in (0, 1, 2, 4):
         sender.sendto(encode("h/9", seq, 0, LINES), ("127.0.0.1", port))
     sender.sendto(b"not ours", ("127.0.0.1", port))
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # a bound against hanging, not a timing assertion
     while monitor.totals().received < 4 or monitor.malformed < 1:
         assert time.monotonic() < deadline
         time.sleep(0.01)
