@@ -20,7 +20,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from profkit.calltree import file as profile_file
 from profkit.calltree.model import CallProfile
 
 if TYPE_CHECKING:
@@ -88,6 +87,8 @@ def finish_standalone(profiler: EltProfiler) -> None:
     settings = profiler.settings
     template = settings.output or default_output(program_label(sys.argv[0] if sys.argv else ""))
     path = resolve_output(template)
+    from profkit.calltree import file as profile_file  # only at the end: it imports json, gzip
+
     try:
         profile_file.save(profile, path)
         profiler.saved_path = path
