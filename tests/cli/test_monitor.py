@@ -123,6 +123,9 @@ def test_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["monitor", "--listen", "nope"]) == 2
     assert "bad --listen" in capsys.readouterr().err
     assert main(["monitor", "--top", "-1"]) == 2
+    for duration in ("0", "nan", "inf", "1e300"):  # nan was accepted, inf crashed the timer
+        assert main(["monitor", "--duration", duration]) == 2
+        assert "--duration must be positive seconds" in capsys.readouterr().err
 
 
 def test_terminal_gets_the_refreshed_screen() -> None:

@@ -63,8 +63,10 @@ def listen_address(listen: str | None, allow_remote: bool) -> tuple[str, int]:
 def _handler(args: argparse.Namespace) -> int:
     if args.top < 0:
         raise UsageError("--top must be 0 or more")
-    if args.duration is not None and args.duration <= 0:
-        raise UsageError("--duration must be positive")
+    # written so that NaN fails too; the bound is what a thread timer can wait for
+    # (inf or 1e300 crashed the timer thread with a traceback)
+    if args.duration is not None and not 0 < args.duration <= threading.TIMEOUT_MAX:
+        raise UsageError(f"--duration must be positive seconds, at most {threading.TIMEOUT_MAX:.0f}")
     host, port = listen_address(args.listen, args.allow_remote)
     sock = open_socket(host, port)
     size = shutil.get_terminal_size((80, 24))
