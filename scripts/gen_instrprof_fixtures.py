@@ -95,6 +95,9 @@ VARIANTS: tuple[Variant, ...] = (
             note="front end with indirect-call value profiling"),
     Variant("fe_mcdc", (*FE, "-fcoverage-mapping", "-fcoverage-mcdc"), min_version=18,
             note="MC/DC bitmap bytes"),
+    Variant("fe_mcdc_big", (*FE, "-fcoverage-mapping", "-fcoverage-mcdc"), source="mcdc_big.c",
+            min_version=18, note="MC/DC bitmap of 375 bytes in one record (> 255: the text "
+            "form is written by llvm-profdata but it cannot read it back)"),
     Variant("fe_singlebyte", (*FE, *_mllvm("-enable-single-byte-coverage")),
             note="front end, 1-byte coverage counters"),
     Variant("ir", IR, shows=VALUE_SHOWS, note="IR PGO; has indirect-call and mem-op value sites"),

@@ -54,18 +54,11 @@ COMBOS: dict[str, tuple[str, ...]] = {
 _STRINGMAP = ("LLVM 14/16 write names in StringMap iteration order, which depends on the "
               "insertion history across inputs; profkit's order differs once inputs add names")
 _BINARY_IDS = "LLVM 16 keeps only the last binary ID of dso_concat.profraw (spec §7.3)"
-_CS_ORDER = ("records of one name whose hashes differ only in the CS bit collide in LLVM's "
-             "DenseMap; profkit's order depends on whether the plain records came from a raw "
-             "or an indexed/text input, LLVM's does not")
-_VTABLE = ("value-site count mismatch for one kind (vtable sites 1 vs 0): LLVM keeps the "
-           "first record's vtable sites and warns; profkit drops them")
 KNOWN: dict[tuple[int, str, str], str] = {
     (16, "programs", "indexed"): f"{_STRINGMAP}; {_BINARY_IDS}",
     (14, "fe_sparse", "indexed"): _STRINGMAP,
     (16, "fe_sparse", "indexed"): _STRINGMAP,
     (16, "sparse", "indexed"): _BINARY_IDS,
-    **{(v, "cs", "indexed"): _CS_ORDER for v in LLVM_VERSIONS},
-    **{(v, "vtable", k): _VTABLE for v in (19, 22) for k in ("text", "indexed")},
 }
 
 
