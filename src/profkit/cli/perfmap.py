@@ -35,10 +35,12 @@ from profkit.formats.perfmap.r2rmap import (
 )
 from profkit.formats.perfmap.signature import verify_map
 from profkit.formats.perfmap.summary import (
+    describe_image,
     describe_perf_map,
     describe_perfinfo,
     describe_r2rmap,
     symbol_server_key,
+    text_lines,
 )
 from profkit.formats.perfmap.symbolizer import Symbolizer
 
@@ -198,7 +200,7 @@ def _show(args: argparse.Namespace) -> int:
     strict = not args.lenient
     info: dict[str, Any]
     if data[:2] == b"MZ":
-        info = _describe_image(data, args.file)
+        info = describe_image(read_pe(data, path=args.file))
     elif data.startswith(b"ImageLoad;") or os.path.basename(args.file).startswith("perfinfo-"):
         info = describe_perfinfo(read_perfinfo(data, path=args.file, strict=strict))
     elif looks_like_r2rmap(data, args.file):
@@ -208,7 +210,7 @@ def _show(args: argparse.Namespace) -> int:
     else:
         info = describe_perf_map(read_perf_map(data, path=args.file, strict=strict))
     info = {"file": args.file, **info}
-    lines = [json.dumps(info, indent=2)] if args.json else _text_lines(info)
+    lines = [json.dumps(info, indent=2)] if args.json else text_lines(info)
     _say(lines)
     return 0
 
@@ -216,52 +218,6 @@ def _show(args: argparse.Namespace) -> int:
 def _say(lines: list[str]) -> None:
     """Print lines to stdout through :func:`write_stdout` (errors reported, not lost)."""
     write_stdout(("\n".join(lines) + "\n").encode("utf-8", "backslashreplace"))
-
-
-def _describe_image(data: bytes, path: str) -> dict[str, Any]:
-    image = read_pe(data, path=path)
-    entry = image.perfmap_info()
-    mvid = image.mvid()
-    return {
-        "format": "pe-image",
-        "machine": image.machine_description(),
-        "mvid": str(mvid) if mvid else None,
-        "debug_entry_types": [e.type for e in image.debug_entries],
-        "perfmap_entry": None
-        if entry is None
-        else {
-            "signature": entry.signature.hex().upper(),
-            "version": entry.version,
-            "file_name": entry.file_name,
-        },
-    }
-
-
-def _text_lines(info: dict[str, Any], indent: str = "") -> list[str]:
-    lines = []
-    for key, value in info.items():
-        if isinstance(value, dict):
-            lines.append(f"{indent}{key}:")
-            lines.extend(_text_lines(value, indent + "  "))
-        elif isinstance(value, list) and value and isinstance(value[0], dict):
-            lines.append(f"{indent}{key}:")
-            for item in value:
-                lines.append(f"{indent}  - " + ", ".join(f"{k}={_fmt(k, v)}" for k, v in item.items()))
-        else:
-            lines.append(f"{indent}{key}: {_fmt(key, value)}")
-    return lines
-
-
-def _fmt(key: str, value: Any) -> str:
-    if (
-        isinstance(value, int)
-        and not isinstance(value, bool)
-        and key in ("lowest", "highest_end", "base")
-    ):
-        return f"0x{value:x}"
-    if isinstance(value, str) and key in ("address_prefix",):
-        return repr(value)
-    return str(value)
 
 
 def _lookup(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ import numpy as np
 
 from profkit.formats.perfmap._lines import LineStyle
 from profkit.formats.perfmap._names import as_list
+from profkit.formats.perfmap.pe import PEImage
 from profkit.formats.perfmap.perfinfo import PerfInfo
 from profkit.formats.perfmap.perfpid import PerfMap
 from profkit.formats.perfmap.r2rmap import R2RPerfMap
@@ -105,3 +106,47 @@ def describe_perfinfo(info: PerfInfo) -> dict[str, Any]:
         ],
         "r2r_images": sum(1 for r in loads if r.base),
     }
+
+
+def describe_image(image: PEImage) -> dict[str, Any]:
+    """An R2R image: machine, MVID, debug entry types and its type-21 perf-map entry."""
+    entry = image.perfmap_info()
+    mvid = image.mvid()
+    return {
+        "format": "pe-image",
+        "machine": image.machine_description(),
+        "mvid": str(mvid) if mvid else None,
+        "debug_entry_types": [e.type for e in image.debug_entries],
+        "perfmap_entry": None
+        if entry is None
+        else {
+            "signature": entry.signature.hex().upper(),
+            "version": entry.version,
+            "file_name": entry.file_name,
+        },
+    }
+
+
+def text_lines(info: dict[str, Any], indent: str = "") -> list[str]:
+    """``show``'s text form of a ``describe_*`` dict: ``key: value``, nested by indent."""
+    lines = []
+    for key, value in info.items():
+        if isinstance(value, dict):
+            lines.append(f"{indent}{key}:")
+            lines.extend(text_lines(value, indent + "  "))
+        elif isinstance(value, list) and value and isinstance(value[0], dict):
+            lines.append(f"{indent}{key}:")
+            for item in value:
+                lines.append(f"{indent}  - " + ", ".join(f"{k}={_text(k, v)}" for k, v in item.items()))
+        else:
+            lines.append(f"{indent}{key}: {_text(key, value)}")
+    return lines
+
+
+def _text(key: str, value: Any) -> str:
+    """Addresses in hex (the JSON form keeps integers); a prefix quoted so '' shows."""
+    if isinstance(value, int) and not isinstance(value, bool) and key in ("lowest", "highest_end", "base"):
+        return f"0x{value:x}"
+    if isinstance(value, str) and key == "address_prefix":
+        return repr(value)
+    return str(value)
