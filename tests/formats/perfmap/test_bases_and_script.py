@@ -93,3 +93,13 @@ def test_only_frames_after_an_ip_are_touched() -> None:
     text = b"x10 [unknown]\n10[unknown]\n 10 [unknown]x\n 10 [unknown]\n10 [unknown] (d)"
     out = b"".join(symbolize_stream([text], sym, SymbolizeStats()))
     assert out == b"x10 [unknown]\n10[unknown]\n 10 [unknown]x\n 10 f+0x0\n10 f+0x0 (d)"
+
+
+def test_symbolize_does_not_build_the_per_address_lists() -> None:
+    """symbolize asked for a whole Symbol per named entry, which converts every column
+    of the compiled table to Python lists: pure waste for a batch path."""
+    sym = Symbolizer()
+    sym.add_perf_map(PerfMap.from_entries([(0x1000, 0x10, "f")]))
+    out = b"".join(symbolize_stream([b"\t1004 [unknown] (x)\n"], sym, SymbolizeStats()))
+    assert out == b"\t1004 f+0x4 (x)\n"
+    assert sym._table()._lists is None

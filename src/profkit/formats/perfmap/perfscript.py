@@ -54,7 +54,9 @@ def symbolize_block(
             continue
         name = names.get(entry)
         if name is None:
-            name = symbolizer.symbol(entry).name.encode("utf-8", "surrogateescape")
+            # only the name: symbol() would build the table's Python-list twins (six
+            # lists as long as the maps, ~2x the time of a short transcript on a big map)
+            name = symbolizer.name(entry).encode("utf-8", "surrogateescape")
             names[entry] = name
         sym_at = m.end() - _UNKNOWN_LEN
         out.append(block[last:sym_at])
