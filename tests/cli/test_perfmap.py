@@ -383,3 +383,22 @@ def test_stdout_write_error_is_one_line() -> None:
         assert proc.stderr.endswith(
             "profkit: error: cannot write to stdout: No space left on device\n")
         assert proc.stderr.count("profkit: error:") == 1
+
+
+def test_append_into_a_fifo_writes_instead_of_blocking(tmp_path: Path) -> None:
+    """``--append -o FIFO`` (or ``/dev/stdout`` on a terminal) first read the output to
+    keep its lines, which blocks forever on a FIFO; only regular files are read now."""
+    import threading
+
+    fifo = tmp_path / "perf-1.map"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    proc = subprocess.run(
+        [sys.executable, "-m", "profkit", "perfmap", "convert", str(R2R), "--base", "0x1000",
+         "--append", "-o", str(fifo)],
+        capture_output=True, text=True, timeout=60)
+    reader.join(30)
+    assert proc.returncode == 0, proc.stderr
+    assert got and got[0].count(b"\n") == 71

@@ -263,7 +263,8 @@ def _convert(args: argparse.Namespace) -> int:
     all_sizes = np.concatenate(sizes)
     existing = b""
     style = PERF_STYLE
-    if args.append and out != "-" and os.path.exists(out):
+    # only a regular file has lines to keep: reading a FIFO or /dev/stdout would block
+    if args.append and out != "-" and os.path.isfile(out):
         existing = read_input(out, PerfMapFormatError)
         if existing:
             style = read_perf_map(existing, path=out, strict=False).style
