@@ -188,3 +188,82 @@ def test_merge_j2_matches_live_llvm(version: int, combo: str, tmp_path: Path,
     assert live.returncode == 0, live.stderr
     assert proc.returncode == 0, proc.stderr
     assert ours.read_bytes() == theirs.read_bytes()
+
+
+# overlap of pairs no fixture saves (options first, then base and test, relative names:
+# the report prints them).
+OVERLAP_PAIRS: dict[str, tuple[str, ...]] = {
+    "weighted": ("ir.profdata", "weighted.profdata"),
+    "fe_values": ("fe_valueprof.profdata", "fe.profdata"),
+    "cs": ("--cs", "ir_plus_cs.profdata", "ir_cs.profdata"),
+    "vtable": ("cxx_ir.profdata", "vtable.profdata"),
+    "raw_inputs": ("ir.profraw", "ir_alt.profraw"),
+    "function": ("--function=dispatch", "--value-cutoff=0", "ir.profdata", "ir_alt.profdata"),
+    "names": ("names_ir.profdata", "names_ir_nocompress.profdata"),
+    "fe_vs_ir": ("ir.profdata", "fe.profdata"),
+}
+OVERLAP_CASES = [
+    pytest.param(version, pair, id=f"clang{version}-{pair}")
+    for version in LLVM_VERSIONS
+    for pair, args in OVERLAP_PAIRS.items()
+    if _inputs_exist(version, tuple(a for a in args if not a.startswith("--")))
+]
+
+
+@pytest.mark.skipif(not profkit_merge_available(),
+                    reason="profkit profdata overlap not implemented yet")
+@pytest.mark.parametrize(("version", "pair"), OVERLAP_CASES)
+def test_overlap_matches_live_llvm(version: int, pair: str, monkeypatch: pytest.MonkeyPatch,
+                                   llvm_profdata: Callable[[int], str]) -> None:
+    tool = llvm_profdata(version)
+    cwd = FIXTURE_ROOT / f"clang{version}"
+    args = list(OVERLAP_PAIRS[pair])
+    live = subprocess.run([tool, "overlap", *args], cwd=cwd, capture_output=True, text=True)
+    monkeypatch.chdir(cwd)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(["profdata", "overlap", "--llvm-version", str(version), *args])
+    assert (rc == 0) == (live.returncode == 0), (live.stderr, err.getvalue())
+    assert out.getvalue() == live.stdout
+
+
+@pytest.mark.skipif(not profkit_merge_available(),
+                    reason="profkit profdata merge not implemented yet")
+@pytest.mark.parametrize("mode", ["any", "all", "warn"])
+def test_failure_modes_match_live_llvm(mode: str, tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch,
+                                       llvm_profdata: Callable[[int], str]) -> None:
+    """An unreadable input (a C source) among good ones: same exit status and output."""
+    tool = llvm_profdata(22)
+    cwd = FIXTURE_ROOT / "clang22"
+    inputs = ["ir.profraw", "../src/sample.c", "ir_alt.profraw"]
+    theirs, ours = tmp_path / "llvm.profdata", tmp_path / "profkit.profdata"
+    live = subprocess.run([tool, "merge", "-j", "1", f"--failure-mode={mode}", "-o",
+                           str(theirs), *inputs], cwd=cwd, capture_output=True, text=True)
+    rc, err = _profkit(["profdata", "merge", "-j", "1", f"--failure-mode={mode}", "-o",
+                        str(ours), *inputs], cwd, monkeypatch)
+    assert (rc == 0) == (live.returncode == 0), (live.stderr, err)
+    if rc == 0:
+        assert ours.read_bytes() == theirs.read_bytes()
+
+
+@pytest.mark.skipif(not profkit_merge_available(),
+                    reason="profkit profdata merge not implemented yet")
+@pytest.mark.parametrize("version", LLVM_VERSIONS)
+def test_input_file_list_matches_live_llvm(version: int, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch,
+                                           llvm_profdata: Callable[[int], str]) -> None:
+    """-f LIST with weights, comments and blank lines, mixed with a positional input."""
+    tool = llvm_profdata(version)
+    cwd = FIXTURE_ROOT / f"clang{version}"
+    listing = tmp_path / "inputs.txt"
+    listing.write_text(f"# weighted raw and indexed inputs\n3,{cwd / 'ir.profraw'}\n\n"
+                       f"{cwd / 'ir_alt.profdata'}\n2,{cwd / 'ir_entry.profraw'}\n")
+    theirs, ours = tmp_path / "llvm.profdata", tmp_path / "profkit.profdata"
+    subprocess.run([tool, "merge", "-j", "1", "-f", str(listing), "-o", str(theirs),
+                    "ir_nocompress.profraw"], cwd=cwd, check=True, capture_output=True)
+    rc, err = _profkit(["profdata", "merge", "-j", "1", "--llvm-version", str(version), "-f",
+                        str(listing), "-o", str(ours), "ir_nocompress.profraw"], cwd,
+                       monkeypatch)
+    assert rc == 0, err
+    assert ours.read_bytes() == theirs.read_bytes()
