@@ -121,7 +121,15 @@ def _time(cmd: list[str], repeat: int) -> tuple[float, float]:
     CPU time (user + system of the child, all its threads, from ``wait4``) is the steadier
     measure on a shared machine: waiting for a core inflates wall time, not CPU time.
     """
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PROFKIT_")}
+    # Bytecode caches allowed (a PYTHONDONTWRITEBYTECODE environment would make every run
+    # recompile profkit from source but not the pip-installed peers), then one untimed
+    # warm-up run writes them and warms the file cache.
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("PROFKIT_") and k != "PYTHONDONTWRITEBYTECODE"
+    }
+    subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
     walls, cpus = [], []
     for _ in range(repeat):
         start = time.perf_counter()
