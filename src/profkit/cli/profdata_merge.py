@@ -184,6 +184,14 @@ class _ProgressBar:
         self.stream.flush()
 
 
+def _llvm_release(llvm_version: int | None, indexed_version: int | None) -> int:
+    """The LLVM release whose merge order to imitate (hash-map iteration orders differ)."""
+    if llvm_version is not None:
+        return llvm_version
+    by_indexed = {7: 14, 8: 14, 9: 16}
+    return by_indexed.get(indexed_version or 13, 22)
+
+
 def run_merge(args: argparse.Namespace) -> int:
     """The ``merge`` handler."""
     from profkit.formats.instrprof.indexed_writer import build_indexed, write_indexed
@@ -211,6 +219,8 @@ def run_merge(args: argparse.Namespace) -> int:
             progress=bar,
             trace_reservoir_size=args.temporal_profile_trace_reservoir_size,
             max_trace_length=args.temporal_profile_max_trace_length,
+            llvm_contexts=jobs,  # as llvm-profdata -j N: N writers merged pairwise
+            llvm_version=_llvm_release(args.llvm_version, version),
         )
     finally:
         if bar is not None:

@@ -322,14 +322,16 @@ def test_random_raw_combinations_match_llvm(seed: int, tmp_path: Path) -> None:
         weight = rng.randint(1, 3)
         args.append(f"--weighted-input={weight},{dst}")
         inputs.append(MergeInput(str(dst), weight))
-    # LLVM processes --weighted-input files in command-line order, as we do. "-j 1":
-    # with threads, LLVM resolves records that disagree (site-count mismatches) in
-    # round-robin context order; profkit always resolves them in input order.
-    result = run_llvm(tool, "merge", "-j", "1", "--text", *args, "-o", tmp_path / "llvm.proftext")
+    # LLVM processes --weighted-input files in command-line order, as we do; with
+    # -j N it deals them round-robin to N writers merged pairwise, and so do we when
+    # asked to (llvm_contexts), which decides the winner when two records disagree.
+    jobs = 1 + seed % 3
+    result = run_llvm(
+        tool, "merge", "-j", str(jobs), "--text", *args, "-o", tmp_path / "llvm.proftext"
+    )
     if result.returncode != 0:
         pytest.skip(f"llvm-profdata refuses this mix: {result.stderr[-200:]!r}")
-    jobs = 1 + seed % 2
-    outcome = merge_files(inputs, jobs=jobs)
+    outcome = merge_files(inputs, jobs=jobs, llvm_contexts=jobs, llvm_version=22)
     assert not outcome.failures
     ours = format_text(outcome.profile)
     expected = (tmp_path / "llvm.proftext").read_text()
@@ -352,3 +354,41 @@ def test_temporal_limits() -> None:
     out = m.result()
     assert len(out.temporal_traces) == 2 and out.temporal_trace_stream_size == 5
     assert all(t.function_refs == (1, 2) for t in out.temporal_traces)
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("llvm", [14, 16, 19, 22])
+@pytest.mark.parametrize("seed", range(5))
+def test_llvm_j_emulation_byte_identical(llvm: int, seed: int, tmp_path: Path) -> None:
+    """merge -j N of random weighted raw fixtures: indexed bytes equal llvm-profdata-NN's."""
+    import random
+
+    from profkit.formats.instrprof.indexed_writer import build_indexed
+    from tests.formats.instrprof._writer_strategies import LLVM_INDEXED
+
+    tool = llvm_profdata(llvm)
+    fixtures = FIX / f"clang{llvm}"
+    skip = ("funcentry", "blockcov", "dbgcorrelate", "loopentries", "singlebyte", "temporal")
+    raws = sorted(p.name for p in fixtures.glob("*.profraw") if not any(s in p.name for s in skip))
+    if llvm == 16:  # LLVM 16 keeps one binary ID of multi-profile files (spec §7.3)
+        raws = [r for r in raws if not r.startswith("dso")]
+    ir = [
+        r
+        for r in raws
+        if "fe" not in r.split("_")[0] and not r.startswith(("fe", "cxx_fe", "m32_fe", "names_fe"))
+    ]
+    fe = [r for r in raws if r not in ir]
+    rng = random.Random(seed * 31 + llvm)
+    pool = fe if seed % 2 else ir
+    if not pool:
+        pytest.skip("no fixtures")
+    picks = [rng.choice(pool) for _ in range(rng.randint(2, 7))]
+    weights = [rng.randint(1, 3) for _ in picks]
+    jobs = rng.randint(1, 4)
+    args = [f"--weighted-input={w},{fixtures / p}" for p, w in zip(picks, weights, strict=True)]
+    out = tmp_path / "llvm.profdata"
+    if run_llvm(tool, "merge", "-j", str(jobs), *args, "-o", out).returncode != 0:
+        pytest.skip("llvm-profdata refuses this mix")
+    inputs = [MergeInput(str(fixtures / p), w) for p, w in zip(picks, weights, strict=True)]
+    outcome = merge_files(inputs, jobs=jobs, llvm_contexts=jobs, llvm_version=llvm)
+    assert build_indexed(outcome.profile, LLVM_INDEXED[llvm]) == out.read_bytes()

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from profkit.errors import ProfkitError
+from profkit.formats.instrprof.hashtable import dense_map_order, string_map_order
 from profkit.formats.instrprof.merge_records import (
     BITMAP_MISMATCH,
     COUNT_MISMATCH,
@@ -257,6 +258,32 @@ class ProfileMerger:
         self.binary_ids.extend(state.binary_ids)
         if state.traces or state.trace_stream_size:
             self.add_traces(state.traces, state.trace_stream_size)
+
+    def add_writer(self, other: ProfileMerger, llvm_version: int, warn: Warn | None = None) -> None:
+        """``mergeRecordsFromWriter`` with LLVM's iteration orders (``merge -j``).
+
+        ``other``'s names are visited in its ``StringMap`` order (only LLVM ≤ 16's djb
+        hash is reproduced; later releases sort names before writing, so their order
+        cannot show) and each name's records in ``SmallDenseMap`` order.
+        """
+        if other.kind is not None and llvm_version >= 16:
+            # (LLVM 14 does not merge the kinds of its writers: only the first counts.)
+            self.merge_kind(other.kind, other.kind_source)
+        names = list(other.functions)
+        if llvm_version < 17:
+            order = string_map_order([n.encode("utf-8", "surrogateescape") for n in names])
+            names = [names[i] for i in order]
+        for name in names:
+            by_hash = other.functions[name]
+            records = list(by_hash.values())
+            if len(records) > 1:
+                hashes = [r.hash for r in records]
+                records = [records[i] for i in dense_map_order(hashes, llvm_version >= 19)]
+            for record in records:
+                self.add_record(record, 1, warn, take=True)
+        self.binary_ids.extend(other.binary_ids)
+        if other.traces or other.trace_stream_size:
+            self.add_traces(other.traces, other.trace_stream_size)
 
     # -- result ------------------------------------------------------------------------
     def result(self, *, sparse: bool = False) -> Profile:

@@ -174,12 +174,18 @@ def merge_files(
     progress: Progress | None = None,
     trace_reservoir_size: int = TRACE_RESERVOIR_SIZE,
     max_trace_length: int = MAX_TRACE_LENGTH,
+    llvm_contexts: int = 1,
+    llvm_version: int = 22,
 ) -> MergeOutcome:
     """Merge ``inputs`` with ``jobs`` processes; failures are collected, not raised.
 
-    ``progress(n)`` is called (in this process) with the number of inputs done so far.
-    Worker processes are forked (Linux) — so when the calling process runs other
-    threads, the merge runs serially instead.
+    With ``llvm_contexts`` = 1 (default) the result is that of a serial merge in input
+    order, whatever ``jobs`` is. ``llvm_contexts`` = N > 1 reproduces ``llvm-profdata
+    merge -j N`` (``llvm_version`` = the LLVM release whose hash maps to imitate): inputs
+    are dealt round-robin to N writers that are merged pairwise, which decides which
+    record wins when two disagree. ``progress(n)`` is called (in this process) with the
+    number of inputs done so far. Worker processes are forked (Linux) — so when the
+    calling process runs other threads, the merge runs in this process instead.
     Incompatible profile kinds across shares raise :class:`KindMismatchError`.
     """
     indexed = list(enumerate(inputs))
@@ -189,21 +195,43 @@ def merge_files(
         # spawned child would re-run the caller's __main__: merge in this process.
         jobs = 1
     traces = (trace_reservoir_size, max_trace_length)
-    if jobs == 1:
-        results = [_merge_share(indexed, progress, traces)]
+    if llvm_contexts > 1:
+        shares = [indexed[c::llvm_contexts] for c in range(llvm_contexts)]
     else:
-        results = _run_parallel(indexed, jobs, progress, traces)
-    return _combine(results, sparse, traces)
+        bounds = [len(indexed) * k // jobs for k in range(jobs + 1)]
+        shares = [indexed[bounds[k] : bounds[k + 1]] for k in range(jobs)]
+    if jobs == 1 or len(shares) != jobs:
+        results = []
+        base = 0
+        for share in shares:
+            report = (lambda done, base=base: progress(base + done)) if progress else None
+            results.append(_merge_share(share, report, traces))
+            base += len(share)
+    else:
+        results = _run_parallel(shares, progress, traces)
+    warnings: list[str] = []
+    if llvm_contexts <= 1:
+        final, merged, failures = _replay(results, traces, warnings)
+    else:
+        writers = [_replay([r], traces, warnings) for r in results]
+        final = _tree_merge([w[0] for w in writers], llvm_version, warnings.append)
+        merged = sum(w[1] for w in writers)
+        failures = sorted((f for w in writers for f in w[2]), key=lambda f: f[0])
+    return MergeOutcome(
+        profile=final.result(sparse=sparse),
+        merged=merged,
+        failures=[(path, message) for _, path, message in failures],
+        warnings=warnings,
+    )
 
 
 def _run_parallel(
-    indexed: list[tuple[int, MergeInput]],
-    jobs: int,
+    shares: list[list[tuple[int, MergeInput]]],
     progress: Progress | None,
     traces: tuple[int, int],
 ) -> list[_ShareResult]:
-    bounds = [len(indexed) * k // jobs for k in range(jobs + 1)]
-    shares = [indexed[bounds[k] : bounds[k + 1]] for k in range(jobs)]
+    """One share per process; the parent takes the first."""
+    jobs = len(shares)
     method = "fork" if sys.platform.startswith("linux") else "spawn"
     ctx = multiprocessing.get_context(method)
     counter = ctx.Value("l", 0)
@@ -225,14 +253,18 @@ def _run_parallel(
             progress(len(shares[0]) + counter.value)
         results = [first] + [f.result() for f in futures]
     if progress is not None:
-        progress(len(indexed))
+        progress(sum(map(len, shares)))
     return results
 
 
-def _combine(results: list[_ShareResult], sparse: bool, traces: tuple[int, int]) -> MergeOutcome:
-    """Replay every share's shapes and record segments in input order (mergeRecordsFromWriter)."""
+def _replay(
+    results: list[_ShareResult], traces: tuple[int, int], warnings: list[str]
+) -> tuple[ProfileMerger, int, list[tuple[int, str, str]]]:
+    """Replay shares' shapes and record segments in input order into one writer.
+
+    Returns the writer, the number of inputs merged and the failures (with input index).
+    """
     final = ProfileMerger(trace_reservoir_size=traces[0], max_trace_length=traces[1])
-    warnings: list[str] = []
     failures = [f for r in results for f in r.failures]
 
     def warn(message: str) -> None:
@@ -273,14 +305,27 @@ def _combine(results: list[_ShareResult], sparse: bool, traces: tuple[int, int])
                 failures.append((index, state.kind_source or "?", str(exc)))
                 merged -= inputs
     failures.sort(key=lambda f: f[0])
-    return MergeOutcome(
-        profile=final.result(sparse=sparse),
-        merged=merged,
-        failures=[(path, message) for _, path, message in failures],
-        warnings=warnings,
-    )
+    return final, merged, failures
+
+
+def _tree_merge(
+    writers: list[ProfileMerger], llvm_version: int, warn: Callable[[str], None]
+) -> ProfileMerger:
+    """llvm-profdata's pairwise merge of its per-thread writers (``mergeWriterContexts``)."""
+    mid, end = len(writers) // 2, len(writers)
+    while mid > 0:
+        for i in range(mid):
+            writers[i].add_writer(writers[i + mid], llvm_version, warn)
+        if end & 1:
+            writers[0].add_writer(writers[end - 1], llvm_version, warn)
+        end, mid = mid, mid // 2
+    return writers[0]
 
 
 def default_jobs(num_inputs: int) -> int:
     """LLVM's default ``-j``: ``min(hardware threads, (inputs + 1) / 2)``."""
-    return max(1, min(os.cpu_count() or 1, (num_inputs + 1) // 2))
+    try:
+        cpus = len(os.sched_getaffinity(0))  # what LLVM's compute_thread_count() sees
+    except AttributeError:  # pragma: no cover - not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, (num_inputs + 1) // 2))
