@@ -17,8 +17,8 @@ vtables, several profiles in one file, counters near 2^64), takes the ordinary p
 
 from __future__ import annotations
 
-import hashlib
 import struct
+import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -54,7 +54,8 @@ Sites = dict[ValueKind, list[ValueSite]]
 class RawShape:
     """Where one raw file keeps what varies between runs, plus its shape fingerprint."""
 
-    key: bytes
+    key: bytes  # a quick fingerprint of ``parts``; equal keys are confirmed on ``parts``
+    parts: bytes  # everything that must be equal between files of one shape
     kind: ProfileKind
     order: str
     counters: tuple[int, int]  # byte range
@@ -160,13 +161,18 @@ def probe(data: bytes) -> RawShape | None:
     for name in volatile:
         at = 8 * hdr.pos(name)
         header[at : at + 8] = bytes(8)
-    digest = hashlib.blake2b(bytes(header), digest_size=20)
-    digest.update(data[hdr.size : data_pos])
-    digest.update(masked.tobytes())
-    digest.update(data[counters[1] : bitmap[0]])
-    digest.update(data[bitmap[1] : value_start])
+    parts = b"".join(
+        (
+            bytes(header),
+            data[hdr.size : data_pos],
+            masked.tobytes(),
+            data[counters[1] : bitmap[0]],
+            data[bitmap[1] : value_start],
+        )
+    )
     return RawShape(
-        key=digest.digest(),
+        key=zlib.crc32(parts).to_bytes(4, "little") + len(parts).to_bytes(8, "little"),
+        parts=parts,
         kind=kind,
         order=order,
         counters=counters,

@@ -155,6 +155,8 @@ def _merge_fast(
     kinds.merge_kind(shape.kind, item.path)
     try:
         found = shapes.get(shape.key)
+        if found is not None and found[1].shape.parts != shape.parts:
+            return False  # a fingerprint collision: take the record path
         if found is None:
             parse_raw(data, item.path)  # validate the one file we will decode at the end
             acc = ShapeAccumulator.start(shape, item.path, data, item.weight, warn)
@@ -278,8 +280,10 @@ def _replay(
             found = shapes.get(acc.shape.key)
             if found is None:
                 shapes[acc.shape.key] = (index, acc)
-            else:
+            elif found[1].shape.parts == acc.shape.parts:
                 found[1].combine(acc, warn)
+            else:  # a fingerprint collision between shares: keep both
+                shapes[acc.shape.key + index.to_bytes(8, "little")] = (index, acc)
         steps.extend((index, 1, (state, inputs)) for index, state, inputs in result.segments)
     steps.extend((index, 0, acc) for index, acc in shapes.values())
     merged = sum(r.merged for r in results)
