@@ -392,3 +392,21 @@ def test_llvm_j_emulation_byte_identical(llvm: int, seed: int, tmp_path: Path) -
     inputs = [MergeInput(str(fixtures / p), w) for p, w in zip(picks, weights, strict=True)]
     outcome = merge_files(inputs, jobs=jobs, llvm_contexts=jobs, llvm_version=llvm)
     assert build_indexed(outcome.profile, LLVM_INDEXED[llvm]) == out.read_bytes()
+
+
+def test_fingerprint_collisions_are_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every raw file gets the same quick key: the byte comparison keeps shapes apart."""
+    import profkit.formats.instrprof.fastraw as fastraw
+
+    monkeypatch.setattr(fastraw.zlib, "crc32", lambda data: 0)
+    names = ["ir.profraw", "cxx_ir.profraw", "ir.profraw", "binary_ids.profraw", "cxx_ir.profraw"]
+    inputs = []
+    serial = ProfileMerger()
+    for i, name in enumerate(names):
+        src = _raw_fixture(name)
+        inputs.append(MergeInput(str(src), i + 1))
+        serial.add(parse_raw(src.read_bytes()), i + 1)
+    for jobs in (1, 2):
+        outcome = merge_files(inputs, jobs=jobs)
+        assert not outcome.failures
+        assert normalized(outcome.profile) == normalized(serial.result())
