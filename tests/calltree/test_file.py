@@ -262,3 +262,14 @@ def test_structural_mutations_only_raise_profile_data_error(
     render_flat(loaded)
     for fmt in registry.FORMATS:
         fmt.writer(loaded)
+
+
+def test_oversized_regular_file_is_refused_before_reading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file whose size is known to exceed the cap is refused without reading it."""
+    monkeypatch.setattr(file, "MAX_BYTES", 10)
+    path = tmp_path / "big.json"
+    path.write_bytes(b"{" + b" " * 100 + b"}")
+    with pytest.raises(ProfileDataError, match="too large"):
+        file.load(path)

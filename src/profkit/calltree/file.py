@@ -24,6 +24,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import stat
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
@@ -65,6 +66,10 @@ def load(path: str | os.PathLike[str]) -> CallProfile:
     name = os.fspath(path)
     try:
         with open(name, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if stat.S_ISREG(st.st_mode) and st.st_size > MAX_BYTES:  # refuse before reading
+                raise ProfileDataError("too_large", f"file is larger than {MAX_BYTES} bytes",
+                                       path=name)
             raw = fh.read(MAX_BYTES + 1)
     except OSError as exc:
         raise ProfileDataError("malformed", f"cannot read: {exc.strerror or exc}", path=name) from None

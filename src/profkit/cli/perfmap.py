@@ -18,7 +18,13 @@ import numpy as np
 
 from profkit.errors import FormatError, PerfMapFormatError, UsageError
 from profkit.export.atomic import refuse_input_as_output
-from profkit.formats.perfmap._io import atomic_output, read_input, write_atomic, write_stdout
+from profkit.formats.perfmap._io import (
+    atomic_output,
+    iter_lines,
+    read_input,
+    write_atomic,
+    write_stdout,
+)
 from profkit.formats.perfmap._lines import PERF_STYLE, render_lines
 from profkit.formats.perfmap.bases import BaseResolver, map_stem, parse_address
 from profkit.formats.perfmap.mmapevents import image_finder, load_mmap_events
@@ -308,11 +314,11 @@ def _symbolize(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.input}: cannot read: {exc.strerror or exc}") from None
     with src:
         if args.output == "-":
-            for block in symbolize_stream(src, sym, stats, offsets=offsets):
+            for block in symbolize_stream(iter_lines(src), sym, stats, offsets=offsets):
                 write_stdout(block)
         else:
             with atomic_output(args.output) as fh:
-                for block in symbolize_stream(src, sym, stats, offsets=offsets):
+                for block in symbolize_stream(iter_lines(src), sym, stats, offsets=offsets):
                     fh.write(block)
     if args.stats:
         print(

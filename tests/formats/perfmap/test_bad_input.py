@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
@@ -104,3 +105,38 @@ def test_bad_token_is_shown_as_its_bytes() -> None:
         read_perf_map(b"\xc2\x94x\xb8\x1b 10 name\n", path="q.map")
     assert "address '\\xc2\\x94x\\xb8\\x1b' is not a hex number" in str(info.value)
     assert "\\\\" not in str(info.value) and "\x1b" not in str(info.value)
+
+
+def test_inputs_are_read_with_a_size_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``perfmap show /dev/zero`` read until the OOM killer came (24 GB)."""
+    import os
+    import threading
+
+    from profkit.formats.perfmap import _io
+
+    monkeypatch.setattr(_io, "MAX_INPUT_BYTES", 100)
+    big = tmp_path / "perf-1.map"
+    big.write_bytes(b"1000 10 name\n" * 10)
+    with pytest.raises(PerfMapFormatError, match="too large"):
+        _io.read_input(str(big), PerfMapFormatError)  # a regular file: refused by its size
+    fifo = tmp_path / "stream"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(b"x" * 1000), daemon=True)
+    writer.start()
+    with pytest.raises(PerfMapFormatError, match="too large"):
+        _io.read_input(str(fifo), PerfMapFormatError)  # a stream: read only up to the cap
+    writer.join(10)
+
+
+def test_long_lines_come_in_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from profkit.formats.perfmap import _io, perfscript
+    from profkit.formats.perfmap.perfscript import SymbolizeStats, symbolize_stream
+    from profkit.formats.perfmap.symbolizer import Symbolizer
+
+    monkeypatch.setattr(_io, "MAX_LINE_BYTES", 4)
+    assert list(_io.iter_lines(io.BytesIO(b"abcdefghij\nk\n"))) == [b"abcd", b"efgh", b"ij\n", b"k\n"]
+    monkeypatch.setattr(perfscript, "BLOCK_BYTES", 8)  # blocks bounded by bytes, not only lines
+    blocks = list(symbolize_stream([b"abcd"] * 6, Symbolizer(), SymbolizeStats()))
+    assert blocks == [b"abcdabcd"] * 3

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from profkit.errors import ProfkitError
+from profkit.formats.perfmap._io import iter_lines
 from profkit.formats.perfmap.pe import PEImage, load_pe
 
 _EVENT = re.compile(
@@ -60,7 +61,7 @@ def load_mmap_events(path: str) -> list[MmapEvent]:
     events: list[MmapEvent] = []
     try:
         with open(path, "rb") as fh:
-            for line in fh:
+            for line in iter_lines(fh):
                 if b"PERF_RECORD_MMAP" in line:
                     events.extend(parse_mmap_events(line))
     except OSError as exc:

@@ -24,6 +24,7 @@ _FRAME = re.compile(
 )
 _UNKNOWN_LEN = len(b"[unknown]")
 BLOCK_LINES = 65536
+BLOCK_BYTES = 16 << 20
 
 
 @dataclass
@@ -75,12 +76,17 @@ def symbolize_stream(
     offsets: bool = True,
     block_lines: int = BLOCK_LINES,
 ) -> Iterator[bytes]:
-    """Symbolize an iterable of lines (each with its newline), yielding output blocks."""
+    """Symbolize an iterable of lines (each with its newline), yielding output blocks of
+    at most ``block_lines`` lines or about :data:`BLOCK_BYTES` (long lines must not turn
+    a block into gigabytes)."""
     block: list[bytes] = []
+    size = 0
     for line in lines:
         block.append(line)
-        if len(block) >= block_lines:
+        size += len(line)
+        if len(block) >= block_lines or size >= BLOCK_BYTES:
             yield symbolize_block(b"".join(block), symbolizer, stats, offsets=offsets)
             block.clear()
+            size = 0
     if block:
         yield symbolize_block(b"".join(block), symbolizer, stats, offsets=offsets)
