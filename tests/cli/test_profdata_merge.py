@@ -210,3 +210,18 @@ def test_function_filters(ir_inputs: Path) -> None:
     text = (d / "f.proftext").read_text()
     assert "apply\n" not in text and "main\n" in text
     assert run(["profdata", "merge", "--function=(", "ir.profraw", "-o", "x"], d)[0] == 2
+
+
+def test_input_order_is_llvms(tmp_path: Path) -> None:
+    """Positional inputs, then --weighted-input, then -f lists: the first record wins."""
+    (tmp_path / "a.proftext").write_text("f\n1\n1\n5\n")
+    (tmp_path / "b.proftext").write_text("f\n1\n2\n7\n8\n")
+    (tmp_path / "list.txt").write_text("b.proftext\n")
+    for args in (
+        ["--weighted-input=1,b.proftext", "a.proftext"],
+        ["-f", "list.txt", "--weighted-input=1,a.proftext"],
+    ):
+        rc, _, err = run(["profdata", "merge", "--text", *args, "-o", "o.proftext"], tmp_path)
+        assert rc == 0
+        assert "counter mismatch" in err
+        assert "# Counter Values:\n5\n" in (tmp_path / "o.proftext").read_text()

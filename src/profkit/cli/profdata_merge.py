@@ -97,7 +97,8 @@ def _register_merge(sub: Any) -> None:
         type=int,
         default=0,
         metavar="N",
-        help="worker processes (default: min(CPUs, (inputs + 1) / 2))",
+        help="writers merged pairwise and worker processes, as llvm-profdata -j N "
+        "(default: min(CPUs, (inputs + 1) / 2))",
     )
     p.add_argument(
         "--failure-mode",
@@ -131,8 +132,16 @@ def _expand(path: str, weight: int, out: list[tuple[str, int]]) -> None:
 
 
 def gather_inputs(args: argparse.Namespace) -> list[tuple[str, int]]:
-    """Every input as (path, weight), in command-line order."""
+    """Every input as (path, weight) in llvm-profdata's order.
+
+    That is: positional inputs, then ``--weighted-input`` ones, then ``--input-files``
+    lists — the order decides which record wins when two disagree, and how ``-j``
+    deals inputs to writers. Directories are walked in sorted order (LLVM: directory
+    order, which is not reproducible).
+    """
     found: list[tuple[str, int]] = []
+    for path in args.inputs:
+        _expand(path, 1, found)
     for item in args.weighted_input:
         weight_text, sep, path = item.partition(",")
         if not sep or not path:
@@ -153,8 +162,6 @@ def gather_inputs(args: argparse.Namespace) -> list[tuple[str, int]]:
                 weight = _parse_weight(head.strip(), f"{listing}: line {number}")
                 line = tail.strip()
             _expand(line, weight, found)
-    for path in args.inputs:
-        _expand(path, 1, found)
     if not found:
         raise UsageError("no input files")
     return found
