@@ -89,3 +89,12 @@ def test_stdout_write_error_is_one_profkit_error(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr("sys.stdout", fake)
     with pytest.raises(ProfkitError, match="cannot write to stdout: No space left on device"):
         write_stdout(b"data")
+
+
+def test_stdout_without_a_binary_layer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``main()`` called with ``sys.stdout`` redirected to a StringIO (contextlib.redirect_stdout)
+    was an internal error: AttributeError 'buffer'."""
+    text = io.StringIO()
+    monkeypatch.setattr("sys.stdout", text)
+    write_stdout("naïve\n".encode())
+    assert text.getvalue() == "naïve\n"

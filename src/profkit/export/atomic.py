@@ -121,8 +121,13 @@ def write_stdout(data: bytes) -> None:
     """
     try:
         sys.stdout.flush()  # anything already printed through the text layer goes first
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
+        binary = getattr(sys.stdout, "buffer", None)
+        if binary is None:  # a text-only stream put in place by the caller (io.StringIO)
+            sys.stdout.write(data.decode("utf-8", "surrogateescape"))
+            sys.stdout.flush()
+            return
+        binary.write(data)
+        binary.flush()
     except BrokenPipeError:
         raise
     except OSError as exc:
