@@ -368,6 +368,8 @@ def format_text(
 
 
 def _format_record(record: FunctionRecord, known: dict[int, str], out: list[str]) -> None:
+    if "\n" in record.name or "\r" in record.name:
+        raise UsageError(f"function name {record.name!r} cannot be written to a text profile")
     counts = "\n".join(map(str, record.counts))
     out.append(
         f"{record.name}\n# Func Hash:\n{record.hash}\n# Num Counters:\n{len(record.counts)}\n"
