@@ -95,6 +95,7 @@ class Totals:
     dropped: int = 0
 
     def add(self, s: SenderStats) -> None:
+        """Fold one sender's counts in (a sender evicted for memory keeps counting here)."""
         self.senders += 1
         self.received += s.received
         self.lines += s.lines

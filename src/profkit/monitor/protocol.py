@@ -28,6 +28,8 @@ _MAX_HEADER = 64
 
 @dataclass(frozen=True, slots=True)
 class Datagram:
+    """One decoded datagram: its header fields and its event lines."""
+
     sender: str
     seq: int
     dropped: int

@@ -24,9 +24,17 @@ RCVBUF = 8 << 20
 
 
 class View(Protocol):
-    def show(self, monitor: Monitor, sender: str, body: str) -> None: ...
-    def tick(self, monitor: Monitor) -> None: ...
-    def close(self, monitor: Monitor) -> None: ...
+    """What the receive loop drives; the loop never writes output itself, so the plain
+    and the terminal view (and the benchmark's null view) share one loop."""
+
+    def show(self, monitor: Monitor, sender: str, body: str) -> None:
+        """A datagram's lines arrived (called per datagram: must only buffer)."""
+
+    def tick(self, monitor: Monitor) -> None:
+        """A few times a second, and when idle: the moment to write what was buffered."""
+
+    def close(self, monitor: Monitor) -> None:
+        """The loop ended: write what is left (the summary is printed by the caller)."""
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -47,6 +55,7 @@ def parse_listen(text: str) -> tuple[str, int]:
 
 
 def is_wildcard(host: str) -> bool:
+    """An address that binds every interface (so other machines could send to it)."""
     return host in ("0.0.0.0", "::", "*", "")
 
 
