@@ -410,3 +410,25 @@ def test_fingerprint_collisions_are_caught(tmp_path: Path, monkeypatch: pytest.M
         outcome = merge_files(inputs, jobs=jobs)
         assert not outcome.failures
         assert normalized(outcome.profile) == normalized(serial.result())
+
+
+def test_fuzzed_raw_inputs_fail_cleanly(tmp_path: Path) -> None:
+    """Mutated/truncated copies of a raw file next to the original: only clean failures."""
+    import random
+
+    rng = random.Random(5)
+    base = _raw_fixture("cxx_ir.profraw").read_bytes()
+    good = tmp_path / "good.profraw"
+    good.write_bytes(base)
+    for trial in range(60):
+        data = bytearray(base)
+        if trial % 3 == 0:
+            data = data[: rng.randrange(len(data))]
+        for _ in range(rng.randint(1, 6)):
+            at = rng.randrange(min(len(data), 200)) if trial % 2 else rng.randrange(len(data) or 1)
+            if at < len(data):
+                data[at] = rng.randrange(256)
+        bad = tmp_path / f"bad{trial}.profraw"
+        bad.write_bytes(bytes(data))
+        outcome = merge_files([MergeInput(str(good)), MergeInput(str(bad))], jobs=1)
+        assert outcome.merged + len(outcome.failures) == (2 if data else 1)  # empty: skipped
