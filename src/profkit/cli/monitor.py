@@ -80,7 +80,7 @@ def _handler(args: argparse.Namespace) -> int:
     stop = threading.Event()
     timer = threading.Timer(args.duration, stop.set) if args.duration else None
     # From here on, Ctrl-C or SIGTERM at any moment ends with the summary and status 0.
-    previous = _on_sigterm()
+    previous = _stop_on_signals(stop)
     port = sock.getsockname()[1]  # the kernel's choice for --listen HOST:0
     try:
         where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
@@ -99,8 +99,8 @@ def _handler(args: argparse.Namespace) -> int:
     finally:
         if timer is not None:
             timer.cancel()
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         sock.close()
     try:
         view.close(monitor)
@@ -114,12 +114,17 @@ def _handler(args: argparse.Namespace) -> int:
     return 0
 
 
-def _on_sigterm() -> Any:
-    """SIGTERM ends the monitor like Ctrl-C (summary, exit 0); returns the old handler."""
+def _stop_on_signals(stop: threading.Event) -> dict[int, Any]:
+    """Ctrl-C and SIGTERM set ``stop``; the receive loop sees it within its idle timeout.
+
+    Not ``KeyboardInterrupt``: raised asynchronously, it can land inside the view's
+    ``flush`` after the bytes went out but before the buffer was marked empty, and the
+    same lines were printed again at exit. Returns the old handlers (main thread only).
+    """
     if threading.current_thread() is not threading.main_thread():
-        return None
+        return {}
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
+        stop.set()
 
-    return signal.signal(signal.SIGTERM, handler)
+    return {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
