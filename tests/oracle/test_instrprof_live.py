@@ -52,10 +52,11 @@ COMBOS: dict[str, tuple[str, ...]] = {
 
 # (version, combo, output kind) -> reason profkit knowingly differs (found by this test).
 _STRINGMAP = ("LLVM 14/16 write names in StringMap iteration order, which depends on the "
-              "insertion history across inputs; profkit's order differs once inputs add names")
+              "insertion history; with --sparse over several front-end programs profkit's "
+              "name order differs")
 _BINARY_IDS = "LLVM 16 keeps only the last binary ID of dso_concat.profraw (spec §7.3)"
 KNOWN: dict[tuple[int, str, str], str] = {
-    (16, "programs", "indexed"): f"{_STRINGMAP}; {_BINARY_IDS}",
+    (16, "programs", "indexed"): _BINARY_IDS,
     (14, "fe_sparse", "indexed"): _STRINGMAP,
     (16, "fe_sparse", "indexed"): _STRINGMAP,
     (16, "sparse", "indexed"): _BINARY_IDS,
@@ -149,14 +150,8 @@ def test_installed_llvm_reproduces_saved_output(fx: Fixture, tmp_path: Path,
 # history (and so the StringMap name order of LLVM 14/16).  profkit runs as a subprocess here
 # so that its worker processes do not fork the test process.
 J2_COMBOS = ("programs", "fe", "sparse", "weighted")
-_J2_ORDER = ("with -j 2 LLVM 14/16 merge two writer contexts (inputs split round-robin), "
-             "which changes the StringMap insertion history; profkit's -j 2 name order "
-             "differs (its -j 1 output matches)")
 KNOWN_J2: dict[tuple[int, str], str] = {
-    (14, "programs"): _J2_ORDER,
-    (14, "fe"): _J2_ORDER,
-    (16, "fe"): _J2_ORDER,
-    (16, "programs"): f"{_J2_ORDER}; {_BINARY_IDS}",
+    (16, "programs"): _BINARY_IDS,
     (16, "sparse"): _BINARY_IDS,
 }
 J2_CASES = [
