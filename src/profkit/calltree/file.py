@@ -83,7 +83,7 @@ def loads(raw: bytes, *, path: str | None = None) -> CallProfile:
     compressed = raw[:2] == _GZIP_MAGIC
     if compressed:
         raw = _gunzip(raw, path)
-    if not raw.strip():
+    if not raw or raw.isspace():  # isspace stops at the first byte; strip() copied the file
         raise ProfileDataError("truncated", "empty file", path=path)
     try:
         text = raw.decode("utf-8")
