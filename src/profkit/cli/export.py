@@ -9,7 +9,12 @@ from typing import Any
 from profkit.cli.report import load_all
 from profkit.errors import UsageError
 from profkit.export import registry
-from profkit.export.atomic import refuse_input_as_output, write_atomic, write_stdout
+from profkit.export.atomic import (
+    refuse_input_as_output,
+    write_atomic,
+    write_errors,
+    write_stdout,
+)
 
 
 def register(sub: Any, name: str, help_text: str) -> None:
@@ -44,11 +49,7 @@ def _handler(args: argparse.Namespace) -> int:
     if out == "-":
         write_stdout(data)
         return 0
-    try:
+    with write_errors(f"cannot write {out}: "):
         write_atomic(out, data)
-    except BrokenPipeError:
-        raise  # -o /dev/stdout | head: success, as for -o -
-    except OSError as exc:
-        raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
     print(f"profkit: wrote {out} ({fmt.description})", file=sys.stderr)
     return 0

@@ -11,7 +11,7 @@ from types import FrameType
 from typing import Any
 
 from profkit.errors import UsageError
-from profkit.export.atomic import write_stdout
+from profkit.export.atomic import write_errors, write_stdout
 from profkit.monitor.core import Monitor
 from profkit.monitor.server import (
     DEFAULT_HOST,
@@ -89,25 +89,18 @@ def _handler(args: argparse.Namespace) -> int:
         if timer is not None:
             timer.daemon = True
             timer.start()
-        serve(sock, monitor, view, stop=stop)
+        with write_errors("cannot write to stdout: "):  # the view's output (full disk)
+            serve(sock, monitor, view, stop=stop)
     except KeyboardInterrupt:
         pass
-    except OSError as exc:  # the view's output failed (a full disk behind `>`)
-        if isinstance(exc, BrokenPipeError):
-            raise  # `| head`: profkit's main treats it as success
-        raise UsageError(f"cannot write to stdout: {exc.strerror or exc}") from None
     finally:
         if timer is not None:
             timer.cancel()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
         sock.close()
-    try:
+    with write_errors("cannot write to stdout: "):
         view.close(monitor)
-    except OSError as exc:
-        if isinstance(exc, BrokenPipeError):
-            raise
-        raise UsageError(f"cannot write to stdout: {exc.strerror or exc}") from None
     # a terminal's width cuts the summary; a file or pipe gets whole lines
     width = size.columns if sys.stdout.isatty() else UNLIMITED_WIDTH
     write_stdout(summary(monitor, args.top, width).encode("utf-8", "backslashreplace"))

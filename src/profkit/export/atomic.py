@@ -25,6 +25,7 @@ import os
 import stat
 import sys
 import tempfile
+from collections.abc import Iterator
 from types import TracebackType
 from typing import BinaryIO
 
@@ -113,13 +114,24 @@ def refuse_input_as_output(output: str, inputs: list[str]) -> str | None:
     return next((p for p in inputs if p != "-" and same_file(output, p)), None)
 
 
-def write_stdout(data: bytes) -> None:
-    """Write bytes to stdout and flush now, so a write error (a full disk behind ``>``)
-    becomes one ``profkit: error:`` line here rather than a loss at interpreter exit.
+@contextlib.contextmanager
+def write_errors(prefix: str) -> Iterator[None]:
+    """Turn an :class:`OSError` from writing into one ``profkit: error: <prefix><reason>``.
 
     :class:`BrokenPipeError` passes through: ``profkit ... | head`` is a success.
     """
     try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise ProfkitError(f"{prefix}{exc.strerror or exc}") from None
+
+
+def write_stdout(data: bytes) -> None:
+    """Write bytes to stdout and flush now, so a write error (a full disk behind ``>``)
+    becomes one ``profkit: error:`` line here rather than a loss at interpreter exit."""
+    with write_errors("cannot write to stdout: "):
         sys.stdout.flush()  # anything already printed through the text layer goes first
         binary = getattr(sys.stdout, "buffer", None)
         if binary is None:  # a text-only stream put in place by the caller (io.StringIO)
@@ -128,10 +140,6 @@ def write_stdout(data: bytes) -> None:
             return
         binary.write(data)
         binary.flush()
-    except BrokenPipeError:
-        raise
-    except OSError as exc:
-        raise ProfkitError(f"cannot write to stdout: {exc.strerror or exc}") from None
 
 
 def _umask() -> int:

@@ -61,21 +61,13 @@ def iter_lines(fh: BinaryIO) -> Iterator[bytes]:
 def write_atomic(path: str, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically (:mod:`profkit.export.atomic`); an OS error
     becomes one ProfkitError naming the file."""
-    try:
+    with _atomic.write_errors(f"{path}: cannot write: "):
         _atomic.write_atomic(path, data)
-    except OSError as exc:
-        raise ProfkitError(f"{path}: cannot write: {exc.strerror or exc}") from None
 
 
 @contextlib.contextmanager
 def atomic_output(path: str) -> Iterator[BinaryIO]:
     """A binary file written in pieces, published by rename only when complete
     (:class:`profkit.export.atomic.AtomicOutput`); an OS error becomes a ProfkitError."""
-    try:
-        with _atomic.AtomicOutput(path) as fh:
-            yield fh
-    except OSError as exc:
-        if isinstance(exc, BrokenPipeError):
-            raise
-        raise ProfkitError(f"{path}: cannot write: {exc.strerror or exc}") from None
-
+    with _atomic.write_errors(f"{path}: cannot write: "), _atomic.AtomicOutput(path) as fh:
+        yield fh
