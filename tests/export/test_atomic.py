@@ -67,6 +67,9 @@ def test_device_is_not_replaced() -> None:
 def test_directory_is_refused(tmp_path: Path) -> None:
     with pytest.raises(IsADirectoryError):
         write_atomic(tmp_path, b"x")
+    with pytest.raises(IsADirectoryError):  # a missing "out/" once became a file "out"
+        write_atomic(f"{tmp_path}/out/", b"x")
+    assert not (tmp_path / "out").exists()
 
 
 def test_refuse_input_as_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -52,7 +52,8 @@ class AtomicOutput:
             st: os.stat_result | None = os.stat(self.path)  # follows symlinks
         except FileNotFoundError:
             st = None
-        if st is not None and stat.S_ISDIR(st.st_mode):
+        if (st is not None and stat.S_ISDIR(st.st_mode)) or self.path.endswith(os.sep):
+            # "out/" names a directory even when it does not exist: never a file "out"
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), self.path)
         if st is not None and not stat.S_ISREG(st.st_mode):
             self._fh = open(self.path, "wb")  # a device or FIFO: written in place
