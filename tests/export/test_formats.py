@@ -208,6 +208,18 @@ def test_pprof_decodes_back() -> None:
     assert out["duration"] == 10_000_000
 
 
+def test_pprof_out_of_range_metadata_is_left_out() -> None:
+    """metadata start_time_ns/interval_ns of 2**70 were cut to 64 bits (wrong, negative
+    int64 values) in time_nanos/period."""
+    profile = sample_profile()
+    profile.metadata.update(start_time_ns=2**70, interval_ns=2**64 + 5)
+    msg = protobuf.fields(gzip.decompress(pprof.write(profile)))
+    assert 9 not in msg and protobuf.one(msg, 12) == 1
+    profile.metadata.update(start_time_ns=1_700_000_000_000_000_000, interval_ns=1_000_000)
+    msg = protobuf.fields(gzip.decompress(pprof.write(profile)))
+    assert (protobuf.one(msg, 9), protobuf.one(msg, 12)) == (1_700_000_000_000_000_000, 1_000_000)
+
+
 def test_pprof_varint() -> None:
     for value in (0, 1, 127, 128, 300, 2**32, 2**63 - 1):
         assert protobuf.read_varint(pprof.varint(value), 0) == (value, len(pprof.varint(value)))

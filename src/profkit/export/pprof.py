@@ -20,6 +20,8 @@ import gzip
 from profkit.calltree.model import CallProfile
 from profkit.report.tree import total_ns, walk
 
+_INT64_MAX = (1 << 63) - 1
+
 
 def varint(value: int) -> bytes:
     """Protobuf base-128 varint; negative int64 values use their 64-bit two's complement."""
@@ -89,17 +91,24 @@ def encode(profile: CallProfile) -> bytes:
         parts.append(_bytes(5, body))
     start = profile.metadata.get("start_time_ns")
     tail = b""
-    if type(start) is int and start > 0:
+    if _int64(start):
         tail += _int(9, start)
-    tail += _int(10, max((total_ns(t.root) for t in profile.threads), default=0))
+    # a root's total is a sum of children when unknown: it may pass int64, so clamp
+    tail += _int(10, min(max((total_ns(t.root) for t in profile.threads), default=0), _INT64_MAX))
     tail += value_type(11, time_name, "nanoseconds")
     interval = profile.metadata.get("interval_ns")
-    tail += _int(12, interval if type(interval) is int and interval > 0 else 1)
+    tail += _int(12, interval if _int64(interval) else 1)
     tail += _int(14, s(time_name))
     # the string table must be written after every s() call above
     # pprof strings must be UTF-8: a lone surrogate (non-UTF-8 file name) is written escaped
     strings = b"".join(_bytes(6, text.encode("utf-8", "backslashreplace")) for text in s.table)
     return b"".join(parts) + strings + tail
+
+
+def _int64(value: object) -> bool:
+    """A metadata value usable as a positive int64 field (metadata is free-form: a
+    hand-edited 2**70 must not be silently cut to 64 bits and come out negative)."""
+    return type(value) is int and 0 < value <= _INT64_MAX
 
 
 def write(profile: CallProfile) -> bytes:
