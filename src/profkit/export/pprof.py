@@ -16,6 +16,7 @@ back the inclusive times.
 from __future__ import annotations
 
 import gzip
+from typing import TypeGuard
 
 from profkit.calltree.model import CallProfile
 from profkit.report.tree import total_ns, walk
@@ -105,7 +106,7 @@ def encode(profile: CallProfile) -> bytes:
     return b"".join(parts) + strings + tail
 
 
-def _int64(value: object) -> bool:
+def _int64(value: object) -> TypeGuard[int]:
     """A metadata value usable as a positive int64 field (metadata is free-form: a
     hand-edited 2**70 must not be silently cut to 64 bits and come out negative)."""
     return type(value) is int and 0 < value <= _INT64_MAX
