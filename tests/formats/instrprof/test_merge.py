@@ -241,7 +241,7 @@ def test_fast_path_equals_serial_on_varied_counters(tmp_path: Path, seed: int) -
     from profkit.formats.instrprof.fastraw import probe
 
     rng = random.Random(seed)
-    name = rng.choice(["ir.profraw", "fe_mcdc.profraw", "cxx_ir.profraw"])
+    name = ["ir.profraw", "fe_mcdc.profraw", "cxx_ir.profraw", "dso_concat.profraw"][seed]
     base = _raw_fixture(name).read_bytes()
     shape = probe(base)
     assert shape is not None
@@ -249,14 +249,15 @@ def test_fast_path_equals_serial_on_varied_counters(tmp_path: Path, seed: int) -
     serial = ProfileMerger()
     for i in range(5):
         data = bytearray(base)
-        a, b = shape.counters
-        for off in range(a, b, 8):
-            big = rng.random() < 0.02 and seed == 3
-            value = rng.randrange(1 << 64) if big else rng.randrange(1000)
-            data[off : off + 8] = value.to_bytes(8, "little")
-        a, b = shape.bitmap
-        for off in range(a, b):
-            data[off] = rng.randrange(256)
+        for seg in shape.segments:
+            a, b = seg.counters
+            for off in range(a, b, 8):
+                big = rng.random() < 0.02 and seed == 3
+                value = rng.randrange(1 << 64) if big else rng.randrange(1000)
+                data[off : off + 8] = value.to_bytes(8, "little")
+            a, b = seg.bitmap
+            for off in range(a, b):
+                data[off] = rng.randrange(256)
         path = tmp_path / f"{i}.profraw"
         path.write_bytes(bytes(data))
         weight = rng.randint(1, 3)

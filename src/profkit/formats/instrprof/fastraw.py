@@ -12,7 +12,8 @@ ordinary raw reader (which also validates it), and its records get the summed co
 The result equals the serial record-by-record merge: counters are added with the same
 saturation and clamping, value sites go through the same merge functions, and a file
 whose shape differs, or that has anything unusual (byte counters, temporal profiles,
-vtables, several profiles in one file, counters near 2^64), takes the ordinary path.
+vtables, counters near 2^64), takes the ordinary path. A file holding several profiles
+(executable + shared libraries) is handled profile by profile (:class:`Segment`).
 """
 
 from __future__ import annotations
@@ -51,14 +52,10 @@ Sites = dict[ValueKind, list[ValueSite]]
 
 
 @dataclass
-class RawShape:
-    """Where one raw file keeps what varies between runs, plus its shape fingerprint."""
+class Segment:
+    """One profile inside a raw file (an executable's, or one shared library's)."""
 
-    key: bytes  # a quick fingerprint of ``parts``; equal keys are confirmed on ``parts``
-    parts: bytes  # everything that must be equal between files of one shape
-    kind: ProfileKind
-    order: str
-    counters: tuple[int, int]  # byte range
+    counters: tuple[int, int]  # absolute byte range
     bitmap: tuple[int, int]
     data_pos: int
     num_data: int
@@ -66,15 +63,29 @@ class RawShape:
     # byte offsets inside a data record
     name_off: int
     fptr_off: int
-    psize: int
     counter_ptr_off: int
-    num_counters_off: int
     bitmap_ptr_off: int  # -1 when the version has no bitmaps
-    num_bitmap_off: int
     counters_delta: int
     bitmap_delta: int
-    value_records: list[int]  # indexes of records that have a value block
+    value_records: list[int]  # indexes (within the segment) of records with a value block
     value_start: int
+    end: int  # where the segment's value blocks end
+
+
+@dataclass
+class RawShape:
+    """Where one raw file keeps what varies between runs, plus its shape fingerprint."""
+
+    key: bytes  # a quick fingerprint of ``parts``; equal keys are confirmed on ``parts``
+    parts: bytes  # everything that must be equal between files of one shape
+    kind: ProfileKind
+    order: str
+    psize: int
+    segments: list[Segment]
+
+    @property
+    def num_data(self) -> int:
+        return sum(seg.num_data for seg in self.segments)
 
 
 def _field_offsets(fields: tuple[str, ...], order: str, psize: int) -> dict[str, int]:
@@ -92,13 +103,50 @@ def _field_offsets(fields: tuple[str, ...], order: str, psize: int) -> dict[str,
     return out
 
 
+#: More profiles than this in one file (exe + shared libraries) take the record path.
+MAX_SEGMENTS = 256
+
+
 def probe(data: bytes) -> RawShape | None:
-    """The shape of a single-profile raw file that the fast path can take, else None."""
+    """The shape of a raw file the fast path can take, else None.
+
+    A file may hold several profiles back to back (an executable and its instrumented
+    shared libraries); each becomes a :class:`Segment`, and all must qualify.
+    """
     magic = bytes(data[:8])
     if magic not in RAW_MAGICS or len(data) < 16:
         return None
     order, psize = RAW_MAGICS[magic]
-    word = struct.unpack_from(order + "Q", data, 8)[0]
+    segments: list[Segment] = []
+    parts: list[bytes] = []
+    kind = ProfileKind.NONE
+    pos = 0
+    while True:
+        found = _probe_segment(data, pos, order, psize, parts)
+        if found is None:
+            return None
+        segment, seg_kind = found
+        segments.append(segment)
+        kind |= seg_kind
+        pos = segment.end
+        while pos < len(data) and data[pos] == 0:  # padding between profiles
+            pos += 1
+        if pos >= len(data):
+            break
+        if pos % 8 or bytes(data[pos : pos + 8]) != magic or len(segments) >= MAX_SEGMENTS:
+            return None
+        parts.append(pos.to_bytes(8, "little"))
+    joined = b"".join(parts)
+    key = zlib.crc32(joined).to_bytes(4, "little") + len(joined).to_bytes(8, "little")
+    return RawShape(key, joined, kind, order, psize, segments)
+
+
+def _probe_segment(
+    data: bytes, start: int, order: str, psize: int, parts: list[bytes]
+) -> tuple[Segment, ProfileKind] | None:
+    if start + 16 > len(data):
+        return None
+    word = struct.unpack_from(order + "Q", data, start + 8)[0]
     version = word & 0xFFFFFFFF
     if version not in RAW_HEADER or version < RELATIVE_POINTERS_FROM:
         return None  # absolute pointers before v8 differ from run to run
@@ -106,16 +154,16 @@ def probe(data: bytes) -> RawShape | None:
     if kind & _SLOW_KINDS:
         return None
     hdr = compile_layout(RAW_HEADER[version], order, 8)
-    if len(data) < hdr.size:
+    if start + hdr.size > len(data):
         return None
-    values = hdr.struct.unpack_from(data, 0)
+    values = hdr.struct.unpack_from(data, start)
     h = {name: values[i] for name, (i, _) in hdr.index.items()}
     if h.get("num_vtables", 0) or h.get("num_uniform_counters", 0):
         return None
     rec_fields = RAW_RECORD[version]
     rec = compile_layout(rec_fields, order, psize)
     offs = _field_offsets(rec_fields, order, psize)
-    pos = hdr.size + h.get("binary_ids_size", 0)
+    pos = start + hdr.size + h.get("binary_ids_size", 0)
     data_pos = pos
     pos += h["num_data"] * rec.size + h["padding_before_counters"]
     counters = (pos, pos + h["num_counters"] * 8)
@@ -123,9 +171,9 @@ def probe(data: bytes) -> RawShape | None:
     bitmap = (pos, pos + h.get("num_bitmap_bytes", 0))
     pos = bitmap[1] + h.get("padding_after_bitmap", 0)
     pos += h["names_size"]
-    pos += -pos % 8
+    pos += -(pos - start) % 8
     pos += h.get("vnames_size", 0)
-    pos += -pos % 8
+    pos += -(pos - start) % 8
     if pos > len(data) or counters[0] % 8:
         return None
     value_start = pos
@@ -138,8 +186,7 @@ def probe(data: bytes) -> RawShape | None:
         records[:, vs_off : vs_off + 2 * n_kinds].tobytes(), np.dtype(order + "u2")
     ).reshape(-1, n_kinds)
     value_records = np.flatnonzero(sites.any(axis=1)).tolist()
-    # Walk the value blocks by their sizes: they must end exactly at the end of the file
-    # (a second concatenated profile would follow them otherwise).
+    # Walk the value blocks by their sizes to find where this profile ends.
     vpos = value_start
     for _ in value_records:
         if vpos + 8 > len(data):
@@ -148,33 +195,27 @@ def probe(data: bytes) -> RawShape | None:
         if total < 8 or total % 8:
             return None
         vpos += total
-    if vpos != len(data):
+    if vpos > len(data):
         return None
     # The fingerprint: everything but counters, bitmap, value blocks and run-time addresses.
     masked = records.copy()
     for name in ("function_ptr", "values"):
         masked[:, offs[name] : offs[name] + psize] = 0
-    header = bytearray(data[: hdr.size])
+    header = bytearray(data[start : start + hdr.size])
     volatile = ["names_delta"]  # an absolute address
     if not h.get("num_bitmap_bytes", 0) and hdr.has("bitmap_delta"):
         volatile.append("bitmap_delta")  # no bitmap section: 0 − DataBegin, run-dependent
     for name in volatile:
         at = 8 * hdr.pos(name)
         header[at : at + 8] = bytes(8)
-    parts = b"".join(
-        (
-            bytes(header),
-            data[hdr.size : data_pos],
-            masked.tobytes(),
-            data[counters[1] : bitmap[0]],
-            data[bitmap[1] : value_start],
-        )
+    parts += (
+        bytes(header),
+        data[start + hdr.size : data_pos],
+        masked.tobytes(),
+        data[counters[1] : bitmap[0]],
+        data[bitmap[1] : value_start],
     )
-    return RawShape(
-        key=zlib.crc32(parts).to_bytes(4, "little") + len(parts).to_bytes(8, "little"),
-        parts=parts,
-        kind=kind,
-        order=order,
+    segment = Segment(
         counters=counters,
         bitmap=bitmap,
         data_pos=data_pos,
@@ -182,21 +223,20 @@ def probe(data: bytes) -> RawShape | None:
         rec_size=rec.size,
         name_off=offs["name_ref"],
         fptr_off=offs["function_ptr"],
-        psize=psize,
         counter_ptr_off=offs["counter_ptr"],
-        num_counters_off=offs["num_counters"],
         bitmap_ptr_off=offs.get("bitmap_ptr", -1),
-        num_bitmap_off=offs.get("num_bitmap_bytes", -1),
         counters_delta=h["counters_delta"],
         bitmap_delta=h.get("bitmap_delta", 0),
         value_records=value_records,
         value_start=value_start,
+        end=vpos,
     )
+    return segment, kind
 
 
-def _column(data: bytes, shape: RawShape, offset: int, width: int) -> np.ndarray:
-    recs = np.frombuffer(data, np.uint8, shape.num_data * shape.rec_size, shape.data_pos)
-    col = recs.reshape(shape.num_data, shape.rec_size)[:, offset : offset + width]
+def _column(data: bytes, shape: RawShape, seg: Segment, offset: int, width: int) -> np.ndarray:
+    recs = np.frombuffer(data, np.uint8, seg.num_data * seg.rec_size, seg.data_pos)
+    col = recs.reshape(seg.num_data, seg.rec_size)[:, offset : offset + width]
     code = {8: "u8", 4: "u4", 2: "u2"}[width]
     return np.frombuffer(col.tobytes(), np.dtype(shape.order + code))
 
@@ -246,43 +286,45 @@ class ShapeAccumulator:
         acc.counters, overflow = _weighted(counts.copy() if weight == 1 else counts, weight)
         if overflow:
             warn(f"{path}: {COUNTER_OVERFLOW}")
-        acc.bitmap = np.frombuffer(
-            data, np.uint8, shape.bitmap[1] - shape.bitmap[0], shape.bitmap[0]
-        ).copy()
+        acc.bitmap = acc._bitmap(data).copy()
         for index, sites in acc._value_blocks(data, path).items():
             acc.values[index] = scale_and_sort_sites(sites, weight, warn)
         acc.files = 1
         return acc
 
     def _counts(self, data: bytes) -> np.ndarray:
-        a, b = self.shape.counters
-        counts = np.frombuffer(data, np.dtype(self.shape.order + "u8"), (b - a) // 8, a)
+        dtype = np.dtype(self.shape.order + "u8")
+        pieces = [
+            np.frombuffer(data, dtype, (b - a) // 8, a)
+            for a, b in (s.counters for s in self.shape.segments)
+        ]
+        counts = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
         if counts.size and counts.max() >= _MAX:
             raise _NotFast
         return counts.astype(np.uint64, copy=False)
 
+    def _bitmap(self, data: bytes) -> np.ndarray:
+        pieces = [
+            np.frombuffer(data, np.uint8, b - a, a)
+            for a, b in (s.bitmap for s in self.shape.segments)
+        ]
+        return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+
     def _value_blocks(self, data: bytes, path: str) -> dict[int, Sites]:
+        """Value sites by (file-wide) record index, targets resolved per profile."""
         shape = self.shape
-        if not shape.value_records:
-            return {}
-        cur = Cursor(data, shape.value_start, path=path, error=ProfileFormatError)
-        fptrs = _column(data, shape, shape.fptr_off, shape.psize)
-        names = _column(data, shape, shape.name_off, 8)
         out: dict[int, Sites] = {}
-        for index in shape.value_records:
-            sites = read_value_block(cur, shape.order, f"value data of record {index}")
-            calls = sites.get(ValueKind.INDIRECT_CALL_TARGET)
-            if calls:
-                resolved: dict[int, int] = {}
-                for site in calls:
-                    for value, _ in site:
-                        if value not in resolved:
-                            hits = np.flatnonzero(fptrs == value) if value else ()
-                            resolved[value] = int(names[hits].min()) if len(hits) else 0
-                sites[ValueKind.INDIRECT_CALL_TARGET] = [
-                    [(resolved[v], c) for v, c in site] for site in calls
-                ]
-            out[index] = sites
+        base = 0
+        for seg in shape.segments:
+            if seg.value_records:
+                cur = Cursor(data, seg.value_start, path=path, error=ProfileFormatError)
+                fptrs = _column(data, shape, seg, seg.fptr_off, shape.psize)
+                names = _column(data, shape, seg, seg.name_off, 8)
+                for index in seg.value_records:
+                    sites = read_value_block(cur, shape.order, f"value data of record {index}")
+                    _resolve_calls(sites, fptrs, names)
+                    out[base + index] = sites
+            base += seg.num_data
         return out
 
     def add_file(self, path: str, data: bytes, weight: int, warn: Warn) -> None:
@@ -292,9 +334,8 @@ class ShapeAccumulator:
         self.counters, over2 = _sat_add(self.counters, counts)
         if over1 or over2:
             warn(f"{path}: {COUNTER_OVERFLOW}")
-        a, b = self.shape.bitmap
-        if b > a:
-            np.bitwise_or(self.bitmap, np.frombuffer(data, np.uint8, b - a, a), out=self.bitmap)
+        if self.bitmap.size:
+            np.bitwise_or(self.bitmap, self._bitmap(data), out=self.bitmap)
         for index, sites in blocks.items():
             merge_value_sites(
                 self.values.setdefault(index, {}), sites, weight, _Prefixed(warn, path)
@@ -319,27 +360,46 @@ class ShapeAccumulator:
         profile = parse_raw(data, self.first_path)
         if len(profile.records) != shape.num_data:  # pragma: no cover - reader invariant
             raise ProfileFormatError("malformed", "record count changed", path=self.first_path)
-        pmask = (1 << (8 * shape.psize)) - 1
-        base = np.arange(shape.num_data, dtype=np.uint64) * np.uint64(shape.rec_size)
-        cptr = _column(data, shape, shape.counter_ptr_off, shape.psize).astype(np.uint64)
-        offsets = ((cptr - np.uint64(shape.counters_delta) + base) & np.uint64(pmask)) // np.uint64(
-            8
-        )
+        pmask = np.uint64((1 << (8 * shape.psize)) - 1)
         counters = self.counters.tolist()
         bitmap = self.bitmap.tobytes()
+        offsets: list[int] = []
         boffs: list[int] = []
-        if shape.bitmap_ptr_off >= 0 and bitmap:
-            bptr = _column(data, shape, shape.bitmap_ptr_off, shape.psize).astype(np.uint64)
-            boffs = ((bptr - np.uint64(shape.bitmap_delta) + base) & np.uint64(pmask)).tolist()
-        for index, (record, off) in enumerate(zip(profile.records, offsets.tolist(), strict=True)):
-            n = len(record.counts)
-            record.counts = counters[off : off + n]
-            if boffs and record.bitmap:
-                start = boffs[index]
-                record.bitmap = bitmap[start : start + len(record.bitmap)]
+        counter_base = bitmap_base = 0
+        for seg in shape.segments:
+            rel = np.arange(seg.num_data, dtype=np.uint64) * np.uint64(seg.rec_size)
+            cptr = _column(data, shape, seg, seg.counter_ptr_off, shape.psize).astype(np.uint64)
+            local = ((cptr - np.uint64(seg.counters_delta) + rel) & pmask) // np.uint64(8)
+            offsets.extend((local + np.uint64(counter_base)).tolist())
+            if seg.bitmap_ptr_off >= 0 and seg.bitmap[1] > seg.bitmap[0]:
+                bptr = _column(data, shape, seg, seg.bitmap_ptr_off, shape.psize).astype(np.uint64)
+                local_b = (bptr - np.uint64(seg.bitmap_delta) + rel) & pmask
+                boffs.extend((local_b + np.uint64(bitmap_base)).tolist())
+            else:
+                boffs.extend([0] * seg.num_data)
+            counter_base += (seg.counters[1] - seg.counters[0]) // 8
+            bitmap_base += seg.bitmap[1] - seg.bitmap[0]
+        for record, off, boff in zip(profile.records, offsets, boffs, strict=True):
+            record.counts = counters[off : off + len(record.counts)]
+            if record.bitmap:
+                record.bitmap = bitmap[boff : boff + len(record.bitmap)]
         for index, sites in self.values.items():
             profile.records[index].value_sites = sites
         return profile
+
+
+def _resolve_calls(sites: Sites, fptrs: np.ndarray, names: np.ndarray) -> None:
+    """Indirect-call targets: run-time address → NameRef of that profile's function (0 = unknown)."""
+    calls = sites.get(ValueKind.INDIRECT_CALL_TARGET)
+    if not calls:
+        return
+    resolved: dict[int, int] = {}
+    for site in calls:
+        for value, _ in site:
+            if value not in resolved:
+                hits = np.flatnonzero(fptrs == value) if value else ()
+                resolved[value] = int(names[hits].min()) if len(hits) else 0
+    sites[ValueKind.INDIRECT_CALL_TARGET] = [[(resolved[v], c) for v, c in site] for site in calls]
 
 
 class _NotFast(Exception):
