@@ -397,9 +397,9 @@ def test_llvm_j_emulation_byte_identical(llvm: int, seed: int, tmp_path: Path) -
 
 def test_fingerprint_collisions_are_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every raw file gets the same quick key: the byte comparison keeps shapes apart."""
-    import profkit.formats.instrprof.fastraw as fastraw
+    import profkit.formats.instrprof.rawshape as rawshape
 
-    monkeypatch.setattr(fastraw.zlib, "crc32", lambda data: 0)
+    monkeypatch.setattr(rawshape.zlib, "crc32", lambda data: 0)
     names = ["ir.profraw", "cxx_ir.profraw", "ir.profraw", "binary_ids.profraw", "cxx_ir.profraw"]
     inputs = []
     serial = ProfileMerger()

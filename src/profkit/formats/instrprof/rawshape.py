@@ -1,0 +1,219 @@
+"""The "shape" of a raw file: what must be equal for two files to merge as arrays.
+
+:func:`probe` walks the profiles of a raw file (one, or an executable's followed by
+its shared libraries') with the ordinary layout tables, records where the parts that
+vary between runs live (counters, bitmap bytes, value blocks), and fingerprints the
+rest with run-time addresses masked. Used by :mod:`~profkit.formats.instrprof.fastraw`.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from profkit.formats.instrprof.layouts import (
+    RAW_HEADER,
+    RAW_RECORD,
+    RELATIVE_POINTERS_FROM,
+    compile_layout,
+)
+from profkit.formats.instrprof.model import ProfileKind
+from profkit.formats.instrprof.raw import RAW_MAGICS
+
+#: Raw variants the array path does not take (counters are bytes, carry timestamps, or
+#: the data lives elsewhere).
+SLOW_KINDS = ProfileKind.SINGLE_BYTE_COVERAGE | ProfileKind.TEMPORAL | ProfileKind.DEBUG_CORRELATE
+
+
+@dataclass
+class Segment:
+    """One profile inside a raw file (an executable's, or one shared library's)."""
+
+    counters: tuple[int, int]  # absolute byte range
+    bitmap: tuple[int, int]
+    data_pos: int
+    num_data: int
+    rec_size: int
+    # byte offsets inside a data record
+    name_off: int
+    fptr_off: int
+    counter_ptr_off: int
+    bitmap_ptr_off: int  # -1 when the version has no bitmaps
+    counters_delta: int
+    bitmap_delta: int
+    value_records: list[int]  # indexes (within the segment) of records with a value block
+    value_start: int
+    end: int  # where the segment's value blocks end
+
+
+@dataclass
+class RawShape:
+    """Where one raw file keeps what varies between runs, plus its shape fingerprint."""
+
+    key: bytes  # a quick fingerprint of ``parts``; equal keys are confirmed on ``parts``
+    parts: bytes  # everything that must be equal between files of one shape
+    kind: ProfileKind
+    order: str
+    psize: int
+    segments: list[Segment]
+
+    @property
+    def num_data(self) -> int:
+        return sum(seg.num_data for seg in self.segments)
+
+
+def _field_offsets(fields: tuple[str, ...], order: str, psize: int) -> dict[str, int]:
+    """Byte offset of every field of a record layout (natural alignment, as layouts.py)."""
+    sizes = {"Q": 8, "I": 4, "H": 2, "B": 1, "P": psize}
+    out: dict[str, int] = {}
+    off = 0
+    for spec in fields:
+        name, code = spec.split(":")
+        count = int(code[:-1] or 1)
+        size = sizes[code[-1]]
+        off += -off % size
+        out[name] = off
+        off += size * count
+    return out
+
+
+#: More profiles than this in one file (exe + shared libraries) take the record path.
+MAX_SEGMENTS = 256
+
+
+def probe(data: bytes) -> RawShape | None:
+    """The shape of a raw file the fast path can take, else None.
+
+    A file may hold several profiles back to back (an executable and its instrumented
+    shared libraries); each becomes a :class:`Segment`, and all must qualify.
+    """
+    magic = bytes(data[:8])
+    if magic not in RAW_MAGICS or len(data) < 16:
+        return None
+    order, psize = RAW_MAGICS[magic]
+    segments: list[Segment] = []
+    parts: list[bytes] = []
+    kind = ProfileKind.NONE
+    pos = 0
+    while True:
+        found = _probe_segment(data, pos, order, psize, parts)
+        if found is None:
+            return None
+        segment, seg_kind = found
+        segments.append(segment)
+        kind |= seg_kind
+        pos = segment.end
+        while pos < len(data) and data[pos] == 0:  # padding between profiles
+            pos += 1
+        if pos >= len(data):
+            break
+        if pos % 8 or bytes(data[pos : pos + 8]) != magic or len(segments) >= MAX_SEGMENTS:
+            return None
+        parts.append(pos.to_bytes(8, "little"))
+    joined = b"".join(parts)
+    key = zlib.crc32(joined).to_bytes(4, "little") + len(joined).to_bytes(8, "little")
+    return RawShape(key, joined, kind, order, psize, segments)
+
+
+def _probe_segment(
+    data: bytes, start: int, order: str, psize: int, parts: list[bytes]
+) -> tuple[Segment, ProfileKind] | None:
+    if start + 16 > len(data):
+        return None
+    word = struct.unpack_from(order + "Q", data, start + 8)[0]
+    version = word & 0xFFFFFFFF
+    if version not in RAW_HEADER or version < RELATIVE_POINTERS_FROM:
+        return None  # absolute pointers before v8 differ from run to run
+    kind = ProfileKind.from_version_word(word)
+    if kind & SLOW_KINDS:
+        return None
+    hdr = compile_layout(RAW_HEADER[version], order, 8)
+    if start + hdr.size > len(data):
+        return None
+    values = hdr.struct.unpack_from(data, start)
+    h = {name: values[i] for name, (i, _) in hdr.index.items()}
+    if h.get("num_vtables", 0) or h.get("num_uniform_counters", 0):
+        return None
+    rec_fields = RAW_RECORD[version]
+    rec = compile_layout(rec_fields, order, psize)
+    offs = _field_offsets(rec_fields, order, psize)
+    pos = start + hdr.size + h.get("binary_ids_size", 0)
+    data_pos = pos
+    pos += h["num_data"] * rec.size + h["padding_before_counters"]
+    counters = (pos, pos + h["num_counters"] * 8)
+    pos = counters[1] + h["padding_after_counters"]
+    bitmap = (pos, pos + h.get("num_bitmap_bytes", 0))
+    pos = bitmap[1] + h.get("padding_after_bitmap", 0)
+    pos += h["names_size"]
+    pos += -(pos - start) % 8
+    pos += h.get("vnames_size", 0)
+    pos += -(pos - start) % 8
+    if pos > len(data) or counters[0] % 8:
+        return None
+    value_start = pos
+    records = np.frombuffer(data, np.uint8, h["num_data"] * rec.size, data_pos).reshape(
+        h["num_data"], rec.size
+    )
+    n_kinds = rec.index["num_value_sites"][1]
+    vs_off = offs["num_value_sites"]
+    sites = np.frombuffer(
+        records[:, vs_off : vs_off + 2 * n_kinds].tobytes(), np.dtype(order + "u2")
+    ).reshape(-1, n_kinds)
+    value_records = np.flatnonzero(sites.any(axis=1)).tolist()
+    # Walk the value blocks by their sizes to find where this profile ends.
+    vpos = value_start
+    for _ in value_records:
+        if vpos + 8 > len(data):
+            return None
+        total = struct.unpack_from(order + "I", data, vpos)[0]
+        if total < 8 or total % 8:
+            return None
+        vpos += total
+    if vpos > len(data):
+        return None
+    # The fingerprint: everything but counters, bitmap, value blocks and run-time addresses.
+    masked = records.copy()
+    for name in ("function_ptr", "values"):
+        masked[:, offs[name] : offs[name] + psize] = 0
+    header = bytearray(data[start : start + hdr.size])
+    volatile = ["names_delta"]  # an absolute address
+    if not h.get("num_bitmap_bytes", 0) and hdr.has("bitmap_delta"):
+        volatile.append("bitmap_delta")  # no bitmap section: 0 − DataBegin, run-dependent
+    for name in volatile:
+        at = 8 * hdr.pos(name)
+        header[at : at + 8] = bytes(8)
+    parts += (
+        bytes(header),
+        data[start + hdr.size : data_pos],
+        masked.tobytes(),
+        data[counters[1] : bitmap[0]],
+        data[bitmap[1] : value_start],
+    )
+    segment = Segment(
+        counters=counters,
+        bitmap=bitmap,
+        data_pos=data_pos,
+        num_data=h["num_data"],
+        rec_size=rec.size,
+        name_off=offs["name_ref"],
+        fptr_off=offs["function_ptr"],
+        counter_ptr_off=offs["counter_ptr"],
+        bitmap_ptr_off=offs.get("bitmap_ptr", -1),
+        counters_delta=h["counters_delta"],
+        bitmap_delta=h.get("bitmap_delta", 0),
+        value_records=value_records,
+        value_start=value_start,
+        end=vpos,
+    )
+    return segment, kind
+
+
+def column(data: bytes, shape: RawShape, seg: Segment, offset: int, width: int) -> np.ndarray:
+    """One field of every data record of ``seg`` as an array (file byte order decoded)."""
+    recs = np.frombuffer(data, np.uint8, seg.num_data * seg.rec_size, seg.data_pos)
+    col = recs.reshape(seg.num_data, seg.rec_size)[:, offset : offset + width]
+    code = {8: "u8", 4: "u4", 2: "u2"}[width]
+    return np.frombuffer(col.tobytes(), np.dtype(shape.order + code))
