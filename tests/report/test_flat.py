@@ -91,3 +91,16 @@ def _nodes(root):  # type: ignore[no-untyped-def]
         n = stack.pop()
         yield n
         stack.extend(n.children.values())
+
+
+def test_sampled_profiles_count_samples_not_calls() -> None:
+    """A sampled profile's count column said "calls" though it counts samples."""
+    from profkit.report.text import render_tree
+
+    profile = sample_profile()
+    profile.mode = "sample"
+    assert " samples  function" in render_flat(profile)
+    assert " samples  function" in render_tree(profile)
+    assert "2 samples," in render_callers(profile, "work")
+    profile.mode = "trace"
+    assert "   calls  function" in render_flat(profile) and "2 calls," in render_callers(profile, "work")

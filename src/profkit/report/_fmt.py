@@ -63,6 +63,13 @@ def fit(name: str, room: int) -> str:
     return "…" + name[len(name) - room + 1 :]
 
 
+def column_header(columns: str, mode: str) -> str:
+    """The column titles; in a sampled profile the count column counts samples, not calls."""
+    if mode == "sample":
+        columns = columns.replace("   calls", " samples")
+    return columns + "function"
+
+
 class Palette:
     """ANSI colours, or nothing at all when colour is off (so plain output has no escapes)."""
 

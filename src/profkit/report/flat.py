@@ -7,7 +7,7 @@ from typing import Literal
 
 from profkit.calltree.model import CallProfile
 from profkit.errors import UsageError
-from profkit.report._fmt import Palette, fit, format_ns
+from profkit.report._fmt import Palette, column_header, fit, format_ns
 from profkit.report.stats import ROOT, Stats, Totals, collect
 from profkit.report.tree import filter_prefix, frame_label, parse_prefixes
 
@@ -46,7 +46,7 @@ def render_flat(
     width = max(width, len(_FLAT_COLUMNS) + 16)
     room = width - len(_FLAT_COLUMNS)
     out = [pal.bold(f"{len(stats.functions)} functions, {format_ns(stats.total_ns)} in total"),
-           pal.dim(_FLAT_COLUMNS + "function")]
+           pal.dim(column_header(_FLAT_COLUMNS, profile.mode))]
     for frame, t in rows:
         share = t.exclusive_ns / base
         cols = (f"{format_ns(t.exclusive_ns):>8} {format_ns(t.inclusive_ns):>8} "
@@ -98,7 +98,8 @@ def render_callers(
         if out:
             out.append("")
         out.append(pal.bold(fit(frame_label(profile.frames, frame), width)))
-        out.append(f"  {t.calls} calls, {format_ns(t.inclusive_ns)} total, "
+        counted = "samples" if profile.mode == "sample" else "calls"
+        out.append(f"  {t.calls} {counted}, {format_ns(t.inclusive_ns)} total, "
                    f"{format_ns(t.exclusive_ns)} self")
         callers = [(a, e) for (a, b), e in stats.edges.items() if b == frame]
         callees = [(b, e) for (a, b), e in stats.edges.items() if a == frame]

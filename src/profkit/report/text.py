@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from profkit.calltree.model import CallNode, CallProfile
-from profkit.report._fmt import Palette, fit, format_ns
+from profkit.report._fmt import Palette, column_header, fit, format_ns
 from profkit.report.tree import filter_prefix, frame_label, parse_prefixes, total_ns
 
 _COLUMNS = "   total     self      %    calls  "
@@ -54,7 +54,7 @@ def render_tree(
         if not root.children:
             out.append(pal.dim("  (no calls recorded" + (" under the prefix)" if prefixes else ")")))
             continue
-        out.append(pal.dim(_COLUMNS + "function"))
+        out.append(pal.dim(column_header(_COLUMNS, profile.mode)))
         limit = max(min_time_ns, int(min_share * total))
         _render_thread(profile, root, total, out, pal, width, limit, max_depth, top)
     if not profile.threads:
