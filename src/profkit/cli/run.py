@@ -83,6 +83,8 @@ def _handler(args: argparse.Namespace) -> int:
     settings = Settings.from_env(os.environ).with_flags(flags)
     prepared = program.prepare()
     _check_sinks(settings)
+    if settings.mode == "sample" and (settings.udp or settings.stream or settings.timeline):
+        _say("profkit: note: --udp, --stream and --timeline record calls: trace mode only\n")
     path = out.resolve_output(settings.output or out.default_output(program.label))
     absolute = os.path.abspath(path)
     settings = settings.replace(output=path)
