@@ -300,14 +300,17 @@ class Session:
             if not self.active:
                 return
             self.active = False
-            # The tracing backend first: stopping the sampler runs threading code that
-            # must not be reported as the program's.
-            for part in [self.backend, *self.extras]:
-                if part is not None:
-                    try:  # noqa: SIM105 - no stdlib helper here: its frames would be profiled
-                        part.stop()
-                    except Exception:  # pragma: no cover - stopping must not fail the program
-                        pass
+        # Stopped outside the lock: stopping the sampler joins its thread, which may be
+        # inside ``fail`` (the profiler raised in ``stack_sample``) waiting for that lock.
+        # Only the caller that turned ``active`` off gets here, so each part stops once.
+        # The tracing backend first: stopping the sampler runs threading code that must
+        # not be reported as the program's.
+        for part in [self.backend, *self.extras]:
+            if part is not None:
+                try:  # noqa: SIM105 - no stdlib helper here: its frames would be profiled
+                    part.stop()
+                except Exception:  # pragma: no cover - stopping must not fail the program
+                    pass
         _on_detached(self)
         if not shutdown:
             self.attach_frames.clear()
