@@ -328,14 +328,26 @@ if __name__ == "__main__":
 )
 def test_subprocesses_write_their_own_profiles(tmp_path: Path) -> None:
     (tmp_path / "parent.py").write_text(CHILDREN)
-    out = _run([*LAUNCHERS[0], "--no-tree", "-o", "par.json", "parent.py"], tmp_path)
+    flags = ["--basetime", "1ns", "--unit", "ns", "--timeline"]
+    out = _run([*LAUNCHERS[0], "--no-tree", *flags, "-o", "par.json", "parent.py"], tmp_path)
     assert out.returncode == 0, out.stderr
     children = sorted(tmp_path.glob("par.*.json"))
+    parent = profile_file.load(tmp_path / "par.json").metadata["settings"]
     names = set()
     for child in children:
         profile = profile_file.load(child)
         assert profile.metadata["pid"] == int(child.name.split(".")[1])
         names |= {f.name.rsplit(".", 1)[-1] for f in profile.frames}
+        # The parent's exact settings, except where each child writes and that it is quiet.
+        settings = profile.metadata["settings"]
+        assert (settings["basetime_ns"], settings["unit"], settings["timeline"]) == (
+            "1ns",
+            "ns",
+            "1",
+        )
+        assert {k: v for k, v in settings.items() if k not in ("output", "tree")} == {
+            k: v for k, v in parent.items() if k not in ("output", "tree")
+        }
     assert len(children) >= 3, out.stderr
     assert {"kid", "square"} <= names
     assert "child process profile(s)" in out.stderr
