@@ -202,6 +202,7 @@ def _llvm_release(llvm_version: int | None, indexed_version: int | None) -> int:
 def run_merge(args: argparse.Namespace) -> int:
     """The ``merge`` handler."""
     from profkit.formats.instrprof.indexed_writer import build_indexed, write_indexed
+    from profkit.formats.instrprof.merge import drop_all_zero
     from profkit.formats.instrprof.merge_files import MergeInput, default_jobs, merge_files
     from profkit.formats.instrprof.text import NEWEST_DIALECT, format_text, write_text
 
@@ -222,7 +223,8 @@ def run_merge(args: argparse.Namespace) -> int:
         outcome = merge_files(
             inputs,
             jobs=jobs,
-            sparse=args.sparse,
+            # --sparse is applied by the writers: LLVM ≤ 16 order names before dropping.
+            sparse=False,
             progress=bar,
             trace_reservoir_size=args.temporal_profile_trace_reservoir_size,
             max_trace_length=args.temporal_profile_max_trace_length,
@@ -246,20 +248,22 @@ def run_merge(args: argparse.Namespace) -> int:
             f"(--failure-mode={args.failure_mode}); first: {outcome.failures[0][0]}"
         )
     _filter_functions(outcome.profile, args.function, args.no_function)
+    if args.text and args.sparse:
+        drop_all_zero(outcome.profile)
     if args.output == "-":  # like llvm-profdata: "-o -" writes to stdout
         if args.text:
             data = format_text(outcome.profile, llvm_version=dialect).encode(
                 "utf-8", "surrogateescape"
             )
         else:
-            data = build_indexed(outcome.profile, version)
+            data = build_indexed(outcome.profile, version, sparse=args.sparse)
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
     elif args.text:
         write_text(outcome.profile, args.output, llvm_version=dialect)
     else:
-        write_indexed(outcome.profile, args.output, version)
+        write_indexed(outcome.profile, args.output, version, sparse=args.sparse)
     return 0
 
 

@@ -242,12 +242,15 @@ def build_indexed(profile: Profile, version: int | None = None, *, sparse: bool 
     chosen, layout = layout_for(version)
     _check_expressible(profile, chosen, layout)
     groups = group_records(profile.records)
-    names = [n for n, g in groups.items() if not (sparse and _is_zero(g))]
+    # Order every name first, then drop the all-zero ones: LLVM ≤ 16 iterate a StringMap
+    # that holds them all, and its order depends on everything that was inserted.
+    names = list(groups)
     keys = [n.encode("utf-8", "surrogateescape") for n in names]
     if layout.sorted_names:
         order = sorted(range(len(keys)), key=keys.__getitem__)
     else:
         order = string_map_order(keys)
+    order = [i for i in order if not (sparse and _is_zero(groups[names[i]]))]
     names = [names[i] for i in order]
     keys = [keys[i] for i in order]
     key_hashes = [name_md5(k) for k in keys]

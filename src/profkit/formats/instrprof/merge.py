@@ -57,6 +57,7 @@ __all__ = [
     "MergeState",
     "ProfileMerger",
     "Warn",
+    "drop_all_zero",
     "merge_into",
     "merge_profiles",
     "merge_site",
@@ -303,6 +304,12 @@ class ProfileMerger:
             temporal_traces=list(self.traces),
             temporal_trace_stream_size=self.trace_stream_size,
         )
+
+
+def drop_all_zero(profile: Profile) -> None:
+    """``--sparse``: drop every name whose records all have zero counters and bitmaps."""
+    live = {r.name for r in profile.records if any(r.counts) or any(r.bitmap)}
+    profile.records = [r for r in profile.records if r.name in live]
 
 
 def merge_profiles(
