@@ -10,7 +10,9 @@ stable, sources are compiled by relative name so file-local function names are s
 (``sample.c:square`` / ``sample.c;square``), binaries carry no build ID unless the variant is
 about build IDs, and nothing records a time stamp or an absolute path.
 
-Usage: scripts/gen_instrprof_fixtures.py [--versions 14,22] [--out DIR] [--keep-build DIR]
+Usage: scripts/gen_instrprof_fixtures.py [--versions 14,22 --out DIR] [--keep-build DIR]
+(a subset of versions, or --no-rust, only into another --out DIR: the committed tree is
+always regenerated as a whole).
 A variant a toolchain cannot build or run is listed under "skipped" in the manifest with the
 tool's first error line, never silently dropped.
 """
@@ -521,7 +523,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if shutil.which(f"clang-{v}") and shutil.which(f"llvm-profdata-{v}")]
     missing = sorted(set(wanted) - set(versions))
     out: Path = args.out.resolve()
+    if out == DEFAULT_OUT.resolve() and (set(wanted) != set(ALL_VERSIONS) or args.no_rust):
+        parser.error("a partial run would drop the other fixtures from the committed tree "
+                     "(it is rewritten as a whole); use --out DIR")
     src_dir = out / "src"
+    if out != DEFAULT_OUT.resolve():  # a scratch tree gets its own copy of the sources
+        shutil.copytree(DEFAULT_OUT / "src", src_dir, dirs_exist_ok=True)
     for old in out.iterdir():  # regenerate from scratch: stale outputs must not survive
         if old.is_dir() and (old.name.startswith("clang") or old.name in ("cross", "rust")):
             shutil.rmtree(old)
