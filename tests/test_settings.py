@@ -7,7 +7,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from profkit.errors import SettingsError
-from profkit.settings import SETTINGS, Settings, parse_duration, prefix_matches
+from profkit.settings import (
+    COLLECTOR_INTERVAL_VAR,
+    SETTINGS,
+    Settings,
+    export_collector_interval,
+    parse_duration,
+    prefix_matches,
+)
 
 
 def test_defaults() -> None:
@@ -73,6 +80,8 @@ def test_durations(text: str, ns: int) -> None:
         ("PROFKIT_NAMESPACE_PREFIX", "my-app", "'my-app' is not a module path"),
         ("PROFKIT_TREE", "maybe", "expected 1 or 0"),
         ("PROFKIT_UNIT", "ms", "expected one of us, ns"),
+        ("PROFKIT_BASETIME", "9" * 400, "at most a week"),  # was OverflowError
+        ("PROFKIT_INTERVAL", "8000000s", "at most a week"),
     ],
 )
 def test_bad_values_name_the_variable(env: str, value: str, message: str) -> None:
@@ -149,3 +158,12 @@ def test_serialize_round_trip(
     env = s.serialize()
     assert all(k.startswith("PROFKIT_") and isinstance(v, str) for k, v in env.items())
     assert Settings.from_env(env) == s
+
+
+def test_profkit_interval_reaches_the_collectors_variable() -> None:
+    env = {"PROFKIT_INTERVAL": "20ms"}
+    export_collector_interval(env, Settings.from_env(env))
+    assert float(env[COLLECTOR_INTERVAL_VAR]) == 0.02
+    untouched: dict[str, str] = {COLLECTOR_INTERVAL_VAR: "0.005"}
+    export_collector_interval(untouched, Settings.from_env(untouched))
+    assert untouched == {COLLECTOR_INTERVAL_VAR: "0.005"}  # no PROFKIT_INTERVAL: left alone

@@ -30,6 +30,9 @@ SampleClock = Literal["wall", "cpu"]
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|µs|ms|s)?\s*$")
 _UNIT_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 _MODULE_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+#: Longest duration accepted: a week (far beyond any useful base time or interval, and far
+#: below what would overflow a float or the sampler's sleep).
+_MAX_DURATION_NS = 7 * 86_400 * 1_000_000_000
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
@@ -46,7 +49,10 @@ def parse_duration(text: str) -> int:
         raise _Invalid("expected a duration like 100us, 2ms, 0.5s")
     number, unit = match.groups()
     # A bare number is microseconds: the unit PROFILE_BASETIME users think in.
-    return round(float(number) * _UNIT_NS[unit or "us"])
+    ns = float(number) * _UNIT_NS[unit or "us"]
+    if not ns <= _MAX_DURATION_NS:  # also inf: 400 digits overflow the float
+        raise _Invalid("expected a duration of at most a week (like 100us, 2ms, 0.5s)")
+    return round(ns)
 
 
 def format_duration(ns: int) -> str:
@@ -224,6 +230,29 @@ class Settings:
     def as_dict(self) -> dict[str, str]:
         """Settings by field name as text: what a saved profile's metadata records."""
         return {s.field: s.format(getattr(self, s.field)) for s in SETTINGS}
+
+
+#: The variable the collector's start-up hook reads the sampling interval from, in seconds
+#: (``profkit.collect.startup``). ``PROFKIT_INTERVAL`` is the user-facing one; see
+#: :func:`export_collector_interval`.
+COLLECTOR_INTERVAL_VAR = "PROFKIT_SAMPLE_INTERVAL"
+
+
+def collector_interval_text(settings: Settings) -> str:
+    """``settings.interval_ns`` as the collector's seconds text (``0.001``)."""
+    return repr(settings.interval_ns / 1e9)
+
+
+def export_collector_interval(environ: Any, settings: Settings) -> None:
+    """Make an environment-activated sampler honour ``PROFKIT_INTERVAL``.
+
+    The start-up hook builds the profiler *first* and only then reads
+    ``PROFKIT_SAMPLE_INTERVAL`` for ``attach``, so a profiler constructed from the
+    environment writes the documented ``PROFKIT_INTERVAL`` through to it (children
+    inherit the same value). Without ``PROFKIT_INTERVAL`` the environment is left alone.
+    """
+    if "PROFKIT_INTERVAL" in environ:
+        environ[COLLECTOR_INTERVAL_VAR] = collector_interval_text(settings)
 
 
 def _parse(setting: Setting, text: str, where: str) -> Any:

@@ -452,3 +452,118 @@ def test_output_path_is_fixed_before_the_program_changes_directory(tmp_path: Pat
     )
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "here.json").exists() and not (tmp_path / "sub" / "here.json").exists()
+
+
+ASYNC_SCRIPT = """\
+import asyncio, threading
+async def leaf(i):
+    await asyncio.sleep(0)
+    return i
+async def main():
+    return sum(await asyncio.gather(*(leaf(i) for i in range(10))))
+def in_thread():
+    return sum(range(100))
+t = threading.Thread(target=in_thread)
+t.start(); t.join()
+print(asyncio.run(main()))
+"""
+
+
+def test_a_scripts_code_is_always_named_main(tmp_path: Path) -> None:
+    # The collector names a file's code after sys.modules as it was when it first saw it:
+    # the script's stem for <module>, __main__ later. profkit run pins it to __main__.
+    (tmp_path / "aio.py").write_text(ASYNC_SCRIPT)
+    out = _run(
+        [*LAUNCHERS[0], "--no-tree", "--prefix", "__main__", "-o", "a.json", "aio.py"], tmp_path
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "45\n"
+    names = {f.name for f in profile_file.load(tmp_path / "a.json").frames}
+    assert {"__main__.<module>", "__main__.main", "__main__.leaf", "__main__.in_thread"} <= names
+    assert not any(n.startswith("aio.") for n in names), names
+
+
+@pytest.mark.skipif(
+    not _startup_hook_installed(), reason="profkit's start-up .pth is not installed"
+)
+def test_environment_activation_saves_where_the_process_started(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    env = _env() | {
+        "PROFKIT_ENABLE_PROFILING": "1",
+        "PROFKIT_PROFILER": "elt",
+        "PROFKIT_TREE": "0",
+        "PROFKIT_OUTPUT": "env.json",
+    }
+    code = "import os; os.chdir('sub')"
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "env.json").exists() and not list((tmp_path / "sub").iterdir())
+    del env["PROFKIT_OUTPUT"]  # the default name too
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert list(tmp_path.glob("profkit-c-*.json")) and not list((tmp_path / "sub").iterdir())
+
+
+@pytest.mark.skipif(
+    not _startup_hook_installed(), reason="profkit's start-up .pth is not installed"
+)
+def test_environment_activation_honours_profkit_interval(tmp_path: Path) -> None:
+    # 0.3 s of wall time sampled every 50 ms: at most a handful of samples (1 ms: ~300).
+    code = "import time\ndef spin(end):\n    while time.monotonic() < end: pass\nspin(time.monotonic() + 0.3)\n"
+    env = _env() | {
+        "PROFKIT_ENABLE_PROFILING": "1",
+        "PROFKIT_PROFILER": "profkit.profilers.elt:SamplingProfiler",
+        "PROFKIT_TREE": "0",
+        "PROFKIT_OUTPUT": "s.json",
+        "PROFKIT_INTERVAL": "50ms",
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    profile = profile_file.load(tmp_path / "s.json")
+    samples = sum(c.calls for t in profile.threads for c in t.root.children.values())
+    assert 0 < samples <= 20
+
+
+def test_unwritable_output_keeps_the_programs_status(tmp_path: Path) -> None:
+    out = _run(
+        [*LAUNCHERS[0], "-o", str(tmp_path / "no" / "dir" / "x.json"), "-c", "raise SystemExit(3)"],
+        tmp_path,
+    )
+    assert out.returncode == 3
+    assert out.stderr.count("cannot write profile") == 1
+    assert "Traceback" not in out.stderr
+
+
+def test_stdin_and_binary_stdout_pass_through(tmp_path: Path) -> None:
+    code = "import sys; d = sys.stdin.buffer.read(); sys.stdout.buffer.write(d + bytes(range(256)))"
+    out = subprocess.run(
+        [*LAUNCHERS[0], "--no-tree", "-o", "b.json", "-c", code],
+        cwd=tmp_path,
+        env=_env(),
+        input=b"\x00\xffhi",
+        capture_output=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == b"\x00\xffhi" + bytes(range(256))

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from profkit.errors import UsageError
-from profkit.settings import SETTINGS, Settings
+from profkit.settings import COLLECTOR_INTERVAL_VAR, SETTINGS, Settings, collector_interval_text
 
 
 def register(sub: Any, name: str, help_text: str) -> None:
@@ -92,6 +92,10 @@ def _handler(args: argparse.Namespace) -> int:
     spec = prepared.globals.get("__spec__")
     if spec is not None and spec.origin:
         profiler.main_module = (spec.origin, spec.name)  # -m: name its code after the module
+    elif program.kind == "script" and prepared.code is not None:
+        # A script's code is __main__'s, always: the collector's file -> module lookup
+        # may name it after the file's stem or __main__ depending on when it first saw it.
+        profiler.main_module = (prepared.code.co_filename, "__main__")
     parent_pid = os.getpid()
     started = time.time()
 
@@ -244,7 +248,6 @@ def _make_profiler(settings: Settings) -> Any:
 #: The env-activation variables (owned by profkit.collect's start-up hook).
 _ENABLE = "PROFKIT_ENABLE_PROFILING"
 _PROFILER = "PROFKIT_PROFILER"
-_INTERVAL = "PROFKIT_SAMPLE_INTERVAL"  # seconds, read by the start-up hook's attach()
 
 
 @contextmanager
@@ -264,7 +267,7 @@ def _child_environment(settings: Settings, path: str) -> Iterator[None]:
     env = {
         _ENABLE: "1",
         _PROFILER: f"profkit.profilers.elt:{cls}",
-        _INTERVAL: repr(settings.interval_ns / 1e9),
+        COLLECTOR_INTERVAL_VAR: collector_interval_text(settings),
         **child.serialize(),
     }
     saved = {k: os.environ.get(k) for k in env}

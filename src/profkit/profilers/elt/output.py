@@ -86,7 +86,7 @@ def finish_standalone(profiler: EltProfiler) -> None:
         return
     settings = profiler.settings
     template = settings.output or default_output(program_label(sys.argv[0] if sys.argv else ""))
-    path = resolve_output(template)
+    path = os.path.join(profiler.start_dir, resolve_output(template))
     from profkit.calltree import file as profile_file  # only at the end: it imports json, gzip
 
     try:

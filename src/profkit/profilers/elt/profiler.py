@@ -36,7 +36,7 @@ from profkit.calltree.model import CallProfile, Frame, Span, ThreadTree
 from profkit.profilers.elt.sinks import LineFlusher, Sink, TextSink, UdpSender
 from profkit.profilers.elt.trace import Stack, TraceHooks
 from profkit.profilers.elt.tree import Node, convert
-from profkit.settings import Settings, prefix_matches
+from profkit.settings import Settings, export_collector_interval, prefix_matches
 
 _perf_counter_ns = time.perf_counter_ns
 _time_ns = time.time_ns
@@ -108,6 +108,7 @@ class EltProfiler(TraceHooks, ProfilerCallback):
     ) -> None:
         if settings is None:
             settings = Settings.from_env(os.environ)
+            export_collector_interval(os.environ, settings)
         if self.mode_override is not None:
             settings = settings.replace(mode=self.mode_override)
         self.settings = settings
@@ -141,6 +142,8 @@ class EltProfiler(TraceHooks, ProfilerCallback):
         self._spans_dropped = 0
         self.profile: CallProfile | None = None
         self.saved_path: str | None = None
+        #: working directory at ``initialize``: relative output paths are relative to it
+        self.start_dir = ""
         #: (file, module name) of a module run as ``__main__`` (``profkit run -m``)
         self.main_module: tuple[str, str] | None = None
 
@@ -148,6 +151,12 @@ class EltProfiler(TraceHooks, ProfilerCallback):
     def initialize(self, info: ProfilerInfo) -> None:
         """Select events, install the namespace filter, open the line sinks."""
         self._info = info
+        try:
+            # A relative output path means "here": where the process was when profiling
+            # began, not wherever the program has chdir'ed to by the time it exits.
+            self.start_dir = os.getcwd()
+        except OSError:  # the working directory was deleted
+            self.start_dir = ""
         self._started_ns = self._clock()
         self._started_wall_ns = _time_ns()
         if self.standalone and not self._paused and self.settings.mode != "sample":
@@ -279,7 +288,9 @@ class EltProfiler(TraceHooks, ProfilerCallback):
     def _name(self, function_id: FunctionId) -> str:
         name = self._names.get(function_id)
         if name is None:
-            name = self._names[function_id] = full_name(self._function_info(function_id), self.main_module)
+            name = self._names[function_id] = full_name(
+                self._function_info(function_id), self.main_module
+            )
         return name
 
     def _function_info(self, function_id: FunctionId) -> FunctionInfo:
@@ -340,7 +351,9 @@ class EltProfiler(TraceHooks, ProfilerCallback):
             frame = frames.get(fid)
             if frame is None:
                 info = self._function_info(FunctionId(fid))
-                frame = frames[fid] = Frame(full_name(info, self.main_module), info.filename, info.first_line)
+                frame = frames[fid] = Frame(
+                    full_name(info, self.main_module), info.filename, info.first_line
+                )
             return frame
 
         if self.settings.mode == "sample":
