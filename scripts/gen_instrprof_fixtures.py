@@ -517,13 +517,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--no-rust", action="store_true", help="skip the rustc fixtures")
     parser.add_argument("--keep-build", type=Path, help="build here and keep it (debugging)")
+    parser.add_argument("--check", action="store_true",
+                        help="regenerate into a scratch dir and report files whose bytes differ "
+                        "from the committed manifest (exit 1 if any)")
     args = parser.parse_args(argv)
     wanted = [int(x) for x in args.versions.split(",") if x]
     versions = [v for v in wanted
                 if shutil.which(f"clang-{v}") and shutil.which(f"llvm-profdata-{v}")]
     missing = sorted(set(wanted) - set(versions))
     out: Path = args.out.resolve()
-    if out == DEFAULT_OUT.resolve() and (set(wanted) != set(ALL_VERSIONS) or args.no_rust):
+    if args.check:
+        out = Path(tempfile.mkdtemp(prefix="profkit-fixtures-check-"))
+    if (out == DEFAULT_OUT.resolve() or args.check) and (set(wanted) != set(ALL_VERSIONS) or args.no_rust):
         parser.error("a partial run would drop the other fixtures from the committed tree "
                      "(it is rewritten as a whole); use --out DIR")
     src_dir = out / "src"
@@ -533,10 +538,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if old.is_dir() and (old.name.startswith("clang") or old.name in ("cross", "rust")):
             shutil.rmtree(old)
     manifest = Manifest(out)
-    build_root = Path(tempfile.mkdtemp(prefix="profkit-fixtures-"))
     if args.keep_build:
         build_root = args.keep_build.resolve()
         build_root.mkdir(parents=True, exist_ok=True)
+    else:
+        build_root = Path(tempfile.mkdtemp(prefix="profkit-fixtures-"))
     global SCRATCH_TMP
     SCRATCH_TMP = str(build_root / "tmp")
     os.makedirs(SCRATCH_TMP, exist_ok=True)
@@ -565,7 +571,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     (out / "MANIFEST.json").write_text(dump_manifest(doc))
     print(f"{len(manifest.files)} files, {len(manifest.skipped)} skipped", file=sys.stderr)
+    if args.check:
+        try:
+            return compare_manifests(DEFAULT_OUT / "MANIFEST.json", out / "MANIFEST.json")
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
     return 0
+
+
+def compare_manifests(committed: Path, fresh: Path) -> int:
+    """Print files that are new, gone or changed between two manifests; 1 if any."""
+    def shas(path: Path) -> dict[str, str]:
+        return {e["path"]: e["sha256"] for e in json.loads(path.read_text())["files"]}
+
+    old, new = shas(committed), shas(fresh)
+    diffs = ([f"new:     {p}" for p in sorted(new.keys() - old.keys())]
+             + [f"gone:    {p}" for p in sorted(old.keys() - new.keys())]
+             + [f"changed: {p}" for p in sorted(old.keys() & new.keys()) if old[p] != new[p]])
+    for line in diffs:
+        print(line)
+    print(f"{len(diffs)} differences from the committed fixtures", file=sys.stderr)
+    return 1 if diffs else 0
 
 
 if __name__ == "__main__":
