@@ -7,6 +7,8 @@ instead of stalling the suite (the bounds are never asserted as timings).
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 from typing import Any
@@ -48,3 +50,71 @@ def test_sampler_failing_during_detach_does_not_deadlock(capsys: pytest.CaptureF
     assert not worker.is_alive(), "detach() deadlocked with the failing sampler"
     err = capsys.readouterr().err
     assert err.count("profkit: profiler") <= 1
+
+
+class Counting(ProfilerCallback):
+    """Enter/leave counter without locks of its own."""
+
+    def initialize(self, info: Any) -> None:
+        self.calls = 0
+        info.set_event_mask(EventMask.ENTER_LEAVE)
+
+    def function_enter(self, function_id: Any) -> None:
+        self.calls += 1
+
+    def function_leave(self, function_id: Any) -> None:
+        self.calls -= 1
+
+
+def _wait_or_kill(pid: int) -> int | None:
+    """The child's exit status, or None if it hung (it is killed then)."""
+    deadline = time.monotonic() + HANG
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.01)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return None
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # 3.12+: fork with threads
+def test_fork_while_another_thread_holds_profkit_locks(backend: str) -> None:
+    """A forked child hung when another thread of the parent held one of profkit's locks
+    at fork(): the child's after-fork handler waited for the session lock (and, before the
+    id tables became lock-free, its first function discovery for the table's lock; seen
+    as a rare hang of a ProcessPoolExecutor program under profiling)."""
+    import profkit.collect as collect
+
+    attached = attach(Counting(), backend)
+    session: Any = attached.info
+    locks = [collect._lock, session._lock]
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        for lock in locks:
+            lock.acquire()
+        held.set()
+        release.wait(HANG)
+        for lock in reversed(locks):
+            lock.release()
+
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+    assert held.wait(HANG)
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 1
+        try:
+
+            def born_in_child(n: int) -> int:
+                return n + 1
+
+            code = 0 if born_in_child(1) == 2 and current_session() is None else 3
+        finally:
+            os._exit(code)
+    release.set()
+    holder.join(HANG)
+    assert _wait_or_kill(pid) == 0

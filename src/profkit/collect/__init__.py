@@ -146,10 +146,12 @@ def _after_fork_in_child() -> None:
     fresh session is also detached by a ``multiprocessing.util.Finalize``. A bare
     ``os.fork()`` child that ends with ``os._exit`` gets no ``shutdown``.
     """
-    global _current
+    global _current, _lock
+    # A lock another thread held at fork() stays held here forever: start afresh.
+    _lock = threading.RLock()
     current = _current
     if current is not None:
-        current._session.detach(shutdown=False)
+        current._session.drop_after_fork()
         _current = None
     from profkit.collect import startup
 

@@ -39,7 +39,7 @@ ALL_MONITORING_EVENTS: tuple[int, ...] = (
 
 
 def main_callbacks(
-    session: Session, enabled: set[int], pre_codes: set[int], pre_frames: set[int]
+    session: Session, enabled: dict[int, object], pre_codes: set[int], pre_frames: set[int]
 ) -> dict[int, Callable[..., Any]]:
     """Event → callback for the main tool, specialised to the session's plan."""
     plan = session.plan
@@ -54,7 +54,7 @@ def main_callbacks(
 
 
 def _call_callbacks(
-    session: Session, enabled: set[int], pre_codes: set[int], pre_frames: set[int]
+    session: Session, enabled: dict[int, object], pre_codes: set[int], pre_frames: set[int]
 ) -> dict[int, Callable[..., Any]]:
     ev = MON.events
     plan = session.plan
@@ -176,7 +176,7 @@ def _transition_callbacks(session: Session) -> dict[int, Callable[..., Any]]:
     return {ev.CALL: on_call, ev.C_RETURN: on_c_return, ev.C_RAISE: on_c_return}
 
 
-def _exception_callbacks(session: Session, enabled: set[int]) -> dict[int, Callable[..., Any]]:
+def _exception_callbacks(session: Session, enabled: dict[int, object]) -> dict[int, Callable[..., Any]]:
     """RAISE / EXCEPTION_HANDLED / RERAISE for accepted functions, user-level only.
 
     The compiler wraps every ``except`` body in a hidden cleanup handler (``COPY 3;

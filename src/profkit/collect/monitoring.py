@@ -26,7 +26,6 @@ delivers a leave only for frames it saw enter, so enter/leave always pair up.
 from __future__ import annotations
 
 import sys
-import threading
 from collections.abc import Callable
 from types import CodeType
 from typing import Any
@@ -72,7 +71,10 @@ class MonitoringBackend:
     def __init__(self, session: Session) -> None:
         self.session = session
         self.tools: tuple[int, int] | None = None
-        self.enabled: set[int] = set()  #: code ids with local events on the main tool
+        #: code id → the token of the call that enabled it: the code ids with local events
+        #: on the main tool. Claimed with ``setdefault`` rather than a lock, which a
+        #: thread could hold across the program's ``fork()`` (the child would hang).
+        self.enabled: dict[int, object] = {}
         self.local_events = 0
         self.pre_codes: set[int] = set()  #: code ids running at attach (slow path)
         self.pre_frames: set[int] = set()  #: frames of those codes entered after attach
@@ -206,7 +208,6 @@ def _discovery_callbacks(
     getframe = sys._getframe
     pre, pre_frames = backend.pre_codes, backend.pre_frames
     wants_calls = plan.tracks_calls
-    enable_lock = threading.Lock()
 
     def deliver_enter(code: CodeType, fid: int) -> None:
         try:
@@ -225,13 +226,11 @@ def _discovery_callbacks(
                 deliver_enter(code, fid)
             return None
         if ok and fid not in enabled:
-            with enable_lock:  # two threads may make the first call at once
-                first = fid not in enabled
-                if first:
-                    backend.enable(code)
-                    enabled.add(fid)
-            if first and wants_calls:
-                deliver_enter(code, fid)
+            token = object()  # two threads may make the first call at once: one wins
+            if enabled.setdefault(fid, token) is token:
+                backend.enable(code)
+                if wants_calls:
+                    deliver_enter(code, fid)
         return disable
 
     def on_pre_return(code: CodeType, offset: int, value: object) -> Any:

@@ -27,13 +27,17 @@ GENERATOR_FLAGS = 0x20 | 0x80 | 0x200
 class FunctionTable:
     """FunctionId ⇄ code object / C function, with lazily built :class:`FunctionInfo`.
 
-    Writers hold ``lock``: two threads may discover the same code at once (callbacks are
-    not serialized), and both must end with the same id and one ``first_execution``.
+    Two threads may discover the same code at once (callbacks are not serialized), and
+    both must end with the same id and one ``first_execution``. That is decided by
+    ``dict.setdefault`` (atomic for int and str keys) rather than a lock: a lock held by
+    another thread when the program calls ``fork()`` stays held in the child forever,
+    and the child's first discovery (inside ``threading``'s own after-fork handler, which
+    runs before profkit's) would then hang.
     """
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
         self.codes: dict[int, CodeType] = {}  #: fid → code (keeps the code alive)
+        self._born: dict[int, object] = {}  #: fid → the token of the call that created it
         self.accepted: dict[int, bool] = {}  #: fid → filter verdict
         self._natives: dict[str, int] = {}
         self._native_info: dict[int, FunctionInfo] = {}
@@ -45,11 +49,9 @@ class FunctionTable:
         fid = id(code)
         if fid in self.codes:
             return FunctionId(fid), False
-        with self.lock:
-            if fid in self.codes:
-                return FunctionId(fid), False
-            self.codes[fid] = code
-            return FunctionId(fid), True
+        self.codes[fid] = code  # before the claim: a losing thread may look the id up
+        token = object()
+        return FunctionId(fid), self._born.setdefault(fid, token) is token
 
     def native_id(self, func: Any) -> FunctionId:
         """The id of a C callable, created on first sight."""
@@ -61,14 +63,13 @@ class FunctionTable:
         key = f"{module}.{qual}"
         fid = self._natives.get(key)
         if fid is None:
-            with self.lock:
-                fid = self._natives.get(key)
-                if fid is None:
-                    fid = (next(self._native_counter) << 1) | 1
-                    self._natives[key] = fid
-                    self._native_info[fid] = FunctionInfo(
-                        FunctionId(fid), str(qual), str(module or "<native>"), "", 0, True, False
-                    )
+            # The info is stored before the id is published, so whoever gets the id can
+            # look it up; a thread losing the race leaves an unused info behind.
+            candidate = (next(self._native_counter) << 1) | 1
+            self._native_info[candidate] = FunctionInfo(
+                FunctionId(candidate), str(qual), str(module or "<native>"), "", 0, True, False
+            )
+            fid = self._natives.setdefault(key, candidate)
         return FunctionId(fid)
 
     def info(self, fid: FunctionId) -> FunctionInfo:
@@ -135,15 +136,13 @@ class ModuleTable:
     """ModuleId ⇄ module name/file; ids are sequential and never reused."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
         self._infos: dict[int, ModuleInfo] = {}
         self._counter = itertools.count(1)
 
     def new(self, name: str, filename: str | None) -> ModuleId:
-        """Issue an id for a module whose load starts now."""
-        with self._lock:
-            mid = ModuleId(next(self._counter))
-            self._infos[mid] = ModuleInfo(mid, name, filename)
+        """Issue an id for a module whose load starts now (``next`` on a count is atomic)."""
+        mid = ModuleId(next(self._counter))
+        self._infos[mid] = ModuleInfo(mid, name, filename)
         return mid
 
     def set_filename(self, mid: ModuleId, filename: str | None) -> None:

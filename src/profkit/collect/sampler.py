@@ -103,10 +103,17 @@ class Sampler:
             thread.start()
 
     def stop(self) -> None:
-        """Stop and join the thread (unless called from the sampler thread itself)."""
+        """Stop and join the thread (unless called from the sampler thread itself).
+
+        A thread that is not alive is left alone, which matters in a forked child: the
+        sampler thread was the parent's, and its stop event's lock may have been held
+        by that thread at ``fork()``.
+        """
         thread, self._thread = self._thread, None
+        if thread is None or not thread.is_alive():
+            return
         self._stop.set()
-        if thread is not None and thread is not threading.current_thread():
+        if thread is not threading.current_thread():
             thread.join()
 
     def rearm(self) -> None:

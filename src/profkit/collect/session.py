@@ -320,6 +320,15 @@ class Session:
         self._shutdown_call("shutdown")
         self.attach_frames.clear()
 
+    def drop_after_fork(self) -> None:
+        """In a forked child: remove the parent's hooks without calling the profiler.
+
+        The session lock is replaced first: another thread of the parent may have held
+        it at ``fork()``, and no thread exists here to release it.
+        """
+        self._lock = threading.RLock()
+        self.detach(shutdown=False)
+
     def _shutdown_call(self, name: str) -> None:
         try:
             getattr(self.profiler, name)()
