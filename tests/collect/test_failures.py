@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 import time
 from typing import Any
@@ -118,3 +119,27 @@ def test_fork_while_another_thread_holds_profkit_locks(backend: str) -> None:
     release.set()
     holder.join(HANG)
     assert _wait_or_kill(pid) == 0
+
+
+def _recurse(n: int) -> int:
+    return _recurse(n + 1)
+
+
+def test_recursion_error_carries_no_profkit_frame(backend: str) -> None:
+    """At the recursion limit the monitoring callbacks' own ``fail(...)`` call overflowed
+    again, so the program's RecursionError came out of profkit's callback, with a profkit
+    frame at the bottom of the program's traceback."""
+    import traceback
+
+    attach(Counting(), backend)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(200, len(traceback.extract_stack()) + 100))
+    try:
+        with pytest.raises(RecursionError) as caught:
+            _recurse(0)
+    finally:
+        sys.setrecursionlimit(limit)
+    detach()
+    files = {entry.filename for entry in traceback.extract_tb(caught.value.__traceback__)}
+    assert not [f for f in files if "/profkit/collect/" in f]
+    assert caught.value.__context__ is None

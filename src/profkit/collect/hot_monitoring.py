@@ -70,6 +70,8 @@ def _call_callbacks(
         def on_start(code: Any, offset: int) -> None:
             try:
                 enter(idf(code))
+            except RecursionError:
+                pass  # the program's (Session.fail); calling fail here could overflow again
             except Exception as exc:
                 fail(exc, "function_enter")
 
@@ -82,6 +84,8 @@ def _call_callbacks(
                     enter(fid)
                 if arguments is not None:
                     arguments(fid, arguments_of(getframe(1)))
+            except RecursionError:
+                pass  # the program's (Session.fail); calling fail here could overflow again
             except Exception as exc:
                 fail(exc, "function_enter")
 
@@ -90,6 +94,8 @@ def _call_callbacks(
         def on_return(code: Any, offset: int, value: object) -> None:
             try:
                 leave(idf(code))
+            except RecursionError:
+                pass  # the program's (Session.fail); calling fail here could overflow again
             except Exception as exc:
                 fail(exc, "function_leave")
 
@@ -102,6 +108,8 @@ def _call_callbacks(
                     return_value(fid, value)
                 if leave is not None:
                     leave(fid)
+            except RecursionError:
+                pass  # the program's (Session.fail); calling fail here could overflow again
             except Exception as exc:
                 fail(exc, "function_leave")
 
@@ -110,6 +118,8 @@ def _call_callbacks(
         if yield_ is not None:
             try:
                 yield_(idf(code))
+            except RecursionError:
+                pass  # the program's (Session.fail); calling fail here could overflow again
             except Exception as exc:
                 fail(exc, "function_yield")
 
@@ -117,6 +127,8 @@ def _call_callbacks(
         if resume is not None:
             try:
                 resume(idf(code))
+            except RecursionError:
+                pass  # the program's (Session.fail); calling fail here could overflow again
             except Exception as exc:
                 fail(exc, "function_resume")
 
@@ -139,6 +151,8 @@ def _call_callbacks(
                 unwind(fid)
             if leave is not None:
                 leave(fid)
+        except RecursionError:
+            pass  # the program's (Session.fail); calling fail here could overflow again
         except Exception as exc:
             fail(exc, "function_leave")
 
@@ -163,6 +177,8 @@ def _transition_callbacks(session: Session) -> dict[int, Callable[..., Any]]:
         if to_native is not None and type(func) in native:
             try:
                 to_native(native_id(func))
+            except RecursionError:
+                pass  # the program's (Session.fail); calling fail here could overflow again
             except Exception as exc:
                 fail(exc, "python_to_native_transition")
 
@@ -170,6 +186,8 @@ def _transition_callbacks(session: Session) -> dict[int, Callable[..., Any]]:
         if to_python is not None and type(func) in native:
             try:
                 to_python(native_id(func))
+            except RecursionError:
+                pass  # the program's (Session.fail); calling fail here could overflow again
             except Exception as exc:
                 fail(exc, "native_to_python_transition")
 
@@ -212,6 +230,8 @@ def _exception_callbacks(session: Session, enabled: dict[int, object]) -> dict[i
             if fid in enabled and (kind == 0 or is_user_level(code, offset, kind == 1)):
                 try:
                     fn(fid, exc_value)
+                except RecursionError:
+                    pass  # the program's (Session.fail); calling fail here could overflow again
                 except Exception as exc:
                     fail(exc, what)
 

@@ -215,6 +215,8 @@ def _discovery_callbacks(
                 enter(fid)
             if arguments is not None:
                 arguments(fid, arguments_of(getframe(2)))
+        except RecursionError:
+            pass  # the program's (Session.fail); calling fail here could overflow again
         except Exception as exc:
             fail(exc, "function_enter")
 
@@ -242,6 +244,8 @@ def _discovery_callbacks(
                     return_value(id(code), value)
                 if leave is not None:
                     leave(id(code))
+            except RecursionError:
+                pass  # the program's (Session.fail); calling fail here could overflow again
             except Exception as exc:
                 fail(exc, "function_leave")
         return None

@@ -212,6 +212,8 @@ class Session:
             return True
         try:
             return bool(accept(self.functions.info(fid)))
+        except RecursionError:
+            pass  # the program's (Session.fail); calling fail here could overflow again
         except Exception as exc:
             self.fail(exc, "function filter")
             return False
@@ -240,6 +242,8 @@ class Session:
         """Call a profiler method outside the hot path, applying the failure rule."""
         try:
             fn(*args)
+        except RecursionError:
+            pass  # the program's (Session.fail); calling fail here could overflow again
         except Exception as exc:
             self.fail(exc, what)
 

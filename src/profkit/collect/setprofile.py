@@ -163,6 +163,8 @@ def _make_hook(session: Session, state: list[bool]) -> Callable[..., Any]:
                     arguments(fid, arguments_of(frame))
             elif resume is not None:
                 resume(fid)
+        except RecursionError:
+            pass  # the program's (Session.fail); calling fail here could overflow again
         except Exception as exc:
             fail(exc, "function_enter")
 
@@ -178,6 +180,8 @@ def _make_hook(session: Session, state: list[bool]) -> Callable[..., Any]:
             elif kind == 2 and unwind is not None:
                 unwind(fid)
             leave(fid)
+        except RecursionError:
+            pass  # the program's (Session.fail); calling fail here could overflow again
         except Exception as exc:
             fail(exc, "function_leave")
 
@@ -242,6 +246,8 @@ def _make_hook(session: Session, state: list[bool]) -> Callable[..., Any]:
                         to_native(native_id(arg))
                 elif to_python is not None:
                     to_python(native_id(arg))
+            except RecursionError:
+                pass  # the program's (Session.fail); calling fail here could overflow again
             except Exception as exc:
                 fail(exc, "code transition")
 
@@ -250,55 +256,60 @@ def _make_hook(session: Session, state: list[bool]) -> Callable[..., Any]:
     resume_cb = resume or _noop
 
     def hook(frame: FrameType, event: str, arg: Any) -> None:
-        if event == "call":
-            fid = idf(frame.f_code)
-            st = status_get(fid)
-            if st == plain_fast:
-                try:
-                    enter(fid)
-                except Exception as exc:
-                    fail(exc, "function_enter")
-                return
-            if st == _REJECTED:
-                return
-            if st == gen_fast:
-                raw, first = gen_code[fid]
-                lasti = frame.f_lasti
-                if raw[lasti] != _YIELD:  # a throw() stops at YIELD_VALUE: slow path
+        # The whole body: at the recursion limit even its first builtin call raises, and
+        # an exception leaving a profile function lands in the program with this frame.
+        try:
+            if event == "call":
+                fid = idf(frame.f_code)
+                st = status_get(fid)
+                if st == plain_fast:
                     try:
-                        if lasti == first:
-                            enter(fid)
-                        else:
-                            resume_cb(fid)
+                        enter(fid)
                     except Exception as exc:
                         fail(exc, "function_enter")
                     return
-        elif event == "return":
-            fid = idf(frame.f_code)
-            st = status_get(fid)
-            if st == plain_fast:
-                try:
-                    leave(fid)
-                except Exception as exc:
-                    fail(exc, "function_leave")
+                if st == _REJECTED:
+                    return
+                if st == gen_fast:
+                    raw, first = gen_code[fid]
+                    lasti = frame.f_lasti
+                    if raw[lasti] != _YIELD:  # a throw() stops at YIELD_VALUE: slow path
+                        try:
+                            if lasti == first:
+                                enter(fid)
+                            else:
+                                resume_cb(fid)
+                        except Exception as exc:
+                            fail(exc, "function_enter")
+                        return
+            elif event == "return":
+                fid = idf(frame.f_code)
+                st = status_get(fid)
+                if st == plain_fast:
+                    try:
+                        leave(fid)
+                    except Exception as exc:
+                        fail(exc, "function_leave")
+                    return
+                if st == _REJECTED:
+                    return
+                if st == gen_fast and not throwing:
+                    raw, first = gen_code[fid]
+                    lasti = frame.f_lasti
+                    op = raw[lasti]
+                    try:
+                        if op == _YIELD or (op == _RESUME and lasti != first):
+                            yield_cb(fid)
+                        else:
+                            leave(fid)  # a return or an unwind: both leave
+                    except Exception as exc:
+                        fail(exc, "function_leave")
+                    return
+            elif not transitions and state[0]:
                 return
-            if st == _REJECTED:
-                return
-            if st == gen_fast and not throwing:
-                raw, first = gen_code[fid]
-                lasti = frame.f_lasti
-                op = raw[lasti]
-                try:
-                    if op == _YIELD or (op == _RESUME and lasti != first):
-                        yield_cb(fid)
-                    else:
-                        leave(fid)  # a return or an unwind: both leave
-                except Exception as exc:
-                    fail(exc, "function_leave")
-                return
-        elif not transitions and state[0]:
-            return
-        slow(frame, event, arg)
+            slow(frame, event, arg)
+        except RecursionError:
+            return  # the program's (Session.fail)
 
     hook.status = status  # type: ignore[attr-defined]
     return hook
