@@ -196,10 +196,12 @@ class Session:
         verdict = functions.accepted.get(fid)
         if verdict is None:
             verdict = self._judge(fid, code)
+            if verdict is None:
+                return fid, False  # the filter hit the recursion limit: ask it next time
             functions.accepted[fid] = verdict
         return fid, verdict
 
-    def _judge(self, fid: FunctionId, code: CodeType) -> bool:
+    def _judge(self, fid: FunctionId, code: CodeType) -> bool | None:
         if self._is_own(code):
             return False
         special = self.function_events.get(fid)
@@ -213,7 +215,7 @@ class Session:
         try:
             return bool(accept(self.functions.info(fid)))
         except RecursionError:
-            pass  # the program's (Session.fail); calling fail here could overflow again
+            return None  # the program's (Session.fail); calling fail here could overflow again
         except Exception as exc:
             self.fail(exc, "function filter")
             return False
