@@ -10,6 +10,7 @@ each tool's fixed start/exit cost (measured on an empty script) out of both side
     python bench/elt_bench.py                       # current python, 5 runs each
     python bench/elt_bench.py --python .venvs/py3.12/bin/python --python .venvs/py3.13/bin/python
     python bench/elt_bench.py --repeat 9 --workload recursion
+    python bench/elt_bench.py --peer cProfile --peer "profkit trace"   # a quicker subset
 
 Targets (issue #4): trace mode overhead ≤ cProfile's on 3.12+; sampling ≤ 1.03× bare.
 Peers missing from an interpreter (``pip install -e '.[bench]'``) are skipped, not faked.
@@ -191,7 +192,7 @@ class _Drain:
         self.sock.close()
 
 
-def bench(python: str, repeat: int, names: list[str]) -> None:
+def bench(python: str, repeat: int, names: list[str], peers: list[str] | None = None) -> None:
     version = subprocess.run(
         [python, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
         capture_output=True,
@@ -209,6 +210,9 @@ def bench(python: str, repeat: int, names: list[str]) -> None:
                 script = os.path.join(tmp, f"{name}.py")
                 Path(script).write_text(WORKLOADS[name])
                 cmds = _peers(python, script, tmp, drain.port)
+                if peers:  # bare and cProfile are the yardsticks: always measured
+                    keep = {"bare", "cProfile", *peers}
+                    cmds = {k: v for k, v in cmds.items() if k in keep}
                 walls: dict[str, float] = {}
                 cpus: dict[str, float] = {}
                 for peer, cmd in cmds.items():
@@ -238,13 +242,25 @@ def main() -> int:
     )
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--workload", action="append", choices=sorted(WORKLOADS))
+    parser.add_argument(
+        "--peer",
+        action="append",
+        choices=[
+            "pyinstrument",
+            "viztracer",
+            "profkit trace",
+            "profkit trace+udp",
+            "profkit sample",
+        ],
+        help="measure only these tools (besides bare and cProfile)",
+    )
     args = parser.parse_args()
     pythons = args.python or [sys.executable]
     for python in pythons:
         if shutil.which(python) is None and not os.path.exists(python):
             print(f"skipping {python}: not found", file=sys.stderr)
             continue
-        bench(python, args.repeat, args.workload or list(WORKLOADS))
+        bench(python, args.repeat, args.workload or list(WORKLOADS), args.peer)
     return 0
 
 

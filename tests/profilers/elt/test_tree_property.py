@@ -3,8 +3,8 @@
 Random call sequences (functions inside and outside the namespace prefix, random times on
 a fake clock) are driven through the fake collector with every combination of prefix,
 base time, event lines and timeline — each selects a different ``function_enter``/
-``function_leave`` variant (closures, ``leave_all``, ``leave_timeline``, ``_enter_now``,
-the general path). The saved tree must equal a model computed from the calls:
+``function_leave`` variant (the plain closures, ``_enter_now``/``_leave_now``, the general
+forms). The saved tree must equal a model computed from the calls:
 
 * a call is shown when its function is inside the prefix and it lasted ≥ the base time;
 * a shown call is a child of its nearest shown caller (hidden callers are skipped);

@@ -305,7 +305,8 @@ class EltProfiler(TraceHooks, ProfilerCallback):
         timestamp_ns: int,
         weight_ns: int,
     ) -> None:
-        """Add one sample: every shown frame on the path gets the weight, the leaf its self time."""
+        """Add one sample: every shown frame on the path gets the weight (the leaf's self
+        time follows: ``convert`` derives it from the children's)."""
         if self._paused:
             return
         entry = self._samples.get(thread_id)
@@ -327,7 +328,6 @@ class EltProfiler(TraceHooks, ProfilerCallback):
                 node = node.child(fid)
             node.calls += 1
             node.incl += weight_ns
-        node.excl += weight_ns
 
     def _accept_id(self, fid: FunctionId) -> bool:
         ok = self._accepted[fid] = self.accepts(self._function_info(fid))

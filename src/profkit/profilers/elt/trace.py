@@ -6,10 +6,10 @@ Every notification costs a few attribute operations and one clock read, nothing 
   themselves — a call-tree node is a *path*, so it is active at most once per thread at a
   time and can carry its current activation's start time without allocating a stack
   entry per call;
-* self time needs no per-call bookkeeping either: a finished call adds its duration to
-  its own ``excl`` and subtracts it from its caller's, so each node's ``excl`` ends up as
-  its total time minus its shown callees' (a hidden call is never subtracted: its time
-  stays in the caller);
+* self time needs no per-call bookkeeping at all: a node's self time is its inclusive
+  time minus its children's, computed once when the profile is built
+  (:func:`~profkit.profilers.elt.tree.convert`). A hidden call (below the base time) adds
+  to no node, so its time stays in its caller's self time;
 * the clock is read *last* on entry and *first* on exit, so our own bookkeeping is
   charged to the caller, not to the callee;
 * streaming (event lines) and the unusual paths (a leave that does not match the top
@@ -51,44 +51,22 @@ class TraceHooks:
     def _name(self, function_id: FunctionId) -> str:
         raise NotImplementedError
 
-    # -- plain path ----------------------------------------------------------------------
+    # -- the callbacks the collector binds ------------------------------------------------
+    # The general forms: lines, base time, timeline, resync. ``initialize`` replaces
+    # enter/leave with the plain closures (:meth:`use_closures`) when no lines and no
+    # timeline are wanted — the common, hot case. A generator/coroutine activation is a
+    # call of its node (see docs/elt.md).
     def function_enter(self, function_id: FunctionId) -> None:
-        try:
-            stack = self._local.stack
-        except AttributeError:
-            stack = self._new_thread()
-        try:
-            node = stack[-1].children[function_id]
-        except KeyError:
-            node = stack[-1].child(function_id)
-        stack.append(node)
-        node.start = self._clock()
+        self._open(function_id, "Enter")
 
     def function_leave(self, function_id: FunctionId) -> None:
-        now = self._clock()
-        try:
-            stack = self._local.stack
-        except AttributeError:
-            return  # a function entered before this thread was seen
-        node = stack.pop()
-        if node.fid != function_id:
-            stack.append(node)
-            self._resync(stack, function_id, now, "Leave")
-            return
-        duration = now - node.start
-        if duration >= self._basetime:
-            node.calls += 1
-            node.incl += duration
-            node.excl += duration
-            if duration > node.max:
-                node.max = duration
-            if duration < node.min:
-                node.min = duration
-            stack[-1].excl -= duration  # the caller's self time excludes it
+        self._leave(function_id, "Leave")
 
-    # A generator/coroutine activation is a call of its node (see docs/elt.md).
-    function_resume = function_enter
-    function_yield = function_leave
+    def function_resume(self, function_id: FunctionId) -> None:
+        self._open(function_id, "Resume")
+
+    def function_yield(self, function_id: FunctionId) -> None:
+        self._leave(function_id, "Yield")
 
     # -- the general forms -----------------------------------------------------------------
     def _open(self, function_id: FunctionId, kind: str) -> None:
@@ -122,10 +100,10 @@ class TraceHooks:
         if duration >= self._basetime:
             node.calls += 1
             node.incl += duration
-            node.excl += duration
-            node.max = max(node.max, duration)
-            node.min = min(node.min, duration)
-            stack[-1].excl -= duration  # the caller's self time excludes it
+            if duration > node.max:
+                node.max = duration
+            if duration < node.min:
+                node.min = duration
             spans = self._spans
             if spans is not None:
                 if len(spans) < self._span_cap:
@@ -167,16 +145,21 @@ class TraceHooks:
     def use_closures(self) -> None:
         """Install the plain path as closures over locals (no ``self.`` lookups per event).
 
-        Same logic as :meth:`function_enter`/:meth:`function_leave`; reading cells instead
-        of instance attributes saves about a tenth of the per-call cost. The thread-local,
-        clock and base time are fixed for the profiler's life, which is why pausing swaps
-        stacks, never ``_local``.
+        The same logic as the general :meth:`_open`/:meth:`_close` without event lines
+        (which keep the general forms: a line per call costs far more than the method call
+        saved here); reading cells instead of instance attributes saves about a tenth of
+        the per-call cost. The timeline test sits inside the shown-call branch: one
+        ``is None`` per recorded call, against a duplicate closure. The thread-local, clock and
+        base time are fixed for the profiler's life, which is why pausing swaps stacks,
+        never ``_local``.
         """
         local = self._local
         clock = self._clock
         basetime = self._basetime
         new_thread = self._new_thread
         resync = self._resync
+        spans = self._spans
+        cap = self._span_cap
 
         def enter(function_id: FunctionId) -> None:
             try:
@@ -205,86 +188,31 @@ class TraceHooks:
             if duration >= basetime:
                 node.calls += 1
                 node.incl += duration
-                node.excl += duration
                 if duration > node.max:
                     node.max = duration
                 if duration < node.min:
                     node.min = duration
-                stack[-1].excl -= duration  # the caller's self time excludes it
+                if spans is not None:
+                    if len(spans) < cap:
+                        spans.append((id(stack), function_id, node.start, now, len(stack) - 1))
+                    else:
+                        self._spans_dropped += 1
 
-        def leave_all(function_id: FunctionId) -> None:  # no base time: every call counts
-            now = clock()
-            try:
-                stack = local.stack
-            except AttributeError:
-                return
-            node = stack.pop()
-            if node.fid != function_id:
-                stack.append(node)
-                resync(stack, function_id, now, "Leave")
-                return
-            duration = now - node.start
-            node.calls += 1
-            node.incl += duration
-            node.excl += duration
-            if duration > node.max:
-                node.max = duration
-            if duration < node.min:
-                node.min = duration
-            stack[-1].excl -= duration
-
-        spans = self._spans
-        cap = self._span_cap
-
-        def leave_timeline(function_id: FunctionId) -> None:  # leave + keep the span
-            now = clock()
-            try:
-                stack = local.stack
-            except AttributeError:
-                return
-            node = stack.pop()
-            if node.fid != function_id:
-                stack.append(node)
-                resync(stack, function_id, now, "Leave")
-                return
-            duration = now - node.start
-            if duration >= basetime:
-                node.calls += 1
-                node.incl += duration
-                node.excl += duration
-                if duration > node.max:
-                    node.max = duration
-                if duration < node.min:
-                    node.min = duration
-                stack[-1].excl -= duration
-                if len(spans) < cap:  # type: ignore[arg-type]
-                    spans.append((id(stack), function_id, node.start, now, len(stack) - 1))  # type: ignore[union-attr]
-                else:
-                    self._spans_dropped += 1
-
-        if spans is not None:
-            leave = leave_timeline
-        elif basetime <= 0:
-            leave = leave_all
         self.function_enter = self.function_resume = enter  # type: ignore[method-assign]
         self.function_leave = self.function_yield = leave  # type: ignore[method-assign]
 
     # -- with event lines --------------------------------------------------------------------
     def use_lines(self, emit: Callable[[str], None]) -> None:
-        """Write event lines through ``emit``: the line-writing variants replace the plain ones.
+        """Write event lines through ``emit``.
 
-        Without a base time every line is final at once, so ``Enter``/``Leave`` use
-        inlined variants (no pending-line bookkeeping); with one, the general path.
+        Without a base time (and timeline) every line is final at once, so
+        ``Enter``/``Leave`` use inlined variants (no pending-line bookkeeping); otherwise
+        the general forms, which write lines whenever ``_emit`` is set.
         """
         self._emit = emit
         if self._basetime <= 0 and self._spans is None:
             self.function_enter = self._enter_now  # type: ignore[method-assign]
             self.function_leave = self._leave_now  # type: ignore[method-assign]
-        else:
-            self.function_enter = self._enter_lines  # type: ignore[method-assign]
-            self.function_leave = self._leave_lines  # type: ignore[method-assign]
-        self.function_resume = self._resume_lines  # type: ignore[method-assign]
-        self.function_yield = self._yield_lines  # type: ignore[method-assign]
 
     def _enter_now(self, function_id: FunctionId) -> None:
         try:
@@ -319,27 +247,13 @@ class TraceHooks:
         duration = now - node.start
         node.calls += 1
         node.incl += duration
-        node.excl += duration
         if duration > node.max:
             node.max = duration
         if duration < node.min:
             node.min = duration
-        stack[-1].excl -= duration  # the caller's self time excludes it
         name = self._names.get(function_id) or self._name(function_id)
         index = len(stack)
         self._emit(  # type: ignore[misc]
             f"{_INDENT * (index - 1)}Leave: {name}, Duration: {duration / 1000:.3f} us"
         )
         root.kind = index
-
-    def _enter_lines(self, function_id: FunctionId) -> None:
-        self._open(function_id, "Enter")
-
-    def _resume_lines(self, function_id: FunctionId) -> None:
-        self._open(function_id, "Resume")
-
-    def _leave_lines(self, function_id: FunctionId) -> None:
-        self._leave(function_id, "Leave")
-
-    def _yield_lines(self, function_id: FunctionId) -> None:
-        self._leave(function_id, "Yield")

@@ -20,13 +20,12 @@ NO_MIN = 1 << 62
 class Node:
     """One call-tree position during capture; plain slots for cheap attribute updates."""
 
-    __slots__ = ("calls", "children", "excl", "fid", "incl", "kind", "max", "min", "start")
+    __slots__ = ("calls", "children", "fid", "incl", "kind", "max", "min", "start")
 
     def __init__(self, fid: int | None) -> None:
         self.fid = fid
         self.calls = 0
         self.incl = 0
-        self.excl = 0
         self.min = NO_MIN
         self.max = 0
         self.children: dict[int, Node] = {}
@@ -54,9 +53,12 @@ def convert(
     """Copy a capture tree into ``CallNode``s with frame indices, dropping empty branches.
 
     A node that never completed a call (hidden below the base time, or opened and never
-    closed) is kept only when something under it was recorded. With ``root_totals`` the
-    root keeps its own ``incl``/``excl`` (sampling: total weight and weight outside any
-    shown frame); otherwise its inclusive time is the sum of its children's.
+    closed) is kept only when something under it was recorded. Self time is derived here,
+    not counted during capture: ``incl`` minus the children's ``incl`` — exact for traces
+    (every child call is also a call of its parent; hidden calls add to neither) and for
+    samples (the weight of samples ending at the node). With ``root_totals`` the root
+    keeps its own ``incl`` (sampling: total weight, so its self time is the weight
+    outside any shown frame); otherwise its inclusive time is the sum of its children's.
     Iterative, so a 10 000-deep recursion converts without hitting the recursion limit.
     """
     out_root = CallNode(-1)
@@ -79,7 +81,7 @@ def convert(
             del parent.children[out.frame]
     if root_totals:
         out_root.inclusive_ns = root.incl
-        out_root.exclusive_ns = root.excl
+        out_root.exclusive_ns = root.incl - _children_incl(root)
     else:
         out_root.inclusive_ns = sum(c.inclusive_ns for c in out_root.children.values())
     return out_root
@@ -94,7 +96,11 @@ def _merge_stats(target: CallNode, node: Node) -> None:
     target.max_ns = max(target.max_ns, node.max)
     target.calls += node.calls
     target.inclusive_ns += node.incl
-    target.exclusive_ns += node.excl
+    target.exclusive_ns += node.incl - _children_incl(node)
+
+
+def _children_incl(node: Node) -> int:
+    return sum(child.incl for child in node.children.values())
 
 
 def thread_tree(thread_id: int, name: str, root: CallNode) -> ThreadTree:
