@@ -83,7 +83,7 @@ class Program:
                     source = f.read()
             except OSError as exc:
                 raise UsageError(f"can't open file {self.target!r}: {exc.strerror}") from None
-            code = compile(source, path, "exec")
+            code = _compile(source, path, self.target)
             loader = importlib.machinery.SourceFileLoader("__main__", path)
             return Prepared(code, {"__file__": path, "__loader__": loader})
         if self.kind == "module":
@@ -94,7 +94,7 @@ class Program:
                 return _module_details(self.target)
             finally:
                 sys.path[:] = saved
-        return Prepared(compile(self.target, "<string>", "exec"), {})
+        return Prepared(_compile(self.target, "<string>", "-c"), {})
 
     def run(
         self,
@@ -178,14 +178,23 @@ def _module_details(name: str) -> Prepared:
         spec = importlib.util.find_spec(name)
     except (ImportError, ValueError) as exc:
         raise UsageError(f"cannot find module {name!r}: {exc}") from None
+    except Exception as exc:  # importing a parent package ran its code, and that failed
+        raise UsageError(f"cannot find module {name!r}: {type(exc).__name__}: {exc}") from None
     if spec is None:
         raise UsageError(f"No module named {name!r}")
     if spec.submodule_search_locations is not None:  # a package: run its __main__
         return _module_details(name + ".__main__")
     loader = spec.loader
-    code = (
-        loader.get_code(spec.name) if loader is not None and hasattr(loader, "get_code") else None
-    )
+    try:
+        code = (
+            loader.get_code(spec.name)
+            if loader is not None and hasattr(loader, "get_code")
+            else None
+        )
+    except SyntaxError as exc:
+        raise UsageError(_syntax_error(exc, spec.origin or name)) from None
+    except (ImportError, OSError, ValueError) as exc:
+        raise UsageError(f"cannot load module {name!r}: {exc}") from None
     if code is None:
         raise UsageError(f"no code object available for module {name!r}")
     return Prepared(
@@ -198,6 +207,21 @@ def _module_details(name: str) -> Prepared:
             "__spec__": spec,
         },
     )
+
+
+def _compile(source: str | bytes, filename: str, shown: str) -> types.CodeType:
+    """``compile``, with a syntax error (or NUL byte, bad encoding) as one usage line."""
+    try:
+        return compile(source, filename, "exec")
+    except SyntaxError as exc:
+        raise UsageError(_syntax_error(exc, shown)) from None
+    except ValueError as exc:  # "source code string cannot contain null bytes" (3.11)
+        raise UsageError(f"{shown}: {exc}") from None
+
+
+def _syntax_error(exc: SyntaxError, shown: str) -> str:
+    where = f"{shown}, line {exc.lineno}" if exc.lineno else shown
+    return f"{where}: {type(exc).__name__}: {exc.msg}"
 
 
 def _outcome(ended: BaseException | None) -> Outcome:
