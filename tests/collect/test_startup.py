@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -53,3 +57,86 @@ def test_process_startup_once(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Ca
     monkeypatch.setenv(startup.INTERVAL_VAR, "soon")
     assert startup.process_startup() is None
     assert "profkit: cannot attach profiler" in capsys.readouterr().err
+
+
+BAD_MODULES = {
+    "pk_bad_syntax": "def f(:\n",
+    "pk_bad_import": "import pk_no_such_dependency\n",
+    "pk_exits": "import sys\nsys.exit(4)\n",
+    "pk_not_profiler": "class Thing:\n    pass\n\ndef make():\n    return 42\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("spec", "why"),
+    [
+        ("pk_no_such_module:X", "ModuleNotFoundError"),
+        ("pk_not_profiler:Missing", "AttributeError"),
+        ("pk_not_profiler:Thing", "is not a profkit.api.ProfilerCallback"),
+        ("pk_not_profiler:make", "a builtins.int object is not a profkit.api.ProfilerCallback"),
+        ("pk_bad_syntax:X", "SyntaxError"),
+        ("pk_bad_import:X", "ModuleNotFoundError"),
+        ("pk_exits:X", "SystemExit: 4"),
+        ("pk_not_profiler:", "AttributeError"),
+        ("no_colon_no_entry_point", "LookupError"),
+    ],
+)
+def test_bad_profiler_settings_one_line(
+    spec: str,
+    why: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Each bad PROFKIT_PROFILER is one clear stderr line and no profiler (a non-profiler
+    class used to be reported as "failed in initialize: AttributeError ..."; a module
+    calling sys.exit() at import ended the program before it started)."""
+    for name, text in BAD_MODULES.items():
+        (tmp_path / f"{name}.py").write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in BAD_MODULES:
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.setattr(startup, "_done", False)
+    monkeypatch.setenv(startup.ENABLE_VAR, "1")
+    monkeypatch.setenv(startup.PROFILER_VAR, spec)
+    assert startup.process_startup() is None
+    assert current_session() is None
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f"profkit: cannot attach profiler {spec!r}: ")
+    assert why in lines[0]
+
+
+PTH_LINE = (Path(__file__).parents[2] / "src/profkit/collect/profkit_startup.pth").read_text()
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_pth_line_survives_a_broken_install(enabled: bool, tmp_path: Path) -> None:
+    """The start-up line runs in every Python process: an uninstalled or broken profkit
+    must not break any of them (it used to print site's "Error processing line 1"
+    traceback). Unprofiled processes must not even import profkit."""
+    broken = tmp_path / "profkit"
+    broken.mkdir()
+    (broken / "__init__.py").write_text("raise ImportError('half-installed')\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROFKIT_")}
+    env["PYTHONPATH"] = str(tmp_path)
+    if enabled:
+        env[startup.ENABLE_VAR] = "1"
+        env[startup.PROFILER_VAR] = "anything:Here"
+    program = f"exec({PTH_LINE!r})\nimport sys\nprint('profkit' in sys.modules)\nsys.exit(5)"
+    proc = subprocess.run(
+        [sys.executable, "-S", "-c", program], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 5
+    if enabled:
+        assert proc.stderr.splitlines() == [
+            "profkit: cannot attach profiler: profkit is not importable: ImportError: half-installed"
+        ]
+    else:
+        assert proc.stderr == ""
+        assert proc.stdout == "False\n"
+
+
+def test_pth_is_one_import_line() -> None:
+    """site.py executes a .pth line only if it starts with ``import``; one line only."""
+    assert PTH_LINE.count("\n") == 1 and PTH_LINE.startswith("import os;")

@@ -67,11 +67,17 @@ def attach(
 ) -> AttachedSession:
     """Attach ``profiler`` to this process and start delivering notifications.
 
-    Raises :class:`~profkit.api.errors.ProfilerApiError` if a profiler is already attached
-    or the forced backend cannot serve the mask. If ``initialize`` raises, the failure is
+    Raises :class:`~profkit.api.errors.ProfilerApiError` if ``profiler`` is not a
+    :class:`~profkit.api.ProfilerCallback`, a profiler is already attached, or the forced
+    backend cannot serve the mask. If ``initialize`` raises, the failure is
     reported once on stderr and the returned session is already detached.
     """
     global _current, _atexit_registered
+    if not isinstance(profiler, ProfilerCallback):
+        raise ProfilerApiError(
+            f"a {type(profiler).__module__}.{type(profiler).__qualname__} object is not a "
+            "profkit.api.ProfilerCallback"
+        )
     if sample_clock not in ("wall", "cpu"):
         raise ProfilerApiError(f"sample_clock must be 'wall' or 'cpu', not {sample_clock!r}")
     if not sample_interval > 0:

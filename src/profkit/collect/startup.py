@@ -75,7 +75,7 @@ def process_startup() -> Any:
         clock = os.environ.get(CLOCK_VAR, "") or "wall"
         backend = os.environ.get(BACKEND_VAR, "") or "auto"
         return attach(profiler, backend, sample_interval=interval, sample_clock=clock)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a profiler module calling sys.exit() included
         _report(f"profkit: cannot attach profiler {spec!r}: {type(exc).__name__}: {exc}")
         return None
 
