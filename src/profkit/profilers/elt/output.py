@@ -14,6 +14,7 @@ Naming (documented in ``docs/elt.md``):
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 import sys
@@ -55,9 +56,28 @@ def resolve_output(template: str, pid: int | None = None) -> str:
     return template.replace(PID, str(os.getpid() if pid is None else pid))
 
 
+#: Most threads whose trees are printed at the end (the hottest); ``profkit report`` shows all.
+MAX_THREADS_SHOWN = 8
+
+
 def render(profile: CallProfile, stream: TextIO) -> str:
-    """The call tree as ``profkit report`` prints it, fitted to the terminal of ``stream``."""
+    """The call tree as ``profkit report`` prints it, fitted to the terminal of ``stream``.
+
+    A program with hundreds of threads would print hundreds of trees: only the
+    :data:`MAX_THREADS_SHOWN` busiest are printed (in their order), then one line for
+    the rest.
+    """
     from profkit.report.text import render_tree
+
+    more = ""
+    if len(profile.threads) > MAX_THREADS_SHOWN:
+        by_time = sorted(profile.threads, key=lambda t: t.root.inclusive_ns, reverse=True)
+        kept = {id(t) for t in by_time[:MAX_THREADS_SHOWN]}
+        rest = len(profile.threads) - MAX_THREADS_SHOWN
+        more = f"\n… {rest} more threads (profkit report FILE shows every thread)\n"
+        profile = dataclasses.replace(
+            profile, threads=[t for t in profile.threads if id(t) in kept]
+        )
 
     tty = _isatty(stream)
     width = 80
@@ -65,7 +85,8 @@ def render(profile: CallProfile, stream: TextIO) -> str:
         with contextlib.suppress(OSError, ValueError):
             width = max(os.get_terminal_size(stream.fileno()).columns, 60)
     color = tty and not os.environ.get("NO_COLOR")
-    return render_tree(profile, width=width, color=color, min_share=0.02, top=8, max_depth=30)
+    tree = render_tree(profile, width=width, color=color, min_share=0.02, top=8, max_depth=30)
+    return tree + more
 
 
 def _isatty(stream: TextIO) -> bool:

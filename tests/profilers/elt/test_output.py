@@ -1,0 +1,43 @@
+"""The end-of-run tree: fitted to a terminal, and not one tree per thread for hundreds."""
+
+from __future__ import annotations
+
+import io
+
+from profkit.calltree.model import CallNode, CallProfile, Frame, ThreadTree
+from profkit.profilers.elt.output import MAX_THREADS_SHOWN, child_template, render
+
+
+def _profile(threads: int) -> CallProfile:
+    profile = CallProfile(mode="trace")
+    frame = profile.frame_id(Frame("app.work", "/src/app.py", 1))
+    for i in range(threads):
+        root = CallNode(-1)
+        node = root.child(frame)
+        node.calls, node.inclusive_ns, node.exclusive_ns = 1, 1000 * (i + 1), 1000 * (i + 1)
+        root.inclusive_ns = node.inclusive_ns
+        profile.threads.append(ThreadTree(i + 1, f"T{i + 1}", root))
+    return profile
+
+
+def test_many_threads_print_only_the_busiest() -> None:
+    profile = _profile(MAX_THREADS_SHOWN + 12)
+    text = render(profile, io.StringIO())
+    shown = [line for line in text.splitlines() if line.startswith("Thread ")]
+    assert len(shown) == MAX_THREADS_SHOWN
+    # the busiest are the last ones created; they keep their order
+    names = [line.split()[1] for line in shown]
+    assert names == [f"T{i}" for i in range(13, MAX_THREADS_SHOWN + 13)]
+    assert "… 12 more threads" in text
+    assert len(profile.threads) == MAX_THREADS_SHOWN + 12  # the profile itself is untouched
+
+
+def test_few_threads_print_all() -> None:
+    text = render(_profile(3), io.StringIO())
+    assert text.count("Thread ") == 3 and "more threads" not in text
+
+
+def test_child_template() -> None:
+    assert child_template("out.json") == "out.{pid}.json"
+    assert child_template("d/out.json.gz") == "d/out.{pid}.json.gz"
+    assert child_template("noext") == "noext.{pid}.json"
