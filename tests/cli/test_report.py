@@ -86,3 +86,29 @@ def test_piped_output_is_80_wide_whatever_the_environment(
     out = capsys.readouterr().out
     assert "myapp.core.work" in out
     assert max(len(line) for line in out.splitlines()) <= 80
+
+
+def test_gc_is_paused_while_rendering_and_restored(
+    saved: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Generation-2 collections re-walked every call node while a big profile was built
+    and aggregated (2x the CPU of a 500k-node flat report); the CLI pauses the cyclic GC
+    for that, and must give it back."""
+    import gc
+
+    import profkit.cli.report as cli_report
+
+    seen: list[bool] = []
+    real = cli_report.render_tree
+
+    def spy(*args: object, **kwargs: object) -> str:
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cli_report, "render_tree", spy)
+    assert gc.isenabled()
+    assert main(["report", str(saved)]) == 0
+    assert seen == [False] and gc.isenabled()
+    assert main(["report", str(saved), "--view", "callers"]) == 2  # an error path restores it too
+    assert gc.isenabled()
+    capsys.readouterr()

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from profkit.cli.report import load_all
+from profkit.cli.report import gc_paused, load_all
 from profkit.errors import UsageError
 from profkit.export import registry
 from profkit.export.atomic import (
@@ -45,7 +45,8 @@ def _handler(args: argparse.Namespace) -> int:
     if out == "-" and fmt.binary and sys.stdout.isatty():
         raise UsageError(f"{fmt.name} output is binary: refusing to write it to a terminal "
                          "(use -o FILE or a pipe)")
-    data = fmt.writer(load_all(args.files))
+    with gc_paused():
+        data = fmt.writer(load_all(args.files))
     if out == "-":
         write_stdout(data)
         return 0

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import os
 import shutil
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from profkit.calltree.file import combine, load
@@ -46,6 +49,24 @@ def register(sub: Any, name: str, help_text: str) -> None:
     parser.set_defaults(handler=_handler)
 
 
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Run a command's load/aggregate/render with the cyclic GC off.
+
+    A profile becomes hundreds of thousands of small acyclic objects (call nodes, their
+    child dicts, rows); every generation-2 collection while they are built and walked
+    re-traverses all of them, which made a 500k-node flat report 2-3x slower. Nothing
+    here creates cycles, and the previous state is restored afterwards.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def load_all(paths: list[str]) -> CallProfile:
     """Load one profile, or several combined."""
     profiles = [load(p) for p in paths]
@@ -81,6 +102,13 @@ def _handler(args: argparse.Namespace) -> int:
         raise UsageError("--min-share must be a percentage between 0 and 100")
     width = args.width or output_width()
     color = use_color(args.color)
+    with gc_paused():
+        text = _render(args, width, color, min_time)
+    write_stdout(text.encode("utf-8", "backslashreplace"))
+    return 0
+
+
+def _render(args: argparse.Namespace, width: int, color: bool, min_time: int) -> str:
     profile = load_all(args.files)
     if args.view == "tree":
         text = render_tree(
@@ -95,6 +123,5 @@ def _handler(args: argparse.Namespace) -> int:
         if not args.function:
             raise UsageError("--view callers needs --function F")
         text = render_callers(profile, args.function, width=width, color=color, prefix=args.prefix)
-    write_stdout(text.encode("utf-8", "backslashreplace"))
-    return 0
+    return text
 
