@@ -132,3 +132,15 @@ def test_screen_view_limits_sender_rows() -> None:
     assert "s/39" in out.text and "s/0 " not in out.text
     assert "(+34 less recent senders not shown)" in out.text
     assert "s/0" in summary(m, 2)  # the final summary lists them all
+
+
+def test_plain_view_escapes_control_characters_only_when_asked() -> None:
+    """On a terminal (escape=True) a sender's ESC/BEL must not reach it; a file or pipe
+    gets the lines exactly as sent."""
+    monitor = Monitor()
+    for escape, expected in ((True, "a\\x1b]0;t\\x07\nb\n"), (False, "a\x1b]0;t\x07\nb\n")):
+        out = _Out()
+        view = PlainView(out, escape=escape)  # type: ignore[arg-type]
+        view.show(monitor, "h/1", "a\x1b]0;t\x07\nb")
+        view.close(monitor)
+        assert out.text == expected
