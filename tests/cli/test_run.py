@@ -490,7 +490,7 @@ def test_environment_activation_saves_where_the_process_started(tmp_path: Path) 
     (tmp_path / "sub").mkdir()
     env = _env() | {
         "PROFKIT_ENABLE_PROFILING": "1",
-        "PROFKIT_PROFILER": "elt",
+        "PROFKIT_PROFILER": "profkit.profilers.elt:EltProfiler",
         "PROFKIT_TREE": "0",
         "PROFKIT_OUTPUT": "env.json",
     }
@@ -505,6 +505,10 @@ def test_environment_activation_saves_where_the_process_started(tmp_path: Path) 
     )
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "env.json").exists() and not list((tmp_path / "sub").iterdir())
+    # The start-up hook runs inside site's .pth processing: the rest of site's start-up
+    # (user site, sitecustomize) is the interpreter's, not the program's.
+    names = {f.name for f in profile_file.load(tmp_path / "env.json").frames}
+    assert not any(n.startswith("site.") for n in names), names
     del env["PROFKIT_OUTPUT"]  # the default name too
     out = subprocess.run(
         [sys.executable, "-c", code],

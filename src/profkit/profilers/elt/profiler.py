@@ -258,10 +258,21 @@ class EltProfiler(TraceHooks, ProfilerCallback):
         return True
 
     def _note_attach_frame(self) -> None:
+        """Remember the frame whose return ends the start-up work (see :meth:`_attach_done`).
+
+        That is the outermost ``profkit.collect`` frame of the chain that called
+        ``initialize`` — or, when the start-up hook runs from a ``.pth`` file, the
+        outermost ``site`` frame: the rest of ``site``'s start-up (user site-packages,
+        ``sitecustomize``) is the interpreter's, not the program's.
+        """
         frame: FrameType | None = sys._getframe(2)
         outermost = None
-        while frame is not None and str(frame.f_globals.get("__name__")).startswith("profkit."):
-            if str(frame.f_globals.get("__name__")).startswith("profkit.collect"):
+        in_profkit = True
+        while frame is not None:
+            name = str(frame.f_globals.get("__name__"))
+            if in_profkit and not name.startswith("profkit."):
+                in_profkit = False
+            if (in_profkit and name.startswith("profkit.collect")) or name == "site":
                 outermost = frame
             frame = frame.f_back
         self._attach_frame = outermost
