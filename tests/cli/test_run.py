@@ -125,7 +125,14 @@ def test_exit_status_and_exceptions_pass_through(
     assert (tmp_path / "o.json").exists()
 
 
-def test_sigterm_saves_the_profile(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("signum", "status", "stderr_has"),
+    [(signal.SIGTERM, 143, ""), (signal.SIGINT, 130, "KeyboardInterrupt")],
+    ids=["sigterm", "sigint"],
+)
+def test_signal_saves_the_profile(
+    signum: int, status: int, stderr_has: str, tmp_path: Path
+) -> None:
     (tmp_path / "slow.py").write_text(
         "import time\ndef wait():\n    print('ready', flush=True)\n    time.sleep(30)\nwait()\n"
     )
@@ -140,33 +147,12 @@ def test_sigterm_saves_the_profile(tmp_path: Path) -> None:
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "ready"
     time.sleep(0.2)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signum)
     _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 143, err
+    assert proc.returncode == status, err
+    assert stderr_has in err
     profile = profile_file.load(tmp_path / "t.json")
     assert any(f.name.endswith(".wait") for f in profile.frames)
-
-
-def test_sigint_saves_the_profile(tmp_path: Path) -> None:
-    (tmp_path / "slow.py").write_text(
-        "import time\ndef wait():\n    print('ready', flush=True)\n    time.sleep(30)\nwait()\n"
-    )
-    proc = subprocess.Popen(
-        [*LAUNCHERS[0], "-o", "i.json", "slow.py"],
-        cwd=tmp_path,
-        env=_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    assert proc.stdout.readline().strip() == "ready"
-    time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130, err
-    assert "KeyboardInterrupt" in err
-    assert (tmp_path / "i.json").exists()
 
 
 def test_sample_mode(probe_dir: Path) -> None:
