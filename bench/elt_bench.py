@@ -10,7 +10,8 @@ each tool's fixed start/exit cost (measured on an empty script) out of both side
     python bench/elt_bench.py                       # current python, 5 runs each
     python bench/elt_bench.py --python .venvs/py3.12/bin/python --python .venvs/py3.13/bin/python
     python bench/elt_bench.py --repeat 9 --workload recursion
-    python bench/elt_bench.py --peer cProfile --peer "profkit trace"   # a quicker subset
+    python bench/elt_bench.py --peer "profkit trace"   # a quicker subset (+ bare, cProfile)
+    python bench/elt_bench.py --hot-path               # ns per enter+leave, no collector
 
 Targets (issue #4): trace mode overhead ≤ cProfile's on 3.12+; sampling ≤ 1.03× bare.
 Peers missing from an interpreter (``pip install -e '.[bench]'``) are skipped, not faked.
@@ -233,6 +234,62 @@ def bench(python: str, repeat: int, names: list[str], peers: list[str] | None = 
     print(f"\n  UDP listener received {drain.datagrams} datagrams in total")
 
 
+def hot_path(pairs: int = 200_000, rounds: int = 7) -> None:
+    """The ELT profiler's own cost per call (enter + leave), driven directly, in-process.
+
+    No collector and no interpreter hook: the profiler's bound callbacks are called in a
+    loop (two nested calls per round), CPU time, best of ``rounds``, minus the same loop
+    calling a no-op. This isolates the per-event work of ``profkit.profilers.elt.trace``
+    from the collector's dispatch, which the whole-process tables include.
+    """
+    from profkit.api import FunctionInfo
+    from profkit.api.ids import FunctionId
+    from profkit.profilers.elt import EltProfiler
+    from profkit.settings import Settings
+
+    class Info:  # just enough of ProfilerInfo for initialize()
+        backend_name = "bench"
+
+        def set_event_mask(self, mask: object) -> None:
+            pass
+
+        def set_function_filter(self, accept: object) -> None:
+            pass
+
+        def get_function_info(self, fid: FunctionId) -> FunctionInfo:
+            return FunctionInfo(fid, f"f{fid}", "app", "/app.py", 1, False, False)
+
+    def per_pair(enter: object, leave: object) -> float:
+        b, c = FunctionId(2), FunctionId(3)
+        best = float("inf")
+        for _ in range(rounds):
+            t = time.process_time_ns()
+            for _ in range(pairs):
+                enter(b)  # type: ignore[operator]
+                enter(c)  # type: ignore[operator]
+                leave(c)  # type: ignore[operator]
+                leave(b)  # type: ignore[operator]
+            best = min(best, (time.process_time_ns() - t) / (2 * pairs))
+        return best
+
+    def noop(fid: FunctionId) -> None:
+        pass
+
+    loop = per_pair(noop, noop)
+    print(f"\n=== hot path, Python {sys.version.split()[0]}: ns per call (enter + leave) ===")
+    for name, settings in [
+        ("plain", Settings()),
+        ("timeline", Settings(timeline=True)),
+        ("basetime 1ms (all hidden)", Settings(basetime_ns=1_000_000)),
+    ]:
+        prof = EltProfiler(settings, standalone=False)
+        prof.initialize(Info())  # type: ignore[arg-type]
+        prof.start_events()
+        prof.function_enter(FunctionId(1))
+        cost = per_pair(prof.function_enter, prof.function_leave)
+        print(f"  {name:<28}{cost - loop:>6.0f} ns  (loop with a no-op callback: {loop:.0f} ns)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -254,7 +311,15 @@ def main() -> int:
         ],
         help="measure only these tools (besides bare and cProfile)",
     )
+    parser.add_argument(
+        "--hot-path",
+        action="store_true",
+        help="only the profiler's own per-call cost, in this interpreter (no collector)",
+    )
     args = parser.parse_args()
+    if args.hot_path:
+        hot_path()
+        return 0
     pythons = args.python or [sys.executable]
     for python in pythons:
         if shutil.which(python) is None and not os.path.exists(python):
