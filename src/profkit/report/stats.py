@@ -7,7 +7,6 @@ path, so ``f → f → f`` is not counted three times.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -41,31 +40,39 @@ def collect(roots: Iterable[CallNode]) -> Stats:
     functions, edges = stats.functions, stats.edges
     for root in roots:
         stats.total_ns += root.inclusive_ns or sum(c.inclusive_ns for c in root.children.values())
-        on_path: Counter[int] = Counter()
+        on_path: dict[int, int] = {}  # frame -> activations on the current path
         # (node, parent frame, entering?) — the exit marker pops the frame off the path
         stack: list[tuple[CallNode, int, bool]] = [
             (c, ROOT, True) for c in reversed(root.children.values())
         ]
+        pop, push = stack.pop, stack.append
         while stack:
-            node, parent, entering = stack.pop()
+            node, parent, entering = pop()
             frame = node.frame
             if not entering:
                 on_path[frame] -= 1
                 continue
-            recursive = on_path[frame] > 0
+            depth = on_path.get(frame, 0)
             fn = functions.get(frame)
             if fn is None:
                 fn = functions[frame] = Totals()
             edge = edges.get((parent, frame))
             if edge is None:
                 edge = edges[(parent, frame)] = Totals()
-            for t in (fn, edge):
-                t.calls += node.calls
-                t.exclusive_ns += node.exclusive_ns
-                if not recursive:
-                    t.inclusive_ns += node.inclusive_ns
-                    t.primitive_calls += node.calls
-            on_path[frame] += 1
-            stack.append((node, parent, False))
-            stack.extend((c, frame, True) for c in reversed(node.children.values()))
+            calls, excl = node.calls, node.exclusive_ns
+            fn.calls += calls
+            edge.calls += calls
+            fn.exclusive_ns += excl
+            edge.exclusive_ns += excl
+            if not depth:  # outermost activation on this path: count inclusive time once
+                incl = node.inclusive_ns
+                fn.inclusive_ns += incl
+                edge.inclusive_ns += incl
+                fn.primitive_calls += calls
+                edge.primitive_calls += calls
+            on_path[frame] = depth + 1
+            push((node, parent, False))
+            children = node.children
+            if children:
+                stack.extend([(c, frame, True) for c in reversed(children.values())])
     return stats
