@@ -12,6 +12,7 @@ from profkit.settings import (
     SETTINGS,
     Settings,
     export_collector_interval,
+    misspelt_variables,
     parse_duration,
     prefix_matches,
 )
@@ -167,3 +168,18 @@ def test_profkit_interval_reaches_the_collectors_variable() -> None:
     untouched: dict[str, str] = {COLLECTOR_INTERVAL_VAR: "0.005"}
     export_collector_interval(untouched, Settings.from_env(untouched))
     assert untouched == {COLLECTOR_INTERVAL_VAR: "0.005"}  # no PROFKIT_INTERVAL: left alone
+
+
+def test_misspelt_variables_are_named_with_a_suggestion() -> None:
+    env = {
+        "PROFKIT_BASETIM": "1ms",
+        "PROFKIT_NAMESPACE_PREFIXES": "app",
+        "PROFKIT_BASETIME": "1ms",
+        "PROFKIT_SOMETHING_ELSE": "x",  # not close to anything: another tool's, left alone
+        "PROFKIT_R": "1",  # close in ratio to PROFKIT_TREE, but not a typo of it
+        "PROFKIT_SAMPLE_INTERVAL": "0.01",
+    }
+    assert misspelt_variables(env) == [
+        ("PROFKIT_BASETIM", "PROFKIT_BASETIME"),
+        ("PROFKIT_NAMESPACE_PREFIXES", "PROFKIT_NAMESPACE_PREFIX"),
+    ]

@@ -255,6 +255,37 @@ def export_collector_interval(environ: Any, settings: Settings) -> None:
         environ[COLLECTOR_INTERVAL_VAR] = collector_interval_text(settings)
 
 
+#: ``PROFKIT_*`` variables read elsewhere (the collector's start-up hook, debugging).
+_OTHER_VARIABLES = frozenset(
+    {
+        "PROFKIT_ENABLE_PROFILING",
+        "PROFKIT_PROFILER",
+        "PROFKIT_BACKEND",
+        COLLECTOR_INTERVAL_VAR,
+        "PROFKIT_DEBUG",
+    }
+)
+
+
+def misspelt_variables(environ: Mapping[str, str]) -> list[tuple[str, str]]:
+    """``(variable, the setting it probably means)`` for likely typos such as
+    ``PROFKIT_BASETIM``: a set variable that is not one of ours but close to one.
+
+    Only near misses are reported, so variables other tools or later versions read are
+    not flagged; a typo would otherwise be silently ignored.
+    """
+    import difflib
+
+    known = {s.env for s in SETTINGS} | _OTHER_VARIABLES
+    out: list[tuple[str, str]] = []
+    for name in sorted(environ):
+        if name.startswith("PROFKIT_") and name not in known:
+            close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.85)
+            if close and abs(len(close[0]) - len(name)) <= 2:
+                out.append((name, close[0]))
+    return out
+
+
 def _parse(setting: Setting, text: str, where: str) -> Any:
     try:
         return setting.parse(text)

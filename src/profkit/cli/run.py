@@ -22,7 +22,13 @@ from contextlib import contextmanager
 from typing import Any
 
 from profkit.errors import UsageError
-from profkit.settings import COLLECTOR_INTERVAL_VAR, SETTINGS, Settings, collector_interval_text
+from profkit.settings import (
+    COLLECTOR_INTERVAL_VAR,
+    SETTINGS,
+    Settings,
+    collector_interval_text,
+    misspelt_variables,
+)
 
 
 def register(sub: Any, name: str, help_text: str) -> None:
@@ -81,6 +87,8 @@ def _handler(args: argparse.Namespace) -> int:
     program = _program(args)
     flags = {s.field: _flag_text(getattr(args, s.field)) for s in SETTINGS}
     settings = Settings.from_env(os.environ).with_flags(flags)
+    for name, meant in misspelt_variables(os.environ):
+        _say(f"profkit: note: {name} is not a profkit setting (did you mean {meant}?)\n")
     prepared = program.prepare()
     _check_sinks(settings)
     if settings.mode == "sample" and (settings.udp or settings.stream or settings.timeline):
