@@ -590,3 +590,28 @@ def test_a_program_that_cannot_be_compiled_is_one_line(
     (line,) = out.stderr.strip().splitlines()
     assert line.startswith("profkit: error: ") and message in line, line
     assert not list(tmp_path.glob("*.json"))
+
+
+def test_unwritable_output_is_said_once_even_with_children(tmp_path: Path) -> None:
+    code = (
+        "import subprocess, sys\n"
+        "for _ in range(2): subprocess.run([sys.executable, '-c', 'pass'])\n"
+        "sys.exit(4)\n"
+    )
+    out = _run(
+        [*LAUNCHERS[0], "--no-tree", "-o", str(tmp_path / "no" / "x.json"), "-c", code], tmp_path
+    )
+    assert out.returncode == 4
+    assert out.stderr.count("cannot write profile") == 1, out.stderr
+
+
+def test_output_to_a_directory_uses_the_default_name_inside(tmp_path: Path) -> None:
+    (tmp_path / "runs").mkdir()
+    for target in ["runs", "runs/"]:
+        out = _run([*LAUNCHERS[0], "--no-tree", "-o", target, "-c", "pass"], tmp_path)
+        assert out.returncode == 0, out.stderr
+    assert len(list((tmp_path / "runs").glob("profkit-c-*.json"))) == 2
+    out = _run([*LAUNCHERS[0], "--no-tree", "-o", "new/", "-c", "pass"], tmp_path)
+    assert out.returncode == 0
+    assert "cannot write profile new/profkit-c-" in out.stderr
+    assert not (tmp_path / "new").exists()  # was: a file named "new"

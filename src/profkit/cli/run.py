@@ -93,7 +93,7 @@ def _handler(args: argparse.Namespace) -> int:
     _check_sinks(settings)
     if settings.mode == "sample" and (settings.udp or settings.stream or settings.timeline):
         _say("profkit: note: --udp, --stream and --timeline record calls: trace mode only\n")
-    path = out.resolve_output(settings.output or out.default_output(program.label))
+    path = out.output_path(settings.output, program.label)
     absolute = os.path.abspath(path)
     settings = settings.replace(output=path)
     profiler = _make_profiler(settings)
@@ -121,6 +121,11 @@ def _handler(args: argparse.Namespace) -> int:
         )
         profiler.start_events()
 
+    # Children write next to our file: if that directory is not writable, each would
+    # print its own failure; profile none of them, and say it once, at the end.
+    out_dir = os.path.dirname(absolute)
+    if not (os.path.isdir(out_dir) and os.access(out_dir, os.W_OK)):
+        settings = settings.replace(subprocesses=False)
     with _child_environment(settings, path):
         outcome = program.run(
             prepared,

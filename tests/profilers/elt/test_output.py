@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import io
+import os
+from pathlib import Path
 
 from profkit.calltree.model import CallNode, CallProfile, Frame, ThreadTree
-from profkit.profilers.elt.output import MAX_THREADS_SHOWN, child_template, render
+from profkit.profilers.elt.output import MAX_THREADS_SHOWN, child_template, output_path, render
 
 
 def _profile(threads: int) -> CallProfile:
@@ -41,3 +43,16 @@ def test_child_template() -> None:
     assert child_template("out.json") == "out.{pid}.json"
     assert child_template("d/out.json.gz") == "d/out.{pid}.json.gz"
     assert child_template("noext") == "noext.{pid}.json"
+
+
+def test_output_path(tmp_path: Path) -> None:
+    pid = os.getpid()
+    assert output_path(None, "app") == f"profkit-app-{pid}.json"
+    assert output_path("o.{pid}.json", "app", "/base") == f"/base/o.{pid}.json"
+    assert output_path("/abs/o.json", "app", "/base") == "/abs/o.json"
+    # a directory gets the default name inside it: existing, or named with a trailing /
+    (tmp_path / "runs").mkdir()
+    assert output_path(str(tmp_path / "runs"), "app") == str(
+        tmp_path / "runs" / f"profkit-app-{pid}.json"
+    )
+    assert output_path("missing/", "c", "/b") == f"/b/missing/profkit-c-{pid}.json"

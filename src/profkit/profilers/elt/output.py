@@ -3,7 +3,8 @@
 Naming (documented in ``docs/elt.md``):
 
 * ``profkit run`` writes ``-o FILE`` or, by default, ``profkit-<program>-<pid>.json`` in the
-  current directory (``<program>`` is the script's stem, the module name, or ``c``).
+  current directory (``<program>`` is the script's stem, the module name, or ``c``); with
+  ``-o DIR/`` (or an existing directory), the default name in that directory.
 * Child processes profiled through environment activation write
   ``<stem>.<pid><suffix>`` next to the parent's file: ``PROFKIT_OUTPUT`` may hold the
   placeholder ``{pid}``, which every process replaces with its own id.
@@ -56,6 +57,22 @@ def resolve_output(template: str, pid: int | None = None) -> str:
     return template.replace(PID, str(os.getpid() if pid is None else pid))
 
 
+def output_path(output: str | None, label: str, base_dir: str = "") -> str:
+    """The profile file to write, ``{pid}`` resolved, relative paths under ``base_dir``.
+
+    No ``output``: the default name. An ``output`` naming a directory — an existing one,
+    or any path ending in ``/`` — gets the default name inside it (``-o runs/``), rather
+    than failing with "Is a directory" or becoming a file named ``runs``.
+    """
+    default = resolve_output(default_output(label))
+    if not output:
+        return os.path.join(base_dir, default)
+    path = os.path.join(base_dir, resolve_output(output))
+    if path.endswith(("/", os.sep)) or os.path.isdir(path):
+        return os.path.join(path, default)
+    return path
+
+
 #: Most threads whose trees are printed at the end (the hottest); ``profkit report`` shows all.
 MAX_THREADS_SHOWN = 8
 
@@ -106,8 +123,8 @@ def finish_standalone(profiler: EltProfiler) -> None:
     if profile is None:
         return
     settings = profiler.settings
-    template = settings.output or default_output(program_label(sys.argv[0] if sys.argv else ""))
-    path = os.path.join(profiler.start_dir, resolve_output(template))
+    label = program_label(sys.argv[0] if sys.argv else "")
+    path = output_path(settings.output, label, profiler.start_dir)
     from profkit.calltree import file as profile_file  # only at the end: it imports json, gzip
 
     try:
