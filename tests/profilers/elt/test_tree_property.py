@@ -27,7 +27,8 @@ from profkit.profilers.elt import EltProfiler
 from profkit.settings import Settings
 from tests.profilers.elt.fake import FakeClock, FakeDriver
 
-NAMES = ["app.a", "app.b", "app.core.c", "lib.x", "applib.y"]
+#: ``*.gen`` are generators: each activation is a resume ... yield (the same model).
+NAMES = ["app.a", "app.b", "app.core.c", "lib.x", "applib.y", "app.gen", "lib.gen"]
 
 
 @dataclass
@@ -149,6 +150,14 @@ def test_saved_tree_matches_the_model(
     d = FakeDriver(prof, clock)
 
     def drive(call: Call) -> None:
+        if call.name.endswith(".gen"):
+            d.resume(call.name)
+            clock.advance(call.before)
+            for child in call.children:
+                drive(child)
+            clock.advance(call.after)
+            d.yield_(call.name)
+            return
         with d.call(call.name, call.before, call.after):
             for child in call.children:
                 drive(child)
@@ -170,5 +179,6 @@ def test_saved_tree_matches_the_model(
         depths = sorted(s.depth for s in spans)
         assert depths == sorted(len(p) - 1 for p, v in expected.items() for _ in range(v[0]))
     if lines:
-        assert sum(1 for line in out if line.lstrip().startswith("Enter: ")) == shown_calls
-        assert sum(1 for line in out if line.lstrip().startswith("Leave: ")) == shown_calls
+        opened = sum(1 for line in out if line.lstrip().startswith(("Enter: ", "Resume: ")))
+        closed = sum(1 for line in out if line.lstrip().startswith(("Leave: ", "Yield: ")))
+        assert opened == closed == shown_calls
