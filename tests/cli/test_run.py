@@ -155,13 +155,14 @@ def test_signal_saves_the_profile(
     assert any(f.name.endswith(".wait") for f in profile.frames)
 
 
-def test_sample_mode(probe_dir: Path) -> None:
+@pytest.mark.parametrize("launcher", LAUNCHERS, ids=lambda c: Path(c[0]).name)
+def test_sample_mode(launcher: list[str], probe_dir: Path) -> None:
     (probe_dir / "busy.py").write_text(
         "import time\ndef spin():\n    end = time.perf_counter() + 0.3\n"
         "    while time.perf_counter() < end:\n        pass\nspin()\n"
     )
     out = _run(
-        [*LAUNCHERS[0], "--mode", "sample", "--interval", "1ms", "-o", "s.json", "busy.py"],
+        [*launcher, "--mode", "sample", "--interval", "1ms", "-o", "s.json", "busy.py"],
         probe_dir,
     )
     assert out.returncode == 0, out.stderr
@@ -169,6 +170,12 @@ def test_sample_mode(probe_dir: Path) -> None:
     assert profile.mode == "sample"
     assert any(f.name.endswith(".spin") for f in profile.frames)
     assert "sampled" in out.stderr
+    # The launcher's frames under the program (`profkit` script: "profkit.<module>";
+    # python -m profkit: a second "__main__.<module>") are not shown.
+    (tree,) = [t for t in profile.threads if t.name == "MainThread"]
+    (main,) = tree.root.children.values()
+    assert profile.frames[main.frame].name == "__main__.<module>"
+    assert [profile.frames[c.frame].name for c in main.children.values()] == ["__main__.spin"]
 
 
 @pytest.mark.parametrize(

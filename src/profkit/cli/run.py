@@ -97,6 +97,9 @@ def _handler(args: argparse.Namespace) -> int:
     absolute = os.path.abspath(path)
     settings = settings.replace(output=path)
     profiler = _make_profiler(settings)
+    if sys.argv and sys.argv[0]:  # the `profkit` console script, seen by the stack sampler
+        launcher = sys.argv[0]
+        profiler.internal_files |= {launcher, os.path.abspath(launcher)}
     spec = prepared.globals.get("__spec__")
     if spec is not None and spec.origin:
         profiler.main_module = (spec.origin, spec.name)  # -m: name its code after the module

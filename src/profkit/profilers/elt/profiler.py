@@ -56,6 +56,12 @@ INTERNAL_MODULES = (
 )
 
 
+#: ``python -m profkit``'s entry file: its ``<module>`` is named ``__main__`` by the collector,
+#: so no module prefix can hide it (the stack sampler sees it under the program).
+_PROFKIT_MAIN = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "__main__.py"
+)
+
 #: Most spans a timeline keeps (about 200 MB of tuples); later calls are counted, not kept.
 SPAN_CAP = 1_000_000
 
@@ -146,6 +152,9 @@ class EltProfiler(TraceHooks, ProfilerCallback):
         self.start_dir = ""
         #: (file, module name) of a module run as ``__main__`` (``profkit run -m``)
         self.main_module: tuple[str, str] | None = None
+        #: source files never shown whatever their module: profkit's entry points
+        #: (``profkit run`` adds its console script)
+        self.internal_files: frozenset[str] = frozenset({_PROFKIT_MAIN})
 
     # -- lifecycle --------------------------------------------------------------------
     def initialize(self, info: ProfilerInfo) -> None:
@@ -191,7 +200,7 @@ class EltProfiler(TraceHooks, ProfilerCallback):
     def accepts(self, info: FunctionInfo) -> bool:
         """The capture-time filter: inside a prefix (if any) and not profkit's machinery."""
         module = module_of(info, self.main_module)
-        if prefix_matches(module, INTERNAL_MODULES):
+        if prefix_matches(module, INTERNAL_MODULES) or info.filename in self.internal_files:
             return False
         return not self._prefixes or prefix_matches(module, self._prefixes)
 
