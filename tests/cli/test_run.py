@@ -622,3 +622,25 @@ def test_output_to_a_directory_uses_the_default_name_inside(tmp_path: Path) -> N
     assert out.returncode == 0
     assert "cannot write profile new/profkit-c-" in out.stderr
     assert not (tmp_path / "new").exists()  # was: a file named "new"
+
+
+def test_children_stream_to_their_own_file(tmp_path: Path) -> None:
+    # A child used to reopen the parent's --stream file for writing: truncated, overwritten.
+    code = (
+        "def parent_before(): pass\n"
+        "parent_before()\n"
+        "import subprocess, sys\n"
+        "subprocess.run([sys.executable, '-c', 'def child_fn(): pass\\nchild_fn()'])\n"
+        "def parent_after(): pass\n"
+        "parent_after()\n"
+    )
+    out = _run(
+        [*LAUNCHERS[0], "--no-tree", "--stream", "ev.txt", "-o", "p.json", "-c", code], tmp_path
+    )
+    assert out.returncode == 0, out.stderr
+    parent = (tmp_path / "ev.txt").read_text()
+    assert "Enter: parent_before" in parent and "Leave: parent_after" in parent
+    assert "child_fn" not in parent and "\0" not in parent
+    if _startup_hook_installed():
+        (child,) = tmp_path.glob("ev.*.txt")
+        assert "Enter: child_fn" in child.read_text()

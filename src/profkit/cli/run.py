@@ -279,7 +279,12 @@ def _child_environment(settings: Settings, path: str) -> Iterator[None]:
     from profkit.profilers.elt.output import child_template
 
     cls = "SamplingProfiler" if settings.mode == "sample" else "EltProfiler"
-    child = settings.replace(output=os.path.abspath(child_template(path)), tree=False)
+    stream = settings.stream
+    if stream and stream != "stderr":  # each child its own file, never the parent's
+        stream = os.path.abspath(child_template(stream, default_suffix=""))
+    child = settings.replace(
+        output=os.path.abspath(child_template(path)), tree=False, stream=stream
+    )
     env = {
         _ENABLE: "1",
         _PROFILER: f"profkit.profilers.elt:{cls}",

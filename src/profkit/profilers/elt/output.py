@@ -45,12 +45,16 @@ def default_output(label: str) -> str:
     return f"profkit-{label}-{PID}.json"
 
 
-def child_template(path: str) -> str:
-    """``out.json`` -> ``out.{pid}.json``: the file each child process writes."""
+def child_template(path: str, default_suffix: str = ".json") -> str:
+    """``out.json`` -> ``out.{pid}.json``: the file each child process writes.
+
+    Also for ``--stream FILE`` (``events.txt`` -> ``events.{pid}.txt``): a child
+    writing the parent's file would truncate it and overwrite its lines.
+    """
     p = Path(path)
     suffixes = "".join(p.suffixes[-2:]) if p.name.endswith(".json.gz") else p.suffix
     stem = p.name[: len(p.name) - len(suffixes)] if suffixes else p.name
-    return str(p.with_name(f"{stem}.{PID}{suffixes or '.json'}"))
+    return str(p.with_name(f"{stem}.{PID}{suffixes or default_suffix}"))
 
 
 def resolve_output(template: str, pid: int | None = None) -> str:

@@ -34,7 +34,8 @@ class TextSink:
     def __init__(self, target: str) -> None:
         self._owned = target != "stderr"
         self._out: IO[str] = (
-            open(target, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
+            # {pid}: child processes get their own file (see output.child_template)
+            open(target.replace("{pid}", str(os.getpid())), "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
             if self._owned
             else sys.stderr
         )
