@@ -644,3 +644,28 @@ def test_children_stream_to_their_own_file(tmp_path: Path) -> None:
     if _startup_hook_installed():
         (child,) = tmp_path.glob("ev.*.txt")
         assert "Enter: child_fn" in child.read_text()
+
+
+@pytest.mark.skipif(
+    not _startup_hook_installed(), reason="profkit's start-up .pth is not installed"
+)
+def test_profkit_run_under_environment_activation_saves_only_its_own_profile(
+    tmp_path: Path,
+) -> None:
+    # The start-up hook attaches a profiler to the profkit process itself; `run` replaces
+    # it, and it used to save (and print) profkit's own start-up as profkit-c-<pid>.json.
+    env = _env() | {
+        "PROFKIT_ENABLE_PROFILING": "1",
+        "PROFKIT_PROFILER": "profkit.profilers.elt:EltProfiler",
+    }
+    out = subprocess.run(
+        [*LAUNCHERS[0], "--no-tree", "-o", "mine.json", "-c", "pass"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.json"]
+    assert out.stderr.count("profile saved") == 1 and "traced" not in out.stderr

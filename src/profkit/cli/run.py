@@ -113,9 +113,13 @@ def _handler(args: argparse.Namespace) -> int:
     from profkit.collect import attach, current_session, detach
 
     def start() -> None:
-        if current_session() is not None:
+        session = current_session()
+        if session is not None:
             # Started by a profiled parent: our own start-up hook attached a profiler
-            # to this (profkit) process; ours replaces it.
+            # to this (profkit) process; ours replaces it. What it recorded is profkit's
+            # own start-up: it must not save (or print) that as a profile.
+            if hasattr(session.profiler, "standalone"):
+                session.profiler.standalone = False
             detach()
         attach(
             profiler,
