@@ -143,3 +143,54 @@ def test_recursion_error_carries_no_profkit_frame(backend: str) -> None:
     files = {entry.filename for entry in traceback.extract_tb(caught.value.__traceback__)}
     assert not [f for f in files if "/profkit/collect/" in f]
     assert caught.value.__context__ is None
+
+
+class BusyEnter(ProfilerCallback):
+    """Spends its time inside function_enter, where a signal handler is likely to run."""
+
+    def initialize(self, info: Any) -> None:
+        info.set_event_mask(EventMask.ENTER_LEAVE)
+
+    def function_enter(self, function_id: Any) -> None:
+        for _ in range(200):
+            pass
+
+
+def _tiny() -> int:
+    return 1
+
+
+class Alarm(Exception):
+    pass
+
+
+def _raise_alarm(signum: int, frame: Any) -> None:
+    raise Alarm()
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs setitimer")
+def test_exception_from_signal_handler_reaches_the_program(
+    backend: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A signal handler runs wherever the main thread is, often inside a callback; the
+    exception it raised was taken for a profiler failure: reported, profiler detached,
+    and the program never saw it (a loop waiting for its alarm ran forever)."""
+    previous = signal.signal(signal.SIGALRM, _raise_alarm)
+    attach(BusyEnter(), backend)
+    got = False
+    deadline = time.monotonic() + HANG
+    try:
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0.001)
+            while time.monotonic() < deadline:
+                _tiny()
+        except Alarm:
+            got = True
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        session = current_session()
+        detach()
+    assert got
+    assert session is not None, "the program's exception detached the profiler"
+    assert "profkit: profiler" not in capsys.readouterr().err

@@ -256,9 +256,15 @@ class Session:
         recursion limit and the callback's frames pushed it over. That one notification is
         skipped and the profiler stays attached; a frame's enter and leave run at the same
         depth, so they are skipped together and stay paired.
+
+        An exception raised by one of the program's signal handlers is the program's too:
+        a handler runs wherever the main thread is, often inside a callback. It is raised
+        again, into the program, where it would have surfaced without profiling.
         """
         if isinstance(exc, RecursionError) and what != "initialize":
             return
+        if _from_signal_handler(exc):
+            raise exc  # the program's: its signal handler ran inside the callback
         with self._lock:
             if self.failed:
                 return
@@ -358,6 +364,33 @@ def _stderr_line(line: str) -> None:
         sys.stderr.flush()
     except Exception:  # pragma: no cover - a closed stderr must not break the program
         pass
+
+
+def _from_signal_handler(exc: BaseException) -> bool:
+    """Whether ``exc`` passed through a Python signal handler the program installed.
+
+    Failure path only: it asks ``signal.getsignal`` for every signal.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return False  # Python signal handlers only ever run on the main thread
+    import signal
+
+    codes = set()
+    for signum in signal.valid_signals():
+        try:
+            handler = signal.getsignal(signum)
+        except (OSError, ValueError):  # pragma: no cover - platform-specific signals
+            continue
+        func = getattr(handler, "__func__", handler)
+        code = getattr(func, "__code__", None)
+        if isinstance(code, CodeType):
+            codes.add(code)
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code in codes:
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def _own_codes(profiler: ProfilerCallback) -> frozenset[int]:
