@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "tests" / "fixtures" / "instrprof"
 ALL_VERSIONS = (14, 16, 19, 22)
 SCRATCH_TMP = ""  # set by main(): TMPDIR for every tool run
+STEP_TIMEOUT = 120  # seconds for one compile, program run or tool call
 OPT = "-O2"
 NO_BUILD_ID = "-Wl,--build-id=none"
 BUILD_ID = "-Wl,--build-id"
@@ -76,6 +77,7 @@ class Variant:
     # Options by LLVM version range, e.g. the debug-info-correlation flag was renamed in 17.
     flags_by_version: tuple[tuple[int, tuple[str, ...]], ...] = ()
     correlate: bool = False  # raw file has no data/names: merge needs --debug-info=<binary>
+    file_prefix: str = ""  # LLVM_PROFILE_FILE pattern prefix, e.g. "%c" (continuous mode)
     note: str = ""
 
 
@@ -130,6 +132,11 @@ VARIANTS: tuple[Variant, ...] = (
             correlate=True,
             note="debug-info correlation: raw file without data/names (binary not kept: "
                  "~90 KB; merge used --debug-info=prog)"),
+    Variant("fe_continuous", (*FE, *_mllvm("-runtime-counter-relocation")), file_prefix="%c",
+            note="continuous mode (%c, counters mmapped into the file while running)"),
+    Variant("ir_continuous", (*IR, *_mllvm("-runtime-counter-relocation", "-disable-vp=true")),
+            file_prefix="%c", note="continuous mode, IR PGO without value profiling (with it, "
+            "the runtime writes no value data and llvm-profdata reports the file truncated)"),
     Variant("binary_ids", IR, link=(BUILD_ID,), shows=("binary-ids",),
             note="IR PGO with a GNU build ID in the binary"),
     Variant("cxx_fe", FE, source="vtable.cpp", note="C++ front end, mangled names"),
@@ -206,8 +213,13 @@ def run(cmd: Sequence[str], cwd: Path, env: dict[str, str] | None = None,
         full_env["TMPDIR"] = SCRATCH_TMP
     if env:
         full_env.update(env)
-    proc = subprocess.run(list(cmd), cwd=cwd, env=full_env, capture_output=True, text=True,
-                          errors="backslashreplace", check=False, timeout=300)
+    try:
+        proc = subprocess.run(list(cmd), cwd=cwd, env=full_env, capture_output=True,
+                              text=True, errors="backslashreplace", check=False,
+                              timeout=STEP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        # Seen: clang-14's continuous-mode IR program never exits.
+        raise StepFailed(f"{' '.join(cmd)}: still running after {STEP_TIMEOUT} s") from None
     if proc.returncode != 0:
         raise StepFailed(f"{' '.join(cmd)}: rc {proc.returncode}: "
                          f"{_first_line(proc.stderr or proc.stdout)}")
@@ -262,8 +274,9 @@ def build_and_run(v: Variant, version: int, src_dir: Path, work: Path, out_raw: 
         run(cmd, work)
     raw_name = f"{v.name}.profraw"
     run_cmd = ["./prog", *v.run_args]
-    run([*setarch_prefix(), *run_cmd], work, env={"LLVM_PROFILE_FILE": raw_name})
-    cmds.append([f"LLVM_PROFILE_FILE={raw_name}", *setarch_prefix(), *run_cmd])
+    pattern = v.file_prefix + raw_name
+    run([*setarch_prefix(), *run_cmd], work, env={"LLVM_PROFILE_FILE": pattern})
+    cmds.append([f"LLVM_PROFILE_FILE={pattern}", *setarch_prefix(), *run_cmd])
     produced = work / raw_name
     if not produced.exists():
         raise StepFailed("program ran but wrote no raw profile")
@@ -359,7 +372,8 @@ def gen_version(version: int, src_dir: Path, out: Path, build_root: Path,
             convert(manifest, tool, version, v.name, vdir, [raw.name], stem, v.shows,
                     debug_info=binary)
         except StepFailed as exc:
-            manifest.skip(llvm=version, variant=v.name, output="profdata", reason=str(exc))
+            manifest.skip(llvm=version, variant=v.name, output=f"{stem}.profdata",
+                          reason=str(exc))
             continue
         done.add(v.name)
     derived(version, tool, vdir, done, manifest)
@@ -526,11 +540,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if shutil.which(f"clang-{v}") and shutil.which(f"llvm-profdata-{v}")]
     missing = sorted(set(wanted) - set(versions))
     out: Path = args.out.resolve()
-    if args.check:
-        out = Path(tempfile.mkdtemp(prefix="profkit-fixtures-check-"))
-    if (out == DEFAULT_OUT.resolve() or args.check) and (set(wanted) != set(ALL_VERSIONS) or args.no_rust):
+    committed = out == DEFAULT_OUT.resolve()
+    if (committed or args.check) and (set(wanted) != set(ALL_VERSIONS) or args.no_rust):
         parser.error("a partial run would drop the other fixtures from the committed tree "
                      "(it is rewritten as a whole); use --out DIR")
+    if committed or args.check:
+        # Build the whole tree in a staging dir; the committed tree is replaced only after
+        # a complete run (a crash half-way must not leave it half-deleted).
+        out = Path(tempfile.mkdtemp(prefix="profkit-fixtures-stage-"))
     src_dir = out / "src"
     if out != DEFAULT_OUT.resolve():  # a scratch tree gets its own copy of the sources
         shutil.copytree(DEFAULT_OUT / "src", src_dir, dirs_exist_ok=True)
@@ -571,12 +588,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     (out / "MANIFEST.json").write_text(dump_manifest(doc))
     print(f"{len(manifest.files)} files, {len(manifest.skipped)} skipped", file=sys.stderr)
-    if args.check:
-        try:
+    try:
+        if args.check:
             return compare_manifests(DEFAULT_OUT / "MANIFEST.json", out / "MANIFEST.json")
-        finally:
+        if committed:
+            install(out, DEFAULT_OUT)
+    finally:
+        if committed or args.check:
             shutil.rmtree(out, ignore_errors=True)
     return 0
+
+
+def _generated(tree: Path) -> list[Path]:
+    """The generated parts of a fixture tree (everything but src/ and README.md)."""
+    return [p for p in tree.iterdir()
+            if p.name == "MANIFEST.json"
+            or (p.is_dir() and (p.name.startswith("clang") or p.name in ("cross", "rust")))]
+
+
+def install(stage: Path, target: Path) -> None:
+    """Replace the generated parts of ``target`` by those of a completed ``stage``."""
+    for old in _generated(target):
+        if old.is_dir():
+            shutil.rmtree(old)
+        else:
+            old.unlink()
+    for new in _generated(stage):
+        shutil.move(str(new), str(target / new.name))
 
 
 def compare_manifests(committed: Path, fresh: Path) -> int:

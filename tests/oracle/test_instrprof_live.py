@@ -51,14 +51,9 @@ COMBOS: dict[str, tuple[str, ...]] = {
 }
 
 # (version, combo, output kind) -> reason profkit knowingly differs (found by this test).
-_STRINGMAP = ("LLVM 14/16 write names in StringMap iteration order, which depends on the "
-              "insertion history; with --sparse over several front-end programs profkit's "
-              "name order differs")
 _BINARY_IDS = "LLVM 16 keeps only the last binary ID of dso_concat.profraw (spec §7.3)"
 KNOWN: dict[tuple[int, str, str], str] = {
     (16, "programs", "indexed"): _BINARY_IDS,
-    (14, "fe_sparse", "indexed"): _STRINGMAP,
-    (16, "fe_sparse", "indexed"): _STRINGMAP,
     (16, "sparse", "indexed"): _BINARY_IDS,
 }
 
