@@ -669,3 +669,11 @@ def test_profkit_run_under_environment_activation_saves_only_its_own_profile(
     assert out.returncode == 0, out.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.json"]
     assert out.stderr.count("profile saved") == 1 and "traced" not in out.stderr
+
+
+def test_a_prefix_that_matches_nothing_is_pointed_out(probe_dir: Path) -> None:
+    out = _run([*LAUNCHERS[0], "--prefix", "probe", "-o", "p.json", "probe.py"], probe_dir)
+    assert out.returncode == 0, out.stderr
+    assert "no function matched --prefix probe (a script's own code is __main__)" in out.stderr
+    out = _run([*LAUNCHERS[0], "--prefix", "__main__", "-o", "p.json", "probe.py"], probe_dir)
+    assert "no function matched" not in out.stderr

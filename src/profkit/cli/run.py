@@ -153,6 +153,9 @@ def _handler(args: argparse.Namespace) -> int:
     report_exception(outcome)
     if settings.tree:
         _say(out.render(profile, _stderr()))
+    if settings.prefixes and not any(t.root.children for t in profile.threads):
+        hint = " (a script's own code is __main__)" if program.kind == "script" else ""
+        _say(f"profkit: note: no function matched --prefix {','.join(settings.prefixes)}{hint}\n")
     if saved_error:
         _say(f"profkit: error: cannot write profile {path}: {saved_error}\n")
     else:
