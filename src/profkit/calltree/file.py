@@ -30,9 +30,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NoReturn
 
+from profkit._atomic import write_atomic
 from profkit.calltree.model import CallNode, CallProfile, Frame, Span, ThreadTree
 from profkit.errors import FormatErrorKind, ProfileDataError
-from profkit.export.atomic import write_atomic
 
 __all__ = ["FORMAT", "VERSION", "combine", "from_json", "load", "loads", "save", "to_json",
            "write_atomic"]

@@ -6,15 +6,15 @@ import argparse
 import sys
 from typing import Any
 
-from profkit.cli.report import gc_paused, load_all
-from profkit.errors import UsageError
-from profkit.export import registry
-from profkit.export.atomic import (
+from profkit._atomic import (
     refuse_input_as_output,
     write_atomic,
     write_errors,
     write_stdout,
 )
+from profkit.cli.report import gc_paused, load_all
+from profkit.errors import UsageError
+from profkit.export import registry
 
 
 def register(sub: Any, name: str, help_text: str) -> None:

@@ -10,8 +10,8 @@ import threading
 from types import FrameType
 from typing import Any
 
+from profkit._atomic import write_errors, write_stdout
 from profkit.errors import UsageError
-from profkit.export.atomic import write_errors, write_stdout
 from profkit.monitor.core import Monitor
 from profkit.monitor.server import (
     DEFAULT_HOST,

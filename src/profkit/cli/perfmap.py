@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from profkit._atomic import refuse_input_as_output
 from profkit.errors import FormatError, PerfMapFormatError, UsageError
-from profkit.export.atomic import refuse_input_as_output
 from profkit.formats.perfmap._io import (
     atomic_output,
     iter_lines,

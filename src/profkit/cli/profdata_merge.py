@@ -323,7 +323,7 @@ def _register_overlap(sub: Any) -> None:
 
 def run_overlap(args: argparse.Namespace) -> int:
     """The ``overlap`` handler."""
-    from profkit.formats.instrprof._atomic import write_atomically
+    from profkit._atomic import write_atomic
     from profkit.formats.instrprof.overlap import format_overlap, overlap
     from profkit.formats.instrprof.reader import read_profile
 
@@ -332,7 +332,7 @@ def run_overlap(args: argparse.Namespace) -> int:
     result = overlap(base, test, cs=args.cs, function=args.function, value_cutoff=args.value_cutoff)
     text = format_overlap(result, args.base, args.test, llvm_version=args.llvm_version)
     if args.output:
-        write_atomically(args.output, text.encode("utf-8", "surrogateescape"))
+        write_atomic(args.output, text.encode("utf-8", "surrogateescape"))
     else:
         sys.stdout.write(text)
     return 0

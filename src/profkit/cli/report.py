@@ -11,10 +11,10 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from profkit._atomic import write_stdout
 from profkit.calltree.file import combine, load
 from profkit.calltree.model import CallProfile
 from profkit.errors import UsageError
-from profkit.export.atomic import write_stdout
 from profkit.report._fmt import parse_duration
 from profkit.report.flat import render_callers, render_flat
 from profkit.report.text import render_tree

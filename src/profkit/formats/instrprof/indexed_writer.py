@@ -17,8 +17,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from profkit._atomic import write_atomic
 from profkit.errors import UsageError
-from profkit.formats.instrprof._atomic import write_atomically
 from profkit.formats.instrprof.hashing import name_md5
 from profkit.formats.instrprof.hashtable import dense_map_order, string_map_order, table_layout
 from profkit.formats.instrprof.model import FunctionRecord, Profile, ProfileKind, Summary, ValueKind
@@ -333,4 +333,4 @@ def write_indexed(
     sparse: bool = False,
 ) -> None:
     """Write :func:`build_indexed` output to ``path`` atomically (temp file + rename)."""
-    write_atomically(path, build_indexed(profile, version, sparse=sparse))
+    write_atomic(path, build_indexed(profile, version, sparse=sparse))

@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
+from profkit._atomic import write_atomic
 from profkit.errors import ProfileFormatError, UsageError
-from profkit.formats.instrprof._atomic import write_atomically
 from profkit.formats.instrprof.hashing import name_md5
 from profkit.formats.instrprof.model import (
     FunctionRecord,
@@ -402,4 +402,4 @@ def write_text(
 ) -> None:
     """Write :func:`format_text` output to ``path`` atomically (temp file + rename)."""
     data = format_text(profile, llvm_version=llvm_version).encode("utf-8", "surrogateescape")
-    write_atomically(path, data)
+    write_atomic(path, data)

@@ -16,9 +16,9 @@ import sys
 from collections.abc import Iterator
 from typing import BinaryIO
 
+from profkit import _atomic
+from profkit._atomic import write_stdout
 from profkit.errors import FormatError, ProfkitError
-from profkit.export import atomic as _atomic
-from profkit.export.atomic import write_stdout
 
 __all__ = ["atomic_output", "iter_lines", "read_input", "write_atomic", "write_stdout"]
 
@@ -59,7 +59,7 @@ def iter_lines(fh: BinaryIO) -> Iterator[bytes]:
 
 
 def write_atomic(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (:mod:`profkit.export.atomic`); an OS error
+    """Write ``data`` to ``path`` atomically (:mod:`profkit._atomic`); an OS error
     becomes one ProfkitError naming the file."""
     with _atomic.write_errors(f"{path}: cannot write: "):
         _atomic.write_atomic(path, data)
@@ -68,6 +68,6 @@ def write_atomic(path: str, data: bytes) -> None:
 @contextlib.contextmanager
 def atomic_output(path: str) -> Iterator[BinaryIO]:
     """A binary file written in pieces, published by rename only when complete
-    (:class:`profkit.export.atomic.AtomicOutput`); an OS error becomes a ProfkitError."""
+    (:class:`profkit._atomic.AtomicOutput`); an OS error becomes a ProfkitError."""
     with _atomic.write_errors(f"{path}: cannot write: "), _atomic.AtomicOutput(path) as fh:
         yield fh

@@ -1,4 +1,4 @@
-"""Output files (``profkit.export.atomic``): atomic, never over an input or a device."""
+"""Output files (``profkit._atomic``): atomic, never over an input or a device."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from profkit._atomic import AtomicOutput, refuse_input_as_output, write_atomic, write_stdout
 from profkit.errors import ProfkitError
-from profkit.export.atomic import AtomicOutput, refuse_input_as_output, write_atomic, write_stdout
 
 
 def test_replaces_and_keeps_the_mode(tmp_path: Path) -> None:
