@@ -63,15 +63,17 @@ class UdpSender:
         import socket  # only when streaming
 
         host, port = address
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.sender = sender or f"{socket.gethostname().split('.')[0] or 'host'}/{os.getpid()}"
         self.seq = 0
         self.dropped = 0
         self.sent_datagrams = 0
+        # The address family from the resolver, not from the spelling: a host name may
+        # resolve to IPv6 only.
+        family, _, _, _, sockaddr = socket.getaddrinfo(host, port, type=socket.SOCK_DGRAM)[0]
         self._sock = socket.socket(family, socket.SOCK_DGRAM)
         self._sock.setblocking(False)
         try:
-            self._sock.connect((host, port))  # resolves once; send() needs no address
+            self._sock.connect(sockaddr)  # resolved once; send() needs no address
         except OSError:
             self._sock.close()
             raise
