@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from types import TracebackType
 from typing import BinaryIO
 
-from profkit.errors import ProfkitError
+from profkit.errors import ProfkitError, UsageError
 
 
 class AtomicOutput:
@@ -113,6 +113,16 @@ def refuse_input_as_output(output: str, inputs: list[str]) -> str | None:
     if output == "-":
         return None
     return next((p for p in inputs if p != "-" and same_file(output, p)), None)
+
+
+def ensure_not_an_input(output: str, inputs: list[str]) -> None:
+    """Raise a :class:`UsageError` when writing ``output`` would replace one of ``inputs``."""
+    clash = refuse_input_as_output(output, inputs)
+    if clash is not None:
+        raise UsageError(
+            f"output {output} is also an input ({clash}); inputs are never modified, "
+            "choose another -o"
+        )
 
 
 @contextlib.contextmanager

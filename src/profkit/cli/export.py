@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from profkit._atomic import (
-    refuse_input_as_output,
+    ensure_not_an_input,
     write_atomic,
     write_errors,
     write_stdout,
@@ -38,10 +38,7 @@ def _handler(args: argparse.Namespace) -> int:
     if args.output == "":
         raise UsageError("-o needs a file name ('-' for stdout)")
     out = args.output or registry.default_output(args.files[0], fmt)
-    clash = refuse_input_as_output(out, args.files)
-    if clash is not None:
-        raise UsageError(f"output {out} is also an input ({clash}); inputs are never "
-                         "modified, choose another -o")
+    ensure_not_an_input(out, args.files)
     if out == "-" and fmt.binary and sys.stdout.isatty():
         raise UsageError(f"{fmt.name} output is binary: refusing to write it to a terminal "
                          "(use -o FILE or a pipe)")

@@ -8,11 +8,10 @@ Readers are imported only when a subcommand runs.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from typing import Any
 
+from profkit._atomic import ensure_not_an_input, write_atomic, write_errors
 from profkit.errors import UsageError
 
 
@@ -127,6 +126,8 @@ def _show(args: argparse.Namespace) -> int:
         list_below_cutoff=args.list_below_cutoff,
         llvm_version=args.llvm_version,
     )
+    if args.output:
+        ensure_not_an_input(args.output, [args.file])
     try:
         profile = read_profile(args.file)
     except OSError as exc:
@@ -135,7 +136,8 @@ def _show(args: argparse.Namespace) -> int:
         print(f"profkit: note: {args.file}: {note}", file=sys.stderr)
     text = show_json(profile, opts) if args.json else show_text(profile, opts)
     if args.output:
-        _write_atomic(args.output, text)
+        with write_errors(f"cannot write {args.output}: "):
+            write_atomic(args.output, text.encode("utf-8", "surrogateescape"))
     else:
         # Names are bytes in the file; undecodable ones travel as surrogate escapes and
         # are written back as the original bytes, as llvm-profdata would print them.
@@ -149,13 +151,3 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_atomic(path: str, text: str) -> None:
-    """Write via a temporary file in the same directory and ``os.replace``."""
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".profkit-", dir=directory)
-        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape", newline="\n") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot write: {exc.strerror or exc}") from None

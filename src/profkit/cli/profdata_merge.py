@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from profkit._atomic import ensure_not_an_input, write_atomic, write_errors
 from profkit.errors import ProfkitError, UsageError
 
 #: llvm-profdata release → the indexed version its `merge` writes.
@@ -207,6 +208,7 @@ def run_merge(args: argparse.Namespace) -> int:
     from profkit.formats.instrprof.text import NEWEST_DIALECT, format_text, write_text
 
     inputs = [MergeInput(path, weight) for path, weight in gather_inputs(args)]
+    ensure_not_an_input(args.output, [i.path for i in inputs])
     if args.temporal_profile_trace_reservoir_size < 1 or args.temporal_profile_max_trace_length < 1:
         raise UsageError("temporal profile limits must be at least 1")
     if args.num_threads < 0:
@@ -260,10 +262,12 @@ def run_merge(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
-    elif args.text:
-        write_text(outcome.profile, args.output, llvm_version=dialect)
     else:
-        write_indexed(outcome.profile, args.output, version, sparse=args.sparse)
+        with write_errors(f"cannot write {args.output}: "):
+            if args.text:
+                write_text(outcome.profile, args.output, llvm_version=dialect)
+            else:
+                write_indexed(outcome.profile, args.output, version, sparse=args.sparse)
     return 0
 
 
@@ -323,16 +327,18 @@ def _register_overlap(sub: Any) -> None:
 
 def run_overlap(args: argparse.Namespace) -> int:
     """The ``overlap`` handler."""
-    from profkit._atomic import write_atomic
     from profkit.formats.instrprof.overlap import format_overlap, overlap
     from profkit.formats.instrprof.reader import read_profile
 
+    if args.output:
+        ensure_not_an_input(args.output, [args.base, args.test])
     base = read_profile(args.base)
     test = read_profile(args.test)
     result = overlap(base, test, cs=args.cs, function=args.function, value_cutoff=args.value_cutoff)
     text = format_overlap(result, args.base, args.test, llvm_version=args.llvm_version)
     if args.output:
-        write_atomic(args.output, text.encode("utf-8", "surrogateescape"))
+        with write_errors(f"cannot write {args.output}: "):
+            write_atomic(args.output, text.encode("utf-8", "surrogateescape"))
     else:
         sys.stdout.write(text)
     return 0
