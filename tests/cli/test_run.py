@@ -677,3 +677,33 @@ def test_a_prefix_that_matches_nothing_is_pointed_out(probe_dir: Path) -> None:
     assert "no function matched --prefix probe (a script's own code is __main__)" in out.stderr
     out = _run([*LAUNCHERS[0], "--prefix", "__main__", "-o", "p.json", "probe.py"], probe_dir)
     assert "no function matched" not in out.stderr
+
+
+THREAD_OUTLIVES_MAIN = """\
+import sys, threading
+go = threading.Event()
+def worker():
+    go.wait()
+    busy()
+def busy():
+    return sum(range(1000))
+threading.Thread(target=worker).start()
+try:
+    {end}
+finally:
+    go.set()
+"""
+
+
+@pytest.mark.parametrize(
+    ("end", "status"),
+    [("raise ValueError('main failed')", 1), ("sys.exit(5)", 5)],
+    ids=["exception", "sys.exit"],
+)
+def test_threads_are_waited_for_however_main_ends(end: str, status: int, tmp_path: Path) -> None:
+    # As python does; profiling used to stop as soon as __main__ raised.
+    (tmp_path / "t.py").write_text(THREAD_OUTLIVES_MAIN.format(end=end))
+    out = _run([*LAUNCHERS[0], "--no-tree", "-o", "t.json", "t.py"], tmp_path)
+    assert out.returncode == status, out.stderr
+    names = {f.name for f in profile_file.load(tmp_path / "t.json").frames}
+    assert "__main__.busy" in names, names

@@ -12,6 +12,7 @@ process the way the program would have.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import importlib.machinery
 import importlib.util
 import io
@@ -144,6 +145,26 @@ class Program:
         return ""
 
     def _execute(self, prepared: Prepared, main_done: Callable[[], None]) -> None:
+        """Run ``__main__``, then wait for the program's threads — however it ended.
+
+        python waits for non-daemon threads after an uncaught exception, ``SystemExit``
+        or Ctrl-C in ``__main__`` too, so their work belongs in the profile; only after
+        SIGTERM (which would have killed python) is there no wait. A second Ctrl-C
+        stops the wait, as it does python's.
+        """
+        try:
+            self._run_main(prepared)
+        except Terminated:
+            raise
+        except BaseException:
+            with contextlib.suppress(BaseException):
+                main_done()
+                _join_threads()
+            raise
+        main_done()
+        _join_threads()
+
+    def _run_main(self, prepared: Prepared) -> None:
         if prepared.code is None:
             runpy.run_path(self.target, run_name="__main__")
         else:
@@ -160,8 +181,6 @@ class Program:
             main.__dict__.update(prepared.globals)
             sys.modules["__main__"] = main
             exec(prepared.code, main.__dict__)
-        main_done()
-        _join_threads()
 
 
 @dataclass(frozen=True, slots=True)
