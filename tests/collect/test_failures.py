@@ -194,3 +194,34 @@ def test_exception_from_signal_handler_reaches_the_program(
     assert got
     assert session is not None, "the program's exception detached the profiler"
     assert "profkit: profiler" not in capsys.readouterr().err
+
+
+class AsksCurrentThread(ProfilerCallback):
+    """Calls threading.current_thread() on every event, as a profiler naming stacks does."""
+
+    def initialize(self, info: Any) -> None:
+        self.kinds: set[str] = set()
+        info.set_event_mask(EventMask.ENTER_LEAVE | EventMask.THREADS)
+
+    def _look(self) -> None:
+        self.kinds.add(type(threading.current_thread()).__name__)
+
+    def function_enter(self, function_id: Any) -> None:
+        self._look()
+
+    def thread_created(self, thread_id: Any) -> None:
+        self._look()
+
+
+def test_current_thread_is_the_real_thread_in_callbacks(backend: str) -> None:
+    """A new thread's first notifications (thread_created, and the traced code of
+    Thread._bootstrap_inner before it registers the thread) saw a _DummyThread from
+    threading.current_thread(); 3.13 then printed "Exception ignored in:
+    _DeleteDummyThreadOnDel.__del__" at exit (found with profkit run on 3.13)."""
+    profiler = AsksCurrentThread()
+    attach(profiler, backend)
+    worker = threading.Thread(target=_tiny)
+    worker.start()
+    worker.join()
+    detach()
+    assert "_DummyThread" not in profiler.kinds

@@ -103,7 +103,11 @@ class SideHooks:
             finally:
                 table.ended(tid)
                 if destroyed is not None and session.active:
+                    # run() is over and the thread unregistered: registered again for
+                    # this last notification, so current_thread() is still this thread.
+                    _register_early(tid, thread)
                     call("thread_destroyed", destroyed, ThreadId(tid))
+                    _unregister(tid, thread)
 
         def set_name(thread: Any, value: str) -> None:
             name_prop.fset(thread, value)
@@ -113,6 +117,14 @@ class SideHooks:
                 if renamed is not None:
                     call("thread_name_changed", renamed, ThreadId(ident), str(value))
 
+        original_bootstrap = _Thread._bootstrap
+
+        def _bootstrap(thread: Any) -> None:
+            # The thread's outermost Python frame: register it before it is traced.
+            _register_early(_get_ident(), thread)
+            original_bootstrap(thread)
+
+        _Thread._bootstrap = _bootstrap
         _Thread._bootstrap_inner = _bootstrap_inner
         _Thread.name = property(name_prop.fget, set_name, None, name_prop.__doc__)
         for thread in threading.enumerate():
@@ -120,6 +132,7 @@ class SideHooks:
                 table.seen(thread.ident, thread.name, thread.native_id)
 
         def undo() -> None:
+            _Thread._bootstrap = original_bootstrap
             _Thread._bootstrap_inner = original
             _Thread.name = name_prop
 
@@ -166,6 +179,33 @@ class SideHooks:
                 gc.callbacks.remove(on_gc)
 
         self._undo.append(undo)
+
+
+def _register_early(tid: int, thread: Any) -> None:
+    """Make ``threading.current_thread()`` on a new thread return its ``Thread`` at once.
+
+    ``Thread._bootstrap_inner`` registers the thread only after running some Python code
+    (``_started.set()``) that tracing reports; a profiler calling ``current_thread()`` there,
+    or in ``thread_created``, got a made-up ``_DummyThread`` instead, which on 3.13 prints
+    "Exception ignored in: _DeleteDummyThreadOnDel.__del__" at interpreter exit. This
+    registers it the same way ``_bootstrap_inner`` is about to (a no-op where the private
+    names are missing).
+    """
+    active = getattr(threading, "_active", None)
+    lock = getattr(threading, "_active_limbo_lock", None)
+    if isinstance(active, dict) and lock is not None:
+        with lock:
+            active.setdefault(tid, thread)
+
+
+def _unregister(tid: int, thread: Any) -> None:
+    """Undo :func:`_register_early` after the thread's last notification."""
+    active = getattr(threading, "_active", None)
+    lock = getattr(threading, "_active_limbo_lock", None)
+    if isinstance(active, dict) and lock is not None:
+        with lock:
+            if active.get(tid) is thread:
+                del active[tid]
 
 
 class ImportWatcher:

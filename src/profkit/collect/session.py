@@ -394,8 +394,18 @@ def _from_signal_handler(exc: BaseException) -> bool:
 
 
 def _own_codes(profiler: ProfilerCallback) -> frozenset[int]:
-    """Code objects of the profiler's own methods: never profiled, so no recursion."""
+    """Code objects of the profiler's own methods: never profiled, so no recursion.
+
+    Also the methods ``dataclass`` generated for profkit's info records: their code says
+    ``<string>``, not a profkit file, and profkit builds such records on the program's
+    threads (a thread ending), which were reported as the program's calls.
+    """
     codes = set()
+    for record in (FunctionInfo, ModuleInfo, ThreadInfo):
+        for value in vars(record).values():
+            code = getattr(value, "__code__", None)
+            if isinstance(code, CodeType):
+                codes.add(id(code))
     for klass in type(profiler).__mro__:
         if klass is ProfilerCallback or klass is object:
             continue
