@@ -74,7 +74,8 @@ def test_durations(text: str, ns: int) -> None:
             "PROFKIT_BASETIME='abc': expected a duration like 100us, 2ms, 0.5s",
         ),
         ("PROFKIT_BASETIME", "-1ms", "expected a duration"),
-        ("PROFKIT_INTERVAL", "0ms", "expected a positive duration"),
+        ("PROFKIT_INTERVAL", "0ms", "expected an interval of at least 10us"),
+        ("PROFKIT_INTERVAL", "1ns", "expected an interval of at least 10us"),
         ("PROFKIT_UDP", "localhost", "PROFKIT_UDP='localhost': expected HOST:PORT"),
         ("PROFKIT_UDP", "host:99999", "expected HOST:PORT"),
         ("PROFKIT_MODE", "fast", "expected one of trace, sample"),
@@ -129,7 +130,7 @@ _names = st.from_regex(r"[a-z_][a-z0-9_]{0,6}(\.[a-z_][a-z0-9_]{0,6}){0,2}", ful
     mode=st.sampled_from(["trace", "sample"]),
     prefixes=st.lists(_names, max_size=3).map(tuple),
     basetime=st.integers(0, 10**12),
-    interval=st.integers(1, 10**10),
+    interval=st.integers(10_000, 10**10),
     udp=st.none()
     | st.tuples(st.sampled_from(["127.0.0.1", "::1", "example.org"]), st.integers(1, 65535)),
     output=st.none() | st.sampled_from(["a.json", "out.{pid}.json.gz"]),

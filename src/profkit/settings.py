@@ -116,10 +116,15 @@ def _optional_text(text: str) -> str | None:
     return text or None
 
 
-def _positive_duration(text: str) -> int:
+#: Shortest sampling interval: below it the sampler thread would only spin (it gets the GIL
+#: every few ms from busy code anyway) and the program's idle time would burn a core.
+MIN_INTERVAL_NS = 10_000
+
+
+def _interval(text: str) -> int:
     value = parse_duration(text)
-    if value <= 0:
-        raise _Invalid("expected a positive duration like 1ms, 250us")
+    if value < MIN_INTERVAL_NS:
+        raise _Invalid("expected an interval of at least 10us, like 1ms, 250us")
     return value
 
 
@@ -155,7 +160,7 @@ SETTINGS: tuple[Setting, ...] = (
             "counts in the caller", "DURATION"),
     Setting("output", "PROFKIT_OUTPUT", "--output", _optional_text, _text_or_empty, None,
             "profile file to write ({pid} is replaced by the process id)", "FILE"),
-    Setting("interval_ns", "PROFKIT_INTERVAL", "--interval", _positive_duration,
+    Setting("interval_ns", "PROFKIT_INTERVAL", "--interval", _interval,
             format_duration, 1_000_000, "sampling interval in sample mode (default 1ms)",
             "DURATION"),
     Setting("sample_clock", "PROFKIT_SAMPLE_CLOCK", "--sample-clock", _choice("wall", "cpu"),
