@@ -519,7 +519,9 @@ def test_environment_activation_saves_where_the_process_started(tmp_path: Path) 
     not _startup_hook_installed(), reason="profkit's start-up .pth is not installed"
 )
 def test_environment_activation_honours_profkit_interval(tmp_path: Path) -> None:
-    # 0.3 s of wall time sampled every 50 ms: at most a handful of samples (1 ms: ~300).
+    # 0.3 s of wall time sampled every 50 ms: at most ~7 samples. At the default 1 ms the
+    # sampler gets the GIL every 5 ms (switch interval) from this busy loop: ~60. No lower
+    # bound: a starved machine may not schedule the sampler thread at all.
     code = "import time\ndef spin(end):\n    while time.monotonic() < end: pass\nspin(time.monotonic() + 0.3)\n"
     env = _env() | {
         "PROFKIT_ENABLE_PROFILING": "1",
@@ -539,7 +541,7 @@ def test_environment_activation_honours_profkit_interval(tmp_path: Path) -> None
     assert out.returncode == 0, out.stderr
     profile = profile_file.load(tmp_path / "s.json")
     samples = sum(c.calls for t in profile.threads for c in t.root.children.values())
-    assert 0 < samples <= 20
+    assert samples <= 20
 
 
 def test_unwritable_output_keeps_the_programs_status(tmp_path: Path) -> None:
