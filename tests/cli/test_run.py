@@ -301,6 +301,16 @@ def _startup_hook_installed() -> bool:
     return installed and importlib.util.find_spec("profkit.collect.startup") is not None
 
 
+def _run_activated(cmd: list[str], cwd: Path, **variables: str) -> subprocess.CompletedProcess[str]:
+    """Run ``cmd`` with the ELT profiler attached by environment activation."""
+    env = _env() | {
+        "PROFKIT_ENABLE_PROFILING": "1",
+        "PROFKIT_PROFILER": "profkit.profilers.elt:EltProfiler",
+        **variables,
+    }
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+
+
 CHILDREN = """\
 import multiprocessing as mp, subprocess, sys
 def square(x):
@@ -481,36 +491,15 @@ def test_a_scripts_code_is_always_named_main(tmp_path: Path) -> None:
 )
 def test_environment_activation_saves_where_the_process_started(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
-    env = _env() | {
-        "PROFKIT_ENABLE_PROFILING": "1",
-        "PROFKIT_PROFILER": "profkit.profilers.elt:EltProfiler",
-        "PROFKIT_TREE": "0",
-        "PROFKIT_OUTPUT": "env.json",
-    }
-    code = "import os; os.chdir('sub')"
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    cmd = [sys.executable, "-c", "import os; os.chdir('sub')"]
+    out = _run_activated(cmd, tmp_path, PROFKIT_TREE="0", PROFKIT_OUTPUT="env.json")
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "env.json").exists() and not list((tmp_path / "sub").iterdir())
     # The start-up hook runs inside site's .pth processing: the rest of site's start-up
     # (user site, sitecustomize) is the interpreter's, not the program's.
     names = {f.name for f in profile_file.load(tmp_path / "env.json").frames}
     assert not any(n.startswith("site.") for n in names), names
-    del env["PROFKIT_OUTPUT"]  # the default name too
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    out = _run_activated(cmd, tmp_path, PROFKIT_TREE="0")  # the default name too
     assert out.returncode == 0, out.stderr
     assert list(tmp_path.glob("profkit-c-*.json")) and not list((tmp_path / "sub").iterdir())
 
@@ -523,20 +512,13 @@ def test_environment_activation_honours_profkit_interval(tmp_path: Path) -> None
     # sampler gets the GIL every 5 ms (switch interval) from this busy loop: ~60. No lower
     # bound: a starved machine may not schedule the sampler thread at all.
     code = "import time\ndef spin(end):\n    while time.monotonic() < end: pass\nspin(time.monotonic() + 0.3)\n"
-    env = _env() | {
-        "PROFKIT_ENABLE_PROFILING": "1",
-        "PROFKIT_PROFILER": "profkit.profilers.elt:SamplingProfiler",
-        "PROFKIT_TREE": "0",
-        "PROFKIT_OUTPUT": "s.json",
-        "PROFKIT_INTERVAL": "50ms",
-    }
-    out = subprocess.run(
+    out = _run_activated(
         [sys.executable, "-c", code],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
+        tmp_path,
+        PROFKIT_PROFILER="profkit.profilers.elt:SamplingProfiler",
+        PROFKIT_TREE="0",
+        PROFKIT_OUTPUT="s.json",
+        PROFKIT_INTERVAL="50ms",
     )
     assert out.returncode == 0, out.stderr
     profile = profile_file.load(tmp_path / "s.json")
@@ -656,18 +638,7 @@ def test_profkit_run_under_environment_activation_saves_only_its_own_profile(
 ) -> None:
     # The start-up hook attaches a profiler to the profkit process itself; `run` replaces
     # it, and it used to save (and print) profkit's own start-up as profkit-c-<pid>.json.
-    env = _env() | {
-        "PROFKIT_ENABLE_PROFILING": "1",
-        "PROFKIT_PROFILER": "profkit.profilers.elt:EltProfiler",
-    }
-    out = subprocess.run(
-        [*LAUNCHERS[0], "--no-tree", "-o", "mine.json", "-c", "pass"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    out = _run_activated([*LAUNCHERS[0], "--no-tree", "-o", "mine.json", "-c", "pass"], tmp_path)
     assert out.returncode == 0, out.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.json"]
     assert out.stderr.count("profile saved") == 1 and "traced" not in out.stderr
