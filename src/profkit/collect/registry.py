@@ -102,6 +102,11 @@ def module_of(filename: str) -> str:
                 _MODULE_BY_FILE.setdefault(path, modname)
         name = _MODULE_BY_FILE.get(filename)
     if name is None:
+        # runpy *replaces* sys.modules["__main__"] when a script starts: the length stays
+        # the same, so the rescan above cannot notice; ask __main__ directly.
+        main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+        if main_file == filename:
+            return "__main__"
         if filename.startswith("<frozen ") and filename.endswith(">"):
             return filename[8:-1]  # "<frozen importlib._bootstrap>"
         if filename.startswith("<"):
