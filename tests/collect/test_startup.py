@@ -140,3 +140,28 @@ def test_pth_line_survives_a_broken_install(enabled: bool, tmp_path: Path) -> No
 def test_pth_is_one_import_line() -> None:
     """site.py executes a .pth line only if it starts with ``import``; one line only."""
     assert PTH_LINE.count("\n") == 1 and PTH_LINE.startswith("import os;")
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, 0.001),
+        ({"PROFKIT_INTERVAL": "250us"}, 0.00025),
+        ({"PROFKIT_INTERVAL": "5ms", "PROFKIT_SAMPLE_INTERVAL": "0.002"}, 0.002),
+    ],
+)
+def test_sample_interval_accepts_the_user_facing_variable(
+    env: dict[str, str], expected: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PROFKIT_INTERVAL", raising=False)
+    monkeypatch.delenv("PROFKIT_SAMPLE_INTERVAL", raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert startup._sample_interval() == pytest.approx(expected)
+
+
+def test_bad_user_interval_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PROFKIT_SAMPLE_INTERVAL", raising=False)
+    monkeypatch.setenv("PROFKIT_INTERVAL", "soon")
+    with pytest.raises(Exception, match="duration"):
+        startup._sample_interval()

@@ -12,6 +12,8 @@ that is not profiled pays one dict lookup. When the variable is set, it calls
                                ``profkit.profilers``; the class is called with no arguments
 ``PROFKIT_BACKEND``            ``auto`` (default), ``monitoring``, ``setprofile``, ``sampler``
 ``PROFKIT_SAMPLE_INTERVAL``    seconds between samples (default ``0.001``)
+``PROFKIT_INTERVAL``           the same as a duration (``1ms``, ``250us``), used when
+                               ``PROFKIT_SAMPLE_INTERVAL`` is unset
 ``PROFKIT_SAMPLE_CLOCK``       ``wall`` (default) or ``cpu``
 =============================  ==============================================================
 
@@ -31,6 +33,7 @@ ENABLE_VAR = "PROFKIT_ENABLE_PROFILING"
 PROFILER_VAR = "PROFKIT_PROFILER"
 BACKEND_VAR = "PROFKIT_BACKEND"
 INTERVAL_VAR = "PROFKIT_SAMPLE_INTERVAL"
+USER_INTERVAL_VAR = "PROFKIT_INTERVAL"
 CLOCK_VAR = "PROFKIT_SAMPLE_CLOCK"
 ENTRY_POINT_GROUP = "profkit.profilers"
 
@@ -71,13 +74,28 @@ def process_startup() -> Any:
             raise LookupError(f"{ENABLE_VAR} is set but {PROFILER_VAR} is empty")
         factory = load_profiler(spec)
         profiler = factory()
-        interval = float(os.environ.get(INTERVAL_VAR, "") or 0.001)
+        interval = _sample_interval()
         clock = os.environ.get(CLOCK_VAR, "") or "wall"
         backend = os.environ.get(BACKEND_VAR, "") or "auto"
         return attach(profiler, backend, sample_interval=interval, sample_clock=clock)
     except (Exception, SystemExit) as exc:  # a profiler module calling sys.exit() included
         _report(f"profkit: cannot attach profiler {spec!r}: {type(exc).__name__}: {exc}")
         return None
+
+
+def _sample_interval() -> float:
+    """Seconds between samples: ``PROFKIT_SAMPLE_INTERVAL`` (seconds), else the user-facing
+    ``PROFKIT_INTERVAL`` (a duration such as ``1ms``, as ``profkit run --interval`` takes),
+    else 1 ms. A bad value raises, and is reported as a failure to attach."""
+    raw = os.environ.get(INTERVAL_VAR, "")
+    if raw:
+        return float(raw)
+    user = os.environ.get(USER_INTERVAL_VAR, "")
+    if user:
+        from profkit.settings import parse_duration
+
+        return parse_duration(user) / 1e9
+    return 0.001
 
 
 def load_profiler(spec: str) -> Any:
