@@ -113,6 +113,16 @@ def djb_hash(key: bytes, seed: int = 0) -> int:
     return h
 
 
+def _free_bucket(table: list[int | None], h: int, size: int) -> int:
+    """The bucket StringMap's quadratic probing gives hash ``h`` in a table of ``size``."""
+    bucket = h & (size - 1)
+    probe = 1
+    while table[bucket] is not None:
+        bucket = (bucket + probe) & (size - 1)
+        probe += 1
+    return bucket
+
+
 def string_map_order(keys: Sequence[bytes]) -> list[int]:
     """Indexes of distinct ``keys`` (insertion order) in LLVM ≤ 16 ``StringMap`` iteration order.
 
@@ -125,11 +135,7 @@ def string_map_order(keys: Sequence[bytes]) -> list[int]:
     items = 0
     for index, key in enumerate(keys):
         h = djb_hash(key)
-        bucket = h & (size - 1)
-        probe = 1
-        while table[bucket] is not None:
-            bucket = (bucket + probe) & (size - 1)
-            probe += 1
+        bucket = _free_bucket(table, h, size)
         table[bucket] = index
         full[bucket] = h
         items += 1
@@ -142,11 +148,7 @@ def string_map_order(keys: Sequence[bytes]) -> list[int]:
                 if moved is None:
                     continue
                 fh = full[slot]
-                nb = fh & (new_size - 1)
-                step = 1
-                while new_table[nb] is not None:
-                    nb = (nb + step) & (new_size - 1)
-                    step += 1
+                nb = _free_bucket(new_table, fh, new_size)
                 new_table[nb] = moved
                 new_full[nb] = fh
             size, table, full = new_size, new_table, new_full

@@ -31,16 +31,16 @@ MAX_VALUES_PER_SITE = 255
 
 @dataclass(frozen=True)
 class Layout:
-    """What one indexed version stores (spec §5.1, §5.4, §5.5)."""
+    """What one indexed version stores (spec §5.1, §5.4, §5.5); each flag is off unless set."""
 
     header_offsets: tuple[str, ...]  # the back-patched u64 fields after HashOffset
-    bitmap_in_record: bool
-    binary_ids: bool
-    temporal: bool
-    vtable_names: bool
-    vtable_values: bool
-    mixed_dense_hash: bool  # LLVM 19+ DenseMap integer hash (record order under a name)
-    sorted_names: bool  # LLVM 19+ sort names; 14/16 insert them in StringMap order
+    bitmap_in_record: bool = False
+    binary_ids: bool = False
+    temporal: bool = False
+    vtable_names: bool = False
+    vtable_values: bool = False
+    mixed_dense_hash: bool = False  # LLVM 19+ DenseMap integer hash (record order under a name)
+    sorted_names: bool = False  # LLVM 19+ sort names; 14/16 insert them in StringMap order
 
     @property
     def skips_pseudo_counts(self) -> bool:
@@ -48,35 +48,31 @@ class Layout:
         return bool(self.header_offsets)
 
 
-_V7 = Layout((), False, False, False, False, False, False, False)
+_V7 = Layout(())
+# v12 (LLVM 19-21) and v13 (LLVM 22) differ only in the front-end hash, not in layout.
+_V12 = Layout(
+    ("memprof", "binary_ids", "temporal", "vtable_names"),
+    bitmap_in_record=True,
+    binary_ids=True,
+    temporal=True,
+    vtable_names=True,
+    vtable_values=True,
+    mixed_dense_hash=True,
+    sorted_names=True,
+)
 LAYOUTS: dict[int, Layout] = {
     7: _V7,
-    8: Layout(("memprof",), False, False, False, False, False, False, False),
-    9: Layout(("memprof", "binary_ids"), False, True, False, False, False, False, False),
-    10: Layout(
-        ("memprof", "binary_ids", "temporal"), False, True, True, False, False, False, False
+    8: Layout(("memprof",)),
+    9: Layout(("memprof", "binary_ids"), binary_ids=True),
+    10: Layout(("memprof", "binary_ids", "temporal"), binary_ids=True, temporal=True),
+    11: Layout(
+        ("memprof", "binary_ids", "temporal"),
+        bitmap_in_record=True,
+        binary_ids=True,
+        temporal=True,
     ),
-    11: Layout(("memprof", "binary_ids", "temporal"), True, True, True, False, False, False, False),
-    12: Layout(
-        ("memprof", "binary_ids", "temporal", "vtable_names"),
-        True,
-        True,
-        True,
-        True,
-        True,
-        True,
-        True,
-    ),
-    13: Layout(
-        ("memprof", "binary_ids", "temporal", "vtable_names"),
-        True,
-        True,
-        True,
-        True,
-        True,
-        True,
-        True,
-    ),
+    12: _V12,
+    13: _V12,
 }
 
 _KIND_BITS = (
