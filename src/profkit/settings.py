@@ -26,6 +26,7 @@ from profkit.errors import SettingsError
 Mode = Literal["trace", "sample"]
 Unit = Literal["us", "ns"]
 SampleClock = Literal["wall", "cpu"]
+Native = Literal["auto", "on", "off"]
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|µs|ms|s)?\s*$")
 _UNIT_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
@@ -179,6 +180,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("timeline", "PROFKIT_TIMELINE", "--timeline", parse_bool, _bool_text, False,
             "trace mode: also keep every shown call's start and end (up to 1,000,000) "
             "for timeline exports (Chrome trace, speedscope)"),
+    Setting("native", "PROFKIT_NATIVE", "--native", _choice("auto", "on", "off"), str, "auto",
+            "trace mode's C hot path: auto (used when built and no event lines or timeline "
+            "are wanted), on (required: an error if it is not built), off (pure Python)",
+            "{auto,on,off}"),
 )
 # fmt: on
 
@@ -201,6 +206,7 @@ class Settings:
     tree: bool = True
     subprocesses: bool = True
     timeline: bool = False
+    native: Native = "auto"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:

@@ -53,6 +53,25 @@ def main_callbacks(
     return out
 
 
+def monitoring_form(callback: Callable[..., Any] | None, fail: Callable[..., Any]) -> Any:
+    """The ``sys.monitoring``-shaped twin a native hook offers for ``callback``, or None.
+
+    The ``__profkit_monitoring__`` protocol (docs/api.md): when a profiler's id-shaped
+    callback (``enter(function_id)``) is a method of an object that implements it,
+    ``owner.__profkit_monitoring__(method_name, on_error)`` returns a callable taking the
+    interpreter's own arguments (``code, offset[, value]``) that does the same thing for
+    ``function_id == id(code)`` and sends its errors to ``on_error`` (the failure rule)
+    instead of raising. Registered directly as the callback, it runs with no Python frame
+    of ours in between — the CLR's raw ELT hooks (``SetEnterLeaveFunctionHooks3``).
+    """
+    owner = getattr(callback, "__self__", None)
+    offer = getattr(owner, "__profkit_monitoring__", None)
+    name = getattr(callback, "__name__", None)
+    if offer is None or not isinstance(name, str):
+        return None
+    return offer(name, fail)
+
+
 def _call_callbacks(
     session: Session, enabled: dict[int, object], pre_codes: set[int], pre_frames: set[int]
 ) -> dict[int, Callable[..., Any]]:
@@ -155,6 +174,14 @@ def _call_callbacks(
             pass  # the program's (Session.fail); calling fail here could overflow again
         except Exception as exc:
             fail(exc, "function_leave")
+
+    # -- native hooks replace the closures they can (PY_THROW/PY_UNWIND stay: global) --
+    if arguments is None:
+        on_start = monitoring_form(enter, fail) or on_start
+    if return_value is None:
+        on_return = monitoring_form(leave, fail) or on_return
+    on_yield = monitoring_form(yield_, fail) or on_yield
+    on_resume = monitoring_form(resume, fail) or on_resume
 
     return {
         ev.PY_START: on_start,

@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from profkit.calltree.model import CallProfile
-from profkit.profilers.elt import EltProfiler
+from profkit.profilers.elt import EltProfiler, native
 from profkit.settings import Settings
 from tests.profilers.elt.fake import FakeClock, FakeDriver
 
@@ -166,6 +166,8 @@ def test_saved_tree_matches_the_model(
         drive(call)
     prof.shutdown()
     assert prof.profile is not None
+    # The C recorder takes the plain path whenever it is present (conftest: both ways).
+    assert (prof._recorder is not None) == (native.available() and not lines and not timeline)
     expected, total, durations = model(top, prefix, basetime)
     shown_calls = len(durations)
     got, got_total = saved(prof.profile)

@@ -33,6 +33,7 @@ from typing import Any
 from profkit.api import EventMask, FunctionInfo, ProfilerCallback, ProfilerInfo
 from profkit.api.ids import FunctionId, ThreadId
 from profkit.calltree.model import CallProfile, Frame, Span, ThreadTree
+from profkit.profilers.elt import native
 from profkit.profilers.elt.sinks import LineFlusher, Sink, TextSink, UdpSender
 from profkit.profilers.elt.trace import Stack, TraceHooks
 from profkit.profilers.elt.tree import Node, convert
@@ -41,6 +42,10 @@ from profkit.settings import Settings, export_collector_interval, prefix_matches
 _perf_counter_ns = time.perf_counter_ns
 _time_ns = time.time_ns
 _get_ident = threading.get_ident
+#: Whether the C recorder's own ``CLOCK_MONOTONIC`` reads equal ``perf_counter_ns``'s.
+_PERF_COUNTER_IS_MONOTONIC = (
+    time.get_clock_info("perf_counter").implementation == "clock_gettime(CLOCK_MONOTONIC)"
+)
 
 #: profkit's own machinery, never shown (it runs the program; it is not the program).
 INTERNAL_MODULES = (
@@ -146,6 +151,9 @@ class EltProfiler(TraceHooks, ProfilerCallback):
         self._spans = [] if timeline else None
         self._span_cap = SPAN_CAP
         self._spans_dropped = 0
+        #: trace mode's C recorder (``use_native``), or None on the pure Python paths
+        self._recorder: Any = None
+        self._native_wanted = settings.mode != "sample" and native.wanted(settings.native)
         self.profile: CallProfile | None = None
         self.saved_path: str | None = None
         #: working directory at ``initialize``: relative output paths are relative to it
@@ -178,7 +186,10 @@ class EltProfiler(TraceHooks, ProfilerCallback):
             # binds them when the mask is set.
             self._open_sinks()
             if self._emit is None:
-                self.use_closures()
+                if self._native_wanted and self._spans is None:
+                    self.use_native()
+                else:
+                    self.use_closures()
             info.set_event_mask(EventMask.ENTER_LEAVE)
         info.set_function_filter(self.accepts)
 
@@ -230,6 +241,9 @@ class EltProfiler(TraceHooks, ProfilerCallback):
         ``profkit run`` calls it when the program's main code has ended and it only
         waits for the program's other threads, which go on being recorded.
         """
+        if self._recorder is not None:
+            self._recorder.quiet_this_thread()
+            return
         silent = Node(None)
         silent.kind = -1
         self._local.stack = [silent]
@@ -304,6 +318,37 @@ class EltProfiler(TraceHooks, ProfilerCallback):
         with self._lock:
             self._stacks.append((_get_ident(), threading.current_thread().name, stack))
         return stack
+
+    def use_native(self) -> None:
+        """Record through the C recorder (:mod:`profkit.profilers.elt.native`).
+
+        Its ``enter``/``leave`` become the callbacks; the collector sees they offer a
+        ``sys.monitoring``-shaped form and registers that directly. The recorder reads
+        ``CLOCK_MONOTONIC`` itself when that is what :func:`time.perf_counter_ns` reads
+        (so its times compare with ``_started_ns``); any other clock (a test's) is called.
+        """
+        recorder_type = native.Recorder
+        assert recorder_type is not None  # use_native is only called when it was built
+        own_clock = self._clock is _perf_counter_ns and _PERF_COUNTER_IS_MONOTONIC
+        recorder = self._recorder = recorder_type(
+            self._new_native_thread, self._basetime, clock=None if own_clock else self._clock
+        )
+        self.function_enter = self.function_resume = recorder.enter  # type: ignore[assignment]
+        self.function_leave = self.function_yield = recorder.leave  # type: ignore[assignment]
+
+    def _new_native_thread(self) -> object:
+        """The C recorder's first event on a thread: the :meth:`_new_thread` decisions.
+
+        Returns the thread's token (ident, name) to record it, ``False`` for a throwaway
+        answer while paused (asked again at the next event), or ``None`` for silence.
+        """
+        if self._paused:
+            if not (self._resume_after_attach and self._attach_done()):
+                return False
+            self._paused = False
+        if self._flusher is not None and threading.current_thread() is self._flusher.thread:
+            return None
+        return (_get_ident(), threading.current_thread().name)
 
     def _name(self, function_id: FunctionId) -> str:
         name = self._names.get(function_id)
@@ -380,6 +425,14 @@ class EltProfiler(TraceHooks, ProfilerCallback):
             for tid, (name, root) in sorted(self._samples.items()):
                 tree = convert(root, profile, frame_of, root_totals=True)
                 profile.threads.append(ThreadTree(int(tid), name, tree))
+        elif self._recorder is not None:
+            closed, exported = self._recorder.export(now)
+            self._closed_open_calls += closed
+            names = {t.ident: t.name for t in threading.enumerate()}
+            for (ident, name), rows in exported:
+                tree = convert(native.tree_of(rows), profile, frame_of, root_totals=False)
+                if tree.children:
+                    profile.threads.append(ThreadTree(ident, names.get(ident, name), tree))
         else:
             flusher_ident = self._flusher_ident()
             with self._lock:

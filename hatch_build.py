@@ -1,0 +1,74 @@
+"""Hatch build hook: compile trace mode's optional C hot path (``profkit.profilers.elt._native``).
+
+Why optional: profkit works everywhere in pure Python; the C recorder only makes ELT trace
+mode cheaper (see bench/README.md). So a machine without a C compiler or Python headers
+still installs profkit, with a warning, unless ``PROFKIT_REQUIRE_NATIVE=1`` is set (the
+test script sets it, so CI cannot silently lose the fast path).
+
+Editable installs build the extension in place, next to its source under ``src/``, where
+the editable ``.pth`` finds the package; each interpreter gets its own ABI-tagged file
+(``_native.cpython-312-x86_64-linux-gnu.so``), so one checkout serves 3.11–3.13. Wheels
+get the extension force-included and a platform tag.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+
+MODULE = "profkit.profilers.elt._native"
+SOURCE = "src/profkit/profilers/elt/_native.c"
+
+
+class NativeBuildHook(BuildHookInterface):  # type: ignore[type-arg]
+    PLUGIN_NAME = "custom"
+
+    def initialize(self, version: str, build_data: dict[str, Any]) -> None:
+        if self.target_name != "wheel" or os.environ.get("PROFKIT_NO_NATIVE") == "1":
+            return
+        root = Path(self.root)
+        suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+        relative = MODULE.replace(".", "/") + suffix
+        try:
+            with tempfile.TemporaryDirectory(prefix="profkit-build-") as tmp:
+                built = _compile(root / SOURCE, Path(tmp))
+                if version == "editable":
+                    target = root / "src" / relative
+                    shutil.copyfile(built, target)
+                else:
+                    kept = root / "build" / "native" / relative
+                    kept.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(built, kept)
+                    build_data["force_include"][str(kept)] = relative
+                    build_data["pure_python"] = False
+                    build_data["infer_tag"] = True
+        except Exception as exc:
+            if os.environ.get("PROFKIT_REQUIRE_NATIVE") == "1":
+                raise
+            print(
+                f"profkit: warning: the C hot path of ELT trace mode was not built ({exc}); "
+                "pure Python is used instead",
+                file=sys.stderr,
+            )
+
+
+def _compile(source: Path, work: Path) -> Path:
+    """Build one extension module with setuptools' compiler machinery; returns the file."""
+    from setuptools import Distribution, Extension
+    from setuptools.command.build_ext import build_ext
+
+    ext = Extension(MODULE, [str(source)], extra_compile_args=["-O2", "-std=c11"])
+    dist = Distribution({"name": "profkit-native", "ext_modules": [ext]})
+    cmd = build_ext(dist)
+    cmd.build_lib = str(work / "lib")
+    cmd.build_temp = str(work / "tmp")
+    cmd.ensure_finalized()
+    cmd.run()
+    return Path(cmd.get_ext_fullpath(MODULE))
