@@ -285,12 +285,12 @@ def misspelt_variables(environ: Mapping[str, str]) -> list[tuple[str, str]]:
     Only near misses are reported, so variables other tools or later versions read are
     not flagged; a typo would otherwise be silently ignored.
     """
-    import difflib
-
     known = {s.env for s in SETTINGS} | _OTHER_VARIABLES
     out: list[tuple[str, str]] = []
     for name in sorted(environ):
         if name.startswith("PROFKIT_") and name not in known:
+            import difflib  # only for an unknown PROFKIT_ variable: most runs have none
+
             close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.85)
             if close and abs(len(close[0]) - len(name)) <= 2:
                 out.append((name, close[0]))

@@ -680,3 +680,25 @@ def test_threads_are_waited_for_however_main_ends(end: str, status: int, tmp_pat
     assert out.returncode == status, out.stderr
     names = {f.name for f in profile_file.load(tmp_path / "t.json").frames}
     assert "__main__.busy" in names, names
+
+
+@pytest.mark.parametrize("shebang", [None, "/usr/bin/env python3"])
+def test_zip_and_directory_apps_run_as_with_python(shebang: str | None, tmp_path: Path) -> None:
+    """A zip app (with or without a shebang prefix) or a directory with __main__.py."""
+    import zipapp
+
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "__main__.py").write_text("import sys\nprint('app', sys.argv[1:])\n")
+    pyz = tmp_path / "app.pyz"
+    zipapp.create_archive(app, pyz, interpreter=shebang)
+    for target in (pyz, app):
+        bare = _run([sys.executable, str(target), "x"], tmp_path)
+        out = tmp_path / f"{target.name}.json"
+        under = _run(
+            [sys.executable, "-m", "profkit", "run", "--no-tree", "-o", str(out), str(target), "x"],
+            tmp_path,
+        )
+        assert under.returncode == bare.returncode == 0, under.stderr
+        assert under.stdout == bare.stdout == "app ['x']\n"
+        assert out.exists()

@@ -74,16 +74,21 @@ class Program:
         if self.kind == "script":
             if not os.path.exists(self.target):
                 raise UsageError(f"can't open file {self.target!r}: No such file or directory")
-            import zipfile  # only here: most runs never need it
-
-            if os.path.isdir(self.target) or zipfile.is_zipfile(self.target):
-                return Prepared(None, {})  # a directory or zip app: runpy.run_path runs it
+            if os.path.isdir(self.target):
+                return Prepared(None, {})  # a directory app: runpy.run_path runs it
             path = os.path.abspath(self.target)  # __main__.__file__ is absolute since 3.9
             try:
                 with io.open_code(path) as f:
                     source = f.read()
             except OSError as exc:
                 raise UsageError(f"can't open file {self.target!r}: {exc.strerror}") from None
+            # A zip app ends with a zip directory (its end record's signature is PK\5\6);
+            # only then is zipfile (a few ms of start-up) worth importing to be sure.
+            if b"PK\x05\x06" in source[-65_557:]:
+                import zipfile
+
+                if zipfile.is_zipfile(path):
+                    return Prepared(None, {})  # a zip app: runpy.run_path runs it
             code = _compile(source, path, self.target)
             loader = importlib.machinery.SourceFileLoader("__main__", path)
             return Prepared(code, {"__file__": path, "__loader__": loader})
