@@ -93,7 +93,8 @@ def test_default_output_name_and_no_tree(probe_dir: Path) -> None:
 
 def test_tree_is_printed_on_stderr_only(probe_dir: Path) -> None:
     out = _run([*LAUNCHERS[0], "-o", "p.json", "probe.py"], probe_dir)
-    assert ".work" in out.stderr and ".work" not in out.stdout
+    # The root is always shown; which callees clear the tree's size limit depends on timing.
+    assert "__main__.<module>" in out.stderr and "__main__." not in out.stdout
     assert "\x1b[" not in out.stderr  # not a terminal: no colour
     assert all(len(line) <= 80 for line in out.stderr.splitlines() if "│" in line)
 
