@@ -242,6 +242,16 @@ def test_unmatched_leave_is_ignored_and_missed_leaves_are_closed() -> None:
     assert tree == {"app.outer": (1, 5, 0, 5, 5), "app.outer/app.lost": (1, 5, 5, 5, 5)}
 
 
+def test_unmatched_leave_with_event_lines_and_an_empty_stack_is_ignored() -> None:
+    """Regression: the write-at-once line path popped the root itself (IndexError)."""
+    prof, d, lines = make()
+    d.leaf("app.f", 1)
+    d.leave("app.f")  # nothing is open any more
+    d.leave("app.g")
+    assert lines == ["Enter: app.f", "Leave: app.f, Duration: 0.001 us"]
+    assert flat(finish(prof)) == {"app.f": (1, 1, 1, 1, 1)}
+
+
 def test_open_calls_are_closed_at_shutdown() -> None:
     prof, d, _ = make()
     d.enter("app.main")

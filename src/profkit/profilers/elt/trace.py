@@ -239,8 +239,12 @@ class TraceHooks:
         except AttributeError:
             return
         node = stack.pop()
+        if node.fid != function_id:  # also the root itself: a leave with nothing entered
+            stack.append(node)
+            self._leave(function_id, "Leave")
+            return
         root = stack[0]
-        if node.fid != function_id or root.kind < 0 or self._unit != "us":
+        if root.kind < 0 or self._unit != "us":
             stack.append(node)
             self._leave(function_id, "Leave")
             return
