@@ -11,7 +11,6 @@ import argparse
 import sys
 from typing import Any
 
-from profkit._atomic import ensure_not_an_input, write_atomic, write_errors
 from profkit.errors import UsageError
 
 
@@ -127,6 +126,9 @@ def _show(args: argparse.Namespace) -> int:
         llvm_version=args.llvm_version,
     )
     if args.output:
+        # tempfile (for atomic writes) costs ~2 ms of start-up: only with -o.
+        from profkit._atomic import ensure_not_an_input
+
         ensure_not_an_input(args.output, [args.file])
     try:
         profile = read_profile(args.file)
@@ -136,6 +138,8 @@ def _show(args: argparse.Namespace) -> int:
         print(f"profkit: note: {args.file}: {note}", file=sys.stderr)
     text = show_json(profile, opts) if args.json else show_text(profile, opts)
     if args.output:
+        from profkit._atomic import write_atomic, write_errors
+
         with write_errors(f"cannot write {args.output}: "):
             write_atomic(args.output, text.encode("utf-8", "surrogateescape"))
     else:

@@ -1,9 +1,12 @@
 """`profkit profdata merge` and `profkit profdata overlap` (llvm-profdata's options).
 
 Thin: gather the inputs, call :mod:`profkit.formats.instrprof.merge_files` /
-:mod:`~profkit.formats.instrprof.overlap`, write the result. Bad input is a
+:mod:`~profkit.formats.instrprof.overlap_calc`, write the result. Bad input is a
 :class:`ProfkitError` (one line, exit status 2); per-input problems are warnings on
 stderr, one line each, naming the file.
+
+Imported by ``profkit profdata show`` too (argparse needs every subparser), so module
+level imports stay minimal; readers, writers and file helpers load in the handlers.
 """
 
 from __future__ import annotations
@@ -13,10 +16,8 @@ import os
 import re
 import sys
 import time
-from pathlib import Path
 from typing import Any, TextIO
 
-from profkit._atomic import ensure_not_an_input, write_atomic, write_errors
 from profkit.errors import ProfkitError, UsageError
 
 #: llvm-profdata release → the indexed version its `merge` writes.
@@ -150,7 +151,8 @@ def gather_inputs(args: argparse.Namespace) -> list[tuple[str, int]]:
         _expand(path, _parse_weight(weight_text, f"--weighted-input={item}"), found)
     for listing in args.input_files:
         try:
-            lines = Path(listing).read_text(encoding="utf-8", errors="surrogateescape").splitlines()
+            with open(listing, encoding="utf-8", errors="surrogateescape") as fh:
+                lines = fh.read().splitlines()
         except OSError as exc:
             raise UsageError(f"{listing}: cannot read input list: {exc.strerror}") from None
         for number, raw_line in enumerate(lines, start=1):
@@ -202,6 +204,7 @@ def _llvm_release(llvm_version: int | None, indexed_version: int | None) -> int:
 
 def run_merge(args: argparse.Namespace) -> int:
     """The ``merge`` handler."""
+    from profkit._atomic import ensure_not_an_input, write_errors
     from profkit.formats.instrprof.indexed_writer import build_indexed, write_indexed
     from profkit.formats.instrprof.merge import drop_all_zero
     from profkit.formats.instrprof.merge_files import MergeInput, default_jobs, merge_files
@@ -327,7 +330,8 @@ def _register_overlap(sub: Any) -> None:
 
 def run_overlap(args: argparse.Namespace) -> int:
     """The ``overlap`` handler."""
-    from profkit.formats.instrprof.overlap import format_overlap, overlap
+    from profkit._atomic import ensure_not_an_input, write_atomic, write_errors
+    from profkit.formats.instrprof.overlap_calc import format_overlap, overlap
     from profkit.formats.instrprof.reader import read_profile
 
     if args.output:

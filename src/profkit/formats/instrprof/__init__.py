@@ -1,28 +1,67 @@
 """LLVM instrumentation profiles: raw (.profraw), indexed (.profdata) and text (.proftext).
 
 See ``docs/instrprof.md`` for the public API.
+
+Every public name is imported on first use (PEP 562), not with the package: importing
+one submodule (``profkit profdata show`` needs only the readers and ``show``) must not
+pay for the writers, merge and overlap, and must never pull in numpy. Submodule names
+differ from the exported names (the overlap code lives in ``overlap_calc``), so
+importing a submodule never shadows an exported function.
 """
 
-from typing import Any
+from __future__ import annotations
 
-from profkit.formats.instrprof.indexed import parse_indexed
-from profkit.formats.instrprof.indexed_writer import build_indexed, write_indexed
-from profkit.formats.instrprof.merge import ProfileMerger, merge_profiles
-from profkit.formats.instrprof.model import (
-    CS_FLAG_IN_FUNC_HASH,
-    FunctionRecord,
-    Profile,
-    ProfileKind,
-    Summary,
-    SummaryEntry,
-    TemporalTrace,
-    ValueKind,
-)
-from profkit.formats.instrprof.overlap import format_overlap, overlap
-from profkit.formats.instrprof.raw import parse_raw
-from profkit.formats.instrprof.reader import parse_profile, read_profile, sniff
-from profkit.formats.instrprof.summary import compute_summary
-from profkit.formats.instrprof.text import format_text, parse_text, write_text
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
+    from profkit.formats.instrprof.indexed import parse_indexed
+    from profkit.formats.instrprof.indexed_writer import build_indexed, write_indexed
+    from profkit.formats.instrprof.merge import ProfileMerger, merge_profiles
+    from profkit.formats.instrprof.merge_files import MergeInput
+    from profkit.formats.instrprof.model import (
+        CS_FLAG_IN_FUNC_HASH,
+        FunctionRecord,
+        Profile,
+        ProfileKind,
+        Summary,
+        SummaryEntry,
+        TemporalTrace,
+        ValueKind,
+    )
+    from profkit.formats.instrprof.overlap_calc import format_overlap, overlap
+    from profkit.formats.instrprof.raw import parse_raw
+    from profkit.formats.instrprof.reader import parse_profile, read_profile, sniff
+    from profkit.formats.instrprof.summary import compute_summary
+    from profkit.formats.instrprof.text import format_text, parse_text, write_text
+
+#: Exported name → the submodule (of this package) that defines it.
+_EXPORTS: dict[str, str] = {
+    "CS_FLAG_IN_FUNC_HASH": "model",
+    "FunctionRecord": "model",
+    "MergeInput": "merge_files",  # numpy and multiprocessing: only when asked for
+    "Profile": "model",
+    "ProfileKind": "model",
+    "ProfileMerger": "merge",
+    "Summary": "model",
+    "SummaryEntry": "model",
+    "TemporalTrace": "model",
+    "ValueKind": "model",
+    "build_indexed": "indexed_writer",
+    "compute_summary": "summary",
+    "format_overlap": "overlap_calc",
+    "format_text": "text",
+    "merge_profiles": "merge",
+    "overlap": "overlap_calc",
+    "parse_indexed": "indexed",
+    "parse_profile": "reader",
+    "parse_raw": "raw",
+    "parse_text": "text",
+    "read_profile": "reader",
+    "sniff": "reader",
+    "write_indexed": "indexed_writer",
+    "write_text": "text",
+}
 
 __all__ = [
     "CS_FLAG_IN_FUNC_HASH",
@@ -53,10 +92,13 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # The file-level merge pulls in numpy and multiprocessing; import it only when asked.
-    # (Its function is not re-exported here: it shares its module's name.)
-    if name == "MergeInput":
-        import importlib
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # later look-ups are plain attribute reads
+    return value
 
-        return importlib.import_module("profkit.formats.instrprof.merge_files").MergeInput
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -157,12 +157,18 @@ def _read_table(
     dotted: list[str] = []
     item_unpack = _ITEM.unpack_from
     u16_unpack = _U16.unpack_from
+    head_unpack = _U64X2.unpack_from
     append = out.append
+    remember = symtab.setdefault
+    record = FunctionRecord
     structs = _COUNT_STRUCTS
     simple = VALUE_DATA_FROM <= version < PACKED_BITMAP_FROM
-    with_bitmap = version >= BITMAP_FROM
-    # Bytes of a one-record item besides its counters: hash, count, [bitmap count], value block.
-    fixed = 16 + (8 if with_bitmap else 0) + 8
+    # The common item holds one record without bitmap bytes or value data: it ends in
+    # [bitmap byte count 0 (v11+)] + the empty value block, checked with one comparison.
+    tail = (_ZERO8 if version >= BITMAP_FROM else b"") + _EMPTY_VALUE_BLOCK
+    ntail = len(tail)
+    # Bytes of such an item besides its counters: hash, counter count, tail.
+    fixed = 16 + ntail
     seen = 0
     while seen < nentries:
         if pos + 2 > end:
@@ -175,37 +181,28 @@ def _read_table(
             if pos + 24 > end:
                 raise cur.fail("truncated", "hash table item header needs 24 bytes", pos)
             khash, klen, dlen = item_unpack(data, pos)
-            item = pos
             pos += 24
             if klen + dlen > end - pos:
                 raise cur.fail(
                     "truncated",
                     f"hash table item: key {klen} + data {dlen} bytes, {end - pos} remain",
-                    item,
+                    pos - 24,
                 )
             name = data[pos : pos + klen].decode("utf-8", "surrogateescape")
             pos += klen
             item_end = pos + dlen
-            # Fast path for the common item: one record, no bitmap bytes, no value data.
-            n = (dlen - fixed) >> 3
-            if (
-                simple
-                and dlen >= fixed
-                and data[item_end - 8 : item_end] == _EMPTY_VALUE_BLOCK
-                and _U64.unpack_from(data, pos + 8)[0] == n
-                and (not with_bitmap or data[item_end - 16 : item_end - 8] == _ZERO8)
-            ):
-                st = structs.get(n) or _counts_struct(n)
-                append(
-                    FunctionRecord(
-                        name, _U64.unpack_from(data, pos)[0], list(st.unpack_from(data, pos + 16))
-                    )
-                )
+            if simple and dlen >= fixed and data[item_end - ntail : item_end] == tail:
+                func_hash, n = head_unpack(data, pos)
+                if n == (dlen - fixed) >> 3:  # one record: counters fill the rest
+                    st = structs.get(n) or _counts_struct(n)
+                    append(record(name, func_hash, list(st.unpack_from(data, pos + 16))))
+                else:
+                    _read_item(data, pos, item_end, name, version, out, cur)
             else:
                 _read_item(data, pos, item_end, name, version, out, cur)
             pos = item_end
             # The stored key hash is the name's MD5 NameRef: no need to hash 20k names.
-            symtab.setdefault(khash, name)
+            remember(khash, name)
             if "." in name:
                 dotted.append(name)
             seen += 1

@@ -7,7 +7,6 @@ Raw profiles carry function and vtable names this way; indexed files their vtabl
 
 from __future__ import annotations
 
-import hashlib
 import zlib
 from collections.abc import Sequence
 
@@ -66,8 +65,11 @@ def add_names(symtab: dict[int, str], names: Sequence[str]) -> None:
     """Register names (and their canonical forms) in an MD5 → name table.
 
     Hashes inline rather than through :func:`name_md5`'s cache: a raw file's 20,000
-    names are each hashed once, so the cache would only cost time.
+    names are each hashed once, so the cache would only cost time. :mod:`hashlib` is
+    imported here, not with the module, for the reason given in :mod:`.hashing`.
     """
+    import hashlib
+
     md5 = hashlib.md5
     from_bytes = int.from_bytes
     for name in names:

@@ -171,6 +171,28 @@ def record_text(rec: FunctionRecord, lookup: Callable[[int], str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: is_ir → {number of counters: the whole ``--counts`` entry of a record as a %-template}.
+_COUNTS_TEMPLATES: dict[bool, dict[int, str]] = {False: {}, True: {}}
+#: Distinct counter counts cached per kind (a template is ~4 bytes per counter).
+TEMPLATE_CACHE_LIMIT = 1024
+
+
+def _counts_template(n: int, is_ir: bool) -> str:
+    """The entry of a record with ``n`` (> 0) counters, formatted with
+    ``(name, hash, *counts)``: one C-level format per record instead of an f-string
+    and a ``", ".join(map(str, ...))``. Front-end profiles print the first counter as
+    the function count and leave it out of the block counts (spec §7.1)."""
+    blocks = ", ".join(["%d"] * (n if is_ir else n - 1))
+    entry = "" if is_ir else "\n    Function count: %d"
+    template = (
+        f"  %s:\n    Hash: 0x%016x\n    Counters: {n}{entry}\n    Block counts: [{blocks}]"
+    )
+    cache = _COUNTS_TEMPLATES[is_ir]
+    if len(cache) < TEMPLATE_CACHE_LIMIT:
+        cache[n] = template
+    return template
+
+
 def show_text(profile: Profile, opts: ShowOptions) -> str:
     """The complete output of ``llvm-profdata show`` with ``opts`` for ``profile``."""
     out: list[str] = []
@@ -197,7 +219,8 @@ def show_text(profile: Profile, opts: ShowOptions) -> str:
     value_cutoff, list_below = opts.value_cutoff, opts.list_below_cutoff
     want_cs = CS_FLAG_IN_FUNC_HASH if opts.showcs else 0
     append = out.append
-    add = builder.add_counts
+    keep = builder.sink()
+    templates = _COUNTS_TEMPLATES[is_ir]
     # One pass in reader order; the checks are hoisted because this loop runs once
     # per function of files with tens of thousands of them.
     for rec in profile.records:
@@ -210,12 +233,17 @@ def show_text(profile: Profile, opts: ShowOptions) -> str:
             append(record_text(rec, lookup)[:-1])
             continue
         counts = rec.counts
-        add(counts)
+        n = len(counts)
+        if n:
+            pseudo = _PSEUDO.get(counts[0])
+            if pseudo is None:  # PseudoHot/Warm records stay out of the summary
+                keep(counts)
+        else:
+            pseudo = None
         if covered:
             if any(counts):
                 append(name)
             continue
-        pseudo = _PSEUDO.get(counts[0]) if counts else None
         if pseudo is not None:
             if show:
                 if not shown:
@@ -241,15 +269,18 @@ def show_text(profile: Profile, opts: ShowOptions) -> str:
         if not shown:
             append("Counters:")
         shown += 1
-        head = f"  {name}:\n    Hash: 0x{h:016x}\n    Counters: {len(counts)}"
+        if show_counts and not detail and n:
+            # The common case (--all-functions --counts): one %-format per record.
+            append((templates.get(n) or _counts_template(n, is_ir)) % (name, h, *counts))
+            continue
+        head = f"  {name}:\n    Hash: 0x{h:016x}\n    Counters: {n}"
         if not is_ir:
             head += f"\n    Function count: {counts[0]}"
         if detail:
             append(head)
             _value_details(out, rec, opts, stats, lookup, counts, first)
         elif show_counts:
-            block = ", ".join(map(str, counts[first:] if first else counts))
-            append(f"{head}\n    Block counts: [{block}]")
+            append(f"{head}\n    Block counts: []")
         else:
             append(head)
     if opts.text or opts.covered:

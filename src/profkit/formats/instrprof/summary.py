@@ -10,8 +10,9 @@ wrap-arounds need care).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import chain
+from operator import itemgetter
 
 from profkit.formats.instrprof.model import (
     CS_FLAG_IN_FUNC_HASH,
@@ -67,20 +68,36 @@ class SummaryBuilder:
         if counts and counts[0] not in _PSEUDO_COUNTS:
             self._lists.append(counts)
 
+    def sink(self) -> Callable[[Sequence[int]], None]:
+        """An ``append`` for counter lists the caller has already checked (non-empty, no
+        PseudoHot/PseudoWarm first counter): ``show`` tests the first counter anyway, so
+        it skips :meth:`add_counts`' second test and method call per record."""
+        return self._lists.append
+
     def build(self, cutoffs: Iterable[int] = DEFAULT_CUTOFFS) -> Summary:
         """The finished summary (the six fields the indexed format stores, plus entries)."""
         lists = self._lists
+        cutoff_list = list(cutoffs)
         flat = list(chain.from_iterable(lists))
-        internal = list(chain.from_iterable(c[1:] for c in lists if len(c) > 1))
         total = sum(flat) & _M64
+        max_block = max(flat, default=0)
+        # The largest internal (non-entry) count: blank each list's entry count in a copy
+        # of ``flat`` (counts are unsigned, so 0 never wins) instead of slicing every list.
+        internal = flat.copy()
+        at = 0
+        for c in lists:
+            internal[at] = 0
+            at += len(c)
         return Summary(
             total_num_functions=len(lists) & _M32,
             total_num_blocks=len(flat) & _M32,
-            max_function_count=max((c[0] for c in lists), default=0),
-            max_block_count=max(flat, default=0),
+            max_function_count=max(map(itemgetter(0), lists), default=0),
+            max_block_count=max_block,
             max_internal_block_count=max(internal, default=0),
             total_block_count=total,
-            entries=detailed_entries(Counter(flat), total, cutoffs),
+            # The histogram is only needed for cutoffs (``show`` without
+            # --detailed-summary asks for none).
+            entries=detailed_entries(Counter(flat), total, cutoff_list) if cutoff_list else [],
         )
 
 
