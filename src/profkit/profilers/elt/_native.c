@@ -31,6 +31,15 @@
  *
  * The GIL serialises everything (free-threaded builds are not supported: the module
  * declares no Py_mod_gil slot, so such a build re-enables the GIL when importing it).
+ * But every call into Python (new_thread, a Python clock, on_error; and on 3.11 any
+ * allocation of a tracked object, which may run the garbage collector and finalizers)
+ * can run arbitrary code, switch threads, and call back into this recorder: export from
+ * another thread, the same thread's enter from a finalizer, the collector detaching
+ * (which drops the sys.monitoring callback, and with it maybe the last reference to the
+ * recorder: the interpreter holds none while it calls a callback). So: no pointer into
+ * a Thread's frames, and no count of its nodes, is kept across such a call; export
+ * copies the trees in plain C before building any Python object; and the
+ * monitoring-shaped methods hold a reference to the recorder while they run.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -79,7 +88,8 @@ typedef struct {
     PyObject *clock;      /* NULL: CLOCK_MONOTONIC, as time.perf_counter_ns on Linux */
     PyObject *new_thread; /* () -> token | None | False */
     PyObject *on_error;   /* (exc, where) -> None, or NULL */
-    PyObject *key;        /* the serial as an int: the thread-state-dict key */
+    PyObject *key;        /* the thread-state-dict key: a str naming this module and the
+                           * serial, so no other extension's key can be taken for ours */
     Thread *first, *last;
 } Recorder;
 
@@ -198,12 +208,26 @@ child_of(Thread *t, Node *parent, uintptr_t fid)
     return n;
 }
 
+/* Two's-complement wrap instead of signed overflow (undefined behaviour): a Python clock
+ * or export(now) may hand over any 64-bit values. */
+static inline int64_t
+wrap_sub(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+
+static inline int64_t
+wrap_add(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
 static inline void
 close_call(Node *n, int64_t duration, int64_t basetime)
 {
     if (duration >= basetime) {
         n->calls++;
-        n->incl += duration;
+        n->incl = wrap_add(n->incl, duration);
         if (duration > n->max) {
             n->max = duration;
         }
@@ -215,16 +239,22 @@ close_call(Node *n, int64_t duration, int64_t basetime)
 
 /* -- the clock ---------------------------------------------------------------------- */
 
-/* Nanoseconds; -1 with an exception set when a Python clock fails. */
 static inline int64_t
-now_ns(Recorder *self)
+monotonic_ns(void)
 {
-    if (self->clock == NULL) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-    }
-    PyObject *r = PyObject_CallNoArgs(self->clock);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* A Python clock's reading in nanoseconds; -1 with an exception set when it fails. Runs
+ * arbitrary code: the caller holds no pointer into a Thread across it. */
+static int64_t
+python_ns(PyObject *clock)
+{
+    Py_INCREF(clock); /* the recorder may be cleared while the clock runs */
+    PyObject *r = PyObject_CallNoArgs(clock);
+    Py_DECREF(clock);
     if (r == NULL) {
         return -1;
     }
@@ -236,7 +266,40 @@ now_ns(Recorder *self)
     return (int64_t)v;
 }
 
+/* Nanoseconds; -1 with an exception set when a Python clock fails. */
+static inline int64_t
+now_ns(Recorder *self)
+{
+    PyObject *clock = self->clock;
+    return clock == NULL ? monotonic_ns() : python_ns(clock);
+}
+
 /* -- which thread ------------------------------------------------------------------ */
+
+/* The thread-state dict's answer for this recorder: 1 and *out set when it has one, 0
+ * when it has none, -1 with an exception set on failure. */
+static int
+dict_thread(Recorder *self, PyObject *dict, Thread **out)
+{
+    PyObject *hit = PyDict_GetItemWithError(dict, self->key);
+    if (hit == NULL) {
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    void *p = PyLong_AsVoidPtr(hit);
+    if (p == NULL && PyErr_Occurred()) {
+        return -1;
+    }
+    *out = p == NULL ? &SILENT : (Thread *)p;
+    return 1;
+}
+
+static inline Thread *
+remember(Recorder *self, Thread *t)
+{
+    tls_serial = self->serial;
+    tls_thread = t;
+    return t;
+}
 
 /* The calling thread's Thread: &SILENT when it records nothing, NULL with an exception
  * set on failure. A throwaway answer (new_thread() returned False) is also &SILENT but
@@ -244,35 +307,44 @@ now_ns(Recorder *self)
 static Thread *
 lookup_thread(Recorder *self)
 {
+    /* Borrowed, but safe across Python calls: the thread state owns it for its life. */
     PyObject *dict = PyThreadState_GetDict();
+    Thread *t;
     if (dict != NULL) {
-        PyObject *hit = PyDict_GetItemWithError(dict, self->key);
-        if (hit != NULL) {
-            void *p = PyLong_AsVoidPtr(hit);
-            if (p == NULL && PyErr_Occurred()) {
-                return NULL;
-            }
-            Thread *t = p == NULL ? &SILENT : (Thread *)p;
-            tls_serial = self->serial;
-            tls_thread = t;
-            return t;
-        }
-        if (PyErr_Occurred()) {
-            return NULL;
+        int found = dict_thread(self, dict, &t);
+        if (found != 0) {
+            return found < 0 ? NULL : remember(self, t);
         }
     }
-    if (self->new_thread == NULL) { /* cleared by the garbage collector: going away */
+    PyObject *new_thread = self->new_thread;
+    if (new_thread == NULL) { /* cleared by the garbage collector: going away */
         return &SILENT;
     }
-    PyObject *token = PyObject_CallNoArgs(self->new_thread);
+    Py_INCREF(new_thread); /* the recorder may be cleared while it runs */
+    PyObject *token = PyObject_CallNoArgs(new_thread);
+    Py_DECREF(new_thread);
     if (token == NULL) {
         return NULL;
+    }
+    /* new_thread() ran Python code, which may itself have decided this thread (a nested
+     * event of this recorder on this thread, quiet_this_thread): that decision stands,
+     * rather than a second tree for one thread. */
+    if (tls_serial == self->serial) {
+        Py_DECREF(token);
+        return tls_thread;
+    }
+    if (dict != NULL) {
+        int found = dict_thread(self, dict, &t);
+        if (found != 0) {
+            Py_DECREF(token);
+            return found < 0 ? NULL : remember(self, t);
+        }
     }
     if (token == Py_False) {
         Py_DECREF(token);
         return &SILENT;
     }
-    Thread *t = &SILENT;
+    t = &SILENT;
     if (token != Py_None) {
         t = thread_new(token);
         if (t == NULL) {
@@ -290,6 +362,8 @@ lookup_thread(Recorder *self)
     }
     Py_DECREF(token);
     if (dict != NULL) {
+        /* No Python code can run from here to the end (an int value, a str key): t is
+         * linked and stays valid; a failure leaves it recorded but not remembered. */
         PyObject *value = PyLong_FromVoidPtr(t == &SILENT ? NULL : t);
         if (value == NULL || PyDict_SetItem(dict, self->key, value) < 0) {
             Py_XDECREF(value);
@@ -297,9 +371,7 @@ lookup_thread(Recorder *self)
         }
         Py_DECREF(value);
     }
-    tls_serial = self->serial;
-    tls_thread = t;
-    return t;
+    return remember(self, t);
 }
 
 static inline Thread *
@@ -313,15 +385,38 @@ current_thread(Recorder *self)
 
 /* -- the two events ------------------------------------------------------------------ */
 
+/* Cleared by the garbage collector (tp_clear) and still receiving events: record nothing
+ * (its clock is gone too; a CLOCK_MONOTONIC reading would not compare with it). */
+static inline int
+gone(Recorder *self)
+{
+    return self->new_thread == NULL;
+}
+
 static int
 do_enter(Recorder *self, uintptr_t fid)
 {
+    if (gone(self)) {
+        return 0;
+    }
     Thread *t = current_thread(self);
     if (t == NULL) {
         return -1;
     }
     if (t == &SILENT) {
         return 0;
+    }
+    /* A Python clock is read before the push, not after: it runs arbitrary code (another
+     * thread's export closing this stack, a nested enter growing it) that would
+     * invalidate a frame pushed before it. The C clock runs no code and is read last, so
+     * the call's time excludes the bookkeeping. */
+    PyObject *clock = self->clock; /* only compared with NULL after the call */
+    int64_t start = 0;
+    if (clock != NULL) {
+        start = python_ns(clock);
+        if (start == -1 && PyErr_Occurred()) {
+            return -1;
+        }
     }
     Node *parent = t->depth ? t->frames[t->depth - 1].node : &t->root;
     Node *n = parent->last_hit;
@@ -334,6 +429,10 @@ do_enter(Recorder *self, uintptr_t fid)
         parent->last_hit = n;
     }
     if (t->depth == t->cap) {
+        if (t->cap > PY_SSIZE_T_MAX / 2 / (Py_ssize_t)sizeof(Frame)) {
+            PyErr_NoMemory();
+            return -1;
+        }
         Py_ssize_t cap = t->cap ? t->cap * 2 : 64;
         Frame *frames = PyMem_Realloc(t->frames, (size_t)cap * sizeof(Frame));
         if (frames == NULL) {
@@ -345,22 +444,21 @@ do_enter(Recorder *self, uintptr_t fid)
     }
     Frame *f = &t->frames[t->depth++];
     f->node = n;
-    int64_t now = now_ns(self);
-    if (now == -1 && PyErr_Occurred()) {
-        t->depth--;
-        return -1;
-    }
-    f->start = now;
+    f->start = clock == NULL ? monotonic_ns() : start;
     return 0;
 }
 
 static int
 do_leave(Recorder *self, uintptr_t fid)
 {
+    if (gone(self)) {
+        return 0;
+    }
     int64_t now = now_ns(self);
     if (now == -1 && PyErr_Occurred()) {
         return -1;
     }
+    /* May call new_thread(); from here on no Python code runs. */
     Thread *t = current_thread(self);
     if (t == NULL) {
         return -1;
@@ -371,7 +469,7 @@ do_leave(Recorder *self, uintptr_t fid)
     Frame *top = &t->frames[t->depth - 1];
     if (top->node->fid == fid) {
         t->depth--;
-        close_call(top->node, now - top->start, self->basetime);
+        close_call(top->node, wrap_sub(now, top->start), self->basetime);
         return 0;
     }
     /* Resync: a deeper match means the calls above it missed their leave (closed now,
@@ -380,7 +478,7 @@ do_leave(Recorder *self, uintptr_t fid)
         if (t->frames[i].node->fid == fid) {
             while (t->depth > i) {
                 Frame *f = &t->frames[--t->depth];
-                close_call(f->node, now - f->start, self->basetime);
+                close_call(f->node, wrap_sub(now, f->start), self->basetime);
             }
             return 0;
         }
@@ -395,28 +493,43 @@ do_leave(Recorder *self, uintptr_t fid)
 static int
 report(Recorder *self, const char *where)
 {
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    if (tb != NULL && value != NULL) {
-        PyException_SetTraceback(value, tb);
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *exc = PyErr_GetRaisedException(); /* normalised, traceback attached */
+#else
+    PyObject *type, *exc, *tb;
+    PyErr_Fetch(&type, &exc, &tb);
+    PyErr_NormalizeException(&type, &exc, &tb);
+    if (tb != NULL && exc != NULL) {
+        PyException_SetTraceback(exc, tb);
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+#endif
+    if (exc == NULL) { /* nothing pending: nothing to report */
+        return 0;
     }
     int status = 0;
-    if (self->on_error != NULL && value != NULL) {
-        PyObject *r = PyObject_CallFunction(self->on_error, "Os", value, where);
+    /* A strong reference: on_error may be replaced (another attach) or the recorder
+     * cleared while it runs. */
+    PyObject *on_error = Py_XNewRef(self->on_error);
+    if (on_error != NULL) {
+        PyObject *r = PyObject_CallFunction(on_error, "Os", exc, where);
         if (r == NULL) {
             status = -1;
         }
         Py_XDECREF(r);
+        Py_DECREF(on_error);
+        Py_DECREF(exc);
     }
     else {
-        PyErr_Restore(type, value, tb);
-        type = value = tb = NULL;
+#if PY_VERSION_HEX >= 0x030C0000
+        PyErr_SetRaisedException(exc);
+#else
+        PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(exc)), exc,
+                      PyException_GetTraceback(exc));
+#endif
         PyErr_WriteUnraisable((PyObject *)self);
     }
-    Py_XDECREF(type);
-    Py_XDECREF(value);
-    Py_XDECREF(tb);
     return status;
 }
 
@@ -457,26 +570,39 @@ Recorder_leave(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
+/* The interpreter holds no reference to a sys.monitoring callback while calling it, so
+ * when a Python call inside detaches the collector (unregistering the callback) and the
+ * program has dropped the profiler, the bound method and the recorder would be freed
+ * under our feet; these two keep the recorder alive until they return. */
+
 /* PY_START / PY_RESUME (code, offset): the function id is id(code). */
 static PyObject *
 Recorder_py_start(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs >= 1 && do_enter(self, (uintptr_t)args[0]) < 0
-        && report(self, "function_enter") < 0) {
-        return NULL;
+    PyObject *result = Py_None;
+    if (nargs >= 1) {
+        Py_INCREF(self);
+        if (do_enter(self, (uintptr_t)args[0]) < 0 && report(self, "function_enter") < 0) {
+            result = NULL;
+        }
+        Py_DECREF(self);
     }
-    Py_RETURN_NONE;
+    return Py_XNewRef(result);
 }
 
 /* PY_RETURN / PY_YIELD (code, offset, value). */
 static PyObject *
 Recorder_py_return(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs >= 1 && do_leave(self, (uintptr_t)args[0]) < 0
-        && report(self, "function_leave") < 0) {
-        return NULL;
+    PyObject *result = Py_None;
+    if (nargs >= 1) {
+        Py_INCREF(self);
+        if (do_leave(self, (uintptr_t)args[0]) < 0 && report(self, "function_leave") < 0) {
+            result = NULL;
+        }
+        Py_DECREF(self);
     }
-    Py_RETURN_NONE;
+    return Py_XNewRef(result);
 }
 
 static PyObject *
@@ -513,9 +639,102 @@ Recorder_quiet_this_thread(Recorder *self, PyObject *Py_UNUSED(ignored))
         }
         Py_DECREF(zero);
     }
-    tls_serial = self->serial;
-    tls_thread = &SILENT;
+    remember(self, &SILENT);
     Py_RETURN_NONE;
+}
+
+/* One exported thread, copied out in plain C: (parent index, fid, calls, incl, min,
+ * max) rows in pre-order, and a strong reference to its token. */
+typedef struct {
+    Py_ssize_t parent;
+    uintptr_t fid;
+    int64_t calls, incl, min, max;
+} Row;
+
+typedef struct {
+    PyObject *token;
+    Row *rows;
+    size_t count;
+} Copy;
+
+static void
+free_copies(Copy *copies, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        Py_XDECREF(copies[i].token);
+        PyMem_Free(copies[i].rows);
+    }
+    PyMem_Free(copies);
+}
+
+/* Close every recording thread's open calls at ``now`` (adding their number to *closed)
+ * and copy its tree. Plain C only (PyMem, no object allocation, so no collection and no
+ * Python code): the trees cannot change under the walk. NULL with an exception set when
+ * out of memory. */
+static Copy *
+copy_threads(Recorder *self, int64_t now, size_t *count, long long *closed)
+{
+    size_t n = 0, most = 0;
+    for (Thread *t = self->first; t != NULL; t = t->next) {
+        if (t->token != NULL) { /* NULL: cleared by the garbage collector */
+            n++;
+            most = t->used + 1 > most ? t->used + 1 : most;
+        }
+    }
+    *count = n;
+    Copy *copies = PyMem_Calloc(n ? n : 1, sizeof(Copy));
+    Node **work = PyMem_Malloc((most ? most : 1) * sizeof(Node *));
+    Py_ssize_t *parents = PyMem_Malloc((most ? most : 1) * sizeof(Py_ssize_t));
+    if (copies == NULL || work == NULL || parents == NULL) {
+        goto nomem;
+    }
+    size_t k = 0;
+    for (Thread *t = self->first; t != NULL; t = t->next) {
+        if (t->token == NULL) {
+            continue;
+        }
+        while (t->depth > 0) {
+            Frame *f = &t->frames[--t->depth];
+            close_call(f->node, wrap_sub(now, f->start), self->basetime);
+            (*closed)++;
+        }
+        Copy *c = &copies[k++];
+        c->token = Py_NewRef(t->token);
+        c->rows = PyMem_Malloc((t->used + 1) * sizeof(Row));
+        if (c->rows == NULL) {
+            goto nomem;
+        }
+        size_t top = 0;
+        work[top] = &t->root;
+        parents[top++] = -1;
+        while (top > 0) {
+            top--;
+            Node *node = work[top];
+            Row *row = &c->rows[c->count];
+            row->parent = parents[top];
+            row->fid = node->fid;
+            row->calls = node->calls;
+            row->incl = node->incl;
+            row->min = node->min;
+            row->max = node->max;
+            Py_ssize_t index = (Py_ssize_t)c->count++;
+            for (Node *child = node->first_child; child != NULL; child = child->next_sibling) {
+                work[top] = child;
+                parents[top++] = index;
+            }
+        }
+    }
+    PyMem_Free(work);
+    PyMem_Free(parents);
+    return copies;
+nomem:
+    if (copies != NULL) {
+        free_copies(copies, n);
+    }
+    PyMem_Free(work);
+    PyMem_Free(parents);
+    PyErr_NoMemory();
+    return NULL;
 }
 
 /* export(now) -> (closed, [(token, nodes)]): every recording thread's open calls closed
@@ -530,73 +749,46 @@ Recorder_export(Recorder *self, PyObject *arg)
         return NULL;
     }
     long long closed = 0;
-    PyObject *threads = PyList_New(0);
-    if (threads == NULL) {
+    size_t n;
+    Copy *copies = copy_threads(self, (int64_t)now, &n, &closed);
+    if (copies == NULL) {
         return NULL;
     }
-    Node **work = NULL;
-    Py_ssize_t *parents = NULL;
-    size_t work_cap = 0;
-    for (Thread *t = self->first; t != NULL; t = t->next) {
-        while (t->depth > 0) {
-            Frame *f = &t->frames[--t->depth];
-            close_call(f->node, (int64_t)now - f->start, self->basetime);
-            closed++;
-        }
-        size_t need = t->used + 1;
-        if (need > work_cap) {
-            PyMem_Free(work);
-            PyMem_Free(parents);
-            work = PyMem_Malloc(need * sizeof(Node *));
-            parents = PyMem_Malloc(need * sizeof(Py_ssize_t));
-            work_cap = need;
-            if (work == NULL || parents == NULL) {
-                PyErr_NoMemory();
-                goto fail;
-            }
-        }
-        PyObject *nodes = PyList_New(0);
+    /* From here on Python objects are built from the copies: whatever runs meanwhile
+     * (the collector, finalizers, other threads' events) cannot touch them. */
+    PyObject *threads = PyList_New((Py_ssize_t)n);
+    if (threads == NULL) {
+        goto fail;
+    }
+    for (size_t i = 0; i < n; i++) {
+        Copy *c = &copies[i];
+        PyObject *nodes = PyList_New((Py_ssize_t)c->count);
         if (nodes == NULL) {
             goto fail;
         }
-        size_t top = 0;
-        work[top] = &t->root;
-        parents[top++] = -1;
-        while (top > 0) {
-            top--;
-            Node *n = work[top];
-            Py_ssize_t parent = parents[top];
-            Py_ssize_t index = PyList_GET_SIZE(nodes);
+        for (size_t j = 0; j < c->count; j++) {
+            Row *r = &c->rows[j];
             PyObject *row = Py_BuildValue(
-                "(nKLLLL)", parent, (unsigned long long)n->fid, (long long)n->calls,
-                (long long)n->incl, (long long)n->min, (long long)n->max);
-            if (row == NULL || PyList_Append(nodes, row) < 0) {
-                Py_XDECREF(row);
+                "(nKLLLL)", r->parent, (unsigned long long)r->fid, (long long)r->calls,
+                (long long)r->incl, (long long)r->min, (long long)r->max);
+            if (row == NULL) {
                 Py_DECREF(nodes);
                 goto fail;
             }
-            Py_DECREF(row);
-            for (Node *c = n->first_child; c != NULL; c = c->next_sibling) {
-                work[top] = c;
-                parents[top++] = index;
-            }
+            PyList_SET_ITEM(nodes, (Py_ssize_t)j, row);
         }
-        PyObject *pair = PyTuple_Pack(2, t->token, nodes);
+        PyObject *pair = PyTuple_Pack(2, c->token, nodes);
         Py_DECREF(nodes);
-        if (pair == NULL || PyList_Append(threads, pair) < 0) {
-            Py_XDECREF(pair);
+        if (pair == NULL) {
             goto fail;
         }
-        Py_DECREF(pair);
+        PyList_SET_ITEM(threads, (Py_ssize_t)i, pair);
     }
-    PyMem_Free(work);
-    PyMem_Free(parents);
-    PyObject *result = Py_BuildValue("(LN)", closed, threads);
-    return result;
+    free_copies(copies, n);
+    return Py_BuildValue("(LN)", closed, threads);
 fail:
-    PyMem_Free(work);
-    PyMem_Free(parents);
-    Py_DECREF(threads);
+    free_copies(copies, n);
+    Py_XDECREF(threads);
     return NULL;
 }
 
@@ -621,7 +813,8 @@ Recorder_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     }
     self->serial = next_serial++;
-    self->key = PyLong_FromUnsignedLongLong(self->serial);
+    self->key = PyUnicode_FromFormat("profkit.profilers.elt._native#%llu",
+                                     (unsigned long long)self->serial);
     if (self->key == NULL) {
         Py_DECREF(self);
         return NULL;
@@ -644,12 +837,18 @@ Recorder_traverse(Recorder *self, visitproc visit, void *arg)
     return 0;
 }
 
+/* After this the recorder records nothing (see gone()); export skips the threads, whose
+ * tokens are cleared too, since a token may refer back to the recorder (a cycle only
+ * this can break). */
 static int
 Recorder_clear(Recorder *self)
 {
     Py_CLEAR(self->new_thread);
     Py_CLEAR(self->clock);
     Py_CLEAR(self->on_error);
+    for (Thread *t = self->first; t != NULL; t = t->next) {
+        Py_CLEAR(t->token);
+    }
     return 0;
 }
 
