@@ -21,13 +21,11 @@ never a ``KeyError``. Gzip input is recognised by its magic bytes, whatever the 
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import stat
 import zlib
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any, NoReturn
 
 from profkit._atomic import write_atomic
@@ -55,8 +53,10 @@ def save(profile: CallProfile, path: str | os.PathLike[str]) -> None:
     stored as their ``repr`` so a run never loses its profile over an odd metadata value.
     """
     data = json.dumps(to_json(profile), separators=(",", ":"), default=repr).encode("utf-8")
-    target = Path(path)
-    if target.name.endswith(".gz"):
+    target = os.fspath(path)
+    if target.rstrip(os.sep).endswith(".gz"):
+        import gzip  # only for .gz names: most runs never need it
+
         data = gzip.compress(data, compresslevel=6, mtime=0)
     write_atomic(target, data)
 

@@ -13,7 +13,6 @@ SIGTERM 143. Child Python processes are profiled through environment activation
 from __future__ import annotations
 
 import argparse
-import glob
 import os
 import sys
 import time
@@ -313,8 +312,25 @@ def _child_environment(settings: Settings, path: str) -> Iterator[None]:
 def _child_files(path: str, started: float) -> list[str]:
     from profkit.profilers.elt.output import PID, child_template
 
-    pattern = child_template(path).replace(PID, "[0-9]*")
-    found = [p for p in glob.glob(pattern) if _mtime(p) >= started - 1]
+    # What glob("<stem>.[0-9]*<suffix>") would find, without importing glob (start-up time).
+    directory, name = os.path.split(child_template(path))
+    head, _, tail = name.partition(PID)
+    try:
+        entries = os.listdir(directory or ".")
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
+        middle = entry[len(head) : len(entry) - len(tail)]
+        if (
+            entry.startswith(head)
+            and entry.endswith(tail)
+            and len(entry) > len(head) + len(tail)
+            and middle[:1].isdigit()
+        ):
+            full = os.path.join(directory, entry)
+            if _mtime(full) >= started - 1:
+                found.append(full)
     return sorted(found)
 
 
