@@ -8,6 +8,7 @@ Readers are imported only when a subcommand runs.
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from typing import Any
 
@@ -130,13 +131,21 @@ def _show(args: argparse.Namespace) -> int:
         from profkit._atomic import ensure_not_an_input
 
         ensure_not_an_input(args.output, [args.file])
+    # Reading and formatting allocate a few objects per function and no cycles; the
+    # collector would only re-walk them (~7% of `show` on a 20,000-function file).
+    collecting = gc.isenabled()
+    gc.disable()
     try:
-        profile = read_profile(args.file)
-    except OSError as exc:
-        raise UsageError(f"{args.file}: {exc.strerror or exc}") from None
-    for note in profile.notes:
-        print(f"profkit: note: {args.file}: {note}", file=sys.stderr)
-    text = show_json(profile, opts) if args.json else show_text(profile, opts)
+        try:
+            profile = read_profile(args.file)
+        except OSError as exc:
+            raise UsageError(f"{args.file}: {exc.strerror or exc}") from None
+        for note in profile.notes:
+            print(f"profkit: note: {args.file}: {note}", file=sys.stderr)
+        text = show_json(profile, opts) if args.json else show_text(profile, opts)
+    finally:
+        if collecting:
+            gc.enable()
     if args.output:
         from profkit._atomic import write_atomic, write_errors
 

@@ -12,6 +12,7 @@ import struct
 
 from profkit.errors import ProfileFormatError
 from profkit.formats._binary import Cursor
+from profkit.formats.instrprof.magics import INDEXED_MAGIC as INDEXED_MAGIC
 from profkit.formats.instrprof.model import (
     FunctionRecord,
     Profile,
@@ -22,8 +23,6 @@ from profkit.formats.instrprof.model import (
 )
 from profkit.formats.instrprof.names import add_names, decode_names
 from profkit.formats.instrprof.values import read_value_block
-
-INDEXED_MAGIC = bytes.fromhex("ff6c70726f666981")
 
 # Header fields (all u64) and the version each first appears in (spec §5.1).
 INDEXED_HEADER: tuple[tuple[str, int], ...] = (

@@ -25,6 +25,7 @@ from profkit.formats.instrprof.layouts import (
     Layout,
     compile_layout,
 )
+from profkit.formats.instrprof.magics import RAW_MAGICS as RAW_MAGICS
 from profkit.formats.instrprof.model import (
     FunctionRecord,
     Profile,
@@ -35,14 +36,6 @@ from profkit.formats.instrprof.model import (
 )
 from profkit.formats.instrprof.names import add_names, decode_names
 from profkit.formats.instrprof.values import read_value_block
-
-#: magic bytes on disk → (byte order, pointer size) (spec §1)
-RAW_MAGICS: dict[bytes, tuple[str, int]] = {
-    bytes.fromhex("8172666f72706cff"): ("<", 8),
-    bytes.fromhex("8152666f72706cff"): ("<", 4),
-    bytes.fromhex("ff6c70726f667281"): (">", 8),
-    bytes.fromhex("ff6c70726f665281"): (">", 4),
-}
 
 _NATIVE = "<" if sys.byteorder == "little" else ">"
 _M64 = (1 << 64) - 1

@@ -11,9 +11,8 @@ import os
 from typing import Literal
 
 from profkit.errors import ProfileFormatError
-from profkit.formats.instrprof.indexed import INDEXED_MAGIC, parse_indexed
+from profkit.formats.instrprof.magics import INDEXED_MAGIC, RAW_MAGICS
 from profkit.formats.instrprof.model import Profile
-from profkit.formats.instrprof.raw import RAW_MAGICS, parse_raw
 
 FormatName = Literal["raw", "indexed", "text"]
 #: Neighbouring LLVM formats a user may hand us by mistake.
@@ -44,9 +43,14 @@ def sniff(data: bytes) -> FormatName | None:
 def parse_profile(data: bytes, path: str | None = None) -> Profile:
     """Parse a raw, indexed or text profile held in ``data`` (``path`` names it in errors)."""
     fmt = sniff(data)
+    # Each reader is imported only for a file in its format (start-up of `profdata show`).
     if fmt == "indexed":
+        from profkit.formats.instrprof.indexed import parse_indexed
+
         return parse_indexed(data, path)
     if fmt == "raw":
+        from profkit.formats.instrprof.raw import parse_raw
+
         return parse_raw(data, path)
     if fmt == "text":
         try:
