@@ -53,7 +53,9 @@ def batch(lines: list[str], header_len: int = _MAX_HEADER) -> list[list[str]]:
     current: list[str] = []
     size = 0
     for line in lines:
-        raw = len(line.encode("utf-8", "replace")) + 1
+        # An ASCII str's length is its UTF-8 size (isascii() is O(1)): event lines almost
+        # always are, so most lines are never encoded twice.
+        raw = (len(line) if line.isascii() else len(line.encode("utf-8", "replace"))) + 1
         if raw > budget:
             line = line.encode("utf-8", "replace")[: budget - 4].decode("utf-8", "ignore") + "…"
             raw = len(line.encode("utf-8")) + 1
