@@ -12,6 +12,7 @@ each tool's fixed start/exit cost (measured on an empty script) out of both side
     python bench/elt_bench.py --repeat 9 --workload recursion
     python bench/elt_bench.py --peer "profkit trace"   # a quicker subset (+ bare, cProfile)
     python bench/elt_bench.py --hot-path               # ns per enter+leave, no collector
+    python bench/elt_bench.py --sampling-ab 21         # sampling overhead, A/B in-process
 
 Targets (issue #4): trace mode overhead ≤ cProfile's on 3.12+; sampling ≤ 1.03× bare.
 Peers missing from an interpreter (``pip install -e '.[bench]'``) are skipped, not faked.
@@ -290,6 +291,46 @@ def hot_path(pairs: int = 200_000, rounds: int = 7) -> None:
         print(f"  {name:<28}{cost - loop:>6.0f} ns  (loop with a no-op callback: {loop:.0f} ns)")
 
 
+def sampling_ab(rounds: int, names: list[str]) -> None:
+    """Sampling mode's overhead, A/B in one process: bare and sampled runs alternate.
+
+    Whole-process timings carry each tool's start-up and ±10-20 % of machine noise, more
+    than the ≤ 1.03× being checked. Here the same workload runs ``rounds`` times bare and
+    ``rounds`` times with the sampling profiler attached (1 ms, wall clock), alternating so
+    that drifts in machine load hit both sides alike; CPU time is the whole process's
+    (``time.process_time``: the sampler thread's work included) and only the workload is
+    timed (attach/detach excluded). Prints the median of the per-round ratios with the
+    interquartile range.
+    """
+    import statistics
+
+    from profkit.collect import attach, detach
+    from profkit.profilers.elt import SamplingProfiler
+    from profkit.settings import Settings
+
+    print(f"\n=== sampling A/B in-process, Python {sys.version.split()[0]}: {rounds} rounds ===")
+    for name in names:
+        if name == "startup":
+            continue
+        code = compile(WORKLOADS[name], f"<{name}>", "exec")
+        ratios_cpu, ratios_wall = [], []
+        for _ in range(rounds):
+            t0, c0 = time.perf_counter(), time.process_time()
+            exec(code, {"__name__": "__bench__"})
+            bare_wall, bare_cpu = time.perf_counter() - t0, time.process_time() - c0
+            prof = SamplingProfiler(Settings(mode="sample"), standalone=False)
+            attach(prof, sample_interval=0.001)
+            t0, c0 = time.perf_counter(), time.process_time()
+            exec(code, {"__name__": "__bench__"})
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            detach()
+            ratios_cpu.append(cpu / bare_cpu)
+            ratios_wall.append(wall / bare_wall)
+        for label, ratios in (("cpu", ratios_cpu), ("wall", ratios_wall)):
+            q1, median, q3 = statistics.quantiles(ratios, n=4)
+            print(f"  {name:<12}{label:<6}× bare: median {median:.3f}  (IQR {q1:.3f}–{q3:.3f})")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -312,6 +353,12 @@ def main() -> int:
         help="measure only these tools (besides bare and cProfile)",
     )
     parser.add_argument(
+        "--sampling-ab",
+        type=int,
+        metavar="ROUNDS",
+        help="only sampling mode's overhead, bare and sampled runs alternating in-process",
+    )
+    parser.add_argument(
         "--hot-path",
         action="store_true",
         help="only the profiler's own per-call cost, in this interpreter (no collector)",
@@ -319,6 +366,9 @@ def main() -> int:
     args = parser.parse_args()
     if args.hot_path:
         hot_path()
+        return 0
+    if args.sampling_ab:
+        sampling_ab(args.sampling_ab, args.workload or list(WORKLOADS))
         return 0
     pythons = args.python or [sys.executable]
     for python in pythons:
