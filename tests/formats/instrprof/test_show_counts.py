@@ -72,3 +72,26 @@ def test_many_distinct_counter_counts(monkeypatch: pytest.MonkeyPatch) -> None:
     text = show_text(prof, ShowOptions(all_functions=True, counts=True))
     expected = "".join(f"{reference_entry(r, True)}\n" for r in records)
     assert text.startswith("Counters:\n" + expected)
+
+
+@settings(max_examples=120, deadline=None)
+@given(_records, st.booleans(), st.booleans(), st.sampled_from([14, 19, 22]))
+def test_fast_path_equals_general_loop(
+    records: list[FunctionRecord], ir: bool, showcs: bool, llvm: int
+) -> None:
+    """Unfiltered ``--all-functions --counts`` takes ``_all_counts``; same text as the loop."""
+    if not ir:
+        records = [r for r in records if r.counts]
+    kind = ProfileKind.IR if ir else ProfileKind.NONE
+    prof = Profile(kind=kind, records=records, format="indexed", version=13)
+    for opts in (
+        ShowOptions(all_functions=True, counts=True, showcs=showcs, llvm_version=llvm),
+        ShowOptions(all_functions=True, counts=True, detailed_summary=True, llvm_version=llvm),
+    ):
+        fast = show_text(prof, opts)
+        try:
+            show.ALL_COUNTS_FAST_PATH = False
+            general = show_text(prof, opts)
+        finally:
+            show.ALL_COUNTS_FAST_PATH = True
+        assert fast == general

@@ -173,6 +173,9 @@ def record_text(rec: FunctionRecord, lookup: Callable[[int], str]) -> str:
 
 #: is_ir → {number of counters: the whole ``--counts`` entry of a record as a %-template}.
 _COUNTS_TEMPLATES: dict[bool, dict[int, str]] = {False: {}, True: {}}
+#: Use :func:`_all_counts` for unfiltered ``--all-functions --counts`` (tests turn it off
+#: to check it against the general loop).
+ALL_COUNTS_FAST_PATH = True
 #: Distinct counter counts cached per kind (a template is ~4 bytes per counter).
 TEMPLATE_CACHE_LIMIT = 1024
 
@@ -221,6 +224,12 @@ def show_text(profile: Profile, opts: ShowOptions) -> str:
     append = out.append
     keep = builder.sink()
     templates = _COUNTS_TEMPLATES[is_ir]
+    if ALL_COUNTS_FAST_PATH and show_all and show_counts and not (
+        text or covered or detail or topn or list_below or value_cutoff
+    ):
+        shown = _all_counts(profile.records, is_ir, want_cs, keep, out)
+        _footer(out, profile, opts, builder, cutoffs, shown, below, top, stats, lookup)
+        return "\n".join(out) + "\n"
     # One pass in reader order; the checks are hoisted because this loop runs once
     # per function of files with tens of thousands of them.
     for rec in profile.records:
@@ -287,6 +296,45 @@ def show_text(profile: Profile, opts: ShowOptions) -> str:
         return "\n".join(out) + "\n" if out else ""
     _footer(out, profile, opts, builder, cutoffs, shown, below, top, stats, lookup)
     return "\n".join(out) + "\n"
+
+
+def _all_counts(
+    records: Sequence[FunctionRecord],
+    is_ir: bool,
+    want_cs: int,
+    keep: Callable[[Sequence[int]], None],
+    out: list[str],
+) -> int:
+    """``--all-functions --counts`` without filters: the loop of :func:`show_text` cut
+    down to what that case needs (the most common ``show`` of big files). Appends the
+    ``Counters:`` block to ``out`` and returns the number of records shown."""
+    append = out.append
+    templates = _COUNTS_TEMPLATES[is_ir]
+    pseudo_of = _PSEUDO.get
+    start = len(out)
+    append("Counters:")
+    for rec in records:
+        h = rec.hash
+        if is_ir and (h & CS_FLAG_IN_FUNC_HASH) != want_cs:
+            continue
+        counts = rec.counts
+        n = len(counts)
+        if n:
+            pseudo = pseudo_of(counts[0])
+            if pseudo is None:
+                keep(counts)
+                append((templates.get(n) or _counts_template(n, is_ir)) % (rec.name, h, *counts))
+            else:
+                append(f"  {rec.name}:\n    Hash: 0x{h:016x}\n    Counters: {n}    <{pseudo}>")
+            continue
+        head = f"  {rec.name}:\n    Hash: 0x{h:016x}\n    Counters: 0"
+        if not is_ir:
+            head += f"\n    Function count: {counts[0]}"  # IndexError, as in show_text
+        append(f"{head}\n    Block counts: []")
+    shown = len(out) - start - 1
+    if not shown:
+        out.pop()
+    return shown
 
 
 def _value_details(
