@@ -10,7 +10,9 @@ times, in the same run and on the same files:
   (b) merge -j 2 -o out.profdata <all raw files>       (best of --repeat)
 
 It prints wall times and the ratio profkit / llvm-profdata (target: <= 1.5) and whether the
-outputs are identical.  A profkit command that is missing or fails prints
+outputs are identical. profkit runs with its bytecode cached (as installed); one extra row
+shows `show` under PYTHONDONTWRITEBYTECODE=1 (modules without a __pycache__ beside them
+are compiled on every run). A profkit command that is missing or fails prints
 "profkit: not available (<its error line>)" for that row instead of aborting.
 
 Work files go to bench/_work/instrprof/ (git-ignored); the build is reused when the
@@ -141,13 +143,32 @@ class Timing:
     error: str | None = None
 
 
-def time_cmd(cmd: Sequence[str], repeat: int, stdout_path: Path | None) -> Timing:
+def profkit_env(work: Path, bytecode_cache: bool) -> dict[str, str]:
+    """The environment profkit runs in: with compiled bytecode cached, as an installed
+    package has it (pip writes .pyc files), or without (``PYTHONDONTWRITEBYTECODE=1``: an
+    editable install without ``__pycache__`` compiles profkit's modules on every run).
+
+    The cache lives in the work directory (``PYTHONPYCACHEPREFIX``), not beside the sources.
+    """
+    env = dict(os.environ)
+    if bytecode_cache:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
+    else:  # the standard library keeps its own precompiled files
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env.pop("PYTHONPYCACHEPREFIX", None)
+    return env
+
+
+def time_cmd(
+    cmd: Sequence[str], repeat: int, stdout_path: Path | None, env: dict[str, str] | None = None
+) -> Timing:
     """Best-of-`repeat` wall time; the first failure stops and reports its last stderr line."""
     best: float | None = None
     for _ in range(repeat):
         with open(stdout_path or os.devnull, "wb") as out:
             t0 = time.perf_counter()
-            proc = subprocess.run(list(cmd), stdout=out, stderr=subprocess.PIPE)
+            proc = subprocess.run(list(cmd), stdout=out, stderr=subprocess.PIPE, env=env)
             elapsed = time.perf_counter() - t0
         if proc.returncode != 0:
             lines = proc.stderr.decode(errors="replace").strip().splitlines()
@@ -217,17 +238,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         out.mkdir()
         print(f"\ninstrprof bench: {args.functions} functions, {args.raw_files} raw files, "
               f"{tool}, best of {args.repeat}")
-        startup = time_cmd([*PROFKIT, "profdata", "show", "--help"], args.repeat, None)
-        if startup.seconds is not None:
-            print(f"{'(profkit start-up: show --help)':<34} {startup.seconds:.3f} s")
         show_opts = ["show", "--all-functions", "--counts", str(indexed)]
-        llvm = time_cmd([tool, *show_opts], args.repeat, out / "show.llvm.txt")
         # --llvm-version: the same wording / indexed version as the llvm-profdata compared.
         same = ["--llvm-version", str(args.llvm_version)]
-        ours = time_cmd([*PROFKIT, "profdata", *show_opts, *same], args.repeat,
-                        out / "show.profkit.txt")
+        show_cmd = [*PROFKIT, "profdata", *show_opts, *same]
+        cached = profkit_env(work, bytecode_cache=True)
+        time_cmd(show_cmd, 1, None, cached)  # warm-up: fills the bytecode cache
+        startup = time_cmd([*PROFKIT, "profdata", "show", "--help"], args.repeat, None, cached)
+        if startup.seconds is not None:
+            print(f"{'(profkit start-up: show --help)':<34} {startup.seconds:.3f} s")
+        llvm = time_cmd([tool, *show_opts], args.repeat, out / "show.llvm.txt")
+        ours = time_cmd(show_cmd, args.repeat, out / "show.profkit.txt", cached)
         print(report("show --all-functions --counts", llvm, ours,
                      compare(out / "show.llvm.txt", out / "show.profkit.txt")))
+        uncached = time_cmd(show_cmd, args.repeat, None, profkit_env(work, bytecode_cache=False))
+        if uncached.seconds is not None and llvm.seconds:
+            print(f"{'  (PYTHONDONTWRITEBYTECODE=1)':<34} {'':>23}   profkit "
+                  f"{uncached.seconds:.3f} s   ratio {uncached.seconds / llvm.seconds:.2f}")
         inproc = time_in_process(indexed, args.repeat, args.llvm_version)
         if inproc.seconds is not None and llvm.seconds:
             print(f"{'  (profkit in-process, no start-up)':<34} {'':>23}   profkit "
@@ -238,7 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         llvm = time_cmd([tool, *merge_opts, str(out / "merged.llvm.profdata"),
                          *map(str, raws)], args.repeat, None)
         ours = time_cmd([*PROFKIT, "profdata", *merge_opts, str(out / "merged.profkit.profdata"),
-                         *same, *map(str, raws)], args.repeat, None)
+                         *same, *map(str, raws)], args.repeat, None, cached)
         print(report(f"merge -j {args.jobs} ({len(raws)} raw files)", llvm, ours,
                      compare(out / "merged.llvm.profdata", out / "merged.profkit.profdata")))
     finally:
