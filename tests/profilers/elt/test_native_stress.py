@@ -430,3 +430,53 @@ def test_an_on_error_that_detaches_and_drops_the_recorder_is_safe(tool: int) -> 
     finally:
         _watch(tool, False)
     assert reports == ["function_enter"] and holder == []
+
+
+def test_a_recursion_error_is_the_programs_and_never_reaches_on_error() -> None:
+    """As on the collector's Python paths: at the recursion limit, calling on_error could
+    overflow again, into the program; the event is skipped instead."""
+    asked: list[int] = []
+
+    def at_the_limit() -> object:
+        asked.append(1)
+        raise RecursionError
+
+    rec = _new(at_the_limit)
+    errors: list[str] = []
+    start = rec.__profkit_monitoring__("enter", lambda exc, where: errors.append(where))
+    code = at_the_limit.__code__
+    assert start(code, 0) is None
+    assert rec.py_return(code, 0, None) is None
+    assert errors == [] and len(asked) == 2  # not remembered: asked again next time
+    with pytest.raises(RecursionError):  # the id-shaped form raises: its caller decides
+        rec.enter(1)
+
+
+def _tp_clear() -> Callable[[Any], int]:
+    """The Recorder type's tp_clear slot, called as the garbage collector does (GIL held)."""
+    assert native.Recorder is not None
+    base = id(native.Recorder)
+    head = ctypes.sizeof(ctypes.c_ssize_t) * 3  # PyObject_VAR_HEAD, release builds
+    pointer = ctypes.sizeof(ctypes.c_void_p)
+    name = ctypes.c_char_p.from_address(base + head).value
+    if name != b"profkit.profilers.elt._native.Recorder":
+        pytest.skip("unexpected PyTypeObject layout (a debug build?)")
+    # tp_name .. tp_as_buffer, tp_flags, tp_doc, tp_traverse: 21 pointer-sized fields
+    address = ctypes.c_void_p.from_address(base + head + 21 * pointer).value
+    assert address is not None
+    clear: Callable[[Any], int] = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object)(address)
+    return clear
+
+
+def test_events_after_the_collector_cleared_the_recorder_record_nothing() -> None:
+    now = [0]
+    rec = _new(lambda: ("t", "T"), clock=lambda: now[0])
+    rec.enter(1)
+    assert _tp_clear()(rec) == 0
+    for fid in (1, 2):  # its clock is gone: nothing may mix CLOCK_MONOTONIC in
+        rec.enter(fid)
+        rec.leave(fid)
+        assert rec.py_start(_tp_clear.__code__, 0) is None
+        assert rec.py_return(_tp_clear.__code__, 0, None) is None
+    rec.quiet_this_thread()
+    assert rec.export(10) == (0, [])  # its tokens are gone with the cycle they may form

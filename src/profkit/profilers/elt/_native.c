@@ -493,6 +493,13 @@ do_leave(Recorder *self, uintptr_t fid)
 static int
 report(Recorder *self, const char *where)
 {
+    /* The collector's rule for RecursionError: the program's (it is at its limit and our
+     * Python callback pushed it over), skipped, never passed on: calling on_error there
+     * could overflow again, into the program. */
+    if (PyErr_ExceptionMatches(PyExc_RecursionError)) {
+        PyErr_Clear();
+        return 0;
+    }
 #if PY_VERSION_HEX >= 0x030C0000
     PyObject *exc = PyErr_GetRaisedException(); /* normalised, traceback attached */
 #else
