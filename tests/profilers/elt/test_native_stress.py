@@ -480,3 +480,22 @@ def test_events_after_the_collector_cleared_the_recorder_record_nothing() -> Non
         assert rec.py_return(_tp_clear.__code__, 0, None) is None
     rec.quiet_this_thread()
     assert rec.export(10) == (0, [])  # its tokens are gone with the cycle they may form
+
+
+def test_quiet_this_thread_inside_the_clock_holds_for_that_event() -> None:
+    quiet = [False]
+
+    def clock() -> int:
+        if quiet[0]:
+            rec.quiet_this_thread()
+        return 0
+
+    rec = _new(lambda: "t", clock=clock)
+    rec.enter(1)
+    quiet[0] = True
+    rec.enter(2)  # quieted while its clock ran: not pushed, so never left open
+    quiet[0] = False
+    rec.leave(1)
+    closed, ((_, rows),) = rec.export(0)
+    assert closed == 1  # only 1, which was open when the thread went quiet
+    assert native.tree_of(rows).children[1].children == {}

@@ -417,6 +417,14 @@ do_enter(Recorder *self, uintptr_t fid)
         if (start == -1 && PyErr_Occurred()) {
             return -1;
         }
+        /* The clock's code may have decided this thread anew (quiet_this_thread): that
+         * decision holds for this event too (t itself stays valid either way). */
+        if (tls_serial == self->serial && tls_thread != t) {
+            t = tls_thread;
+            if (t == &SILENT) {
+                return 0;
+            }
+        }
     }
     Node *parent = t->depth ? t->frames[t->depth - 1].node : &t->root;
     Node *n = parent->last_hit;
