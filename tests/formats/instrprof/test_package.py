@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import pkgutil
 import subprocess
 import sys
 import types
@@ -28,6 +29,13 @@ def test_every_export_resolves_to_its_module_object() -> None:
         assert not isinstance(value, types.ModuleType), name
     assert sorted(instrprof.__all__) == sorted(instrprof._EXPORTS)
     assert set(instrprof.__all__) <= set(dir(instrprof))
+
+
+def test_no_export_is_named_like_a_submodule() -> None:
+    """Importing such a submodule would replace the exported object with the module."""
+    submodules = {m.name for m in pkgutil.iter_modules(instrprof.__path__)}
+    assert "reader" in submodules
+    assert not submodules & set(instrprof.__all__)
 
 
 def test_overlap_is_the_function_after_its_module_is_imported() -> None:
