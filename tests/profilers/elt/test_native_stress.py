@@ -499,3 +499,40 @@ def test_quiet_this_thread_inside_the_clock_holds_for_that_event() -> None:
     closed, ((_, rows),) = rec.export(0)
     assert closed == 1  # only 1, which was open when the thread went quiet
     assert native.tree_of(rows).children[1].children == {}
+
+
+def _our_keys() -> set[object]:
+    """This thread's thread-state-dict keys that belong to recorders."""
+    get_dict = ctypes.pythonapi.PyThreadState_GetDict
+    get_dict.restype = ctypes.py_object
+    shared = get_dict()
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(shared))  # ctypes drops one on exit
+    return {k for k in shared if isinstance(k, str) and k.startswith("profkit.profilers.elt.")}
+
+
+def test_a_dead_recorder_leaves_no_entry_in_its_threads_dict() -> None:
+    before = _our_keys()
+    for _ in range(50):
+        rec = _new(lambda: "t")
+        rec.enter(1)
+        rec.leave(1)
+        quiet = _new(lambda: "q")
+        quiet.quiet_this_thread()
+        del rec, quiet
+    gc.collect()
+    assert _our_keys() <= before
+
+
+def test_a_recorder_freed_while_an_exception_is_pending_keeps_it() -> None:
+    """C code may free objects with an exception set: sorted() drops the keys it computed
+    when a later key fails. The recorder (its only owner a key) must not eat the error."""
+
+    def key(x: int) -> Any:
+        if x == 1:
+            rec = _new(lambda: "t")
+            rec.enter(1)  # so this thread's dict has an entry to drop
+            return rec
+        raise KeyError("the program's")
+
+    with pytest.raises(KeyError, match="the program's"):
+        sorted([1, 2], key=key)

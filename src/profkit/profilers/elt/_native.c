@@ -867,6 +867,38 @@ Recorder_clear(Recorder *self)
     return 0;
 }
 
+/* Drop this thread's thread-state-dict entry for a recorder going away (other threads'
+ * entries are out of reach; their keys never match again, and their dicts die with
+ * them). Deallocation may run while an exception is pending: it is kept as it was. */
+static void
+forget_this_thread(Recorder *self)
+{
+    if (self->key == NULL) {
+        return;
+    }
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *pending = PyErr_GetRaisedException();
+#else
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+#endif
+    PyObject *dict = PyThreadState_GetDict();
+    if (dict != NULL) {
+        PyObject *hit = PyDict_GetItemWithError(dict, self->key);
+        if (hit != NULL && PyDict_DelItem(dict, self->key) < 0) {
+            hit = NULL;
+        }
+        if (hit == NULL) {
+            PyErr_Clear();
+        }
+    }
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(pending);
+#else
+    PyErr_Restore(type, value, tb);
+#endif
+}
+
 static void
 Recorder_dealloc(Recorder *self)
 {
@@ -875,6 +907,7 @@ Recorder_dealloc(Recorder *self)
         tls_serial = 0;
         tls_thread = NULL;
     }
+    forget_this_thread(self);
     Recorder_clear(self);
     Thread *t = self->first;
     while (t != NULL) {
