@@ -14,6 +14,7 @@ import pkgutil
 import subprocess
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -81,3 +82,29 @@ def test_show_imports_only_what_it_needs() -> None:
     unneeded = ("merge", "merge_files", "fastraw", "indexed_writer", "overlap_calc", "text", "raw")
     for heavy in unneeded:
         assert f"profkit.formats.instrprof.{heavy}" not in loaded, heavy
+
+
+_MERGE_PROBE = """
+import json, sys
+from profkit.cli.main import main
+rc = main(["profdata", "merge", "-o", sys.argv[1], sys.argv[2], sys.argv[2]])
+loaded = sorted(m for m in sys.modules if m.startswith(("numpy", "multiprocessing")))
+print(json.dumps({"rc": rc, "loaded": loaded}), file=sys.stderr)
+"""
+
+
+def test_merging_indexed_files_needs_no_numpy(tmp_path: Path) -> None:
+    """numpy comes with the raw-file fast path only; multiprocessing only with workers."""
+    fixture = ROOT / "clang16" / "ir_entry.profdata"
+    if not fixture.exists():
+        pytest.skip("instrprof fixtures are absent")
+    out = tmp_path / "merged.profdata"
+    proc = subprocess.run(
+        [sys.executable, "-c", _MERGE_PROBE, str(out), str(fixture)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    report = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert report["rc"] == 0 and out.exists()
+    assert report["loaded"] == []

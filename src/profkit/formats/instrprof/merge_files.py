@@ -11,17 +11,14 @@ a serial merge.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from profkit.errors import ProfkitError
-from profkit.formats.instrprof.fastraw import ShapeAccumulator, _NotFast, probe
 from profkit.formats.instrprof.merge import (
     MAX_TRACE_LENGTH,
     TRACE_RESERVOIR_SIZE,
@@ -32,6 +29,14 @@ from profkit.formats.instrprof.merge import (
 from profkit.formats.instrprof.model import Profile, ProfileKind
 from profkit.formats.instrprof.raw import RAW_MAGICS, parse_raw
 from profkit.formats.instrprof.reader import parse_profile
+
+if TYPE_CHECKING:
+    # numpy (~80 ms of start-up) comes with the raw-file fast path: imported only when a
+    # raw input arrives, so merging indexed or text files never loads it. Likewise
+    # multiprocessing, only when worker processes are started.
+    from concurrent.futures import Future
+
+    from profkit.formats.instrprof.fastraw import ShapeAccumulator
 
 Progress = Callable[[int], None]
 
@@ -149,6 +154,8 @@ def _merge_fast(
 ) -> bool:
     if bytes(data[:8]) not in RAW_MAGICS:
         return False
+    from profkit.formats.instrprof.fastraw import ShapeAccumulator, _NotFast, probe
+
     shape = probe(data)
     if shape is None:
         return False
@@ -233,6 +240,13 @@ def _run_parallel(
     traces: tuple[int, int],
 ) -> list[_ShareResult]:
     """One share per process; the parent takes the first."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, wait
+
+    # Imported once here, before the fork, rather than by every worker: parallel merges
+    # are of many files, usually raw ones (the fast path needs numpy).
+    import profkit.formats.instrprof.fastraw  # noqa: F401
+
     jobs = len(shares)
     method = "fork" if sys.platform.startswith("linux") else "spawn"
     ctx = multiprocessing.get_context(method)
@@ -287,8 +301,8 @@ def _replay(
         steps.extend((index, 1, (state, inputs)) for index, state, inputs in result.segments)
     steps.extend((index, 0, acc) for index, acc in shapes.values())
     merged = sum(r.merged for r in results)
-    for index, _, item in sorted(steps, key=lambda step: (step[0], step[1])):
-        if isinstance(item, ShapeAccumulator):
+    for index, kind, item in sorted(steps, key=lambda step: (step[0], step[1])):
+        if kind == 0:  # a ShapeAccumulator (tie-break 0), else a record segment
             with open(item.first_path, "rb") as handle:
                 data = handle.read()
             try:
