@@ -40,8 +40,12 @@ class NativeBuildHook(BuildHookInterface):  # type: ignore[type-arg]
             with tempfile.TemporaryDirectory(prefix="profkit-build-") as tmp:
                 built = _compile(root / SOURCE, Path(tmp))
                 if version == "editable":
+                    # Copy beside and rename over: rewriting the loaded .so in place would
+                    # crash (SIGBUS) any process that has it mapped, e.g. a running test.
                     target = root / "src" / relative
-                    shutil.copyfile(built, target)
+                    partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+                    shutil.copyfile(built, partial)
+                    os.replace(partial, target)
                 else:
                     kept = root / "build" / "native" / relative
                     kept.parent.mkdir(parents=True, exist_ok=True)
