@@ -181,8 +181,8 @@ SETTINGS: tuple[Setting, ...] = (
             "trace mode: also keep every shown call's start and end (up to 1,000,000) "
             "for timeline exports (Chrome trace, speedscope)"),
     Setting("native", "PROFKIT_NATIVE", "--native", _choice("auto", "on", "off"), str, "auto",
-            "trace mode's C hot path: auto (used when built and no event lines or timeline "
-            "are wanted), on (required: an error if it is not built), off (pure Python)",
+            "trace mode's C hot path: auto (used when built), on (required: an error if it "
+            "is not built), off (pure Python)",
             "{auto,on,off}"),
 )
 # fmt: on

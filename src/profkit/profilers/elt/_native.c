@@ -10,13 +10,15 @@
  * callbacks, with no Python frame of ours in between (the ``__profkit_monitoring__``
  * protocol, see docs/api.md).
  *
- * The logic is trace.py's plain path (no event lines, no timeline) and must stay so:
+ * The logic is trace.py's and lines.py's, and must stay so (property tests compare them):
  *   - one stack per thread of (node, start) frames; a node is a call-tree *path*;
  *   - enter: find/create the child node, push, read the clock *last*;
  *   - leave: read the clock *first*; pop if the top matches, else resync (close the
  *     calls above a deeper match at the same instant, or ignore an unknown leave);
  *   - a call shorter than the base time adds to no node (its caller keeps the time);
- *   - self time is not counted here: build time derives it from inclusive times.
+ *   - self time is not counted here: build time derives it from inclusive times;
+ *   - event lines (``emit``): lines.py's rules, held Enter lines of the base time included;
+ *   - timeline (``span_cap`` >= 0): one span per shown call, up to the cap, then counted.
  *
  * Threads: a thread-local cache (recorder serial -> Thread) in front of a slow path that
  * keeps the mapping in the thread state's dict (keyed by the recorder's serial, so a
@@ -57,6 +59,7 @@ typedef struct Node {
     struct Node *next_sibling;
     struct Node *last_hit; /* the child found last time: loops call the same callee */
     int64_t calls, incl, min, max;
+    PyObject *name; /* event lines: the function's name, looked up once per node */
 } Node;
 
 typedef struct Chunk {
@@ -68,13 +71,22 @@ typedef struct Chunk {
 typedef struct {
     Node *node;
     int64_t start;
+    int kind; /* OPEN_ENTER or OPEN_RESUME: how its event line opens */
 } Frame;
+
+enum { OPEN_ENTER, OPEN_RESUME };
+enum { CLOSE_LEAVE, CLOSE_YIELD };
+static const char *const OPEN_WORD[] = {"Enter: ", "Resume: "};
+static const char *const CLOSE_WORD[] = {"Leave: ", "Yield: "};
 
 typedef struct Thread {
     PyObject *token; /* what new_thread() returned; NULL for a silent thread */
     Node root;
     Frame *frames; /* frames[0..depth) sit above the root */
     Py_ssize_t depth, cap;
+    /* event lines: stack entries (the root counts as 1) whose opening line is written;
+     * the entries above are pending (lines.py's ``stack[0].kind``) */
+    Py_ssize_t written;
     Node **table; /* open addressing on (parent, fid) */
     size_t mask, used;
     Chunk *chunks;
@@ -91,7 +103,23 @@ typedef struct {
     PyObject *key;        /* the thread-state-dict key: a str naming this module and the
                            * serial, so no other extension's key can be taken for ours */
     Thread *first, *last;
+    /* event lines (emit NULL: none) */
+    PyObject *emit;  /* (line) -> None */
+    PyObject *namer; /* (fid) -> str */
+    int unit_ns;     /* durations in ns, else in us with three decimals */
+    /* timeline (span_cap < 0: none); plain C, so export can add spans without Python */
+    Py_ssize_t span_cap, nspans, spans_alloc;
+    long long spans_dropped;
+    struct Span *spans;
 } Recorder;
+
+/* One shown call for the timeline: its thread (for its token), path, times, depth. */
+typedef struct Span {
+    Thread *thread;
+    uintptr_t fid;
+    int64_t start, end;
+    Py_ssize_t depth;
+} Span;
 
 static Thread SILENT; /* a thread that records nothing, for good */
 static uint64_t next_serial = 1;
@@ -114,6 +142,7 @@ thread_new(PyObject *token)
     }
     t->mask = 63;
     t->root.min = NO_MIN;
+    t->written = 1;
     t->token = Py_NewRef(token);
     return t;
 }
@@ -124,6 +153,9 @@ thread_free(Thread *t)
     Chunk *c = t->chunks;
     while (c != NULL) {
         Chunk *next = c->next;
+        for (size_t i = 0; i < c->used; i++) {
+            Py_XDECREF(c->nodes[i].name);
+        }
         PyMem_Free(c);
         c = next;
     }
@@ -383,6 +415,192 @@ current_thread(Recorder *self)
     return lookup_thread(self);
 }
 
+/* -- timeline ---------------------------------------------------------------------- */
+
+/* Plain C (PyMem only, no Python code): also used by export's copy. */
+static int
+add_span(Recorder *self, Thread *t, uintptr_t fid, int64_t start, int64_t end, Py_ssize_t depth)
+{
+    if (self->nspans >= self->span_cap) {
+        self->spans_dropped++;
+        return 0;
+    }
+    if (self->nspans == self->spans_alloc) {
+        Py_ssize_t alloc = self->spans_alloc ? self->spans_alloc * 2 : 1024;
+        if (alloc > self->span_cap) {
+            alloc = self->span_cap;
+        }
+        Span *spans = PyMem_Realloc(self->spans, (size_t)alloc * sizeof(Span));
+        if (spans == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        self->spans = spans;
+        self->spans_alloc = alloc;
+    }
+    Span *sp = &self->spans[self->nspans++];
+    sp->thread = t;
+    sp->fid = fid;
+    sp->start = start;
+    sp->end = end;
+    sp->depth = depth;
+    return 0;
+}
+
+/* -- event lines (lines.py's rules; see its docstring) -------------------------------- */
+
+/* ``indent`` levels of four spaces, ``head``, ``name``, ``tail`` (head and tail ASCII). */
+static PyObject *
+make_line(Py_ssize_t indent, const char *head, PyObject *name, const char *tail)
+{
+    Py_ssize_t hl = (Py_ssize_t)strlen(head), tl = (Py_ssize_t)strlen(tail);
+    Py_ssize_t nl = PyUnicode_GET_LENGTH(name);
+    if (indent > (PY_SSIZE_T_MAX - hl - tl - nl) / 4) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    Py_ssize_t il = 4 * indent;
+    Py_UCS4 maxchar = PyUnicode_MAX_CHAR_VALUE(name);
+    PyObject *line = PyUnicode_New(il + hl + nl + tl, maxchar < 127 ? 127 : maxchar);
+    if (line == NULL) {
+        return NULL;
+    }
+    int kind = PyUnicode_KIND(line);
+    void *data = PyUnicode_DATA(line);
+    Py_ssize_t at = 0;
+    for (Py_ssize_t i = 0; i < il; i++) {
+        PyUnicode_WRITE(kind, data, at++, ' ');
+    }
+    for (Py_ssize_t i = 0; i < hl; i++) {
+        PyUnicode_WRITE(kind, data, at++, (unsigned char)head[i]);
+    }
+    if (PyUnicode_CopyCharacters(line, at, name, 0, nl) < 0) {
+        Py_DECREF(line);
+        return NULL;
+    }
+    at += nl;
+    for (Py_ssize_t i = 0; i < tl; i++) {
+        PyUnicode_WRITE(kind, data, at++, (unsigned char)tail[i]);
+    }
+    return line;
+}
+
+/* The node's function name, a new reference (cached on the node: nodes never move). */
+static PyObject *
+name_of(Recorder *self, Node *n)
+{
+    if (n->name != NULL) {
+        return Py_NewRef(n->name);
+    }
+    PyObject *namer = Py_XNewRef(self->namer); /* the recorder may be cleared meanwhile */
+    if (namer == NULL) {
+        return PyUnicode_FromString("?");
+    }
+    PyObject *fid = PyLong_FromVoidPtr((void *)n->fid);
+    PyObject *name = fid == NULL ? NULL : PyObject_CallOneArg(namer, fid);
+    Py_XDECREF(fid);
+    Py_DECREF(namer);
+    if (name == NULL) {
+        return NULL;
+    }
+    if (!PyUnicode_Check(name)) {
+        Py_DECREF(name);
+        PyErr_SetString(PyExc_TypeError, "the name callback must return a str");
+        return NULL;
+    }
+    if (n->name == NULL) { /* the callback may have named it already (re-entry) */
+        n->name = Py_NewRef(name);
+    }
+    return name;
+}
+
+/* Write one line for ``n``. Runs Python code: callers hold no pointer into frames. */
+static int
+emit_line(Recorder *self, Py_ssize_t indent, const char *head, Node *n, const char *tail)
+{
+    PyObject *name = name_of(self, n);
+    if (name == NULL) {
+        return -1;
+    }
+    PyObject *line = make_line(indent, head, name, tail);
+    Py_DECREF(name);
+    if (line == NULL) {
+        return -1;
+    }
+    PyObject *emit = Py_XNewRef(self->emit);
+    if (emit == NULL) { /* cleared meanwhile: the line goes nowhere */
+        Py_DECREF(line);
+        return 0;
+    }
+    PyObject *r = PyObject_CallOneArg(emit, line);
+    Py_DECREF(emit);
+    Py_DECREF(line);
+    if (r == NULL) {
+        return -1;
+    }
+    Py_DECREF(r);
+    return 0;
+}
+
+/* The opening line of the stack entry ``index`` (frames[index - 1]), if it still exists. */
+static int
+emit_open(Recorder *self, Thread *t, Py_ssize_t index)
+{
+    if (index < 1 || index > t->depth) {
+        return 0; /* gone meanwhile (only Python code run by a callback can do that) */
+    }
+    Frame f = t->frames[index - 1];
+    return emit_line(self, index - 1, OPEN_WORD[f.kind], f.node, "");
+}
+
+/* Base time: write the held opening lines of calls already running for the base time. */
+static int
+lines_on_open(Recorder *self, Thread *t, int64_t now)
+{
+    while (t->written <= t->depth
+           && wrap_sub(now, t->frames[t->written - 1].start) >= self->basetime) {
+        Py_ssize_t index = t->written;
+        if (emit_open(self, t, index) < 0) {
+            return -1;
+        }
+        t->written = index + 1;
+    }
+    return 0;
+}
+
+/* The call of ``node`` at stack index ``index`` (popped already) lasted ``duration``. */
+static int
+lines_on_close(Recorder *self, Thread *t, Py_ssize_t index, Node *node, int open_kind,
+               int64_t duration, int close_kind)
+{
+    if (index >= t->written) {
+        if (duration < self->basetime) {
+            return 0; /* hidden, and its opening line was never written */
+        }
+        /* Shown: its held ancestors lasted at least as long, so they are shown too. */
+        for (Py_ssize_t d = t->written; d < index; d++) {
+            if (emit_open(self, t, d) < 0) {
+                return -1;
+            }
+        }
+        if (emit_line(self, index - 1, OPEN_WORD[open_kind], node, "") < 0) {
+            return -1;
+        }
+    }
+    char tail[64];
+    if (self->unit_ns) {
+        snprintf(tail, sizeof tail, ", Duration: %lld ns", (long long)duration);
+    }
+    else {
+        snprintf(tail, sizeof tail, ", Duration: %.3f us", (double)duration / 1000.0);
+    }
+    if (emit_line(self, index - 1, CLOSE_WORD[close_kind], node, tail) < 0) {
+        return -1;
+    }
+    t->written = index;
+    return 0;
+}
+
 /* -- the two events ------------------------------------------------------------------ */
 
 /* Cleared by the garbage collector (tp_clear) and still receiving events: record nothing
@@ -393,8 +611,26 @@ gone(Recorder *self)
     return self->new_thread == NULL;
 }
 
+/* Record the call just popped off ``t`` (it is frames[t->depth]) as ending at ``now``:
+ * statistics, timeline span and, with ``lines``, its event lines. */
 static int
-do_enter(Recorder *self, uintptr_t fid)
+close_frame(Recorder *self, Thread *t, int64_t now, int close_kind, int lines)
+{
+    Frame f = t->frames[t->depth]; /* a copy: event lines run Python code */
+    int64_t duration = wrap_sub(now, f.start);
+    close_call(f.node, duration, self->basetime);
+    if (self->span_cap >= 0 && duration >= self->basetime
+        && add_span(self, t, f.node->fid, f.start, now, t->depth) < 0) {
+        return -1;
+    }
+    if (lines && self->emit != NULL) {
+        return lines_on_close(self, t, t->depth + 1, f.node, f.kind, duration, close_kind);
+    }
+    return 0;
+}
+
+static int
+do_enter(Recorder *self, uintptr_t fid, int kind)
 {
     if (gone(self)) {
         return 0;
@@ -452,12 +688,34 @@ do_enter(Recorder *self, uintptr_t fid)
     }
     Frame *f = &t->frames[t->depth++];
     f->node = n;
-    f->start = clock == NULL ? monotonic_ns() : start;
-    return 0;
+    f->kind = kind;
+    if (self->emit == NULL) { /* the hot path: no Python code from the push to here */
+        f->start = clock == NULL ? monotonic_ns() : start;
+        return 0;
+    }
+    /* Event lines run Python code: from here on, the frame is found again by index. */
+    Py_ssize_t index = t->depth;
+    f->start = clock == NULL ? monotonic_ns() : start; /* provisional, for an export meanwhile */
+    if (self->basetime <= 0) {
+        /* Every line is final at once (lines.py's write-at-once form). */
+        if (emit_line(self, index - 1, OPEN_WORD[kind], n, "") < 0) {
+            return -1;
+        }
+        if (t->written < index + 1) {
+            t->written = index + 1;
+        }
+    }
+    if (clock == NULL) {
+        start = monotonic_ns();
+        if (t->depth >= index && t->frames[index - 1].node == n) {
+            t->frames[index - 1].start = start;
+        }
+    }
+    return self->basetime > 0 ? lines_on_open(self, t, start) : 0;
 }
 
 static int
-do_leave(Recorder *self, uintptr_t fid)
+do_leave(Recorder *self, uintptr_t fid, int close_kind)
 {
     if (gone(self)) {
         return 0;
@@ -466,7 +724,7 @@ do_leave(Recorder *self, uintptr_t fid)
     if (now == -1 && PyErr_Occurred()) {
         return -1;
     }
-    /* May call new_thread(); from here on no Python code runs. */
+    /* May call new_thread(); without event lines no Python code runs after it. */
     Thread *t = current_thread(self);
     if (t == NULL) {
         return -1;
@@ -474,21 +732,25 @@ do_leave(Recorder *self, uintptr_t fid)
     if (t == &SILENT || t->depth == 0) {
         return 0;
     }
-    Frame *top = &t->frames[t->depth - 1];
-    if (top->node->fid == fid) {
+    if (t->frames[t->depth - 1].node->fid == fid) {
         t->depth--;
-        close_call(top->node, wrap_sub(now, top->start), self->basetime);
-        return 0;
+        return close_frame(self, t, now, close_kind, 1);
     }
     /* Resync: a deeper match means the calls above it missed their leave (closed now,
      * at the same instant); no match means it was entered before recording began. */
     for (Py_ssize_t i = t->depth - 2; i >= 0; i--) {
         if (t->frames[i].node->fid == fid) {
-            while (t->depth > i) {
-                Frame *f = &t->frames[--t->depth];
-                close_call(f->node, wrap_sub(now, f->start), self->basetime);
+            while (t->depth > i + 1) { /* re-read: event lines run Python code */
+                t->depth--;
+                if (close_frame(self, t, now, CLOSE_LEAVE, 1) < 0) {
+                    return -1;
+                }
             }
-            return 0;
+            if (t->depth <= i) {
+                return 0; /* closed meanwhile */
+            }
+            t->depth--;
+            return close_frame(self, t, now, close_kind, 1);
         }
     }
     return 0;
@@ -565,60 +827,47 @@ fid_arg(PyObject *const *args, Py_ssize_t nargs, uintptr_t *fid)
 
 /* -- methods ------------------------------------------------------------------------ */
 
-static PyObject *
-Recorder_enter(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    uintptr_t fid;
-    if (fid_arg(args, nargs, &fid) < 0 || do_enter(self, fid) < 0) {
-        return NULL;
+/* The id-shaped methods: enter/resume open a call or an activation, leave/yield_ close
+ * it (the kinds only change the event lines' words). */
+#define ID_METHOD(NAME, CALL)                                                           \
+    static PyObject *NAME(Recorder *self, PyObject *const *args, Py_ssize_t nargs)    \
+    {                                                                                   \
+        uintptr_t fid;                                                                  \
+        if (fid_arg(args, nargs, &fid) < 0 || CALL < 0) {                               \
+            return NULL;                                                                \
+        }                                                                               \
+        Py_RETURN_NONE;                                                                 \
     }
-    Py_RETURN_NONE;
-}
+ID_METHOD(Recorder_enter, do_enter(self, fid, OPEN_ENTER))
+ID_METHOD(Recorder_resume, do_enter(self, fid, OPEN_RESUME))
+ID_METHOD(Recorder_leave, do_leave(self, fid, CLOSE_LEAVE))
+ID_METHOD(Recorder_yield, do_leave(self, fid, CLOSE_YIELD))
 
-static PyObject *
-Recorder_leave(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    uintptr_t fid;
-    if (fid_arg(args, nargs, &fid) < 0 || do_leave(self, fid) < 0) {
-        return NULL;
-    }
-    Py_RETURN_NONE;
-}
-
-/* The interpreter holds no reference to a sys.monitoring callback while calling it, so
+/* The sys.monitoring-shaped methods: PY_START/PY_RESUME pass (code, offset), PY_RETURN/
+ * PY_YIELD (code, offset, value); the function id is id(code).
+ *
+ * The interpreter holds no reference to a sys.monitoring callback while calling it, so
  * when a Python call inside detaches the collector (unregistering the callback) and the
  * program has dropped the profiler, the bound method and the recorder would be freed
- * under our feet; these two keep the recorder alive until they return. */
-
-/* PY_START / PY_RESUME (code, offset): the function id is id(code). */
-static PyObject *
-Recorder_py_start(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    PyObject *result = Py_None;
-    if (nargs >= 1) {
-        Py_INCREF(self);
-        if (do_enter(self, (uintptr_t)args[0]) < 0 && report(self, "function_enter") < 0) {
-            result = NULL;
-        }
-        Py_DECREF(self);
+ * under our feet; these keep the recorder alive until they return. */
+#define MONITORING_METHOD(NAME, CALL, WHERE)                                            \
+    static PyObject *NAME(Recorder *self, PyObject *const *args, Py_ssize_t nargs)    \
+    {                                                                                   \
+        PyObject *result = Py_None;                                                     \
+        if (nargs >= 1) {                                                               \
+            uintptr_t fid = (uintptr_t)args[0];                                         \
+            Py_INCREF(self);                                                            \
+            if (CALL < 0 && report(self, WHERE) < 0) {                                  \
+                result = NULL;                                                          \
+            }                                                                           \
+            Py_DECREF(self);                                                            \
+        }                                                                               \
+        return Py_XNewRef(result);                                                      \
     }
-    return Py_XNewRef(result);
-}
-
-/* PY_RETURN / PY_YIELD (code, offset, value). */
-static PyObject *
-Recorder_py_return(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    PyObject *result = Py_None;
-    if (nargs >= 1) {
-        Py_INCREF(self);
-        if (do_leave(self, (uintptr_t)args[0]) < 0 && report(self, "function_leave") < 0) {
-            result = NULL;
-        }
-        Py_DECREF(self);
-    }
-    return Py_XNewRef(result);
-}
+MONITORING_METHOD(Recorder_py_start, do_enter(self, fid, OPEN_ENTER), "function_enter")
+MONITORING_METHOD(Recorder_py_resume, do_enter(self, fid, OPEN_RESUME), "function_resume")
+MONITORING_METHOD(Recorder_py_return, do_leave(self, fid, CLOSE_LEAVE), "function_leave")
+MONITORING_METHOD(Recorder_py_yield, do_leave(self, fid, CLOSE_YIELD), "function_yield")
 
 static PyObject *
 Recorder_monitoring(Recorder *self, PyObject *args)
@@ -628,14 +877,19 @@ Recorder_monitoring(Recorder *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "sO:__profkit_monitoring__", &name, &on_error)) {
         return NULL;
     }
-    const char *method;
-    if (strcmp(name, "enter") == 0) {
-        method = "py_start";
+    static const char *const forms[][2] = {
+        {"enter", "py_start"},
+        {"resume", "py_resume"},
+        {"leave", "py_return"},
+        {"yield_", "py_yield"},
+    };
+    const char *method = NULL;
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        if (strcmp(name, forms[i][0]) == 0) {
+            method = forms[i][1];
+        }
     }
-    else if (strcmp(name, "leave") == 0) {
-        method = "py_return";
-    }
-    else {
+    if (method == NULL) {
         Py_RETURN_NONE;
     }
     Py_XSETREF(self->on_error, on_error == Py_None ? NULL : Py_NewRef(on_error));
@@ -710,7 +964,12 @@ copy_threads(Recorder *self, int64_t now, size_t *count, long long *closed)
         }
         while (t->depth > 0) {
             Frame *f = &t->frames[--t->depth];
-            close_call(f->node, wrap_sub(now, f->start), self->basetime);
+            int64_t duration = wrap_sub(now, f->start);
+            close_call(f->node, duration, self->basetime);
+            if (self->span_cap >= 0 && duration >= self->basetime
+                && add_span(self, t, f->node->fid, f->start, now, t->depth) < 0) {
+                goto fail; /* PyErr_NoMemory already set */
+            }
             (*closed)++;
         }
         Copy *c = &copies[k++];
@@ -743,13 +1002,56 @@ copy_threads(Recorder *self, int64_t now, size_t *count, long long *closed)
     PyMem_Free(parents);
     return copies;
 nomem:
+    PyErr_NoMemory();
+fail:
     if (copies != NULL) {
         free_copies(copies, n);
     }
     PyMem_Free(work);
     PyMem_Free(parents);
-    PyErr_NoMemory();
     return NULL;
+}
+
+/* spans() -> ([(token, fid, start, end, depth)], dropped): the timeline so far, in
+ * recording order (export adds the calls it closes); a thread's token is the object
+ * export returns for it. Copied in plain C first, like export's trees. */
+static PyObject *
+Recorder_spans(Recorder *self, PyObject *Py_UNUSED(ignored))
+{
+    Py_ssize_t n = self->nspans;
+    Span *copy = PyMem_Malloc((n ? (size_t)n : 1) * sizeof(Span));
+    PyObject **tokens = PyMem_Malloc((n ? (size_t)n : 1) * sizeof(PyObject *));
+    if (copy == NULL || tokens == NULL) {
+        PyMem_Free(copy);
+        PyMem_Free(tokens);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (self->spans[i].thread->token != NULL) { /* NULL: cleared by the collector */
+            copy[kept] = self->spans[i];
+            tokens[kept++] = Py_NewRef(self->spans[i].thread->token);
+        }
+    }
+    long long dropped = self->spans_dropped;
+    PyObject *list = PyList_New(kept);
+    for (Py_ssize_t i = 0; list != NULL && i < kept; i++) {
+        Span *sp = &copy[i];
+        PyObject *row = Py_BuildValue(
+            "(OKLLn)", tokens[i], (unsigned long long)sp->fid, (long long)sp->start,
+            (long long)sp->end, sp->depth);
+        if (row == NULL) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, i, row);
+    }
+    for (Py_ssize_t i = 0; i < kept; i++) {
+        Py_DECREF(tokens[i]);
+    }
+    PyMem_Free(copy);
+    PyMem_Free(tokens);
+    return list == NULL ? NULL : Py_BuildValue("(NL)", list, dropped);
 }
 
 /* export(now) -> (closed, [(token, nodes)]): every recording thread's open calls closed
@@ -812,15 +1114,27 @@ fail:
 static PyObject *
 Recorder_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"new_thread", "basetime_ns", "clock", NULL};
-    PyObject *new_thread, *clock = Py_None;
+    static char *kwlist[] = {
+        "new_thread", "basetime_ns", "clock", "emit", "name", "unit", "span_cap", NULL};
+    PyObject *new_thread, *clock = Py_None, *emit = Py_None, *namer = Py_None;
+    const char *unit = "us";
     long long basetime = 0;
+    Py_ssize_t span_cap = -1;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kwds, "O|L$O:Recorder", kwlist, &new_thread, &basetime, &clock)) {
+            args, kwds, "O|L$OOOsn:Recorder", kwlist, &new_thread, &basetime, &clock, &emit,
+            &namer, &unit, &span_cap)) {
         return NULL;
     }
     if (!PyCallable_Check(new_thread) || (clock != Py_None && !PyCallable_Check(clock))) {
         PyErr_SetString(PyExc_TypeError, "new_thread and clock must be callable");
+        return NULL;
+    }
+    if (emit != Py_None && (!PyCallable_Check(emit) || !PyCallable_Check(namer))) {
+        PyErr_SetString(PyExc_TypeError, "event lines need callable emit and name");
+        return NULL;
+    }
+    if (strcmp(unit, "us") != 0 && strcmp(unit, "ns") != 0) {
+        PyErr_SetString(PyExc_ValueError, "unit must be 'us' or 'ns'");
         return NULL;
     }
     Recorder *self = (Recorder *)type->tp_alloc(type, 0);
@@ -837,6 +1151,12 @@ Recorder_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->basetime = basetime;
     self->new_thread = Py_NewRef(new_thread);
     self->clock = clock == Py_None ? NULL : Py_NewRef(clock);
+    if (emit != Py_None) {
+        self->emit = Py_NewRef(emit);
+        self->namer = Py_NewRef(namer);
+    }
+    self->unit_ns = strcmp(unit, "ns") == 0;
+    self->span_cap = span_cap < 0 ? -1 : span_cap;
     return (PyObject *)self;
 }
 
@@ -846,6 +1166,8 @@ Recorder_traverse(Recorder *self, visitproc visit, void *arg)
     Py_VISIT(self->new_thread);
     Py_VISIT(self->clock);
     Py_VISIT(self->on_error);
+    Py_VISIT(self->emit);
+    Py_VISIT(self->namer);
     for (Thread *t = self->first; t != NULL; t = t->next) {
         Py_VISIT(t->token);
     }
@@ -861,6 +1183,8 @@ Recorder_clear(Recorder *self)
     Py_CLEAR(self->new_thread);
     Py_CLEAR(self->clock);
     Py_CLEAR(self->on_error);
+    Py_CLEAR(self->emit);
+    Py_CLEAR(self->namer);
     for (Thread *t = self->first; t != NULL; t = t->next) {
         Py_CLEAR(t->token);
     }
@@ -916,6 +1240,7 @@ Recorder_dealloc(Recorder *self)
         t = next;
     }
     Py_XDECREF(self->key);
+    PyMem_Free(self->spans);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -927,20 +1252,31 @@ Recorder_get_basetime(Recorder *self, void *Py_UNUSED(closure))
 
 static PyMethodDef Recorder_methods[] = {
     {"enter", (PyCFunction)(void (*)(void))Recorder_enter, METH_FASTCALL,
-     "enter(function_id): a call (or resume) of the function starts on this thread."},
+     "enter(function_id): a call of the function starts on this thread."},
+    {"resume", (PyCFunction)(void (*)(void))Recorder_resume, METH_FASTCALL,
+     "resume(function_id): a generator/coroutine activation starts on this thread."},
     {"leave", (PyCFunction)(void (*)(void))Recorder_leave, METH_FASTCALL,
-     "leave(function_id): a call (or activation) of the function ends on this thread."},
+     "leave(function_id): a call of the function ends on this thread."},
+    {"yield_", (PyCFunction)(void (*)(void))Recorder_yield, METH_FASTCALL,
+     "yield_(function_id): a generator/coroutine activation ends (suspends)."},
     {"py_start", (PyCFunction)(void (*)(void))Recorder_py_start, METH_FASTCALL,
-     "sys.monitoring PY_START/PY_RESUME callback: enter(id(code)); never raises."},
+     "sys.monitoring PY_START callback: enter(id(code)); never raises."},
+    {"py_resume", (PyCFunction)(void (*)(void))Recorder_py_resume, METH_FASTCALL,
+     "sys.monitoring PY_RESUME callback: resume(id(code)); never raises."},
     {"py_return", (PyCFunction)(void (*)(void))Recorder_py_return, METH_FASTCALL,
-     "sys.monitoring PY_RETURN/PY_YIELD callback: leave(id(code)); never raises."},
+     "sys.monitoring PY_RETURN callback: leave(id(code)); never raises."},
+    {"py_yield", (PyCFunction)(void (*)(void))Recorder_py_yield, METH_FASTCALL,
+     "sys.monitoring PY_YIELD callback: yield_(id(code)); never raises."},
     {"__profkit_monitoring__", (PyCFunction)Recorder_monitoring, METH_VARARGS,
      "__profkit_monitoring__(name, on_error): the sys.monitoring-shaped form of the\n"
-     "id-shaped method ``name`` ('enter' or 'leave'), or None; errors go to on_error."},
+     "id-shaped method ``name`` (enter, resume, leave, yield_), or None; errors go to\n"
+     "on_error."},
     {"quiet_this_thread", (PyCFunction)Recorder_quiet_this_thread, METH_NOARGS,
      "Record nothing more on the calling thread (what it recorded is kept)."},
     {"export", (PyCFunction)Recorder_export, METH_O,
      "export(now) -> (closed, [(token, [(parent, fid, calls, incl, min, max), ...])])."},
+    {"spans", (PyCFunction)Recorder_spans, METH_NOARGS,
+     "spans() -> ([(token, fid, start, end, depth), ...], dropped): the timeline."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -954,7 +1290,9 @@ static PyTypeObject RecorderType = {
     .tp_name = "profkit.profilers.elt._native.Recorder",
     .tp_basicsize = sizeof(Recorder),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "Recorder(new_thread, basetime_ns=0, *, clock=None): trace mode's call trees.",
+    .tp_doc = "Recorder(new_thread, basetime_ns=0, *, clock=None, emit=None, name=None,\n"
+              "         unit='us', span_cap=-1): trace mode's call trees, event lines and\n"
+              "timeline (see profkit/profilers/elt/native.py).",
     .tp_new = Recorder_new,
     .tp_traverse = (traverseproc)Recorder_traverse,
     .tp_clear = (inquiry)Recorder_clear,

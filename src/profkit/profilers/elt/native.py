@@ -1,11 +1,12 @@
 """Trace mode's optional C hot path: loading it, and turning its trees back into ``Node``\\s.
 
-The C :class:`Recorder` (``_native.c``) does exactly what :meth:`TraceHooks.use_closures`
-does — per-thread stacks of call-tree paths, one clock read on each side of a call, the
-base time — but in C, and its ``py_start``/``py_return`` methods are shaped like
+The C :class:`Recorder` (``_native.c``) does what :mod:`~profkit.profilers.elt.trace`
+and :mod:`~profkit.profilers.elt.lines` do — per-thread stacks of call-tree paths, one
+clock read on each side of a call, the base time, event lines with held ``Enter`` lines,
+the timeline — by the same rules (property tests compare the two), but in C; and its
+``py_start``/``py_resume``/``py_return``/``py_yield`` methods are shaped like
 ``sys.monitoring`` callbacks, so the collector registers them directly (the
-``__profkit_monitoring__`` protocol, docs/api.md). It is used only for the plain path: event
-lines and the timeline keep the Python forms, whose cost is dominated by what they write.
+``__profkit_monitoring__`` protocol, docs/api.md).
 
 The extension is built at install time (``hatch_build.py``); where it is missing, profkit
 runs in pure Python. ``PROFKIT_NATIVE=off`` forces pure Python, ``on`` makes a missing

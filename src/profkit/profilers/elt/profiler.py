@@ -185,11 +185,10 @@ class EltProfiler(TraceHooks, ProfilerCallback):
             # Sinks first: use_lines()/use_closures() swap the callbacks, and the collector
             # binds them when the mask is set.
             self._open_sinks()
-            if self._emit is None:
-                if self._native_wanted and self._spans is None:
-                    self.use_native()
-                else:
-                    self.use_closures()
+            if self._native_wanted:
+                self.use_native()
+            elif self._emit is None:
+                self.use_closures()
             info.set_event_mask(EventMask.ENTER_LEAVE)
         info.set_function_filter(self.accepts)
 
@@ -322,19 +321,30 @@ class EltProfiler(TraceHooks, ProfilerCallback):
     def use_native(self) -> None:
         """Record through the C recorder (:mod:`profkit.profilers.elt.native`).
 
-        Its ``enter``/``leave`` become the callbacks; the collector sees they offer a
-        ``sys.monitoring``-shaped form and registers that directly. The recorder reads
-        ``CLOCK_MONOTONIC`` itself when that is what :func:`time.perf_counter_ns` reads
-        (so its times compare with ``_started_ns``); any other clock (a test's) is called.
+        Its ``enter``/``resume``/``leave``/``yield_`` become the callbacks; the collector
+        sees they offer ``sys.monitoring``-shaped forms and registers those directly. Event
+        lines (``_emit``, set by :meth:`use_lines` before this) and the timeline are
+        written by the recorder too, by the rules of :mod:`~profkit.profilers.elt.lines`.
+        The recorder reads ``CLOCK_MONOTONIC`` itself when that is what
+        :func:`time.perf_counter_ns` reads (so its times compare with ``_started_ns``);
+        any other clock (a test's) is called.
         """
         recorder_type = native.Recorder
         assert recorder_type is not None  # use_native is only called when it was built
         own_clock = self._clock is _perf_counter_ns and _PERF_COUNTER_IS_MONOTONIC
         recorder = self._recorder = recorder_type(
-            self._new_native_thread, self._basetime, clock=None if own_clock else self._clock
+            self._new_native_thread,
+            self._basetime,
+            clock=None if own_clock else self._clock,
+            emit=self._emit,
+            name=self._name,
+            unit=self._unit,
+            span_cap=-1 if self._spans is None else self._span_cap,
         )
-        self.function_enter = self.function_resume = recorder.enter  # type: ignore[assignment]
-        self.function_leave = self.function_yield = recorder.leave  # type: ignore[assignment]
+        self.function_enter = recorder.enter  # type: ignore[assignment]
+        self.function_resume = recorder.resume  # type: ignore[assignment]
+        self.function_leave = recorder.leave  # type: ignore[assignment]
+        self.function_yield = recorder.yield_  # type: ignore[assignment]
 
     def _new_native_thread(self) -> object:
         """The C recorder's first event on a thread: the :meth:`_new_thread` decisions.
@@ -426,13 +436,7 @@ class EltProfiler(TraceHooks, ProfilerCallback):
                 tree = convert(root, profile, frame_of, root_totals=True)
                 profile.threads.append(ThreadTree(int(tid), name, tree))
         elif self._recorder is not None:
-            closed, exported = self._recorder.export(now)
-            self._closed_open_calls += closed
-            names = {t.ident: t.name for t in threading.enumerate()}
-            for (ident, name), rows in exported:
-                tree = convert(native.tree_of(rows), profile, frame_of, root_totals=False)
-                if tree.children:
-                    profile.threads.append(ThreadTree(ident, names.get(ident, name), tree))
+            self._build_native(profile, now, frame_of)
         else:
             flusher_ident = self._flusher_ident()
             with self._lock:
@@ -451,6 +455,28 @@ class EltProfiler(TraceHooks, ProfilerCallback):
                 self._add_spans(profile, thread_index, frame_of)
         profile.metadata.update(self._metadata(now))
         return profile
+
+    def _build_native(
+        self, profile: CallProfile, now: int, frame_of: Callable[[int], Frame]
+    ) -> None:
+        """The threads (and timeline) the C recorder holds, as the Python path builds them."""
+        assert self._recorder is not None
+        closed, exported = self._recorder.export(now)
+        self._closed_open_calls += closed
+        names = {t.ident: t.name for t in threading.enumerate()}
+        thread_index: dict[int, int] = {}
+        for token, rows in exported:
+            ident, name = token
+            tree = convert(native.tree_of(rows), profile, frame_of, root_totals=False)
+            if tree.children:
+                thread_index[id(token)] = len(profile.threads)
+                profile.threads.append(ThreadTree(ident, names.get(ident, name), tree))
+        if self._spans is not None:
+            spans, self._spans_dropped = self._recorder.spans()
+            # Keyed by the thread's token (alive in ``exported``), as the Python path keys
+            # them by its stack.
+            self._spans = [(id(token), *rest) for token, *rest in spans]
+            self._add_spans(profile, thread_index, frame_of)
 
     def _add_spans(
         self,

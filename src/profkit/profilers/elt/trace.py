@@ -44,6 +44,7 @@ class TraceHooks:
     _spans: list[tuple[int, int, int, int, int]] | None
     _span_cap: int
     _spans_dropped: int
+    _recorder: Any
 
     def _new_thread(self) -> Stack:  # provided by the profiler
         raise NotImplementedError
@@ -153,6 +154,7 @@ class TraceHooks:
         base time are fixed for the profiler's life, which is why pausing swaps stacks,
         never ``_local``.
         """
+        self._recorder = None  # these closures replace the C recorder, if it was bound
         local = self._local
         clock = self._clock
         basetime = self._basetime
