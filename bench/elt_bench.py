@@ -13,6 +13,7 @@ each tool's fixed start/exit cost (measured on an empty script) out of both side
     python bench/elt_bench.py --peer "profkit trace"   # a quicker subset (+ bare, cProfile)
     python bench/elt_bench.py --hot-path               # ns per enter+leave, no collector
     python bench/elt_bench.py --sampling-ab 21         # sampling overhead, A/B in-process
+    python bench/elt_bench.py --sampling-ab 11 --scale 5   # ... over longer runs
 
 Targets (issue #4): trace mode overhead ≤ cProfile's on 3.12+; sampling ≤ 1.03× bare.
 Peers missing from an interpreter (``pip install -e '.[bench]'``) are skipped, not faked.
@@ -291,7 +292,7 @@ def hot_path(pairs: int = 200_000, rounds: int = 7) -> None:
         print(f"  {name:<28}{cost - loop:>6.0f} ns  (loop with a no-op callback: {loop:.0f} ns)")
 
 
-def sampling_ab(rounds: int, names: list[str]) -> None:
+def sampling_ab(rounds: int, names: list[str], scale: int = 1) -> None:
     """Sampling mode's overhead, A/B in one process: bare and sampled runs alternate.
 
     Whole-process timings carry each tool's start-up and ±10-20 % of machine noise, more
@@ -300,7 +301,9 @@ def sampling_ab(rounds: int, names: list[str]) -> None:
     that drifts in machine load hit both sides alike; CPU time is the whole process's
     (``time.process_time``: the sampler thread's work included) and only the workload is
     timed (attach/detach excluded). Prints the median of the per-round ratios with the
-    interquartile range.
+    interquartile range. ``scale`` runs the workload that many times per measurement: the
+    sampler's fixed costs (its thread start, the first stack walk discovering every
+    function) then weigh less against its steady per-sample cost.
     """
     import statistics
 
@@ -308,7 +311,10 @@ def sampling_ab(rounds: int, names: list[str]) -> None:
     from profkit.profilers.elt import SamplingProfiler
     from profkit.settings import Settings
 
-    print(f"\n=== sampling A/B in-process, Python {sys.version.split()[0]}: {rounds} rounds ===")
+    print(
+        f"\n=== sampling A/B in-process, Python {sys.version.split()[0]}: {rounds} rounds, "
+        f"workload x{scale} ==="
+    )
     for name in names:
         if name == "startup":
             continue
@@ -316,12 +322,14 @@ def sampling_ab(rounds: int, names: list[str]) -> None:
         ratios_cpu, ratios_wall = [], []
         for _ in range(rounds):
             t0, c0 = time.perf_counter(), time.process_time()
-            exec(code, {"__name__": "__bench__"})
+            for _ in range(scale):
+                exec(code, {"__name__": "__bench__"})
             bare_wall, bare_cpu = time.perf_counter() - t0, time.process_time() - c0
             prof = SamplingProfiler(Settings(mode="sample"), standalone=False)
             attach(prof, sample_interval=0.001)
             t0, c0 = time.perf_counter(), time.process_time()
-            exec(code, {"__name__": "__bench__"})
+            for _ in range(scale):
+                exec(code, {"__name__": "__bench__"})
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
             detach()
             ratios_cpu.append(cpu / bare_cpu)
@@ -359,6 +367,9 @@ def main() -> int:
         help="only sampling mode's overhead, bare and sampled runs alternating in-process",
     )
     parser.add_argument(
+        "--scale", type=int, default=1, help="--sampling-ab: workload runs per measurement"
+    )
+    parser.add_argument(
         "--hot-path",
         action="store_true",
         help="only the profiler's own per-call cost, in this interpreter (no collector)",
@@ -368,7 +379,7 @@ def main() -> int:
         hot_path()
         return 0
     if args.sampling_ab:
-        sampling_ab(args.sampling_ab, args.workload or list(WORKLOADS))
+        sampling_ab(args.sampling_ab, args.workload or list(WORKLOADS), args.scale)
         return 0
     pythons = args.python or [sys.executable]
     for python in pythons:
