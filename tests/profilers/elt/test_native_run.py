@@ -122,6 +122,7 @@ def test_native_and_pure_python_record_the_same_calls(tmp_path: Path) -> None:
     assert fast_proc.returncode == slow_proc.returncode == bare.returncode == 3
     assert fast_proc.stdout == slow_proc.stdout == bare.stdout
     assert fast.metadata["settings"]["native"] == "on"
+    assert (fast.metadata["trace_engine"], slow.metadata["trace_engine"]) == ("c", "python")
     fast_counts, slow_counts = _counts(fast), _counts(slow)
     assert fast_counts == slow_counts
     assert fast_counts[("__main__.<module>", "__main__.main", "__main__.fib")] == 1

@@ -509,6 +509,9 @@ class EltProfiler(TraceHooks, ProfilerCallback):
             "settings": self.settings.as_dict(),
             "open_calls_closed_at_end": self._closed_open_calls,
         }
+        if self.settings.mode != "sample":
+            # Which implementation recorded it (PROFKIT_NATIVE=auto picks one silently).
+            meta["trace_engine"] = "c" if self._recorder is not None else "python"
         if self._info is not None:
             with contextlib.suppress(Exception):
                 meta["backend"] = self._info.backend_name
