@@ -1,0 +1,44 @@
+"""The wheel a user builds: the C recorder inside (platform-tagged), the start-up hook
+at the top of site-packages, and no stale extension an editable install left in src/.
+
+Builds with pip in an isolated environment (hatchling and setuptools from the index, as
+any user's ``pip install .`` would): about 10-20 s, so once, on one interpreter.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        sys.version_info[:2] != (3, 12), reason="built once, on 3.12 (the build is the same)"
+    ),
+]
+
+
+def test_wheel_holds_the_extension_and_the_startup_hook(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if proc.returncode != 0 and "No matching distribution" in proc.stderr:
+        pytest.skip("no package index reachable for the build requirements")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (wheel,) = tmp_path.glob("profkit-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    assert f"profkit/profilers/elt/_native{suffix}" in names
+    assert "profkit_startup.pth" in names
+    assert sum(n.endswith((".so", ".pyd")) for n in names) == 1
+    assert "-py3-none-any" not in wheel.name  # a platform wheel: it carries C
