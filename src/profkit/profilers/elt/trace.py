@@ -241,15 +241,13 @@ class TraceHooks:
         except AttributeError:
             return
         node = stack.pop()
-        if node.fid != function_id:  # also the root itself: a leave with nothing entered
+        # The fid test comes first: when the root itself was popped (a leave with nothing
+        # entered), stack[0] does not exist and the general form ignores the leave.
+        if node.fid != function_id or stack[0].kind < 0 or self._unit != "us":
             stack.append(node)
             self._leave(function_id, "Leave")
             return
         root = stack[0]
-        if root.kind < 0 or self._unit != "us":
-            stack.append(node)
-            self._leave(function_id, "Leave")
-            return
         duration = now - node.start
         node.calls += 1
         node.incl += duration
