@@ -299,19 +299,28 @@ class EltProfiler(TraceHooks, ProfilerCallback):
             frame = frame.f_back
         self._attach_frame = outermost
 
+    def _thread_verdict(self) -> bool | None:
+        """Whether to record the thread of a first event: True to record it; False not
+        yet (paused: the event is profkit's own start-up, ask again at the next one); None
+        never (profkit's own line flusher). Shared by both hot paths."""
+        if self._paused:
+            if not (self._resume_after_attach and self._attach_done()):
+                return False
+            self._paused = False
+        if self._flusher is not None and threading.current_thread() is self._flusher.thread:
+            return None
+        return True
+
     def _new_thread(self) -> Stack:
         """First event on a thread: its stack starts with the thread's root node."""
         root = Node(None)
         root.kind = 1  # stack entries whose line is written (the root's own counts)
         stack = [root]
-        if self._paused:
-            if not (self._resume_after_attach and self._attach_done()):
-                root.kind = -1  # silent and thrown away
-                return stack
-            self._paused = False
-        if self._flusher is not None and threading.current_thread() is self._flusher.thread:
-            root.kind = -1
-            self._local.stack = stack  # kept, so this thread stays on the fast path
+        verdict = self._thread_verdict()
+        if not verdict:
+            root.kind = -1  # silent: thrown away (False), or kept on the fast path (None)
+            if verdict is None:
+                self._local.stack = stack
             return stack
         self._local.stack = stack
         with self._lock:
@@ -352,12 +361,9 @@ class EltProfiler(TraceHooks, ProfilerCallback):
         Returns the thread's token (ident, name) to record it, ``False`` for a throwaway
         answer while paused (asked again at the next event), or ``None`` for silence.
         """
-        if self._paused:
-            if not (self._resume_after_attach and self._attach_done()):
-                return False
-            self._paused = False
-        if self._flusher is not None and threading.current_thread() is self._flusher.thread:
-            return None
+        verdict = self._thread_verdict()
+        if not verdict:
+            return verdict
         return (_get_ident(), threading.current_thread().name)
 
     def _name(self, function_id: FunctionId) -> str:
