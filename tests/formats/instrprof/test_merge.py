@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import itertools
 import shutil
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -30,14 +27,13 @@ from profkit.formats.instrprof.model import (
 )
 from profkit.formats.instrprof.raw import parse_raw
 from profkit.formats.instrprof.text import format_text, parse_text
+from tests.formats.instrprof._llvm_pool import assert_some_pool_order_matches, pool_orders
 from tests.formats.instrprof._writer_strategies import (
     llvm_profdata,
     normalized,
     profiles,
     run_llvm,
 )
-
-T = TypeVar("T")
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "instrprof"
 IC = ValueKind.INDIRECT_CALL_TARGET
@@ -308,54 +304,6 @@ _FE_RAWS = [
 ]
 
 
-def _pool_orders(count: int, jobs: int, limit: int = 720) -> Iterator[list[int]]:
-    """Input orders llvm-profdata's thread pool can produce for ``merge -j jobs``.
-
-    LLVM deals input i to writer context ``i % jobs`` and loads each input under its
-    context's lock, but the pool's threads race for those locks: under load, two inputs
-    of one context can be loaded in either order. Serial order comes first; ``-j 1``
-    has no pool, so it is the only order.
-    """
-    yield list(range(count))
-    if jobs <= 1:
-        return
-    shares = [list(range(c, count, jobs)) for c in range(jobs)]
-    seen = 1
-    for perms in itertools.product(*(itertools.permutations(s) for s in shares)):
-        order = [0] * count
-        for context, perm in enumerate(perms):
-            for slot, index in zip(range(context, count, jobs), perm, strict=True):
-                order[slot] = index
-        if order == list(range(count)):
-            continue
-        if seen >= limit:
-            return
-        seen += 1
-        yield order
-
-
-def _assert_some_pool_order_matches(
-    count: int,
-    jobs: int,
-    ours_for: Callable[[list[int]], T],
-    expected: T,
-    comparable: Callable[[T], T] = lambda x: x,
-) -> None:
-    """LLVM's ``-j`` result equals ours for serial order, or for an order its pool allows.
-
-    Only when two inputs disagree about a record (a count mismatch: the first loaded
-    wins) does the order inside a context change the output, so the search past
-    the first order runs only when CI's scheduling made LLVM take another order.
-    """
-    first = comparable(ours_for(list(range(count))))
-    if first == expected:
-        return
-    for order in itertools.islice(_pool_orders(count, jobs), 1, None):
-        if comparable(ours_for(order)) == expected:
-            return
-    assert first == expected
-
-
 @pytest.mark.oracle
 @pytest.mark.parametrize("seed", range(8))
 def test_random_raw_combinations_match_llvm(seed: int, tmp_path: Path) -> None:
@@ -399,7 +347,7 @@ def test_random_raw_combinations_match_llvm(seed: int, tmp_path: Path) -> None:
             return text.split("\n\n", 1)[-1]
         return text
 
-    _assert_some_pool_order_matches(len(inputs), jobs, ours_for, comparable(expected), comparable)
+    assert_some_pool_order_matches(len(inputs), jobs, ours_for, comparable(expected), comparable)
 
 
 def test_temporal_limits() -> None:
@@ -458,7 +406,7 @@ def test_llvm_j_emulation_byte_identical(llvm: int, seed: int, tmp_path: Path) -
         outcome = merge_files(merged, jobs=jobs, llvm_contexts=jobs, llvm_version=llvm)
         return build_indexed(outcome.profile, LLVM_INDEXED[llvm])
 
-    _assert_some_pool_order_matches(len(inputs), jobs, ours_for, out.read_bytes())
+    assert_some_pool_order_matches(len(inputs), jobs, ours_for, out.read_bytes())
 
 
 def test_fingerprint_collisions_are_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -501,11 +449,11 @@ def test_fuzzed_raw_inputs_fail_cleanly(tmp_path: Path) -> None:
         assert outcome.merged + len(outcome.failures) == (2 if data else 1)  # empty: skipped
 
 
-def test_pool_orders_keep_each_input_in_its_context() -> None:
+def testpool_orders_keep_each_input_in_its_context() -> None:
     """Orders differ only inside a context; serial first; -j 1 has one order."""
-    orders = list(_pool_orders(5, 2))
+    orders = list(pool_orders(5, 2))
     assert orders[0] == [0, 1, 2, 3, 4]
     assert len(orders) == len({tuple(o) for o in orders}) == 3 * 2 * 1 * 2
     assert all(i % 2 == slot % 2 for o in orders for slot, i in enumerate(o))
-    assert list(_pool_orders(4, 1)) == [[0, 1, 2, 3]]
-    assert len(list(_pool_orders(7, 2, limit=10))) == 10
+    assert list(pool_orders(4, 1)) == [[0, 1, 2, 3]]
+    assert len(list(pool_orders(7, 2, limit=10))) == 10
