@@ -137,14 +137,20 @@ def test_signal_saves_the_profile(
     (tmp_path / "slow.py").write_text(
         "import time\ndef wait():\n    print('ready', flush=True)\n    time.sleep(30)\nwait()\n"
     )
-    proc = subprocess.Popen(
-        [*LAUNCHERS[0], "-o", "t.json", "slow.py"],
-        cwd=tmp_path,
-        env=_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    # A child inherits an ignored SIGINT (a shell's background job, nohup'd CI): python
+    # would then ignore Ctrl-C too. A handler caught here is reset to the default at exec.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen(
+            [*LAUNCHERS[0], "-o", "t.json", "slow.py"],
+            cwd=tmp_path,
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "ready"
     time.sleep(0.2)
