@@ -304,6 +304,10 @@ def sampling_ab(rounds: int, names: list[str], scale: int = 1) -> None:
     interquartile range. ``scale`` runs the workload that many times per measurement: the
     sampler's fixed costs (its thread start, the first stack walk discovering every
     function) then weigh less against its steady per-sample cost.
+
+    A third arm runs an *idle* thread that only wakes at the same interval (``Event.wait``,
+    as the sampler does) and takes the GIL each time: the floor any in-process sampler
+    thread pays before reading a single stack. The sampler's own work is the difference.
     """
     import statistics
 
@@ -319,12 +323,21 @@ def sampling_ab(rounds: int, names: list[str], scale: int = 1) -> None:
         if name == "startup":
             continue
         code = compile(WORKLOADS[name], f"<{name}>", "exec")
-        ratios_cpu, ratios_wall = [], []
+        ratios_cpu, ratios_wall, ratios_floor = [], [], []
         for _ in range(rounds):
             t0, c0 = time.perf_counter(), time.process_time()
             for _ in range(scale):
                 exec(code, {"__name__": "__bench__"})
             bare_wall, bare_cpu = time.perf_counter() - t0, time.process_time() - c0
+            stop = threading.Event()
+            idle = threading.Thread(target=_idle_waker, args=(stop, 0.001), daemon=True)
+            idle.start()
+            c0 = time.process_time()
+            for _ in range(scale):
+                exec(code, {"__name__": "__bench__"})
+            ratios_floor.append((time.process_time() - c0) / bare_cpu)
+            stop.set()
+            idle.join()
             prof = SamplingProfiler(Settings(mode="sample"), standalone=False)
             attach(prof, sample_interval=0.001)
             t0, c0 = time.perf_counter(), time.process_time()
@@ -334,9 +347,16 @@ def sampling_ab(rounds: int, names: list[str], scale: int = 1) -> None:
             detach()
             ratios_cpu.append(cpu / bare_cpu)
             ratios_wall.append(wall / bare_wall)
-        for label, ratios in (("cpu", ratios_cpu), ("wall", ratios_wall)):
+        rows = (("cpu", ratios_cpu), ("wall", ratios_wall), ("floor", ratios_floor))
+        for label, ratios in rows:
             q1, median, q3 = statistics.quantiles(ratios, n=4)
             print(f"  {name:<12}{label:<6}× bare: median {median:.3f}  (IQR {q1:.3f}–{q3:.3f})")
+
+
+def _idle_waker(stop: threading.Event, interval: float) -> None:
+    """The sampling floor: wake every ``interval`` and take the GIL, doing nothing else."""
+    while not stop.wait(interval):
+        pass
 
 
 def main() -> int:
