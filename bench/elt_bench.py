@@ -22,6 +22,7 @@ Peers missing from an interpreter (``pip install -e '.[bench]'``) are skipped, n
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import socket
@@ -30,7 +31,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 WORKLOADS: dict[str, str] = {
     # The fixed cost of starting each tool (imports, attach, saving an empty profile).
@@ -292,7 +295,7 @@ def hot_path(pairs: int = 200_000, rounds: int = 7) -> None:
         print(f"  {name:<28}{cost - loop:>6.0f} ns  (loop with a no-op callback: {loop:.0f} ns)")
 
 
-def sampling_ab(rounds: int, names: list[str], scale: int = 1) -> None:
+def sampling_ab(rounds: int, names: list[str], scale: int = 1, pending_call: bool = False) -> None:
     """Sampling mode's overhead, A/B in one process: bare and sampled runs alternate.
 
     Whole-process timings carry each tool's start-up and ±10-20 % of machine noise, more
@@ -308,6 +311,10 @@ def sampling_ab(rounds: int, names: list[str], scale: int = 1) -> None:
     A third arm runs an *idle* thread that only wakes at the same interval (``Event.wait``,
     as the sampler does) and takes the GIL each time: the floor any in-process sampler
     thread pays before reading a single stack. The sampler's own work is the difference.
+
+    ``pending_call`` adds the prototype ``bench/native/pendingcall.c`` (a C timer thread
+    that has the main thread sample itself, never handing the GIL over) as a fourth arm,
+    with the samples per second each sampler delivered.
     """
     import statistics
 
@@ -315,6 +322,13 @@ def sampling_ab(rounds: int, names: list[str], scale: int = 1) -> None:
     from profkit.profilers.elt import SamplingProfiler
     from profkit.settings import Settings
 
+    pending = None
+    if pending_call:
+        from collector_bench import _build_native
+
+        pending = _build_native("pendingcall")
+        if pending is None:
+            print("(no C compiler: the pending-call arm is skipped)")
     print(
         f"\n=== sampling A/B in-process, Python {sys.version.split()[0]}: {rounds} rounds, "
         f"workload x{scale} ==="
@@ -323,7 +337,8 @@ def sampling_ab(rounds: int, names: list[str], scale: int = 1) -> None:
         if name == "startup":
             continue
         code = compile(WORKLOADS[name], f"<{name}>", "exec")
-        ratios_cpu, ratios_wall, ratios_floor = [], [], []
+        ratios_cpu, ratios_wall, ratios_floor, ratios_pending = [], [], [], []
+        rates: dict[str, list[float]] = {"cpu": [], "pending": []}
         for _ in range(rounds):
             t0, c0 = time.perf_counter(), time.process_time()
             for _ in range(scale):
@@ -339,18 +354,67 @@ def sampling_ab(rounds: int, names: list[str], scale: int = 1) -> None:
             stop.set()
             idle.join()
             prof = SamplingProfiler(Settings(mode="sample"), standalone=False)
-            attach(prof, sample_interval=0.001)
+            session = attach(prof, sample_interval=0.001)
             t0, c0 = time.perf_counter(), time.process_time()
             for _ in range(scale):
                 exec(code, {"__name__": "__bench__"})
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            extras = session.info.extras
+            rates["cpu"].append(sum(getattr(x, "samples", 0) for x in extras) / wall)
             detach()
             ratios_cpu.append(cpu / bare_cpu)
             ratios_wall.append(wall / bare_wall)
-        rows = (("cpu", ratios_cpu), ("wall", ratios_wall), ("floor", ratios_floor))
+            if pending is not None:
+                with _pending_call_sampler(pending) as served:
+                    prof = SamplingProfiler(Settings(mode="sample"), standalone=False)
+                    attach(prof, sample_interval=0.001)
+                    t0, c0 = time.perf_counter(), time.process_time()
+                    for _ in range(scale):
+                        exec(code, {"__name__": "__bench__"})
+                    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+                    detach()
+                ratios_pending.append(cpu / bare_cpu)
+                rates["pending"].append(served[0] / wall)
+        rows = [("cpu", ratios_cpu), ("wall", ratios_wall), ("floor", ratios_floor)]
+        if pending is not None:
+            rows.append(("pending", ratios_pending))
         for label, ratios in rows:
             q1, median, q3 = statistics.quantiles(ratios, n=4)
-            print(f"  {name:<12}{label:<6}× bare: median {median:.3f}  (IQR {q1:.3f}–{q3:.3f})")
+            rate = f"  {statistics.median(rates[label]):.0f} samples/s" if label in rates else ""
+            print(
+                f"  {name:<12}{label:<8}× bare: median {median:.3f}  (IQR {q1:.3f}–{q3:.3f}){rate}"
+            )
+
+
+@contextlib.contextmanager
+def _pending_call_sampler(native: Any) -> Iterator[list[int]]:
+    """profkit's sampler with its thread swapped for the pending-call prototype."""
+    from profkit.api.ids import ThreadId
+    from profkit.collect import sampler
+
+    served = [0]
+    original = sampler.Sampler.start, sampler.Sampler.stop
+
+    def start(self: sampler.Sampler) -> None:
+        deliver = self.session.profiler.stack_sample
+        self._last, self._last_tick = {}, time.monotonic_ns()
+        self._last_proc = time.process_time_ns()
+
+        def sample() -> None:
+            now, samples = self._tick(0)  # 0: no thread is the sampler's own
+            for ident, stack, weight in samples:
+                deliver(ThreadId(ident), stack, now, weight)
+
+        native.start(sample, int(self.interval * 1e9))
+
+    def stop(self: sampler.Sampler) -> None:
+        served[0] = native.stop()
+
+    sampler.Sampler.start, sampler.Sampler.stop = start, stop  # type: ignore[method-assign]
+    try:
+        yield served
+    finally:
+        sampler.Sampler.start, sampler.Sampler.stop = original  # type: ignore[method-assign]
 
 
 def _idle_waker(stop: threading.Event, interval: float) -> None:
@@ -390,6 +454,11 @@ def main() -> int:
         "--scale", type=int, default=1, help="--sampling-ab: workload runs per measurement"
     )
     parser.add_argument(
+        "--pending-call",
+        action="store_true",
+        help="--sampling-ab: also the GIL-free pending-call prototype (bench/native/pendingcall.c)",
+    )
+    parser.add_argument(
         "--hot-path",
         action="store_true",
         help="only the profiler's own per-call cost, in this interpreter (no collector)",
@@ -399,7 +468,9 @@ def main() -> int:
         hot_path()
         return 0
     if args.sampling_ab:
-        sampling_ab(args.sampling_ab, args.workload or list(WORKLOADS), args.scale)
+        sampling_ab(
+            args.sampling_ab, args.workload or list(WORKLOADS), args.scale, args.pending_call
+        )
         return 0
     pythons = args.python or [sys.executable]
     for python in pythons:
