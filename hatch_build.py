@@ -1,7 +1,11 @@
-"""Hatch build hook: compile trace mode's optional C hot path (``profkit.profilers.elt._native``).
+"""Hatch build hook: compile profkit's optional C hot paths.
 
-Why optional: profkit works everywhere in pure Python; the C recorder only makes ELT trace
-mode cheaper (see bench/README.md). So a machine without a C compiler or Python headers
+* ``profkit.profilers.elt._native``: ELT trace mode's recorder;
+* ``profkit.collect._profhook``: the ``sys.setprofile`` backend's dispatcher (3.11's
+  tracing collector).
+
+Why optional: profkit works everywhere in pure Python; the C modules only make tracing
+cheaper (see bench/README.md). So a machine without a C compiler or Python headers
 still installs profkit, with a warning, unless ``PROFKIT_REQUIRE_NATIVE=1`` is set (the
 test script sets it, so CI cannot silently lose the fast path).
 
@@ -23,8 +27,11 @@ from typing import Any
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
-MODULE = "profkit.profilers.elt._native"
-SOURCE = "src/profkit/profilers/elt/_native.c"
+#: (module, source): each is built on its own, so one failing leaves the other.
+EXTENSIONS = (
+    ("profkit.profilers.elt._native", "src/profkit/profilers/elt/_native.c"),
+    ("profkit.collect._profhook", "src/profkit/collect/_profhook.c"),
+)
 
 
 class NativeBuildHook(BuildHookInterface):  # type: ignore[type-arg]
@@ -34,11 +41,17 @@ class NativeBuildHook(BuildHookInterface):  # type: ignore[type-arg]
         if self.target_name != "wheel" or os.environ.get("PROFKIT_NO_NATIVE") == "1":
             return
         root = Path(self.root)
+        for module, source in EXTENSIONS:
+            self._build(root, module, root / source, version, build_data)
+
+    def _build(
+        self, root: Path, module: str, source: Path, version: str, build_data: dict[str, Any]
+    ) -> None:
         suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-        relative = MODULE.replace(".", "/") + suffix
+        relative = module.replace(".", "/") + suffix
         try:
             with tempfile.TemporaryDirectory(prefix="profkit-build-") as tmp:
-                built = _compile(root / SOURCE, Path(tmp))
+                built = _compile(module, source, Path(tmp))
                 if version == "editable":
                     # Copy beside and rename over: rewriting the loaded .so in place would
                     # crash (SIGBUS) any process that has it mapped, e.g. a running test.
@@ -57,22 +70,22 @@ class NativeBuildHook(BuildHookInterface):  # type: ignore[type-arg]
             if os.environ.get("PROFKIT_REQUIRE_NATIVE") == "1":
                 raise
             print(
-                f"profkit: warning: the C hot path of ELT trace mode was not built ({exc}); "
+                f"profkit: warning: the C module {module} was not built ({exc}); "
                 "pure Python is used instead",
                 file=sys.stderr,
             )
 
 
-def _compile(source: Path, work: Path) -> Path:
+def _compile(module: str, source: Path, work: Path) -> Path:
     """Build one extension module with setuptools' compiler machinery; returns the file."""
     from setuptools import Distribution, Extension
     from setuptools.command.build_ext import build_ext
 
-    ext = Extension(MODULE, [str(source)], extra_compile_args=["-O2", "-std=c11"])
+    ext = Extension(module, [str(source)], extra_compile_args=["-O2", "-std=c11"])
     dist = Distribution({"name": "profkit-native", "ext_modules": [ext]})
     cmd = build_ext(dist)
     cmd.build_lib = str(work / "lib")
     cmd.build_temp = str(work / "tmp")
     cmd.ensure_finalized()
     cmd.run()
-    return Path(cmd.get_ext_fullpath(MODULE))
+    return Path(cmd.get_ext_fullpath(module))

@@ -1,4 +1,4 @@
-"""The wheel a user builds: the C recorder inside (platform-tagged), the start-up hook
+"""The wheel a user builds: the C modules inside (platform-tagged), the start-up hook
 at the top of site-packages, and no stale extension an editable install left in src/.
 
 Builds with pip in an isolated environment (hatchling and setuptools from the index, as
@@ -38,7 +38,8 @@ def test_wheel_holds_the_extension_and_the_startup_hook(tmp_path: Path) -> None:
     (wheel,) = tmp_path.glob("profkit-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
-    assert f"profkit/profilers/elt/_native{suffix}" in names
+    extensions = {f"profkit/profilers/elt/_native{suffix}", f"profkit/collect/_profhook{suffix}"}
+    assert {n for n in names if n.endswith((".so", ".pyd"))} == extensions  # each exactly once
+    assert len(names) == len(set(names))
     assert "profkit_startup.pth" in names
-    assert sum(n.endswith((".so", ".pyd")) for n in names) == 1
     assert "-py3-none-any" not in wheel.name  # a platform wheel: it carries C

@@ -1,5 +1,9 @@
 """The ``sys.setprofile`` backend: works on every supported Python (3.11 and up).
 
+Its per-event dispatcher runs in C where ``_profhook`` is built (see ``_profhook.c``: the
+same fast path as ``hook`` below, installed with ``PyEval_SetProfile`` as cProfile's is),
+and in Python otherwise; both hand every undecided event to the same ``slow``.
+
 ``sys.setprofile`` reports ``call``/``return`` for every Python frame and ``c_call``/
 ``c_return``/``c_exception`` around C calls, on the thread that installed it;
 ``threading.setprofile`` covers threads started later (and, 3.12+,
@@ -31,6 +35,11 @@ from profkit.collect.plan import ALL_EVENTS
 from profkit.collect.registry import GENERATOR_FLAGS
 from profkit.collect.session import Session
 from profkit.collect.transitions import arguments_of
+
+try:  # the hot path in C (_profhook.c); without it, the Python ``hook`` below does the job
+    from profkit.collect import _profhook
+except ImportError:  # not built here
+    _profhook = None  # type: ignore[assignment]
 
 CAPABILITIES = Capabilities(
     events=ALL_EVENTS,
@@ -311,5 +320,24 @@ def _make_hook(session: Session, state: list[bool]) -> Callable[..., Any]:
         except RecursionError:
             return  # the program's (Session.fail)
 
-    hook.status = status  # type: ignore[attr-defined]
+    if _profhook is not None:
+        # The same fast path in C, on the same tables, handing the same cases to ``slow``.
+        return _profhook.Hook(
+            status=status,
+            gen_code=gen_code,
+            throwing=throwing,
+            state=state,
+            slow=slow,
+            fail=fail,
+            enter=plan.enter,
+            leave=plan.leave,
+            yield_=yield_,
+            resume=resume,
+            plain_fast=plain_fast,
+            gen_fast=gen_fast,
+            transitions=transitions,
+            resume_op=_RESUME,
+            yield_op=_YIELD,
+        )
+    hook.status = status  # type: ignore[attr-defined,unused-ignore]
     return hook

@@ -1,0 +1,430 @@
+/* The sys.setprofile backend's dispatcher in C: the fast path of setprofile._make_hook's
+ * ``hook``, installed with PyEval_SetProfile as _lsprof (cProfile) installs its own.
+ *
+ * Why: a Python profile function costs a Python call per event, plus (3.11) a
+ * FastToLocals/LocalsToFast round trip of the frame around it. On 3.11, where
+ * sys.monitoring does not exist, that made the setprofile backend -- and with it ELT
+ * trace mode -- 2-5x cProfile's overhead. Here an event of a function whose status is
+ * known costs a dict lookup and the profiler's bound method, called from C.
+ *
+ * What it does is exactly what ``hook`` does (setprofile.py), on the same tables, which
+ * the Python side owns and fills: ``status`` (fid -> REJECTED/PLAIN/GEN/PRE), ``gen_code``
+ * (fid -> (co_code, offset of the first RESUME)), ``throwing`` (frames a throw() entered)
+ * and ``state`` ([running]). Everything the fast path does not decide -- first sight of a
+ * code, frames running at attach, a throw(), C-call transitions, a stopped session -- goes
+ * to the Python ``slow(frame, event, arg)``, as it does from ``hook``. The failure rule is
+ * the same too: an Exception from the profiler goes to ``fail(exc, what)``; a
+ * RecursionError is the program's and is dropped; anything ``fail`` or ``slow`` raises
+ * otherwise goes into the program.
+ *
+ * Installing: the object is callable as a Python profile function, so
+ * ``threading.setprofile(hook)`` / ``sys.setprofile(hook)`` work; the first event a thread
+ * delivers through that call replaces the Python-level trampoline with the C function for
+ * that thread. ``sys.setprofile(None)`` removes it as usual.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#if PY_VERSION_HEX < 0x030B0000
+#error "profkit needs Python 3.11 or newer"
+#endif
+
+/* Status values: setprofile.py's _REJECTED, _PLAIN, _GEN (and _PRE, which only slow reads). */
+#define ST_REJECTED 0
+#define ST_NONE (-2) /* not in the table yet */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *status;     /* dict fid -> int */
+    PyObject *gen_code;   /* dict fid -> (bytes, int) */
+    PyObject *throwing;   /* dict */
+    PyObject *state;      /* list [bool] */
+    PyObject *slow;       /* (frame, event, arg) -> None */
+    PyObject *fail;       /* (exc, what) -> None */
+    PyObject *enter, *leave, *yield_, *resume; /* (fid) -> None, or NULL */
+    long plain_fast;      /* _PLAIN, or -1 when entry/exit need more than enter/leave */
+    long gen_fast;        /* _GEN, or -1 */
+    int transitions;      /* C-call events wanted */
+    int resume_op, yield_op;
+} Hook;
+
+static PyObject *event_names[8]; /* PyTrace_CALL .. PyTrace_OPCODE -> interned str */
+
+/* Call target(fid); an Exception goes to fail(exc, what). Returns -1 with an exception set
+ * only for what must reach the program. */
+static int
+deliver(Hook *self, PyObject *target, PyObject *fid, const char *what)
+{
+    if (target == NULL) {
+        return 0;
+    }
+    PyObject *r = PyObject_CallOneArg(target, fid);
+    if (r != NULL) {
+        Py_DECREF(r);
+        return 0;
+    }
+    if (!PyErr_ExceptionMatches(PyExc_Exception)) {
+        return -1; /* KeyboardInterrupt, SystemExit: the program's */
+    }
+    if (PyErr_ExceptionMatches(PyExc_RecursionError)) {
+        PyErr_Clear(); /* the program's, at its limit (Session.fail's rule) */
+        return 0;
+    }
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *exc = PyErr_GetRaisedException();
+#else
+    PyObject *type, *exc, *tb;
+    PyErr_Fetch(&type, &exc, &tb);
+    PyErr_NormalizeException(&type, &exc, &tb);
+    if (tb != NULL && exc != NULL) {
+        PyException_SetTraceback(exc, tb);
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+#endif
+    if (exc == NULL) {
+        return 0;
+    }
+    r = PyObject_CallFunction(self->fail, "Os", exc, what);
+    Py_DECREF(exc);
+    if (r == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_RecursionError)) {
+            PyErr_Clear();
+            return 0;
+        }
+        return -1;
+    }
+    Py_DECREF(r);
+    return 0;
+}
+
+/* The opcode at the frame's last instruction, and the generator's first RESUME; 0 when
+ * the table row is missing or malformed (then the slow path decides). */
+static int
+gen_position(Hook *self, PyObject *fid, PyFrameObject *frame, int *op, long *lasti, long *first)
+{
+    PyObject *row = PyDict_GetItemWithError(self->gen_code, fid);
+    if (row == NULL || !PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 2) {
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    PyObject *raw = PyTuple_GET_ITEM(row, 0);
+    if (!PyBytes_Check(raw)) {
+        return 0;
+    }
+    *first = PyLong_AsLong(PyTuple_GET_ITEM(row, 1));
+    if (*first == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    *lasti = PyFrame_GetLasti(frame);
+    if (*lasti < 0 || *lasti >= PyBytes_GET_SIZE(raw)) {
+        return 0;
+    }
+    *op = (unsigned char)PyBytes_AS_STRING(raw)[*lasti];
+    return 1;
+}
+
+/* 1: handled; 0: for the slow path; -1: error to the program. */
+static int
+fast_path(Hook *self, PyFrameObject *frame, int what)
+{
+    PyCodeObject *code = PyFrame_GetCode(frame);
+    PyObject *fid = PyLong_FromVoidPtr(code);
+    Py_DECREF(code);
+    if (fid == NULL) {
+        return -1;
+    }
+    int handled = 0;
+    long st = ST_NONE;
+    PyObject *st_obj = PyDict_GetItemWithError(self->status, fid);
+    if (st_obj != NULL) {
+        st = PyLong_AsLong(st_obj);
+        if (st == -1 && PyErr_Occurred()) {
+            handled = -1;
+            goto done;
+        }
+    }
+    else if (PyErr_Occurred()) {
+        handled = -1;
+        goto done;
+    }
+    if (st == ST_NONE) {
+        goto done;
+    }
+    if (what == PyTrace_CALL) {
+        if (st == self->plain_fast) {
+            handled = deliver(self, self->enter, fid, "function_enter") < 0 ? -1 : 1;
+        }
+        else if (st == ST_REJECTED) {
+            handled = 1;
+        }
+        else if (st == self->gen_fast) {
+            int op;
+            long lasti, first;
+            int found = gen_position(self, fid, frame, &op, &lasti, &first);
+            if (found < 0) {
+                handled = -1;
+            }
+            else if (found && op != self->yield_op) { /* a throw() stops at YIELD_VALUE */
+                PyObject *target = lasti == first ? self->enter : self->resume;
+                handled = deliver(self, target, fid, "function_enter") < 0 ? -1 : 1;
+            }
+        }
+    }
+    else { /* PyTrace_RETURN */
+        if (st == self->plain_fast) {
+            handled = deliver(self, self->leave, fid, "function_leave") < 0 ? -1 : 1;
+        }
+        else if (st == ST_REJECTED) {
+            handled = 1;
+        }
+        else if (st == self->gen_fast && PyDict_GET_SIZE(self->throwing) == 0) {
+            int op;
+            long lasti, first;
+            int found = gen_position(self, fid, frame, &op, &lasti, &first);
+            if (found < 0) {
+                handled = -1;
+            }
+            else if (found) {
+                /* 3.11/3.12 stop at the YIELD_VALUE, 3.13 at the RESUME after it */
+                int suspended = op == self->yield_op || (op == self->resume_op && lasti != first);
+                PyObject *target = suspended ? self->yield_ : self->leave;
+                handled = deliver(self, target, fid, "function_leave") < 0 ? -1 : 1;
+            }
+        }
+    }
+done:
+    Py_DECREF(fid);
+    return handled;
+}
+
+static int
+running(Hook *self)
+{
+    return PyList_Check(self->state) && PyList_GET_SIZE(self->state) > 0
+           && PyList_GET_ITEM(self->state, 0) == Py_True;
+}
+
+static int
+dispatch(Hook *self, PyFrameObject *frame, int what, PyObject *arg)
+{
+    if (what == PyTrace_CALL || what == PyTrace_RETURN) {
+        int handled = fast_path(self, frame, what);
+        if (handled != 0) {
+            return handled < 0 ? -1 : 0;
+        }
+    }
+    else if (!self->transitions && running(self)) {
+        return 0;
+    }
+    if (what < 0 || what >= (int)(sizeof(event_names) / sizeof(event_names[0]))) {
+        return 0;
+    }
+    PyObject *r = PyObject_CallFunctionObjArgs(self->slow, (PyObject *)frame, event_names[what],
+                                               arg != NULL ? arg : Py_None, NULL);
+    if (r == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_RecursionError)) {
+            PyErr_Clear(); /* the program's (Session.fail) */
+            return 0;
+        }
+        return -1;
+    }
+    Py_DECREF(r);
+    return 0;
+}
+
+/* The C profile function. ``obj`` is borrowed from the thread state, and slow() may
+ * remove the hook (sys.setprofile(None)), dropping what may be the last reference. */
+static int
+profile_func(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    Py_INCREF(obj);
+    int result = dispatch((Hook *)obj, frame, what, arg);
+    Py_DECREF(obj);
+    return result;
+}
+
+/* hook(frame, event, arg): the Python-level entry (threading.setprofile's new threads,
+ * sys.setprofile). Installs the C function for this thread, then handles the event. */
+static PyObject *
+Hook_call(Hook *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *frame, *event, *arg;
+    if (!PyArg_ParseTuple(args, "O!UO:hook", &PyFrame_Type, &frame, &event, &arg)) {
+        return NULL;
+    }
+    int what = -1;
+    for (int i = 0; i < (int)(sizeof(event_names) / sizeof(event_names[0])); i++) {
+        if (event_names[i] != NULL && PyUnicode_Compare(event, event_names[i]) == 0) {
+            what = i;
+            break;
+        }
+    }
+    if (what < 0) {
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+        Py_RETURN_NONE;
+    }
+    Py_INCREF(self);
+    if (running(self)) {
+        PyEval_SetProfile(profile_func, (PyObject *)self);
+    }
+    int result = dispatch(self, (PyFrameObject *)frame, what, arg);
+    Py_DECREF(self);
+    if (result < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+none_to_null(PyObject *o)
+{
+    return o == Py_None ? NULL : Py_NewRef(o);
+}
+
+static int
+Hook_init(Hook *self, PyObject *args, PyObject *kwargs)
+{
+    static char *names[] = {"status", "gen_code", "throwing", "state", "slow", "fail",
+                            "enter", "leave", "yield_", "resume", "plain_fast", "gen_fast",
+                            "transitions", "resume_op", "yield_op", NULL};
+    PyObject *status, *gen_code, *throwing, *state, *slow, *fail, *enter, *leave, *yield_, *resume;
+    long plain_fast, gen_fast;
+    int transitions, resume_op, yield_op;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!O!O!OOOOOOllpii:Hook", names,
+                                     &PyDict_Type, &status, &PyDict_Type, &gen_code,
+                                     &PyDict_Type, &throwing, &PyList_Type, &state, &slow,
+                                     &fail, &enter, &leave, &yield_, &resume, &plain_fast,
+                                     &gen_fast, &transitions, &resume_op, &yield_op)) {
+        return -1;
+    }
+    Py_XSETREF(self->status, Py_NewRef(status));
+    Py_XSETREF(self->gen_code, Py_NewRef(gen_code));
+    Py_XSETREF(self->throwing, Py_NewRef(throwing));
+    Py_XSETREF(self->state, Py_NewRef(state));
+    Py_XSETREF(self->slow, Py_NewRef(slow));
+    Py_XSETREF(self->fail, Py_NewRef(fail));
+    Py_XSETREF(self->enter, none_to_null(enter));
+    Py_XSETREF(self->leave, none_to_null(leave));
+    Py_XSETREF(self->yield_, none_to_null(yield_));
+    Py_XSETREF(self->resume, none_to_null(resume));
+    self->plain_fast = plain_fast;
+    self->gen_fast = gen_fast;
+    self->transitions = transitions;
+    self->resume_op = resume_op;
+    self->yield_op = yield_op;
+    return 0;
+}
+
+static int
+Hook_traverse(Hook *self, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(self->status);
+    Py_VISIT(self->gen_code);
+    Py_VISIT(self->throwing);
+    Py_VISIT(self->state);
+    Py_VISIT(self->slow);
+    Py_VISIT(self->fail);
+    Py_VISIT(self->enter);
+    Py_VISIT(self->leave);
+    Py_VISIT(self->yield_);
+    Py_VISIT(self->resume);
+    return 0;
+}
+
+static int
+Hook_clear(Hook *self)
+{
+    Py_CLEAR(self->status);
+    Py_CLEAR(self->gen_code);
+    Py_CLEAR(self->throwing);
+    Py_CLEAR(self->state);
+    Py_CLEAR(self->slow);
+    Py_CLEAR(self->fail);
+    Py_CLEAR(self->enter);
+    Py_CLEAR(self->leave);
+    Py_CLEAR(self->yield_);
+    Py_CLEAR(self->resume);
+    return 0;
+}
+
+static void
+Hook_dealloc(Hook *self)
+{
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    Hook_clear(self);
+    type->tp_free((PyObject *)self);
+    Py_DECREF(type);
+}
+
+/* Python's own tables are read by setprofile.Backend.stop() (status.clear()). */
+static PyMemberDef Hook_members[] = {
+    {"status", T_OBJECT, offsetof(Hook, status), READONLY, "fid -> status (shared)"},
+    {NULL},
+};
+
+static PyType_Slot Hook_slots[] = {
+    {Py_tp_doc, "Hook(...): the setprofile backend's fast path in C (see _profhook.c)."},
+    {Py_tp_init, Hook_init},
+    {Py_tp_call, Hook_call},
+    {Py_tp_traverse, Hook_traverse},
+    {Py_tp_clear, Hook_clear},
+    {Py_tp_dealloc, Hook_dealloc},
+    {Py_tp_members, Hook_members},
+    {Py_tp_new, PyType_GenericNew},
+    {0, NULL},
+};
+
+static PyType_Spec Hook_spec = {
+    .name = "profkit.collect._profhook.Hook",
+    .basicsize = sizeof(Hook),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .slots = Hook_slots,
+};
+
+static int
+module_exec(PyObject *module)
+{
+    static const char *names[] = {"call", "exception", "line", "return",
+                                  "c_call", "c_exception", "c_return", "opcode"};
+    /* PyTrace_CALL 0, EXCEPTION 1, LINE 2, RETURN 3, C_CALL 4, C_EXCEPTION 5, C_RETURN 6,
+     * OPCODE 7: the same names sys.setprofile passes to a Python function. */
+    for (int i = 0; i < 8; i++) {
+        if (event_names[i] == NULL) {
+            event_names[i] = PyUnicode_InternFromString(names[i]);
+            if (event_names[i] == NULL) {
+                return -1;
+            }
+        }
+    }
+    PyObject *type = PyType_FromModuleAndSpec(module, &Hook_spec, NULL);
+    if (type == NULL) {
+        return -1;
+    }
+    int rc = PyModule_AddObjectRef(module, "Hook", type);
+    Py_DECREF(type);
+    return rc;
+}
+
+static PyModuleDef_Slot module_slots[] = {
+    {Py_mod_exec, module_exec},
+    {0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "profkit.collect._profhook",
+    .m_doc = "The sys.setprofile backend's dispatcher in C (see _profhook.c).",
+    .m_size = 0,
+    .m_slots = module_slots,
+};
+
+PyMODINIT_FUNC
+PyInit__profhook(void)
+{
+    return PyModuleDef_Init(&module_def);
+}

@@ -1,0 +1,209 @@
+"""The setprofile backend's C dispatcher (``_profhook``) delivers what the Python one does.
+
+Every collector test runs on both dispatchers through the ``backend`` fixture; here a
+property test drives random programs (plain calls, generators resumed, closed and thrown
+into, exceptions caught and not, C calls calling back into Python, threads) through both
+and compares the notification streams, and a few tests cover what only the C object does:
+swapping itself in for the Python-level trampoline, removing itself after a detach, and
+letting an exception the profiler does not contain reach the program.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from profkit.api import EventMask
+from profkit.collect import attach, detach, setprofile
+from tests.collect.recording import Recorder
+
+_profhook = pytest.importorskip("profkit.collect._profhook")
+
+MASKS = [
+    EventMask.ENTER_LEAVE,
+    EventMask.ENTER_LEAVE | EventMask.EXCEPTIONS,
+    EventMask.ENTER_LEAVE | EventMask.FUNCTION_ARGS | EventMask.FUNCTION_RETVAL,
+    EventMask.ENTER_LEAVE | EventMask.CODE_TRANSITIONS,
+]
+
+
+def _shown(name: str) -> bool:
+    return name.startswith("pk_")
+
+
+def record(
+    body: Callable[[], object], mask: EventMask, python: bool, monkeypatch: pytest.MonkeyPatch
+) -> list[tuple[Any, ...]]:
+    with monkeypatch.context() as m:
+        if python:
+            m.setattr(setprofile, "_profhook", None)
+        rec = Recorder(mask)
+        attach(rec, "setprofile")
+        try:
+            body()
+        except ValueError:
+            pass
+        finally:
+            detach()
+    return [e for e in rec.events if len(e) > 1 and isinstance(e[1], str) and _shown(e[1])]
+
+
+# -- programs ------------------------------------------------------------------------------
+
+STEPS = st.lists(
+    st.sampled_from(
+        ["call", "gen", "gen_close", "gen_throw", "raise", "catch", "c_back", "thread"]
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+def pk_leaf(x: int) -> int:
+    return x + 1
+
+
+def pk_gen(n: int):  # type: ignore[no-untyped-def]
+    for i in range(n):
+        yield pk_leaf(i)
+
+
+def pk_catching_gen():  # type: ignore[no-untyped-def]
+    while True:
+        try:
+            yield 1
+        except KeyError:
+            yield -1
+
+
+def pk_raiser() -> None:
+    raise ValueError("pk")
+
+
+def pk_run(steps: list[str]) -> None:
+    for step in steps:
+        if step == "call":
+            pk_leaf(1)
+        elif step == "gen":
+            list(pk_gen(3))
+        elif step == "gen_close":
+            g = pk_gen(5)
+            next(g)
+            g.close()
+        elif step == "gen_throw":
+            g2 = pk_catching_gen()
+            next(g2)
+            g2.throw(KeyError)
+            g2.close()
+        elif step == "raise":
+            try:  # noqa: SIM105 - the program's own try/except is what is exercised
+                pk_raiser()
+            except ValueError:
+                pass
+        elif step == "catch":
+            try:
+                pk_run(["raise", "call"])
+                pk_raiser()
+            except ValueError:
+                pk_leaf(2)
+        elif step == "c_back":
+            sorted([3, 1, 2], key=pk_leaf)
+        elif step == "thread":
+            t = threading.Thread(target=pk_run, args=(["call", "gen"],))
+            t.start()
+            t.join()
+
+
+@settings(max_examples=40, deadline=None)
+@given(STEPS, st.sampled_from(MASKS))
+def test_both_dispatchers_deliver_the_same_notifications(steps: list[str], mask: EventMask) -> None:
+    with pytest.MonkeyPatch.context() as mp:
+        ours = record(lambda: pk_run(steps), mask, python=False, monkeypatch=mp)
+        theirs = record(lambda: pk_run(steps), mask, python=True, monkeypatch=mp)
+    # Threads interleave freely: compare each thread's order by sorting stably per name set.
+    if "thread" in steps:
+        assert sorted(map(repr, ours)) == sorted(map(repr, theirs))
+    else:
+        assert ours == theirs
+    assert ours  # something was seen
+
+
+def test_a_new_thread_switches_to_the_c_function() -> None:
+    """threading.setprofile hands the thread the Hook object; its first event swaps it in."""
+    rec = Recorder(EventMask.ENTER_LEAVE)
+    attach(rec, "setprofile")
+    seen: list[object] = []
+    try:
+        t = threading.Thread(target=lambda: (pk_leaf(1), seen.append(sys.getprofile())))
+        t.start()
+        t.join()
+    finally:
+        detach()
+    assert isinstance(seen[0], _profhook.Hook)
+    assert ("enter", "pk_leaf") in rec.events
+
+
+def test_after_detach_other_threads_drop_the_hook() -> None:
+    """A thread the detach could not reach removes the hook at its next event."""
+    rec = Recorder(EventMask.ENTER_LEAVE)
+    started, go = threading.Event(), threading.Event()
+    after: list[object] = []
+
+    def worker() -> None:
+        started.set()
+        go.wait(10)
+        pk_leaf(1)  # first event after the detach: the hook removes itself
+        after.append(sys.getprofile())
+
+    attach(rec, "setprofile")
+    t = threading.Thread(target=worker)
+    t.start()
+    started.wait(10)
+    detach()
+    go.set()
+    t.join()
+    assert after == [None]
+    assert ("enter", "pk_leaf") not in rec.events
+
+
+class _Interrupting(Recorder):
+    def function_enter(self, fid: int) -> None:  # type: ignore[override]
+        super().function_enter(fid)
+        if self.name(fid) == "pk_leaf" and not getattr(self, "done", False):
+            self.done = True
+            raise KeyboardInterrupt
+
+
+def test_an_exception_the_profiler_lets_through_reaches_the_program() -> None:
+    """Not an Exception (the failure rule's): into the program, and tracing goes on."""
+    rec = _Interrupting(EventMask.ENTER_LEAVE)
+    attach(rec, "setprofile")
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            pk_leaf(1)
+        pk_leaf(2)
+    finally:
+        detach()
+    assert rec.events.count(("enter", "pk_leaf")) == 2
+    assert rec.events.count(("leave", "pk_leaf")) == 2  # the interrupted frame unwound: paired
+
+
+def test_the_hook_object_checks_its_arguments() -> None:
+    with pytest.raises(TypeError):
+        _profhook.Hook()
+    state = [False]
+    hook = _profhook.Hook(
+        status={}, gen_code={}, throwing={}, state=state, slow=lambda *a: None,
+        fail=lambda *a: None, enter=None, leave=None, yield_=None, resume=None,
+        plain_fast=1, gen_fast=2, transitions=False, resume_op=0, yield_op=0,
+    )  # fmt: skip
+    with pytest.raises(TypeError):
+        hook(None, "call", None)
+    assert hook(sys._getframe(), "no such event", None) is None
+    assert sys.getprofile() is None  # a stopped hook never installs itself
