@@ -149,6 +149,18 @@ def test_a_new_thread_switches_to_the_c_function() -> None:
     assert ("enter", "pk_leaf") in rec.events
 
 
+def test_native_false_keeps_the_python_hook() -> None:
+    rec = Recorder(EventMask.ENTER_LEAVE)
+    attach(rec, "setprofile", native=False)
+    try:
+        pk_leaf(1)
+        hook = sys.getprofile()
+    finally:
+        detach()
+    assert hook is not None and not isinstance(hook, _profhook.Hook)
+    assert ("enter", "pk_leaf") in rec.events
+
+
 def test_after_detach_other_threads_drop_the_hook() -> None:
     """A thread the detach could not reach removes the hook at its next event."""
     rec = Recorder(EventMask.ENTER_LEAVE)

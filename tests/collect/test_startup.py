@@ -41,7 +41,9 @@ def test_load_by_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
         startup.load_profiler("other")
 
 
-def test_process_startup_once(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_process_startup_once(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr(startup, "_done", False)
     monkeypatch.setenv(startup.ENABLE_VAR, "1")
     monkeypatch.setenv(startup.PROFILER_VAR, "tests.collect.profilers:FileRecorder")
@@ -57,6 +59,27 @@ def test_process_startup_once(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Ca
     monkeypatch.setenv(startup.INTERVAL_VAR, "soon")
     assert startup.process_startup() is None
     assert "profkit: cannot attach profiler" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("value", "native"), [("off", False), (" OFF ", False), ("auto", True), (None, True)]
+)
+def test_native_variable_reaches_the_session(
+    value: str | None, native: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(startup, "_done", False)
+    monkeypatch.setenv(startup.ENABLE_VAR, "1")
+    monkeypatch.setenv(startup.PROFILER_VAR, "tests.collect.profilers:FileRecorder")
+    monkeypatch.delenv("PROFKIT_BACKEND", raising=False)
+    if value is None:
+        monkeypatch.delenv(startup.NATIVE_VAR, raising=False)
+    else:
+        monkeypatch.setenv(startup.NATIVE_VAR, value)
+    try:
+        session = startup.process_startup()
+        assert session is not None and session.info.native is native
+    finally:
+        detach()
 
 
 BAD_MODULES = {

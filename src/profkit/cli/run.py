@@ -124,6 +124,7 @@ def _handler(args: argparse.Namespace) -> int:
             profiler,
             sample_interval=settings.interval_ns / 1e9,
             sample_clock=settings.sample_clock,
+            native=settings.native != "off",
         )
         profiler.start_events()
 

@@ -64,8 +64,12 @@ def attach(
     *,
     sample_interval: float = 0.001,
     sample_clock: str = "wall",
+    native: bool = True,
 ) -> AttachedSession:
     """Attach ``profiler`` to this process and start delivering notifications.
+
+    ``native=False`` keeps the collector in pure Python where it has a C part (the
+    ``setprofile`` backend's dispatcher); the notifications are the same either way.
 
     Raises :class:`~profkit.api.errors.ProfilerApiError` if ``profiler`` is not a
     :class:`~profkit.api.ProfilerCallback`, a profiler is already attached, or the forced
@@ -88,7 +92,9 @@ def attach(
                 f"a profiler is already attached ({_current._session.profiler_name}); "
                 "one profiler per process"
             )
-        session = Session(profiler, sample_interval=sample_interval, sample_clock=sample_clock)
+        session = Session(
+            profiler, sample_interval=sample_interval, sample_clock=sample_clock, native=native
+        )
         session.requested_backend = backend
         if backend != "auto":
             from profkit.collect.select import unavailable

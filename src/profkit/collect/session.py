@@ -43,8 +43,10 @@ class Session:
         sample_interval: float = 0.001,
         sample_clock: str = "wall",
         report: Callable[[str], None] | None = None,
+        native: bool = True,
     ) -> None:
         self.profiler = profiler
+        self.native = native  #: may the backends use their C parts
         self.profiler_name = f"{type(profiler).__module__}.{type(profiler).__qualname__}"
         self.sample_interval = sample_interval
         self.sample_clock = sample_clock

@@ -320,7 +320,7 @@ def _make_hook(session: Session, state: list[bool]) -> Callable[..., Any]:
         except RecursionError:
             return  # the program's (Session.fail)
 
-    if _profhook is not None:
+    if _profhook is not None and session.native:
         # The same fast path in C, on the same tables, handing the same cases to ``slow``.
         return _profhook.Hook(
             status=status,

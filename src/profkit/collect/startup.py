@@ -15,6 +15,7 @@ that is not profiled pays one dict lookup. When the variable is set, it calls
 ``PROFKIT_INTERVAL``           the same as a duration (``1ms``, ``250us``), used when
                                ``PROFKIT_SAMPLE_INTERVAL`` is unset
 ``PROFKIT_SAMPLE_CLOCK``       ``wall`` (default) or ``cpu``
+``PROFKIT_NATIVE``             ``off``: the collector stays in pure Python (``attach(native=)``)
 =============================  ==============================================================
 
 Child processes inherit the environment, so subprocesses and ``multiprocessing`` workers
@@ -32,6 +33,7 @@ from typing import Any
 ENABLE_VAR = "PROFKIT_ENABLE_PROFILING"
 PROFILER_VAR = "PROFKIT_PROFILER"
 BACKEND_VAR = "PROFKIT_BACKEND"
+NATIVE_VAR = "PROFKIT_NATIVE"
 INTERVAL_VAR = "PROFKIT_SAMPLE_INTERVAL"
 USER_INTERVAL_VAR = "PROFKIT_INTERVAL"
 CLOCK_VAR = "PROFKIT_SAMPLE_CLOCK"
@@ -77,7 +79,10 @@ def process_startup() -> Any:
         interval = _sample_interval()
         clock = os.environ.get(CLOCK_VAR, "") or "wall"
         backend = os.environ.get(BACKEND_VAR, "") or "auto"
-        return attach(profiler, backend, sample_interval=interval, sample_clock=clock)
+        native = os.environ.get(NATIVE_VAR, "").strip().lower() != "off"
+        return attach(
+            profiler, backend, sample_interval=interval, sample_clock=clock, native=native
+        )
     except (Exception, SystemExit) as exc:  # a profiler module calling sys.exit() included
         _report(f"profkit: cannot attach profiler {spec!r}: {type(exc).__name__}: {exc}")
         return None
