@@ -219,3 +219,27 @@ def test_the_hook_object_checks_its_arguments() -> None:
         hook(None, "call", None)
     assert hook(sys._getframe(), "no such event", None) is None
     assert sys.getprofile() is None  # a stopped hook never installs itself
+
+
+def test_many_functions_grow_the_code_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """More codes than the first cache table holds (256 slots, half full): rows survive growth."""
+    namespace: dict[str, Any] = {}
+    exec(  # 600 distinct code objects, plain and generator
+        "\n".join(
+            f"def pk_f{i}():\n    return {i}\ndef pk_g{i}():\n    yield {i}" for i in range(300)
+        ),
+        namespace,
+    )
+    funcs = [namespace[f"pk_f{i}"] for i in range(300)]
+    gens = [namespace[f"pk_g{i}"] for i in range(300)]
+
+    def body() -> None:
+        for _ in range(2):  # the second round runs on cached rows only
+            for f, g in zip(funcs, gens, strict=True):
+                f()
+                list(g())
+
+    ours = record(body, EventMask.ENTER_LEAVE, python=False, monkeypatch=monkeypatch)
+    theirs = record(body, EventMask.ENTER_LEAVE, python=True, monkeypatch=monkeypatch)
+    assert ours == theirs
+    assert len(ours) == 2 * 300 * 6  # f: enter, leave; g: enter, yield, resume, leave

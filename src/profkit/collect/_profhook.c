@@ -34,6 +34,20 @@
 #define ST_REJECTED 0
 #define ST_NONE (-2) /* not in the table yet */
 
+/* One code object's row of the Python tables, cached: ``status`` and ``gen_code`` rows
+ * never change once written while the session runs (``classify`` writes them inside one
+ * ``slow`` call; only ``stop()`` clears them, after setting ``state`` to stopped, and this
+ * cache is read only while ``state`` says running). The key is the code object's address:
+ * the session's function table keeps every classified code alive, so no other code object
+ * can take that address while this hook lives. */
+typedef struct {
+    void *code;       /* key; NULL: empty slot */
+    PyObject *fid;    /* id(code): the int the profiler is called with */
+    PyObject *raw;    /* generators: co_code as gen_code holds it; else NULL */
+    long status;
+    long first;       /* generators: offset of the first RESUME */
+} Entry;
+
 typedef struct {
     PyObject_HEAD
     PyObject *status;     /* dict fid -> int */
@@ -47,6 +61,8 @@ typedef struct {
     long gen_fast;        /* _GEN, or -1 */
     int transitions;      /* C-call events wanted */
     int resume_op, yield_op;
+    Entry *cache;         /* open addressing, size cache_mask + 1 (a power of two) */
+    Py_ssize_t cache_mask, cache_used;
 } Hook;
 
 static PyObject *event_names[8]; /* PyTrace_CALL .. PyTrace_OPCODE -> interned str */
@@ -99,103 +115,195 @@ deliver(Hook *self, PyObject *target, PyObject *fid, const char *what)
     return 0;
 }
 
-/* The opcode at the frame's last instruction, and the generator's first RESUME; 0 when
- * the table row is missing or malformed (then the slow path decides). */
-static int
-gen_position(Hook *self, PyObject *fid, PyFrameObject *frame, int *op, long *lasti, long *first)
+static Py_ssize_t
+slot_of(void *code, Py_ssize_t mask)
 {
-    PyObject *row = PyDict_GetItemWithError(self->gen_code, fid);
-    if (row == NULL || !PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 2) {
-        return PyErr_Occurred() ? -1 : 0;
+    uintptr_t h = (uintptr_t)code >> 4;
+    return (Py_ssize_t)((h ^ (h >> 16)) & (uintptr_t)mask);
+}
+
+static Entry *
+cache_find(Hook *self, void *code)
+{
+    if (self->cache == NULL) {
+        return NULL;
     }
-    PyObject *raw = PyTuple_GET_ITEM(row, 0);
-    if (!PyBytes_Check(raw)) {
+    for (Py_ssize_t i = slot_of(code, self->cache_mask);; i = (i + 1) & self->cache_mask) {
+        Entry *e = &self->cache[i];
+        if (e->code == code) {
+            return e;
+        }
+        if (e->code == NULL) {
+            return NULL;
+        }
+    }
+}
+
+static void
+cache_free(Hook *self)
+{
+    if (self->cache == NULL) {
+        return;
+    }
+    Entry *cache = self->cache;
+    Py_ssize_t size = self->cache_mask + 1;
+    self->cache = NULL;
+    self->cache_mask = self->cache_used = 0;
+    for (Py_ssize_t i = 0; i < size; i++) {
+        Py_XDECREF(cache[i].fid);
+        Py_XDECREF(cache[i].raw);
+    }
+    PyMem_Free(cache);
+}
+
+/* Room for one more entry (kept at most half full). -1 with MemoryError. */
+static int
+cache_reserve(Hook *self)
+{
+    Py_ssize_t size = self->cache_mask + 1;
+    if (self->cache != NULL && (self->cache_used + 1) * 2 <= size) {
         return 0;
     }
-    *first = PyLong_AsLong(PyTuple_GET_ITEM(row, 1));
-    if (*first == -1 && PyErr_Occurred()) {
+    Py_ssize_t grown = self->cache == NULL ? 256 : size * 2;
+    Entry *fresh = PyMem_Calloc((size_t)grown, sizeof(Entry));
+    if (fresh == NULL) {
+        PyErr_NoMemory();
         return -1;
     }
+    for (Py_ssize_t i = 0; self->cache != NULL && i < size; i++) {
+        Entry *old = &self->cache[i];
+        if (old->code != NULL) {
+            Py_ssize_t j = slot_of(old->code, grown - 1);
+            while (fresh[j].code != NULL) {
+                j = (j + 1) & (grown - 1);
+            }
+            fresh[j] = *old;
+        }
+    }
+    PyMem_Free(self->cache);
+    self->cache = fresh;
+    self->cache_mask = grown - 1;
+    return 0;
+}
+
+/* The code's row from the Python tables, cached. NULL without an exception when a table
+ * has no (usable) row yet: the slow path classifies the code. */
+static Entry *
+cache_fill(Hook *self, void *code)
+{
+    PyObject *fid = PyLong_FromVoidPtr(code);
+    if (fid == NULL) {
+        return NULL;
+    }
+    PyObject *raw = NULL;
+    long status, first = 0;
+    PyObject *st_obj = PyDict_GetItemWithError(self->status, fid); /* borrowed */
+    if (st_obj == NULL) {
+        goto unusable;
+    }
+    status = PyLong_AsLong(st_obj);
+    if (status == -1 && PyErr_Occurred()) {
+        goto unusable;
+    }
+    if (status == self->gen_fast) {
+        PyObject *row = PyDict_GetItemWithError(self->gen_code, fid);
+        if (row == NULL || !PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 2
+            || !PyBytes_Check(PyTuple_GET_ITEM(row, 0))) {
+            goto unusable;
+        }
+        first = PyLong_AsLong(PyTuple_GET_ITEM(row, 1));
+        if (first == -1 && PyErr_Occurred()) {
+            goto unusable;
+        }
+        raw = Py_NewRef(PyTuple_GET_ITEM(row, 0));
+    }
+    if (cache_reserve(self) < 0) {
+        Py_XDECREF(raw);
+        goto unusable;
+    }
+    Py_ssize_t i = slot_of(code, self->cache_mask);
+    while (self->cache[i].code != NULL) {
+        i = (i + 1) & self->cache_mask;
+    }
+    Entry *e = &self->cache[i];
+    e->code = code;
+    e->fid = fid;
+    e->raw = raw;
+    e->status = status;
+    e->first = first;
+    self->cache_used++;
+    return e;
+
+unusable:
+    Py_DECREF(fid);
+    return NULL;
+}
+
+/* The opcode at the frame's last instruction; 0 when out of range (slow path decides). */
+static int
+opcode_at(Entry *e, PyFrameObject *frame, int *op, long *lasti)
+{
     *lasti = PyFrame_GetLasti(frame);
-    if (*lasti < 0 || *lasti >= PyBytes_GET_SIZE(raw)) {
+    if (*lasti < 0 || *lasti >= PyBytes_GET_SIZE(e->raw)) {
         return 0;
     }
-    *op = (unsigned char)PyBytes_AS_STRING(raw)[*lasti];
+    *op = (unsigned char)PyBytes_AS_STRING(e->raw)[*lasti];
     return 1;
 }
+
+static int running(Hook *self);
 
 /* 1: handled; 0: for the slow path; -1: error to the program. */
 static int
 fast_path(Hook *self, PyFrameObject *frame, int what)
 {
-    PyCodeObject *code = PyFrame_GetCode(frame);
-    PyObject *fid = PyLong_FromVoidPtr(code);
-    Py_DECREF(code);
-    if (fid == NULL) {
-        return -1;
+    if (!running(self)) {
+        return 0; /* stopping: the cache may be stale, and slow() removes the hook */
     }
-    int handled = 0;
-    long st = ST_NONE;
-    PyObject *st_obj = PyDict_GetItemWithError(self->status, fid);
-    if (st_obj != NULL) {
-        st = PyLong_AsLong(st_obj);
-        if (st == -1 && PyErr_Occurred()) {
-            handled = -1;
-            goto done;
+    PyCodeObject *code = PyFrame_GetCode(frame);
+    void *key = code;
+    Py_DECREF(code); /* the frame keeps it alive for this event */
+    Entry *e = cache_find(self, key);
+    if (e == NULL) {
+        e = cache_fill(self, key);
+        if (e == NULL) {
+            return PyErr_Occurred() ? -1 : 0;
         }
     }
-    else if (PyErr_Occurred()) {
-        handled = -1;
-        goto done;
-    }
-    if (st == ST_NONE) {
-        goto done;
+    long st = e->status;
+    if (st == ST_REJECTED) {
+        return 1;
     }
     if (what == PyTrace_CALL) {
         if (st == self->plain_fast) {
-            handled = deliver(self, self->enter, fid, "function_enter") < 0 ? -1 : 1;
+            return deliver(self, self->enter, e->fid, "function_enter") < 0 ? -1 : 1;
         }
-        else if (st == ST_REJECTED) {
-            handled = 1;
-        }
-        else if (st == self->gen_fast) {
+        if (st == self->gen_fast) {
             int op;
-            long lasti, first;
-            int found = gen_position(self, fid, frame, &op, &lasti, &first);
-            if (found < 0) {
-                handled = -1;
+            long lasti;
+            if (opcode_at(e, frame, &op, &lasti) && op != self->yield_op) {
+                /* a throw() stops at YIELD_VALUE: that one is the slow path's */
+                PyObject *target = lasti == e->first ? self->enter : self->resume;
+                return deliver(self, target, e->fid, "function_enter") < 0 ? -1 : 1;
             }
-            else if (found && op != self->yield_op) { /* a throw() stops at YIELD_VALUE */
-                PyObject *target = lasti == first ? self->enter : self->resume;
-                handled = deliver(self, target, fid, "function_enter") < 0 ? -1 : 1;
-            }
+        }
+        return 0;
+    }
+    /* PyTrace_RETURN */
+    if (st == self->plain_fast) {
+        return deliver(self, self->leave, e->fid, "function_leave") < 0 ? -1 : 1;
+    }
+    if (st == self->gen_fast && PyDict_GET_SIZE(self->throwing) == 0) {
+        int op;
+        long lasti;
+        if (opcode_at(e, frame, &op, &lasti)) {
+            /* 3.11/3.12 stop at the YIELD_VALUE, 3.13 at the RESUME after it */
+            int suspended = op == self->yield_op || (op == self->resume_op && lasti != e->first);
+            PyObject *target = suspended ? self->yield_ : self->leave;
+            return deliver(self, target, e->fid, "function_leave") < 0 ? -1 : 1;
         }
     }
-    else { /* PyTrace_RETURN */
-        if (st == self->plain_fast) {
-            handled = deliver(self, self->leave, fid, "function_leave") < 0 ? -1 : 1;
-        }
-        else if (st == ST_REJECTED) {
-            handled = 1;
-        }
-        else if (st == self->gen_fast && PyDict_GET_SIZE(self->throwing) == 0) {
-            int op;
-            long lasti, first;
-            int found = gen_position(self, fid, frame, &op, &lasti, &first);
-            if (found < 0) {
-                handled = -1;
-            }
-            else if (found) {
-                /* 3.11/3.12 stop at the YIELD_VALUE, 3.13 at the RESUME after it */
-                int suspended = op == self->yield_op || (op == self->resume_op && lasti != first);
-                PyObject *target = suspended ? self->yield_ : self->leave;
-                handled = deliver(self, target, fid, "function_leave") < 0 ? -1 : 1;
-            }
-        }
-    }
-done:
-    Py_DECREF(fid);
-    return handled;
+    return 0;
 }
 
 static int
@@ -300,6 +408,7 @@ Hook_init(Hook *self, PyObject *args, PyObject *kwargs)
                                      &gen_fast, &transitions, &resume_op, &yield_op)) {
         return -1;
     }
+    cache_free(self); /* rows of the old tables */
     Py_XSETREF(self->status, Py_NewRef(status));
     Py_XSETREF(self->gen_code, Py_NewRef(gen_code));
     Py_XSETREF(self->throwing, Py_NewRef(throwing));
@@ -338,6 +447,7 @@ Hook_traverse(Hook *self, visitproc visit, void *arg)
 static int
 Hook_clear(Hook *self)
 {
+    cache_free(self);
     Py_CLEAR(self->status);
     Py_CLEAR(self->gen_code);
     Py_CLEAR(self->throwing);
