@@ -2,7 +2,9 @@
 
 Every collector test runs on both dispatchers through the ``backend`` fixture; here a
 property test drives random programs (plain calls, generators resumed, closed and thrown
-into, exceptions caught and not, C calls calling back into Python, threads) through both
+into, exceptions caught and not, through generators too, ``yield from`` chains,
+coroutines driven by hand and by asyncio, C calls calling back into Python, threads)
+through both
 and compares the notification streams, and a few tests cover what only the C object does:
 swapping itself in for the Python-level trampoline, removing itself after a detach, and
 letting an exception the profiler does not contain reach the program.
@@ -56,13 +58,12 @@ def record(
 
 # -- programs ------------------------------------------------------------------------------
 
-STEPS = st.lists(
-    st.sampled_from(
-        ["call", "gen", "gen_close", "gen_throw", "raise", "catch", "c_back", "thread"]
-    ),
-    min_size=1,
-    max_size=8,
-)
+STEP_NAMES = [
+    "call", "gen", "gen_close", "gen_throw", "raise", "catch", "c_back", "thread",
+    "yield_from", "coro", "asyncio", "throw_uncaught", "gen_raise", "close_finally",
+    "gen_in_gen",
+]  # fmt: skip
+STEPS = st.lists(st.sampled_from(STEP_NAMES), min_size=1, max_size=8)
 
 
 def pk_leaf(x: int) -> int:
@@ -84,6 +85,64 @@ def pk_catching_gen():  # type: ignore[no-untyped-def]
 
 def pk_raiser() -> None:
     raise ValueError("pk")
+
+
+def pk_delegating():  # type: ignore[no-untyped-def]
+    got = yield from pk_gen(2)
+    yield from pk_catching_gen_once()
+    return got
+
+
+def pk_catching_gen_once():  # type: ignore[no-untyped-def]
+    try:
+        yield 1
+    except KeyError:
+        pk_leaf(0)
+
+
+def pk_raising_gen():  # type: ignore[no-untyped-def]
+    yield pk_leaf(1)
+    pk_raiser()
+
+
+def pk_finally_gen():  # type: ignore[no-untyped-def]
+    try:
+        yield 1
+        yield 2
+    finally:
+        pk_leaf(3)
+
+
+def pk_outer_gen():  # type: ignore[no-untyped-def]
+    for x in pk_gen(2):  # a generator driving another, both suspended at once
+        yield x
+        list(pk_gen(1))
+
+
+class _Suspend:
+    """An awaitable that suspends its coroutine once (no event loop needed)."""
+
+    def __await__(self):  # type: ignore[no-untyped-def]
+        yield None
+
+
+async def pk_coro() -> int:
+    await _Suspend()
+    return pk_leaf(1)
+
+
+async def pk_async_main() -> int:
+    import asyncio
+
+    await asyncio.sleep(0)
+    return await pk_coro_sleeping()
+
+
+async def pk_coro_sleeping() -> int:
+    import asyncio
+
+    await asyncio.sleep(0)
+    return pk_leaf(2)
 
 
 def pk_run(steps: list[str]) -> None:
@@ -114,15 +173,62 @@ def pk_run(steps: list[str]) -> None:
                 pk_leaf(2)
         elif step == "c_back":
             sorted([3, 1, 2], key=pk_leaf)
+        elif step == "yield_from":
+            d = pk_delegating()
+            next(d), next(d), next(d)  # into the second delegate
+            try:  # noqa: SIM105 - the program's own try/except is what is exercised
+                d.throw(KeyError)  # caught two generators down; the chain finishes
+            except StopIteration:
+                pass
+        elif step == "coro":
+            c = pk_coro()
+            c.send(None)
+            try:  # noqa: SIM105
+                c.send(None)
+            except StopIteration:
+                pass
+        elif step == "asyncio":
+            import asyncio
+
+            asyncio.run(pk_async_main())
+        elif step == "throw_uncaught":
+            g3 = pk_gen(3)
+            next(g3)
+            try:  # noqa: SIM105
+                g3.throw(KeyError)  # unwinds the generator
+            except KeyError:
+                pass
+        elif step == "gen_raise":
+            try:  # noqa: SIM105
+                list(pk_raising_gen())
+            except ValueError:
+                pass
+        elif step == "close_finally":
+            f = pk_finally_gen()
+            next(f)
+            f.close()  # runs the finally, which calls pk_leaf
+        elif step == "gen_in_gen":
+            list(pk_outer_gen())
         elif step == "thread":
             t = threading.Thread(target=pk_run, args=(["call", "gen"],))
             t.start()
             t.join()
 
 
-@settings(max_examples=40, deadline=None)
+@pytest.mark.parametrize("step", STEP_NAMES)
+@pytest.mark.parametrize("mask", MASKS, ids=lambda m: str(int(m)))
+def test_each_program_shape_alone(step: str, mask: EventMask) -> None:
+    """Every shape on its own, so none depends on hypothesis drawing it."""
+    compare(["call", step, step], mask)
+
+
+@settings(max_examples=60, deadline=None)
 @given(STEPS, st.sampled_from(MASKS))
 def test_both_dispatchers_deliver_the_same_notifications(steps: list[str], mask: EventMask) -> None:
+    compare(steps, mask)
+
+
+def compare(steps: list[str], mask: EventMask) -> None:
     with pytest.MonkeyPatch.context() as mp:
         ours = record(lambda: pk_run(steps), mask, python=False, monkeypatch=mp)
         theirs = record(lambda: pk_run(steps), mask, python=True, monkeypatch=mp)

@@ -197,22 +197,27 @@ cache_fill(Hook *self, void *code)
     }
     PyObject *raw = NULL;
     long status, first = 0;
-    PyObject *st_obj = PyDict_GetItemWithError(self->status, fid); /* borrowed */
-    if (st_obj == NULL) {
+    /* Borrowed rows: nothing here may run Python code (another thread, or a finalizer,
+     * could drop them), so only real ints are read (PyLong_AsLong of anything else calls
+     * its __index__); any other row is the slow path's. */
+    PyObject *st_obj = PyDict_GetItemWithError(self->status, fid);
+    if (st_obj == NULL || !PyLong_Check(st_obj)) {
         goto unusable;
     }
     status = PyLong_AsLong(st_obj);
     if (status == -1 && PyErr_Occurred()) {
+        PyErr_Clear(); /* out of range: not a status this hook knows */
         goto unusable;
     }
     if (status == self->gen_fast) {
         PyObject *row = PyDict_GetItemWithError(self->gen_code, fid);
         if (row == NULL || !PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 2
-            || !PyBytes_Check(PyTuple_GET_ITEM(row, 0))) {
+            || !PyBytes_Check(PyTuple_GET_ITEM(row, 0)) || !PyLong_Check(PyTuple_GET_ITEM(row, 1))) {
             goto unusable;
         }
         first = PyLong_AsLong(PyTuple_GET_ITEM(row, 1));
         if (first == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
             goto unusable;
         }
         raw = Py_NewRef(PyTuple_GET_ITEM(row, 0));
@@ -353,11 +358,21 @@ profile_func(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 }
 
 /* hook(frame, event, arg): the Python-level entry (threading.setprofile's new threads,
- * sys.setprofile). Installs the C function for this thread, then handles the event. */
+ * sys.setprofile). Installs the C function for this thread, then handles the event.
+ *
+ * Only when this thread's profile object is this hook, i.e. CPython's trampoline called
+ * us: a program may install its own profile function that calls the one it found
+ * (``old = sys.getprofile()`` ... ``old(frame, event, arg)``), and swapping then would
+ * silently remove the program's function, which the Python ``hook`` never does. */
 static PyObject *
 Hook_call(Hook *self, PyObject *args, PyObject *kwargs)
 {
     PyObject *frame, *event, *arg;
+    if (self->state == NULL) {
+        /* Hook.__new__ without __init__ (or a failed __init__): no tables to read */
+        PyErr_SetString(PyExc_TypeError, "Hook object is not initialized");
+        return NULL;
+    }
     if (!PyArg_ParseTuple(args, "O!UO:hook", &PyFrame_Type, &frame, &event, &arg)) {
         return NULL;
     }
@@ -375,7 +390,9 @@ Hook_call(Hook *self, PyObject *args, PyObject *kwargs)
         Py_RETURN_NONE;
     }
     Py_INCREF(self);
-    if (running(self)) {
+    PyThreadState *tstate = PyThreadState_Get();
+    if (running(self) && tstate->c_profileobj == (PyObject *)self
+        && tstate->c_profilefunc != profile_func) {
         PyEval_SetProfile(profile_func, (PyObject *)self);
     }
     int result = dispatch(self, (PyFrameObject *)frame, what, arg);
@@ -401,6 +418,13 @@ Hook_init(Hook *self, PyObject *args, PyObject *kwargs)
     PyObject *status, *gen_code, *throwing, *state, *slow, *fail, *enter, *leave, *yield_, *resume;
     long plain_fast, gen_fast;
     int transitions, resume_op, yield_op;
+    if (self->state != NULL) {
+        /* Once only: events read the fields (enter, slow, the cache's ids...) as borrowed
+         * references across calls into Python, which could otherwise re-initialize the
+         * hook and free what the running call still uses. */
+        PyErr_SetString(PyExc_TypeError, "Hook object is already initialized");
+        return -1;
+    }
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!O!O!OOOOOOllpii:Hook", names,
                                      &PyDict_Type, &status, &PyDict_Type, &gen_code,
                                      &PyDict_Type, &throwing, &PyList_Type, &state, &slow,
@@ -408,11 +432,9 @@ Hook_init(Hook *self, PyObject *args, PyObject *kwargs)
                                      &gen_fast, &transitions, &resume_op, &yield_op)) {
         return -1;
     }
-    cache_free(self); /* rows of the old tables */
     Py_XSETREF(self->status, Py_NewRef(status));
     Py_XSETREF(self->gen_code, Py_NewRef(gen_code));
     Py_XSETREF(self->throwing, Py_NewRef(throwing));
-    Py_XSETREF(self->state, Py_NewRef(state));
     Py_XSETREF(self->slow, Py_NewRef(slow));
     Py_XSETREF(self->fail, Py_NewRef(fail));
     Py_XSETREF(self->enter, none_to_null(enter));
@@ -424,6 +446,7 @@ Hook_init(Hook *self, PyObject *args, PyObject *kwargs)
     self->transitions = transitions;
     self->resume_op = resume_op;
     self->yield_op = yield_op;
+    Py_XSETREF(self->state, Py_NewRef(state)); /* last: a set ``state`` means initialized */
     return 0;
 }
 
