@@ -14,6 +14,7 @@ memory checks (see ``docs/api.md``, "Overhead").
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -405,3 +406,49 @@ def test_frames_running_at_attach_are_treated_alike(
             streams.append(_shown(rec.events))
     assert streams[0] == streams[1]
     assert ("enter", "pk_leaf") in streams[0]
+
+
+_FORKED: list[int] = []
+
+
+def _fork(_: _Acting) -> None:
+    """fork() from inside the profiler's method, i.e. inside the dispatcher's call."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 1
+        try:
+            pk_leaf(5)  # the after-fork handler detached the parent's session here
+            code = 0 if current_session() is None and sys.getprofile() is None else 3
+        finally:
+            os._exit(code)
+    _FORKED.append(pid)
+
+
+def _exit_code(pid: int, within: float = 10.0) -> int:
+    """The child's exit code; a hung child is killed (and fails the test), never waited on."""
+    import signal
+    import time
+
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.01)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return -signal.SIGKILL
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # 3.12+: fork with threads
+def test_fork_inside_an_event(monkeypatch: pytest.MonkeyPatch) -> None:
+    streams = []
+    for python in (False, True):
+        _FORKED.clear()
+        events, _ = _run(python, lambda: _Acting(_fork), _program, monkeypatch)
+        streams.append(events)
+        (pid,) = _FORKED
+        assert _exit_code(pid) == 0
+    assert streams[0] == streams[1]
+    assert streams[0].count(("enter", "pk_leaf")) > 1  # the parent goes on profiling
