@@ -475,3 +475,41 @@ def test_throw_into_an_unstarted_generator_reports_nothing(
         dispatcher == "python", lambda: Recorder(EventMask.ENTER_LEAVE), body, monkeypatch
     )
     assert events == []
+
+
+@pytest.mark.xfail(
+    sys.version_info < (3, 12),
+    strict=True,
+    reason="3.11 has no all-threads setprofile: a rearm (set_function_filter, "
+    "set_event_mask, set_function_events while attached) installs the new hook on the "
+    "calling thread only, and every other thread's old hook, finding its session "
+    "stopped, removes itself: those threads go untraced for the rest of the session",
+)
+@pytest.mark.parametrize("dispatcher", ["c", "python"])
+def test_a_rearm_keeps_other_threads_traced(
+    dispatcher: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    go, entered, again = threading.Event(), threading.Event(), threading.Event()
+
+    def worker() -> None:
+        go.wait(10)
+        pk_leaf(1)
+        entered.set()
+        again.wait(10)
+        pk_leaf(2)
+
+    def body() -> None:
+        t = threading.Thread(target=worker)
+        t.start()
+        go.set()
+        entered.wait(10)
+        session = current_session()
+        assert session is not None
+        session.info.set_function_filter(lambda info: True)  # a rearm, from another thread
+        again.set()
+        t.join(10)
+
+    events, _ = _run(
+        dispatcher == "python", lambda: Recorder(EventMask.ENTER_LEAVE), body, monkeypatch
+    )
+    assert events.count(("enter", "pk_leaf")) == 2
