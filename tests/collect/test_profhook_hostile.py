@@ -454,12 +454,6 @@ def test_fork_inside_an_event(monkeypatch: pytest.MonkeyPatch) -> None:
     assert streams[0].count(("enter", "pk_leaf")) > 1  # the parent goes on profiling
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="setprofile.py's hook/slow (and _profhook.c with them) take a call at an offset "
-    "before the first RESUME for a resume: throw() into an unstarted generator reports "
-    "resume + leave with no enter; monitoring reports nothing (no code of it ran)",
-)
 @pytest.mark.parametrize("dispatcher", ["c", "python"])
 def test_throw_into_an_unstarted_generator_reports_nothing(
     dispatcher: str, monkeypatch: pytest.MonkeyPatch
@@ -477,14 +471,6 @@ def test_throw_into_an_unstarted_generator_reports_nothing(
     assert events == []
 
 
-@pytest.mark.xfail(
-    sys.version_info < (3, 12),
-    strict=True,
-    reason="3.11 has no all-threads setprofile: a rearm (set_function_filter, "
-    "set_event_mask, set_function_events while attached) installs the new hook on the "
-    "calling thread only, and every other thread's old hook, finding its session "
-    "stopped, removes itself: those threads go untraced for the rest of the session",
-)
 @pytest.mark.parametrize("dispatcher", ["c", "python"])
 def test_a_rearm_keeps_other_threads_traced(
     dispatcher: str, monkeypatch: pytest.MonkeyPatch
@@ -522,15 +508,6 @@ def pk_finally_bare() -> Iterator[None]:
         pk_leaf()
 
 
-@pytest.mark.xfail(
-    sys.version_info < (3, 13),
-    strict=True,
-    reason="setprofile.py's slow() records a throw() into a suspended generator in "
-    "``throwing`` by id(frame) and pops it only at a yield: a close() whose finally runs "
-    "code unwinds at another offset and leaves it behind, and the next generator frame "
-    "at that address yielding None at that offset is reported as leaving (and stays "
-    "on the slow path meanwhile)",
-)
 @pytest.mark.parametrize("dispatcher", ["c", "python"])
 def test_a_generator_closed_through_a_finally_leaves_no_trace(
     dispatcher: str, monkeypatch: pytest.MonkeyPatch

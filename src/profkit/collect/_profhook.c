@@ -286,7 +286,11 @@ fast_path(Hook *self, PyFrameObject *frame, int what)
         if (st == self->gen_fast) {
             int op;
             long lasti;
-            if (opcode_at(e, frame, &op, &lasti) && op != self->yield_op) {
+            int found = opcode_at(e, frame, &op, &lasti);
+            if (found && lasti < e->first) {
+                return 1; /* before the first RESUME (throw() into an unstarted one): no code runs */
+            }
+            if (found && op != self->yield_op) {
                 /* a throw() stops at YIELD_VALUE: that one is the slow path's */
                 PyObject *target = lasti == e->first ? self->enter : self->resume;
                 return deliver(self, target, e->fid, "function_enter") < 0 ? -1 : 1;
@@ -302,6 +306,9 @@ fast_path(Hook *self, PyFrameObject *frame, int what)
         int op;
         long lasti;
         if (opcode_at(e, frame, &op, &lasti)) {
+            if (lasti < e->first) {
+                return 1; /* an unstarted generator thrown into: it never entered */
+            }
             /* 3.11/3.12 stop at the YIELD_VALUE, 3.13 at the RESUME after it */
             int suspended = op == self->yield_op || (op == self->resume_op && lasti != e->first);
             PyObject *target = suspended ? self->yield_ : self->leave;

@@ -66,6 +66,8 @@ class SetprofileBackend:
         self.session = session
         self._state: list[bool] = [False]  #: [running]; checked by every thread's hook
         self._hook: Callable[..., Any] | None = None
+        #: [the running hook, or None]: where a stopped hook sends its thread (a rearm)
+        self._current: list[Callable[..., Any] | None] = [None]
 
     def start(self) -> None:
         """Install the profile function on this thread, new threads, and (3.12+) all."""
@@ -73,8 +75,9 @@ class SetprofileBackend:
         if not (plan.tracks_calls or plan.wants_transitions or plan.first_execution):
             return
         self._state = [True]
-        hook = _make_hook(self.session, self._state)
+        hook = _make_hook(self.session, self._state, self._current)
         self._hook = hook
+        self._current[0] = hook
         threading.setprofile(hook)
         all_threads = getattr(threading, "setprofile_all_threads", None)
         if all_threads is not None:
@@ -86,6 +89,7 @@ class SetprofileBackend:
         """Remove the hook (threads the hook cannot reach remove it at their next event)."""
         if self._hook is None:
             return
+        self._current[0] = None  # before the state: a stopped hook must find no successor
         self._state[0] = False
         getattr(self._hook, "status", {}).clear()  # every later event takes the slow path
         self._hook = None
@@ -117,7 +121,9 @@ def _noop(*_: Any) -> None:
     return None
 
 
-def _make_hook(session: Session, state: list[bool]) -> Callable[..., Any]:
+def _make_hook(
+    session: Session, state: list[bool], current: list[Callable[..., Any] | None]
+) -> Callable[..., Any]:
     """Build the profile function for the session's plan (all bindings done here).
 
     The hot path is a plain (non-generator) function whose verdict is known: two string
@@ -199,7 +205,12 @@ def _make_hook(session: Session, state: list[bool]) -> Callable[..., Any]:
 
     def slow(frame: FrameType, event: str, arg: Any) -> None:
         if not state[0]:
-            setprofile(None)
+            # Stopped. A rearm (3.11: stop + start reach only the calling thread) left a
+            # successor for this thread to take over; a detach left none.
+            successor = current[0]
+            setprofile(successor)
+            if successor is not None:
+                successor(frame, event, arg)
             return
         code = frame.f_code
         fid = idf(code)
@@ -212,7 +223,9 @@ def _make_hook(session: Session, state: list[bool]) -> Callable[..., Any]:
             elif st == _GEN:
                 raw, first = gen_code[fid]
                 lasti = frame.f_lasti
-                if lasti == first:
+                if lasti < first:
+                    pass  # throw() into an unstarted generator: none of its code runs
+                elif lasti == first:
                     deliver_enter(frame, fid, True)
                 else:
                     if raw[lasti] == _YIELD:
@@ -235,12 +248,18 @@ def _make_hook(session: Session, state: list[bool]) -> Callable[..., Any]:
             elif st == _GEN:
                 raw, first = gen_code[fid]
                 lasti = frame.f_lasti
+                if lasti < first:
+                    return  # the unstarted generator thrown into: it never entered
                 op = raw[lasti]
                 if op == _YIELD or (op == _RESUME and lasti != first):
                     # 3.11/3.12 stop at the YIELD_VALUE, 3.13 at the RESUME after it.
                     thrown_at = throwing.pop(idf(frame), None)
                     kind = 2 if thrown_at == lasti and arg is None else 1
                 else:
+                    # Gone for good (a return, or an unwind that may have left a throw()
+                    # at another offset): its record must not outlive the frame, whose
+                    # address a later generator frame can take.
+                    throwing.pop(idf(frame), None)
                     kind = 0 if op in _RETURNS else 2
                 deliver_exit(fid, kind, arg)
             elif st == _PRE:
@@ -282,6 +301,8 @@ def _make_hook(session: Session, state: list[bool]) -> Callable[..., Any]:
                 if st == gen_fast:
                     raw, first = gen_code[fid]
                     lasti = frame.f_lasti
+                    if lasti < first:
+                        return  # throw() into an unstarted generator: none of its code runs
                     if raw[lasti] != _YIELD:  # a throw() stops at YIELD_VALUE: slow path
                         try:
                             if lasti == first:
@@ -305,6 +326,8 @@ def _make_hook(session: Session, state: list[bool]) -> Callable[..., Any]:
                 if st == gen_fast and not throwing:
                     raw, first = gen_code[fid]
                     lasti = frame.f_lasti
+                    if lasti < first:
+                        return  # the unstarted generator thrown into: it never entered
                     op = raw[lasti]
                     try:
                         if op == _YIELD or (op == _RESUME and lasti != first):
