@@ -223,6 +223,7 @@ cache_fill(Hook *self, void *code)
         raw = Py_NewRef(PyTuple_GET_ITEM(row, 0));
     }
     if (cache_reserve(self) < 0) {
+        PyErr_Clear(); /* no room to cache: the slow path serves this event, as in Python */
         Py_XDECREF(raw);
         goto unusable;
     }
