@@ -18,6 +18,7 @@ import pytest
 
 from profkit.api import EventMask, ProfilerCallback
 from profkit.collect import attach, current_session, detach
+from tests.collect.children import wait_or_kill
 
 HANG = 20.0  #: seconds after which a blocked operation counts as a deadlock
 
@@ -67,19 +68,6 @@ class Counting(ProfilerCallback):
         self.calls -= 1
 
 
-def _wait_or_kill(pid: int) -> int | None:
-    """The child's exit status, or None if it hung (it is killed then)."""
-    deadline = time.monotonic() + HANG
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        time.sleep(0.01)
-    os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
-    return None
-
-
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # 3.12+: fork with threads
 def test_fork_while_another_thread_holds_profkit_locks(backend: str) -> None:
@@ -118,7 +106,7 @@ def test_fork_while_another_thread_holds_profkit_locks(backend: str) -> None:
             os._exit(code)
     release.set()
     holder.join(HANG)
-    assert _wait_or_kill(pid) == 0
+    assert wait_or_kill(pid, HANG) == 0
 
 
 def _recurse(n: int) -> int:

@@ -24,6 +24,7 @@ import pytest
 
 from profkit.api import EventMask
 from profkit.collect import attach, current_session, detach, setprofile
+from tests.collect.children import wait_or_kill
 from tests.collect.recording import Recorder
 
 _profhook = pytest.importorskip("profkit.collect._profhook")
@@ -424,22 +425,6 @@ def _fork(_: _Acting) -> None:
     _FORKED.append(pid)
 
 
-def _exit_code(pid: int, within: float = 10.0) -> int:
-    """The child's exit code; a hung child is killed (and fails the test), never waited on."""
-    import signal
-    import time
-
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        time.sleep(0.01)
-    os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
-    return -signal.SIGKILL
-
-
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # 3.12+: fork with threads
 def test_fork_inside_an_event(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -449,7 +434,7 @@ def test_fork_inside_an_event(monkeypatch: pytest.MonkeyPatch) -> None:
         events, _ = _run(python, lambda: _Acting(_fork), _program, monkeypatch)
         streams.append(events)
         (pid,) = _FORKED
-        assert _exit_code(pid) == 0
+        assert wait_or_kill(pid, 10.0) == 0
     assert streams[0] == streams[1]
     assert streams[0].count(("enter", "pk_leaf")) > 1  # the parent goes on profiling
 

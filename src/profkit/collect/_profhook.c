@@ -25,6 +25,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#include "../_pyerr_compat.h"
 
 #if PY_VERSION_HEX < 0x030B0000
 #error "profkit needs Python 3.11 or newer"
@@ -87,18 +88,7 @@ deliver(Hook *self, PyObject *target, PyObject *fid, const char *what)
         PyErr_Clear(); /* the program's, at its limit (Session.fail's rule) */
         return 0;
     }
-#if PY_VERSION_HEX >= 0x030C0000
-    PyObject *exc = PyErr_GetRaisedException();
-#else
-    PyObject *type, *exc, *tb;
-    PyErr_Fetch(&type, &exc, &tb);
-    PyErr_NormalizeException(&type, &exc, &tb);
-    if (tb != NULL && exc != NULL) {
-        PyException_SetTraceback(exc, tb);
-    }
-    Py_XDECREF(type);
-    Py_XDECREF(tb);
-#endif
+    PyObject *exc = take_raised_exception();
     if (exc == NULL) {
         return 0;
     }

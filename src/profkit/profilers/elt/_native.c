@@ -45,6 +45,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include "../../_pyerr_compat.h"
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -779,18 +780,7 @@ report(Recorder *self, const char *where)
         PyErr_Clear();
         return 0;
     }
-#if PY_VERSION_HEX >= 0x030C0000
-    PyObject *exc = PyErr_GetRaisedException(); /* normalised, traceback attached */
-#else
-    PyObject *type, *exc, *tb;
-    PyErr_Fetch(&type, &exc, &tb);
-    PyErr_NormalizeException(&type, &exc, &tb);
-    if (tb != NULL && exc != NULL) {
-        PyException_SetTraceback(exc, tb);
-    }
-    Py_XDECREF(type);
-    Py_XDECREF(tb);
-#endif
+    PyObject *exc = take_raised_exception(); /* normalised, traceback attached */
     if (exc == NULL) { /* nothing pending: nothing to report */
         return 0;
     }
