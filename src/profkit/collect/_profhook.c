@@ -5,7 +5,8 @@
  * FastToLocals/LocalsToFast round trip of the frame around it. On 3.11, where
  * sys.monitoring does not exist, that made the setprofile backend -- and with it ELT
  * trace mode -- 2-5x cProfile's overhead. Here an event of a function whose status is
- * known costs a dict lookup and the profiler's bound method, called from C.
+ * known costs a probe of the hook's per-code cache and the profiler's bound method,
+ * called from C.
  *
  * What it does is exactly what ``hook`` does (setprofile.py), on the same tables, which
  * the Python side owns and fills: ``status`` (fid -> REJECTED/PLAIN/GEN/PRE), ``gen_code``
@@ -31,9 +32,9 @@
 #error "profkit needs Python 3.11 or newer"
 #endif
 
-/* Status values: setprofile.py's _REJECTED, _PLAIN, _GEN (and _PRE, which only slow reads). */
+/* setprofile.py's _REJECTED; _PLAIN and _GEN arrive as plain_fast/gen_fast, and _PRE is
+ * only the slow path's. */
 #define ST_REJECTED 0
-#define ST_NONE (-2) /* not in the table yet */
 
 /* One code object's row of the Python tables, cached: ``status`` and ``gen_code`` rows
  * never change once written while the session runs (``classify`` writes them inside one
