@@ -287,8 +287,17 @@ def _build_native(name: str):  # type: ignore[no-untyped-def]
     if not target.exists() or target.stat().st_mtime < source.stat().st_mtime:
         include = sysconfig.get_paths()["include"]
         built = subprocess.run(
-            [cc, "-shared", "-fPIC", "-O2", "-Werror=implicit-function-declaration",
-             f"-I{include}", str(source), "-o", str(target)],
+            [
+                cc,
+                "-shared",
+                "-fPIC",
+                "-O2",
+                "-Werror=implicit-function-declaration",
+                f"-I{include}",
+                str(source),
+                "-o",
+                str(target),
+            ],
             capture_output=True,
         )
         if built.returncode != 0:
@@ -309,7 +318,10 @@ def measure(python: str, config: str, workload: str, repeat: int) -> float | Non
     env.pop("PROFKIT_ENABLE_PROFILING", None)
     out = subprocess.run(
         [python, __file__, "--child", config, workload, str(repeat)],
-        env=env, capture_output=True, text=True, check=True,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     value: float | None = json.loads(out.strip().splitlines()[-1])
     return value
@@ -318,7 +330,9 @@ def measure(python: str, config: str, workload: str, repeat: int) -> float | Non
 def report(python: str, workloads: list[str], repeat: int) -> None:
     version = subprocess.run(
         [python, "-c", "import sys; print(sys.version.split()[0])"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
     print(f"\n== Python {version} ({python}); best of {repeat}")
     print(f"{'configuration':30s}" + "".join(f"{w:>22s}" for w in workloads))
@@ -353,8 +367,12 @@ def _targets(
         return max(values) if values else None
 
     rows = [
-        ("enter/leave + shadow stack, overhead vs cProfile's", "profkit:el+shadow", True,
-         0.8 if new else 1.0),
+        (
+            "enter/leave + shadow stack, overhead vs cProfile's",
+            "profkit:el+shadow",
+            True,
+            0.8 if new else 1.0,
+        ),
         ("namespace-filtered to cold code, × bare", "profkit:filtered", False, 1.05),
         ("sampling at 1 kHz, × bare", "profkit:sample-1kHz", False, 1.03),
     ]
@@ -381,7 +399,8 @@ def main() -> int:
     pythons = args.python or [sys.executable]
     if args.all:
         pythons = [sys.executable] + [
-            str(p) for p in (ROOT / ".venvs/py3.12/bin/python", ROOT / ".venvs/py3.13/bin/python")
+            str(p)
+            for p in (ROOT / ".venvs/py3.12/bin/python", ROOT / ".venvs/py3.13/bin/python")
             if p.exists()
         ]
     for python in pythons:

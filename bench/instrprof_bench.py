@@ -114,15 +114,36 @@ def build(args: argparse.Namespace, work: Path) -> tuple[list[Path], Path]:
     sources.append(work / "src" / "main.c")
     cc = f"clang-{version}"
     t0 = time.perf_counter()
-    print(f"compiling {args.functions} functions in {len(sources)} files with {cc} ...",
-          file=sys.stderr, flush=True)
+    print(
+        f"compiling {args.functions} functions in {len(sources)} files with {cc} ...",
+        file=sys.stderr,
+        flush=True,
+    )
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        list(pool.map(lambda src: run([cc, "-O0", "-fprofile-generate", "-c", src.name, "-o",
-                                       src.with_suffix(".o").name], work / "src"), sources))
+        list(
+            pool.map(
+                lambda src: run(
+                    [
+                        cc,
+                        "-O0",
+                        "-fprofile-generate",
+                        "-c",
+                        src.name,
+                        "-o",
+                        src.with_suffix(".o").name,
+                    ],
+                    work / "src",
+                ),
+                sources,
+            )
+        )
     objects = [s.with_suffix(".o").name for s in sources]
     run([cc, "-fprofile-generate", *objects, "-o", "../prog"], work / "src")
-    print(f"  {time.perf_counter() - t0:.1f} s; running {args.raw_files} times ...",
-          file=sys.stderr, flush=True)
+    print(
+        f"  {time.perf_counter() - t0:.1f} s; running {args.raw_files} times ...",
+        file=sys.stderr,
+        flush=True,
+    )
     env = {**os.environ}
     for i, raw in enumerate(raws):
         env["LLVM_PROFILE_FILE"] = str(raw)
@@ -130,8 +151,11 @@ def build(args: argparse.Namespace, work: Path) -> tuple[list[Path], Path]:
     run([f"llvm-profdata-{version}", "merge", "-o", str(indexed), *map(str, raws)], work)
     stamp_file.write_text(stamp)
     size = sum(r.stat().st_size for r in raws)
-    print(f"  raw files: {size / 1e6:.1f} MB total; indexed {indexed.stat().st_size / 1e6:.1f} MB",
-          file=sys.stderr, flush=True)
+    print(
+        f"  raw files: {size / 1e6:.1f} MB total; indexed {indexed.stat().st_size / 1e6:.1f} MB",
+        file=sys.stderr,
+        flush=True,
+    )
     return raws, indexed
 
 
@@ -190,8 +214,10 @@ def time_in_process(indexed: Path, repeat: int, llvm_version: int) -> Timing:
     best: float | None = None
     for _ in range(repeat):
         t0 = time.perf_counter()
-        show_text(read_profile(indexed),
-                  ShowOptions(all_functions=True, counts=True, llvm_version=llvm_version))
+        show_text(
+            read_profile(indexed),
+            ShowOptions(all_functions=True, counts=True, llvm_version=llvm_version),
+        )
         elapsed = time.perf_counter() - t0
         best = elapsed if best is None else min(best, elapsed)
     return Timing(best)
@@ -203,8 +229,10 @@ def report(label: str, llvm: Timing, ours: Timing, same: str) -> str:
     if ours.seconds is None:
         return f"{label:<34} llvm-profdata {llvm_s:>9}   profkit: not available ({ours.error})"
     ratio = f"{ours.seconds / llvm.seconds:.2f}" if llvm.seconds else "n/a"
-    return (f"{label:<34} llvm-profdata {llvm_s:>9}   profkit {ours.seconds:.3f} s"
-            f"   ratio {ratio}   output {same}")
+    return (
+        f"{label:<34} llvm-profdata {llvm_s:>9}   profkit {ours.seconds:.3f} s"
+        f"   ratio {ratio}   output {same}"
+    )
 
 
 def compare(a: Path, b: Path) -> str:
@@ -221,8 +249,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--raw-files", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=3, help="best of N runs (default 3)")
     parser.add_argument("--jobs", type=int, default=2, help="-j for merge (default 2)")
-    parser.add_argument("--llvm-version", type=int, default=None,
-                        help="clang/llvm-profdata version (default: newest installed)")
+    parser.add_argument(
+        "--llvm-version",
+        type=int,
+        default=None,
+        help="clang/llvm-profdata version (default: newest installed)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep bench/_work/instrprof")
     args = parser.parse_args(argv)
     if args.llvm_version is None:
@@ -236,8 +268,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         out = work / "out"
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir()
-        print(f"\ninstrprof bench: {args.functions} functions, {args.raw_files} raw files, "
-              f"{tool}, best of {args.repeat}")
+        print(
+            f"\ninstrprof bench: {args.functions} functions, {args.raw_files} raw files, "
+            f"{tool}, best of {args.repeat}"
+        )
         show_opts = ["show", "--all-functions", "--counts", str(indexed)]
         # --llvm-version: the same wording / indexed version as the llvm-profdata compared.
         same = ["--llvm-version", str(args.llvm_version)]
@@ -249,25 +283,55 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{'(profkit start-up: show --help)':<34} {startup.seconds:.3f} s")
         llvm = time_cmd([tool, *show_opts], args.repeat, out / "show.llvm.txt")
         ours = time_cmd(show_cmd, args.repeat, out / "show.profkit.txt", cached)
-        print(report("show --all-functions --counts", llvm, ours,
-                     compare(out / "show.llvm.txt", out / "show.profkit.txt")))
+        print(
+            report(
+                "show --all-functions --counts",
+                llvm,
+                ours,
+                compare(out / "show.llvm.txt", out / "show.profkit.txt"),
+            )
+        )
         uncached = time_cmd(show_cmd, args.repeat, None, profkit_env(work, bytecode_cache=False))
         if uncached.seconds is not None and llvm.seconds:
-            print(f"{'  (PYTHONDONTWRITEBYTECODE=1)':<34} {'':>23}   profkit "
-                  f"{uncached.seconds:.3f} s   ratio {uncached.seconds / llvm.seconds:.2f}")
+            print(
+                f"{'  (PYTHONDONTWRITEBYTECODE=1)':<34} {'':>23}   profkit "
+                f"{uncached.seconds:.3f} s   ratio {uncached.seconds / llvm.seconds:.2f}"
+            )
         inproc = time_in_process(indexed, args.repeat, args.llvm_version)
         if inproc.seconds is not None and llvm.seconds:
-            print(f"{'  (profkit in-process, no start-up)':<34} {'':>23}   profkit "
-                  f"{inproc.seconds:.3f} s   ratio {inproc.seconds / llvm.seconds:.2f}")
+            print(
+                f"{'  (profkit in-process, no start-up)':<34} {'':>23}   profkit "
+                f"{inproc.seconds:.3f} s   ratio {inproc.seconds / llvm.seconds:.2f}"
+            )
         elif inproc.error:
             print(f"{'  (profkit in-process)':<34} not available ({inproc.error})")
         merge_opts = ["merge", "-j", str(args.jobs), "-o"]
-        llvm = time_cmd([tool, *merge_opts, str(out / "merged.llvm.profdata"),
-                         *map(str, raws)], args.repeat, None)
-        ours = time_cmd([*PROFKIT, "profdata", *merge_opts, str(out / "merged.profkit.profdata"),
-                         *same, *map(str, raws)], args.repeat, None, cached)
-        print(report(f"merge -j {args.jobs} ({len(raws)} raw files)", llvm, ours,
-                     compare(out / "merged.llvm.profdata", out / "merged.profkit.profdata")))
+        llvm = time_cmd(
+            [tool, *merge_opts, str(out / "merged.llvm.profdata"), *map(str, raws)],
+            args.repeat,
+            None,
+        )
+        ours = time_cmd(
+            [
+                *PROFKIT,
+                "profdata",
+                *merge_opts,
+                str(out / "merged.profkit.profdata"),
+                *same,
+                *map(str, raws),
+            ],
+            args.repeat,
+            None,
+            cached,
+        )
+        print(
+            report(
+                f"merge -j {args.jobs} ({len(raws)} raw files)",
+                llvm,
+                ours,
+                compare(out / "merged.llvm.profdata", out / "merged.profkit.profdata"),
+            )
+        )
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

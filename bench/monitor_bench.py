@@ -64,7 +64,9 @@ def send(port: int, rate: float, seconds: float) -> None:
 def _run_sender(port: int, rate: float, seconds: float) -> tuple[int, int, float]:
     out = subprocess.run(
         [sys.executable, __file__, "--send", str(port), str(rate), str(seconds)],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.split()
     return int(out[0]), int(out[1]), float(out[2])
 
@@ -110,9 +112,14 @@ def measure(kind: str, rate: float, seconds: float) -> dict[str, float]:
     stop.set()
     thread.join()
     sock.close()
-    return {"sent": sent, "sent_lines": sent_lines, "elapsed": elapsed,
-            "received": result["received"], "lines": result["lines"],
-            "lost": sent - result["received"]}
+    return {
+        "sent": sent,
+        "sent_lines": sent_lines,
+        "elapsed": elapsed,
+        "received": result["received"],
+        "lines": result["lines"],
+        "lost": sent - result["received"],
+    }
 
 
 def processing_rate(seconds: float) -> tuple[float, float]:
@@ -143,9 +150,11 @@ def best_lossless(kind: str, rates: list[float], seconds: float) -> dict[str, fl
         r = measure(kind, rate, seconds)
         dgram_s = r["received"] / r["elapsed"]
         lines_s = r["lines"] / r["elapsed"]
-        print(f"  {kind:8} target {rate:>9.0f} dgram/s: sent {r['sent']:>7} in {r['elapsed']:.2f} s, "
-              f"received {r['received']:>7} ({dgram_s:>9.0f} dgram/s, {lines_s:>10.0f} lines/s), "
-              f"lost {r['lost']}")
+        print(
+            f"  {kind:8} target {rate:>9.0f} dgram/s: sent {r['sent']:>7} in {r['elapsed']:.2f} s, "
+            f"received {r['received']:>7} ({dgram_s:>9.0f} dgram/s, {lines_s:>10.0f} lines/s), "
+            f"lost {r['lost']}"
+        )
         if r["lost"] > 0:
             break
         if dgram_s > best["dgram_s"]:
@@ -165,19 +174,43 @@ def main() -> None:
         send(int(args.send[0]), float(args.send[1]), float(args.send[2]))
         return
     per = len(protocol.batch(_lines(4000))[0])
-    rates = [r for r in (1000, 2000, 4000, 6000, 9000, 13_500, 20_000, 30_000, 45_000, 67_500,
-                         100_000, 150_000) if r <= args.max_rate]
-    print(f"monitor throughput on loopback, ~{per} lines per datagram, {args.seconds:.1f} s per step")
+    rates = [
+        r
+        for r in (
+            1000,
+            2000,
+            4000,
+            6000,
+            9000,
+            13_500,
+            20_000,
+            30_000,
+            45_000,
+            67_500,
+            100_000,
+            150_000,
+        )
+        if r <= args.max_rate
+    ]
+    print(
+        f"monitor throughput on loopback, ~{per} lines per datagram, {args.seconds:.1f} s per step"
+    )
     dgram_s, lines_s = processing_rate(args.seconds)
-    print(f"in-process processing (feed + plain view, no socket): {dgram_s:.0f} datagrams/s = "
-          f"{lines_s:.0f} lines/s")
+    print(
+        f"in-process processing (feed + plain view, no socket): {dgram_s:.0f} datagrams/s = "
+        f"{lines_s:.0f} lines/s"
+    )
     results = {kind: best_lossless(kind, rates, args.seconds) for kind in ("profkit", "naive")}
     for kind, best in results.items():
-        print(f"{kind:8} highest lossless: {best['dgram_s']:>9.0f} datagrams/s = "
-              f"{best['lines_s']:>10.0f} lines/s")
+        print(
+            f"{kind:8} highest lossless: {best['dgram_s']:>9.0f} datagrams/s = "
+            f"{best['lines_s']:>10.0f} lines/s"
+        )
     naive = results["naive"]["lines_s"] or 1.0
-    print(f"ratio profkit/naive (lossless lines/s): {results['profkit']['lines_s'] / naive:.2f}x "
-          f"(target: >= 100000 lines/s)")
+    print(
+        f"ratio profkit/naive (lossless lines/s): {results['profkit']['lines_s'] / naive:.2f}x "
+        f"(target: >= 100000 lines/s)"
+    )
 
 
 if __name__ == "__main__":

@@ -95,58 +95,149 @@ def _mllvm(*opts: str) -> tuple[str, ...]:
 VARIANTS: tuple[Variant, ...] = (
     Variant("fe", FE, note="front-end instrumentation"),
     Variant("fecov", (*FE, "-fcoverage-mapping"), note="front end + coverage mapping"),
-    Variant("fe_valueprof", (*FE, *_mllvm("-enable-value-profiling")), shows=VALUE_SHOWS,
-            note="front end with indirect-call value profiling"),
-    Variant("fe_mcdc", (*FE, "-fcoverage-mapping", "-fcoverage-mcdc"), min_version=18,
-            note="MC/DC bitmap bytes"),
-    Variant("fe_mcdc_big", (*FE, "-fcoverage-mapping", "-fcoverage-mcdc"), source="mcdc_big.c",
-            min_version=18, note="MC/DC bitmap of 375 bytes in one record (> 255: the text "
-            "form is written by llvm-profdata but it cannot read it back)"),
-    Variant("fe_singlebyte", (*FE, *_mllvm("-enable-single-byte-coverage")),
-            note="front end, 1-byte coverage counters"),
+    Variant(
+        "fe_valueprof",
+        (*FE, *_mllvm("-enable-value-profiling")),
+        shows=VALUE_SHOWS,
+        note="front end with indirect-call value profiling",
+    ),
+    Variant(
+        "fe_mcdc",
+        (*FE, "-fcoverage-mapping", "-fcoverage-mcdc"),
+        min_version=18,
+        note="MC/DC bitmap bytes",
+    ),
+    Variant(
+        "fe_mcdc_big",
+        (*FE, "-fcoverage-mapping", "-fcoverage-mcdc"),
+        source="mcdc_big.c",
+        min_version=18,
+        note="MC/DC bitmap of 375 bytes in one record (> 255: the text "
+        "form is written by llvm-profdata but it cannot read it back)",
+    ),
+    Variant(
+        "fe_singlebyte",
+        (*FE, *_mllvm("-enable-single-byte-coverage")),
+        note="front end, 1-byte coverage counters",
+    ),
     Variant("ir", IR, shows=VALUE_SHOWS, note="IR PGO; has indirect-call and mem-op value sites"),
-    Variant("ir_alt", IR, run_args=("25",), shows=VALUE_SHOWS,
-            note="same binary as ir, run with 25 rounds (different counts, same hashes)"),
-    Variant("ir_nocompress", (*IR, *_mllvm("-enable-name-compression=false")),
-            shows=VALUE_SHOWS, note="IR PGO, uncompressed names section"),
-    Variant("names_ir", IR, source="names.c",
-            note="IR PGO, long names: the names section is zlib-compressed"),
-    Variant("names_ir_nocompress", (*IR, *_mllvm("-enable-name-compression=false")),
-            source="names.c", note="as names_ir with name compression off"),
+    Variant(
+        "ir_alt",
+        IR,
+        run_args=("25",),
+        shows=VALUE_SHOWS,
+        note="same binary as ir, run with 25 rounds (different counts, same hashes)",
+    ),
+    Variant(
+        "ir_nocompress",
+        (*IR, *_mllvm("-enable-name-compression=false")),
+        shows=VALUE_SHOWS,
+        note="IR PGO, uncompressed names section",
+    ),
+    Variant(
+        "names_ir",
+        IR,
+        source="names.c",
+        note="IR PGO, long names: the names section is zlib-compressed",
+    ),
+    Variant(
+        "names_ir_nocompress",
+        (*IR, *_mllvm("-enable-name-compression=false")),
+        source="names.c",
+        note="as names_ir with name compression off",
+    ),
     Variant("names_fe", FE, source="names.c", note="front end, compressed names section"),
-    Variant("ir_entry", (*IR, *_mllvm("-pgo-instrument-entry")), shows=VALUE_SHOWS,
-            note="IR PGO, entry block always instrumented (entry_first)"),
-    Variant("ir_funcentry", (*IR, *_mllvm("-pgo-function-entry-coverage")),
-            note="function-entry-only coverage (1-byte counters)"),
-    Variant("ir_blockcov", (*IR, *_mllvm("-pgo-block-coverage")),
-            note="IR block coverage (1-byte counters)"),
-    Variant("ir_temporal", (*IR, *_mllvm("-pgo-temporal-instrumentation")),
-            shows=("temporal-traces",), note="temporal profiling (timestamp counter)"),
-    Variant("ir_loopentries", (*IR, *_mllvm("-pgo-instrument-loop-entries")), min_version=20,
-            shows=VALUE_SHOWS, note="IR PGO, loop entries always instrumented"),
-    Variant("ir_cs", ("-fcs-profile-generate",), cs_stage1=True, shows=("showcs",),
-            note="context-sensitive IR: -fprofile-use=<ir stage 1> -fcs-profile-generate"),
-    Variant("ir_dbgcorrelate", (*IR, "-g", *_mllvm("-disable-vp=true")),
-            flags_by_version=((14, _mllvm("-debug-info-correlate")),
-                              (17, _mllvm("-profile-correlate=debug-info"))),
-            correlate=True,
-            note="debug-info correlation: raw file without data/names (binary not kept: "
-                 "~90 KB; merge used --debug-info=prog)"),
-    Variant("fe_continuous", (*FE, *_mllvm("-runtime-counter-relocation")), file_prefix="%c",
-            note="continuous mode (%c, counters mmapped into the file while running)"),
-    Variant("ir_continuous", (*IR, *_mllvm("-runtime-counter-relocation", "-disable-vp=true")),
-            file_prefix="%c", note="continuous mode, IR PGO without value profiling (with it, "
-            "the runtime writes no value data and llvm-profdata reports the file truncated)"),
-    Variant("binary_ids", IR, link=(BUILD_ID,), shows=("binary-ids",),
-            note="IR PGO with a GNU build ID in the binary"),
+    Variant(
+        "ir_entry",
+        (*IR, *_mllvm("-pgo-instrument-entry")),
+        shows=VALUE_SHOWS,
+        note="IR PGO, entry block always instrumented (entry_first)",
+    ),
+    Variant(
+        "ir_funcentry",
+        (*IR, *_mllvm("-pgo-function-entry-coverage")),
+        note="function-entry-only coverage (1-byte counters)",
+    ),
+    Variant(
+        "ir_blockcov",
+        (*IR, *_mllvm("-pgo-block-coverage")),
+        note="IR block coverage (1-byte counters)",
+    ),
+    Variant(
+        "ir_temporal",
+        (*IR, *_mllvm("-pgo-temporal-instrumentation")),
+        shows=("temporal-traces",),
+        note="temporal profiling (timestamp counter)",
+    ),
+    Variant(
+        "ir_loopentries",
+        (*IR, *_mllvm("-pgo-instrument-loop-entries")),
+        min_version=20,
+        shows=VALUE_SHOWS,
+        note="IR PGO, loop entries always instrumented",
+    ),
+    Variant(
+        "ir_cs",
+        ("-fcs-profile-generate",),
+        cs_stage1=True,
+        shows=("showcs",),
+        note="context-sensitive IR: -fprofile-use=<ir stage 1> -fcs-profile-generate",
+    ),
+    Variant(
+        "ir_dbgcorrelate",
+        (*IR, "-g", *_mllvm("-disable-vp=true")),
+        flags_by_version=(
+            (14, _mllvm("-debug-info-correlate")),
+            (17, _mllvm("-profile-correlate=debug-info")),
+        ),
+        correlate=True,
+        note="debug-info correlation: raw file without data/names (binary not kept: "
+        "~90 KB; merge used --debug-info=prog)",
+    ),
+    Variant(
+        "fe_continuous",
+        (*FE, *_mllvm("-runtime-counter-relocation")),
+        file_prefix="%c",
+        note="continuous mode (%c, counters mmapped into the file while running)",
+    ),
+    Variant(
+        "ir_continuous",
+        (*IR, *_mllvm("-runtime-counter-relocation", "-disable-vp=true")),
+        file_prefix="%c",
+        note="continuous mode, IR PGO without value profiling (with it, "
+        "the runtime writes no value data and llvm-profdata reports the file truncated)",
+    ),
+    Variant(
+        "binary_ids",
+        IR,
+        link=(BUILD_ID,),
+        shows=("binary-ids",),
+        note="IR PGO with a GNU build ID in the binary",
+    ),
     Variant("cxx_fe", FE, source="vtable.cpp", note="C++ front end, mangled names"),
-    Variant("cxx_ir", IR, source="vtable.cpp", shows=VALUE_SHOWS,
-            note="C++ virtual calls, mangled names"),
-    Variant("vtable", (*IR, *_mllvm("-enable-vtable-value-profiling")), source="vtable.cpp",
-            min_version=19, shows=(*VALUE_SHOWS, "show-vtables"),
-            note="vtable value profiling (value kind 2, vtable names)"),
-    Variant("dso_concat", IR, source="dso", link=(BUILD_ID,), shows=(*VALUE_SHOWS, "binary-ids"),
-            note="executable + instrumented shared library: two profiles in one raw file"),
+    Variant(
+        "cxx_ir",
+        IR,
+        source="vtable.cpp",
+        shows=VALUE_SHOWS,
+        note="C++ virtual calls, mangled names",
+    ),
+    Variant(
+        "vtable",
+        (*IR, *_mllvm("-enable-vtable-value-profiling")),
+        source="vtable.cpp",
+        min_version=19,
+        shows=(*VALUE_SHOWS, "show-vtables"),
+        note="vtable value profiling (value kind 2, vtable names)",
+    ),
+    Variant(
+        "dso_concat",
+        IR,
+        source="dso",
+        link=(BUILD_ID,),
+        shows=(*VALUE_SHOWS, "binary-ids"),
+        note="executable + instrumented shared library: two profiles in one raw file",
+    ),
     Variant("m32_fe", ("-m32", *FE), note="32-bit front end"),
     Variant("m32_ir", ("-m32", *IR), shows=VALUE_SHOWS, note="32-bit IR PGO"),
 )
@@ -155,8 +246,11 @@ VARIANTS: tuple[Variant, ...] = (
 # Fixture kinds the spec asks for that this host cannot make (recorded in `skipped`).
 NOT_PRODUCIBLE = (
     ("big_endian", "no big-endian target with a profile runtime on this x86-64 host"),
-    ("raw_v5_v7_v9_v11", "raw versions 5, 7, 9 and 11 need LLVM 9-12, 13, 18 and 23 toolchains, "
-     "not installable here"),
+    (
+        "raw_v5_v7_v9_v11",
+        "raw versions 5, 7, 9 and 11 need LLVM 9-12, 13, 18 and 23 toolchains, "
+        "not installable here",
+    ),
 )
 
 
@@ -181,8 +275,9 @@ class Manifest:
         if "command" in info or "commands" in info:
             entry["cwd"] = path.parent.relative_to(self.out).as_posix()
         if inputs:
-            entry["inputs"] = [os.path.normpath(path.parent.relative_to(self.out) / i)
-                               for i in inputs]
+            entry["inputs"] = [
+                os.path.normpath(path.parent.relative_to(self.out) / i) for i in inputs
+            ]
         entry.update(size=len(data), sha256=hashlib.sha256(data).hexdigest())
         self.files.append(entry)
 
@@ -201,8 +296,9 @@ def _first_line(text: str) -> str:
     return "(no message)"
 
 
-def run(cmd: Sequence[str], cwd: Path, env: dict[str, str] | None = None,
-        stdout_to: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run(
+    cmd: Sequence[str], cwd: Path, env: dict[str, str] | None = None, stdout_to: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run one step; raise StepFailed with the tool's first stderr line on failure."""
     # A minimal environment (no stray LLVM_PROFILE_FILE etc.); rustup needs its homes.
     full_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"}
@@ -214,15 +310,23 @@ def run(cmd: Sequence[str], cwd: Path, env: dict[str, str] | None = None,
     if env:
         full_env.update(env)
     try:
-        proc = subprocess.run(list(cmd), cwd=cwd, env=full_env, capture_output=True,
-                              text=True, errors="backslashreplace", check=False,
-                              timeout=STEP_TIMEOUT)
+        proc = subprocess.run(
+            list(cmd),
+            cwd=cwd,
+            env=full_env,
+            capture_output=True,
+            text=True,
+            errors="backslashreplace",
+            check=False,
+            timeout=STEP_TIMEOUT,
+        )
     except subprocess.TimeoutExpired:
         # Seen: clang-14's continuous-mode IR program never exits.
         raise StepFailed(f"{' '.join(cmd)}: still running after {STEP_TIMEOUT} s") from None
     if proc.returncode != 0:
-        raise StepFailed(f"{' '.join(cmd)}: rc {proc.returncode}: "
-                         f"{_first_line(proc.stderr or proc.stdout)}")
+        raise StepFailed(
+            f"{' '.join(cmd)}: rc {proc.returncode}: {_first_line(proc.stderr or proc.stdout)}"
+        )
     if stdout_to is not None:
         stdout_to.write_text(proc.stdout)
     return proc
@@ -230,11 +334,15 @@ def run(cmd: Sequence[str], cwd: Path, env: dict[str, str] | None = None,
 
 def tool_versions(version: int) -> dict[str, str]:
     """Describe the toolchain exactly: clang's banner and the Debian package versions."""
-    info = {"clang": _first_line(subprocess.run([f"clang-{version}", "--version"],
-                                                capture_output=True, text=True).stdout)}
+    info = {
+        "clang": _first_line(
+            subprocess.run([f"clang-{version}", "--version"], capture_output=True, text=True).stdout
+        )
+    }
     for pkg in (f"llvm-{version}", f"libclang-rt-{version}-dev"):
-        proc = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", pkg],
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            ["dpkg-query", "-W", "-f", "${Version}", pkg], capture_output=True, text=True
+        )
         info[pkg] = proc.stdout.strip() if proc.returncode == 0 else "unknown"
     return info
 
@@ -244,8 +352,9 @@ def setarch_prefix() -> list[str]:
     return ["setarch", platform.machine(), "-R"]
 
 
-def build_and_run(v: Variant, version: int, src_dir: Path, work: Path, out_raw: Path,
-                  ir_stage1: Path | None) -> list[list[str]]:
+def build_and_run(
+    v: Variant, version: int, src_dir: Path, work: Path, out_raw: Path, ir_stage1: Path | None
+) -> list[list[str]]:
     """Compile and run one variant; return the command lines (relative paths) used."""
     work.mkdir(parents=True)
     cc = f"clang++-{version}" if v.source.endswith(".cpp") else f"clang-{version}"
@@ -253,10 +362,23 @@ def build_and_run(v: Variant, version: int, src_dir: Path, work: Path, out_raw: 
     if v.source == "dso":
         for name in ("dso_main.c", "dso_lib.c"):
             shutil.copy(src_dir / name, work / name)
-        cmds.append([cc, *v.flags, OPT, "-fPIC", "-shared", "dso_lib.c", "-o", "libdso.so",
-                     *v.link])
-        cmds.append([cc, *v.flags, OPT, "dso_main.c", "-o", "prog", "-L.", "-ldso",
-                     "-Wl,-rpath,$ORIGIN", *v.link])
+        cmds.append(
+            [cc, *v.flags, OPT, "-fPIC", "-shared", "dso_lib.c", "-o", "libdso.so", *v.link]
+        )
+        cmds.append(
+            [
+                cc,
+                *v.flags,
+                OPT,
+                "dso_main.c",
+                "-o",
+                "prog",
+                "-L.",
+                "-ldso",
+                "-Wl,-rpath,$ORIGIN",
+                *v.link,
+            ]
+        )
     else:
         shutil.copy(src_dir / v.source, work / v.source)
         flags = list(v.flags)
@@ -284,8 +406,9 @@ def build_and_run(v: Variant, version: int, src_dir: Path, work: Path, out_raw: 
     return cmds
 
 
-def save_shows(manifest: Manifest, tool: str, version: int, variant: str, profile: Path,
-               keys: Sequence[str]) -> None:
+def save_shows(
+    manifest: Manifest, tool: str, version: int, variant: str, profile: Path, keys: Sequence[str]
+) -> None:
     """Save `llvm-profdata show` outputs for one profile as <profile-name>.<key>.txt."""
     for key in keys:
         if version < SHOW_MIN_VERSION.get(key, 0):
@@ -302,17 +425,39 @@ def save_shows(manifest: Manifest, tool: str, version: int, variant: str, profil
             # Seen: llvm-profdata-22 show --topn on a two-profile raw file prints a dangling
             # name (garbage bytes). An output that changes between runs is no oracle.
             target.unlink()
-            manifest.skip(llvm=version, variant=variant, output=target.name,
-                          reason=f"{' '.join(cmd)}: output differs between two runs")
+            manifest.skip(
+                llvm=version,
+                variant=variant,
+                output=target.name,
+                reason=f"{' '.join(cmd)}: output differs between two runs",
+            )
             continue
         extra = {"stderr": proc.stderr.strip()} if proc.stderr.strip() else {}
-        manifest.add(target, llvm=version, variant=variant, kind="show", show=key,
-                     options=list(SHOWS[key]), command=cmd, inputs=[profile.name], **extra)
+        manifest.add(
+            target,
+            llvm=version,
+            variant=variant,
+            kind="show",
+            show=key,
+            options=list(SHOWS[key]),
+            command=cmd,
+            inputs=[profile.name],
+            **extra,
+        )
 
 
-def convert(manifest: Manifest, tool: str, version: int, variant: str, out_dir: Path,
-            inputs: Sequence[str], stem: str, shows: Sequence[str],
-            extra_opts: Sequence[str] = (), debug_info: Path | None = None) -> None:
+def convert(
+    manifest: Manifest,
+    tool: str,
+    version: int,
+    variant: str,
+    out_dir: Path,
+    inputs: Sequence[str],
+    stem: str,
+    shows: Sequence[str],
+    extra_opts: Sequence[str] = (),
+    debug_info: Path | None = None,
+) -> None:
     """merge inputs -> <stem>.profdata and <stem>.proftext, then save the show outputs.
 
     ``debug_info`` is the scratch binary for a debug-info-correlated raw file; the manifest
@@ -328,14 +473,28 @@ def convert(manifest: Manifest, tool: str, version: int, variant: str, out_dir: 
             proc = run(cmd, out_dir)
         extra = {"stderr": proc.stderr.strip()} if proc.stderr.strip() else {}
         kind = "profdata" if name.endswith(".profdata") else "proftext"
-        manifest.add(out_dir / name, llvm=version, variant=variant, kind=kind, command=cmd,
-                     inputs=[i.split("=", 1)[-1].rsplit(",", 1)[-1] for i in inputs], **extra)
-    save_shows(manifest, tool, version, variant, out_dir / f"{stem}.profdata",
-               (*BASE_SHOWS, *shows, "profile-version"))
+        manifest.add(
+            out_dir / name,
+            llvm=version,
+            variant=variant,
+            kind=kind,
+            command=cmd,
+            inputs=[i.split("=", 1)[-1].rsplit(",", 1)[-1] for i in inputs],
+            **extra,
+        )
+    save_shows(
+        manifest,
+        tool,
+        version,
+        variant,
+        out_dir / f"{stem}.profdata",
+        (*BASE_SHOWS, *shows, "profile-version"),
+    )
 
 
-def gen_version(version: int, src_dir: Path, out: Path, build_root: Path,
-                manifest: Manifest) -> None:
+def gen_version(
+    version: int, src_dir: Path, out: Path, build_root: Path, manifest: Manifest
+) -> None:
     """All variants for one LLVM version into <out>/clang<version>/."""
     tool = f"llvm-profdata-{version}"
     vdir = out / f"clang{version}"
@@ -343,8 +502,9 @@ def gen_version(version: int, src_dir: Path, out: Path, build_root: Path,
     done: set[str] = set()
     for v in VARIANTS:
         if version < v.min_version:
-            manifest.skip(llvm=version, variant=v.name,
-                          reason=f"needs LLVM {v.min_version} or newer")
+            manifest.skip(
+                llvm=version, variant=v.name, reason=f"needs LLVM {v.min_version} or newer"
+            )
             continue
         stage1 = vdir / "ir.profdata" if v.cs_stage1 else None
         if stage1 is not None and not stage1.exists():
@@ -352,28 +512,35 @@ def gen_version(version: int, src_dir: Path, out: Path, build_root: Path,
             continue
         raw = vdir / f"{v.name}.profraw"
         try:
-            cmds = build_and_run(v, version, src_dir, build_root / f"clang{version}" / v.name,
-                                 raw, stage1)
+            cmds = build_and_run(
+                v, version, src_dir, build_root / f"clang{version}" / v.name, raw, stage1
+            )
         except StepFailed as exc:
             manifest.skip(llvm=version, variant=v.name, reason=str(exc))
             continue
         source = ["dso_main.c", "dso_lib.c"] if v.source == "dso" else [v.source]
         if v.cs_stage1:
             cmds.insert(0, [tool, "merge", "-o", "stage1.profdata", "ir.profraw"])
-        manifest.add(raw, llvm=version, variant=v.name, kind="profraw", commands=cmds,
-                     inputs=[f"../src/{s}" for s in source], note=v.note)
-        save_shows(manifest, tool, version, v.name, raw,
-                   (*BASE_SHOWS, *v.shows, "profile-version"))
+        manifest.add(
+            raw,
+            llvm=version,
+            variant=v.name,
+            kind="profraw",
+            commands=cmds,
+            inputs=[f"../src/{s}" for s in source],
+            note=v.note,
+        )
+        save_shows(manifest, tool, version, v.name, raw, (*BASE_SHOWS, *v.shows, "profile-version"))
         try:
             binary = build_root / f"clang{version}" / v.name / "prog" if v.correlate else None
             # A correlated raw file alone holds no records: its conversions are named
             # <variant>.correlated.* so nobody pairs them with the raw file's own content.
             stem = f"{v.name}.correlated" if v.correlate else v.name
-            convert(manifest, tool, version, v.name, vdir, [raw.name], stem, v.shows,
-                    debug_info=binary)
+            convert(
+                manifest, tool, version, v.name, vdir, [raw.name], stem, v.shows, debug_info=binary
+            )
         except StepFailed as exc:
-            manifest.skip(llvm=version, variant=v.name, output=f"{stem}.profdata",
-                          reason=str(exc))
+            manifest.skip(llvm=version, variant=v.name, output=f"{stem}.profdata", reason=str(exc))
             continue
         done.add(v.name)
     derived(version, tool, vdir, done, manifest)
@@ -383,12 +550,22 @@ def derived(version: int, tool: str, vdir: Path, done: set[str], manifest: Manif
     """Multi-input merges and overlaps built from this version's raw files."""
     jobs: list[tuple[str, set[str], list[str], tuple[str, ...], tuple[str, ...]]] = [
         ("ir_plus_cs", {"ir", "ir_cs"}, ["ir.profraw", "ir_cs.profraw"], ("showcs",), ()),
-        ("weighted", {"ir", "ir_alt"}, ["--weighted-input=3,ir.profraw", "ir_alt.profraw"],
-         VALUE_SHOWS, ()),
+        (
+            "weighted",
+            {"ir", "ir_alt"},
+            ["--weighted-input=3,ir.profraw", "ir_alt.profraw"],
+            VALUE_SHOWS,
+            (),
+        ),
         ("sparse", {"ir"}, ["ir.profraw"], (), ("--sparse",)),
         ("fe_merged", {"fe", "fecov"}, ["fe.profraw", "fecov.profraw"], (), ()),
-        ("temporal_merged", {"ir_temporal"}, ["ir_temporal.profraw", "ir_temporal.profraw",
-                                              "ir_alt.profraw"], ("temporal-traces",), ()),
+        (
+            "temporal_merged",
+            {"ir_temporal"},
+            ["ir_temporal.profraw", "ir_temporal.profraw", "ir_alt.profraw"],
+            ("temporal-traces",),
+            (),
+        ),
     ]
     for stem, needs, inputs, shows, opts in jobs:
         if not needs <= done:
@@ -401,8 +578,11 @@ def derived(version: int, tool: str, vdir: Path, done: set[str], manifest: Manif
     overlaps = [
         ("fe-fecov", ["fe.profdata", "fecov.profdata"], ()),
         ("ir-ir_alt", ["ir.profdata", "ir_alt.profdata"], ()),
-        ("ir-ir_alt.function", ["ir.profdata", "ir_alt.profdata"],
-         ("--function=classify", "--value-cutoff=1")),
+        (
+            "ir-ir_alt.function",
+            ["ir.profdata", "ir_alt.profdata"],
+            ("--function=classify", "--value-cutoff=1"),
+        ),
         ("ir-ir_entry", ["ir.profdata", "ir_entry.profdata"], ()),
     ]
     for stem, inputs, opts in overlaps:
@@ -416,13 +596,22 @@ def derived(version: int, tool: str, vdir: Path, done: set[str], manifest: Manif
         except StepFailed as exc:
             manifest.skip(llvm=version, variant=f"overlap.{stem}", reason=str(exc))
             continue
-        manifest.add(target, llvm=version, variant=f"overlap.{stem}", kind="overlap",
-                     command=cmd, inputs=inputs)
+        manifest.add(
+            target,
+            llvm=version,
+            variant=f"overlap.{stem}",
+            kind="overlap",
+            command=cmd,
+            inputs=inputs,
+        )
 
 
 RUST_VARIANTS = (
-    ("rust_cov", ("-Cinstrument-coverage", "-Copt-level=0"),
-     "rustc -Cinstrument-coverage (front-end style counters, v0-mangled names)"),
+    (
+        "rust_cov",
+        ("-Cinstrument-coverage", "-Copt-level=0"),
+        "rustc -Cinstrument-coverage (front-end style counters, v0-mangled names)",
+    ),
     ("rust_pgo", ("-Cprofile-generate=.", "-Copt-level=2"), "rustc -Cprofile-generate (IR PGO)"),
 )
 
@@ -467,11 +656,17 @@ def gen_rust(src_dir: Path, out: Path, build_root: Path, manifest: Manifest) -> 
         except (StepFailed, FileNotFoundError) as exc:
             manifest.skip(llvm=version, variant=name, reason=str(exc))
             continue
-        manifest.add(rdir / raw_name, llvm=version, variant=name, kind="profraw",
-                     commands=[compile_cmd, [f"LLVM_PROFILE_FILE={raw_name}", *run_cmd]],
-                     inputs=["../src/sample.rs"], toolchain=summary, note=note)
-        save_shows(manifest, tool, version, name, rdir / raw_name,
-                   (*BASE_SHOWS, "profile-version"))
+        manifest.add(
+            rdir / raw_name,
+            llvm=version,
+            variant=name,
+            kind="profraw",
+            commands=[compile_cmd, [f"LLVM_PROFILE_FILE={raw_name}", *run_cmd]],
+            inputs=["../src/sample.rs"],
+            toolchain=summary,
+            note=note,
+        )
+        save_shows(manifest, tool, version, name, rdir / raw_name, (*BASE_SHOWS, "profile-version"))
         try:
             convert(manifest, tool, version, name, rdir, [raw_name], name, ())
         except StepFailed as exc:
@@ -503,8 +698,14 @@ def gen_cross(versions: Sequence[int], out: Path, manifest: Manifest) -> None:
             except StepFailed as exc:
                 manifest.skip(llvm=version, variant=f"cross.{src_tag}", reason=str(exc))
                 continue
-            manifest.add(cross / name, llvm=version, variant=f"cross.{src_tag}",
-                         kind="profdata", command=cmd, inputs=[rel])
+            manifest.add(
+                cross / name,
+                llvm=version,
+                variant=f"cross.{src_tag}",
+                kind="profdata",
+                command=cmd,
+                inputs=[rel],
+            )
 
 
 def dump_manifest(doc: Mapping[str, object]) -> str:
@@ -515,8 +716,9 @@ def dump_manifest(doc: Mapping[str, object]) -> str:
         comma = "," if i < len(items) - 1 else ""
         if isinstance(value, list) and value:
             lines.append(f" {json.dumps(key)}: [")
-            lines += [f"  {json.dumps(v)}{',' if j < len(value) - 1 else ''}"
-                      for j, v in enumerate(value)]
+            lines += [
+                f"  {json.dumps(v)}{',' if j < len(value) - 1 else ''}" for j, v in enumerate(value)
+            ]
             lines.append(f" ]{comma}")
         else:
             lines.append(f" {json.dumps(key)}: {json.dumps(value)}{comma}")
@@ -526,24 +728,33 @@ def dump_manifest(doc: Mapping[str, object]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Regenerate the fixture tree; returns 0 (skipped variants are data, not errors)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--versions", default=",".join(map(str, ALL_VERSIONS)),
-                        help="comma-separated LLVM versions (default: all installed of 14,16,19,22)")
+    parser.add_argument(
+        "--versions",
+        default=",".join(map(str, ALL_VERSIONS)),
+        help="comma-separated LLVM versions (default: all installed of 14,16,19,22)",
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--no-rust", action="store_true", help="skip the rustc fixtures")
     parser.add_argument("--keep-build", type=Path, help="build here and keep it (debugging)")
-    parser.add_argument("--check", action="store_true",
-                        help="regenerate into a scratch dir and report files whose bytes differ "
-                        "from the committed manifest (exit 1 if any)")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="regenerate into a scratch dir and report files whose bytes differ "
+        "from the committed manifest (exit 1 if any)",
+    )
     args = parser.parse_args(argv)
     wanted = [int(x) for x in args.versions.split(",") if x]
-    versions = [v for v in wanted
-                if shutil.which(f"clang-{v}") and shutil.which(f"llvm-profdata-{v}")]
+    versions = [
+        v for v in wanted if shutil.which(f"clang-{v}") and shutil.which(f"llvm-profdata-{v}")
+    ]
     missing = sorted(set(wanted) - set(versions))
     out: Path = args.out.resolve()
     committed = out == DEFAULT_OUT.resolve()
     if (committed or args.check) and (set(wanted) != set(ALL_VERSIONS) or args.no_rust):
-        parser.error("a partial run would drop the other fixtures from the committed tree "
-                     "(it is rewritten as a whole); use --out DIR")
+        parser.error(
+            "a partial run would drop the other fixtures from the committed tree "
+            "(it is rewritten as a whole); use --out DIR"
+        )
     if committed or args.check:
         # Build the whole tree in a staging dir; the committed tree is replaced only after
         # a complete run (a crash half-way must not leave it half-deleted).
@@ -601,9 +812,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _generated(tree: Path) -> list[Path]:
     """The generated parts of a fixture tree (everything but src/ and README.md)."""
-    return [p for p in tree.iterdir()
-            if p.name == "MANIFEST.json"
-            or (p.is_dir() and (p.name.startswith("clang") or p.name in ("cross", "rust")))]
+    return [
+        p
+        for p in tree.iterdir()
+        if p.name == "MANIFEST.json"
+        or (p.is_dir() and (p.name.startswith("clang") or p.name in ("cross", "rust")))
+    ]
 
 
 def install(stage: Path, target: Path) -> None:
@@ -619,13 +833,16 @@ def install(stage: Path, target: Path) -> None:
 
 def compare_manifests(committed: Path, fresh: Path) -> int:
     """Print files that are new, gone or changed between two manifests; 1 if any."""
+
     def shas(path: Path) -> dict[str, str]:
         return {e["path"]: e["sha256"] for e in json.loads(path.read_text())["files"]}
 
     old, new = shas(committed), shas(fresh)
-    diffs = ([f"new:     {p}" for p in sorted(new.keys() - old.keys())]
-             + [f"gone:    {p}" for p in sorted(old.keys() - new.keys())]
-             + [f"changed: {p}" for p in sorted(old.keys() & new.keys()) if old[p] != new[p]])
+    diffs = (
+        [f"new:     {p}" for p in sorted(new.keys() - old.keys())]
+        + [f"gone:    {p}" for p in sorted(old.keys() - new.keys())]
+        + [f"changed: {p}" for p in sorted(old.keys() & new.keys()) if old[p] != new[p]]
+    )
     for line in diffs:
         print(line)
     print(f"{len(diffs)} differences from the committed fixtures", file=sys.stderr)

@@ -33,7 +33,9 @@ def _detach() -> object:
 
 def test_immutable_bits() -> None:
     assert IMMUTABLE == (
-        EventMask.CODE_TRANSITIONS | EventMask.FUNCTION_ARGS | EventMask.FUNCTION_RETVAL
+        EventMask.CODE_TRANSITIONS
+        | EventMask.FUNCTION_ARGS
+        | EventMask.FUNCTION_RETVAL
         | EventMask.SAMPLING
     )
     assert not EventMask.ENTER_LEAVE & IMMUTABLE

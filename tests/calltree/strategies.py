@@ -12,8 +12,13 @@ _names = st.text(min_size=1, max_size=12).filter(lambda s: s.strip() != "")
 _json_scalars = st.none() | st.booleans() | st.integers(-(10**12), 10**12) | st.text(max_size=8)
 _metadata = st.dictionaries(
     st.text(max_size=6),
-    st.recursive(_json_scalars, lambda inner: st.lists(inner, max_size=3)
-                 | st.dictionaries(st.text(max_size=4), inner, max_size=3), max_leaves=6),
+    st.recursive(
+        _json_scalars,
+        lambda inner: (
+            st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+        ),
+        max_leaves=6,
+    ),
     max_size=4,
 )
 
@@ -21,10 +26,14 @@ _metadata = st.dictionaries(
 @st.composite
 def profiles(draw: st.DrawFn, max_frames: int = 6) -> CallProfile:
     """A random, structurally valid :class:`CallProfile`."""
-    frames = draw(st.lists(
-        st.builds(Frame, _names, st.text(max_size=10), st.integers(0, 100000)),
-        min_size=1, max_size=max_frames, unique=True,
-    ))
+    frames = draw(
+        st.lists(
+            st.builds(Frame, _names, st.text(max_size=10), st.integers(0, 100000)),
+            min_size=1,
+            max_size=max_frames,
+            unique=True,
+        )
+    )
     prof = CallProfile(draw(st.sampled_from(["trace", "sample"])), metadata=draw(_metadata))
     for f in frames:
         prof.frame_id(f)
@@ -32,8 +41,9 @@ def profiles(draw: st.DrawFn, max_frames: int = 6) -> CallProfile:
     for t in range(nthreads):
         thread = ThreadTree(draw(st.integers(-5, 10**6)), draw(st.text(max_size=8)))
         thread.root.inclusive_ns = draw(_ns)
-        paths = draw(st.lists(st.lists(st.integers(0, len(frames) - 1), min_size=1, max_size=8),
-                              max_size=8))
+        paths = draw(
+            st.lists(st.lists(st.integers(0, len(frames) - 1), min_size=1, max_size=8), max_size=8)
+        )
         for path in paths:
             node = thread.root
             for f in path:
@@ -45,12 +55,21 @@ def profiles(draw: st.DrawFn, max_frames: int = 6) -> CallProfile:
             node.max_ns = draw(_small)
         prof.threads.append(thread)
         del t
-    prof.spans.extend(draw(st.lists(
-        st.builds(lambda th, fr, a, d, dep: Span(th, fr, a, a + d, dep),
-                  st.integers(0, nthreads - 1), st.integers(0, len(frames) - 1),
-                  _small, _small, st.integers(0, 50)),
-        max_size=6,
-    )))
+    prof.spans.extend(
+        draw(
+            st.lists(
+                st.builds(
+                    lambda th, fr, a, d, dep: Span(th, fr, a, a + d, dep),
+                    st.integers(0, nthreads - 1),
+                    st.integers(0, len(frames) - 1),
+                    _small,
+                    _small,
+                    st.integers(0, 50),
+                ),
+                max_size=6,
+            )
+        )
+    )
     return prof
 
 
@@ -80,16 +99,18 @@ def sample_profile() -> CallProfile:
     n_d2 = n_main.child(dumps)
     n_d2.add_call(1_000_000, 1_000_000)
     # timeline consistent with the tree
-    p.spans.extend([
-        Span(0, main, 0, 10_000_000, 0),
-        Span(0, work, 0, 5_000_000, 1),
-        Span(0, dumps, 500_000, 3_500_000, 2),
-        Span(0, helper, 3_500_000, 4_500_000, 2),
-        Span(0, work, 5_000_000, 8_000_000, 1),
-        Span(0, dumps, 5_500_000, 6_500_000, 2),
-        Span(0, helper, 6_500_000, 7_500_000, 2),
-        Span(0, dumps, 8_500_000, 9_500_000, 1),
-    ])
+    p.spans.extend(
+        [
+            Span(0, main, 0, 10_000_000, 0),
+            Span(0, work, 0, 5_000_000, 1),
+            Span(0, dumps, 500_000, 3_500_000, 2),
+            Span(0, helper, 3_500_000, 4_500_000, 2),
+            Span(0, work, 5_000_000, 8_000_000, 1),
+            Span(0, dumps, 5_500_000, 6_500_000, 2),
+            Span(0, helper, 6_500_000, 7_500_000, 2),
+            Span(0, dumps, 8_500_000, 9_500_000, 1),
+        ]
+    )
     t2 = ThreadTree(2, "worker")
     p.threads.append(t2)
     t2.root.calls, t2.root.inclusive_ns = 1, 2_000_000

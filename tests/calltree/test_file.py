@@ -35,7 +35,9 @@ def test_save_load_round_trip(tmp_path: Path, name: str) -> None:
     assert (path.read_bytes()[:2] == b"\x1f\x8b") == name.endswith(".gz")
     loaded = file.load(path)
     assert loaded == prof
-    assert [list(t.root.children) for t in loaded.threads] == [list(t.root.children) for t in prof.threads]
+    assert [list(t.root.children) for t in loaded.threads] == [
+        list(t.root.children) for t in prof.threads
+    ]
 
 
 def test_deep_tree_round_trip_without_recursion(tmp_path: Path) -> None:
@@ -88,14 +90,25 @@ def test_newer_version_is_refused_clearly() -> None:
         (b'{"nodes": []}', "bad_magic"),
         (b"\xff\xfe", "malformed"),
         (b"\x1f\x8b\x08garbage", "malformed"),
-        (b'{"format": "profkit.calltree", "version": 1, "mode": "trace", "frames": [], '
-         b'"threads": [], "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", None),
-        (b'{"format": "profkit.calltree", "version": 1, "mode": "trace", "frames": [], '
-         b'"threads": [], "metadata": {"a": ' + b"[" * 100 + b"]" * 100 + b"}}", "too_large"),
-        (b'{"format": "profkit.calltree", "version": 1, "mode": "x", "frames": [], "threads": []}',
-         "malformed"),
-        (b'{"format": "profkit.calltree", "version": 1, "mode": "trace", "frames": [], '
-         b'"threads": [], "n": 1' + b"0" * 5000 + b"}", "malformed"),
+        (
+            b'{"format": "profkit.calltree", "version": 1, "mode": "trace", "frames": [], '
+            b'"threads": [], "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+            None,
+        ),
+        (
+            b'{"format": "profkit.calltree", "version": 1, "mode": "trace", "frames": [], '
+            b'"threads": [], "metadata": {"a": ' + b"[" * 100 + b"]" * 100 + b"}}",
+            "too_large",
+        ),
+        (
+            b'{"format": "profkit.calltree", "version": 1, "mode": "x", "frames": [], "threads": []}',
+            "malformed",
+        ),
+        (
+            b'{"format": "profkit.calltree", "version": 1, "mode": "trace", "frames": [], '
+            b'"threads": [], "n": 1' + b"0" * 5000 + b"}",
+            "malformed",
+        ),
     ],
 )
 def test_hostile_documents(raw: bytes, kind: str | None) -> None:
@@ -201,10 +214,15 @@ def test_combine_remaps_frames_threads_and_spans() -> None:
     both = file.combine([a, b])
     assert len(both.frames) == 4
     assert [t.name for t in both.threads] == [
-        "pid 4242: MainThread", "pid 4242: worker", "pid 7: MainThread", "pid 7: worker"]
+        "pid 4242: MainThread",
+        "pid 4242: worker",
+        "pid 7: MainThread",
+        "pid 7: worker",
+    ]
     assert both.threads[2].root == a.threads[0].root
-    assert both.spans[len(a.spans):] == [
-        type(s)(s.thread + 2, s.frame, s.start_ns, s.end_ns, s.depth) for s in a.spans]
+    assert both.spans[len(a.spans) :] == [
+        type(s)(s.thread + 2, s.frame, s.start_ns, s.end_ns, s.depth) for s in a.spans
+    ]
     assert both.metadata["processes"] == [a.metadata, b.metadata]
 
 
@@ -230,7 +248,9 @@ _DOC = json.loads(json.dumps(file.to_json(sample_profile())))
 _PATHS = _paths(_DOC)[1:]
 _json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=5),
-    lambda inner: st.lists(inner, max_size=8) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=8) | st.dictionaries(st.text(max_size=5), inner, max_size=4)
+    ),
     max_leaves=10,
 )
 

@@ -44,8 +44,9 @@ def test_stdout(saved: Path, capsysbinary: pytest.CaptureFixture[bytes]) -> None
     assert doc["$schema"].startswith("https://www.speedscope.app/")
 
 
-def test_binary_refused_on_terminal(saved: Path, monkeypatch: pytest.MonkeyPatch,
-                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_binary_refused_on_terminal(
+    saved: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr("sys.stdout.isatty", lambda: True)
     assert main(["export", str(saved), "-F", "pprof", "-o", "-"]) == 2
     assert "binary" in capsys.readouterr().err
@@ -119,7 +120,12 @@ def test_stdout_write_error_is_one_line(saved: Path) -> None:
         pytest.skip("no /dev/full")
     for argv in (["report", str(saved)], ["export", str(saved), "-F", "collapsed", "-o", "-"]):
         with open("/dev/full", "wb") as full:
-            proc = subprocess.run([sys.executable, "-m", "profkit", *argv], stdout=full,
-                                  stderr=subprocess.PIPE, text=True, timeout=60)
+            proc = subprocess.run(
+                [sys.executable, "-m", "profkit", *argv],
+                stdout=full,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=60,
+            )
         assert proc.returncode == 2
         assert proc.stderr == "profkit: error: cannot write to stdout: No space left on device\n"

@@ -26,7 +26,9 @@ def _start(*args: str) -> tuple[subprocess.Popen[str], int]:
     other tests for a port picked in advance); return it and the port it printed."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "profkit", "monitor", "--listen", "127.0.0.1:0", *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert proc.stderr is not None
     line = proc.stderr.readline()  # "listening on ..." once the socket is bound
@@ -50,7 +52,8 @@ class _Reader:
         self.lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []
         self.thread = threading.Thread(
-            target=lambda: [self.lines.put(x) for x in iter(stream.readline, "")], daemon=True)
+            target=lambda: [self.lines.put(x) for x in iter(stream.readline, "")], daemon=True
+        )
         self.thread.start()
 
     def wait_for(self, text: str, timeout: float = 30.0) -> None:
@@ -77,8 +80,10 @@ def test_lines_senders_loss_and_ctrl_c_summary() -> None:
     proc, port = _start("--plain", "--top", "3")
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         for seq in (0, 1, 3):
-            s.sendto(encode("app/1", seq, 2, ["Enter: m.f", "Leave: m.f, Duration: 5.000 us"]),
-                     ("127.0.0.1", port))
+            s.sendto(
+                encode("app/1", seq, 2, ["Enter: m.f", "Leave: m.f, Duration: 5.000 us"]),
+                ("127.0.0.1", port),
+            )
         s.sendto(b"\x00garbage", ("127.0.0.1", port))
         s.sendto(encode("app/2", 0, 0, ["Enter: m.g"]), ("127.0.0.1", port))
     # loopback keeps one socket's datagrams in order: once the last one is printed,
@@ -136,15 +141,23 @@ def test_terminal_gets_the_refreshed_screen() -> None:
     leader, follower = pty.openpty()
     proc = subprocess.Popen(
         [sys.executable, "-m", "profkit", "monitor", "--listen", "127.0.0.1:0"],
-        stdout=follower, stderr=subprocess.PIPE, env={**os.environ, "COLUMNS": "90", "LINES": "30"},
+        stdout=follower,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "COLUMNS": "90", "LINES": "30"},
     )
     os.close(follower)
     assert proc.stderr is not None
     port = _port(proc.stderr.readline().decode())
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.sendto(encode("tty/1", 0, 0, ["Enter: m.f", "Leave: m.f, Duration: 7 ns",
-                                        "Enter: evil\x1b]0;title\x07"]),
-                 ("127.0.0.1", port))
+        s.sendto(
+            encode(
+                "tty/1",
+                0,
+                0,
+                ["Enter: m.f", "Leave: m.f, Duration: 7 ns", "Enter: evil\x1b]0;title\x07"],
+            ),
+            ("127.0.0.1", port),
+        )
     chunks: list[bytes] = []
     deadline = time.monotonic() + 30
     # read until the screen shows the datagram, however slowly the machine runs; then stop
@@ -175,8 +188,10 @@ def test_plain_output_to_a_file_keeps_whole_summary_lines() -> None:
     """The summary was cut at 100 columns even when stdout was not a terminal."""
     proc, port = _start("--plain")
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.sendto(encode("x" * 40 + "/1", 0, 0, [f"Leave: {'m.' * 80}f, Duration: 5 ns"]),
-                 ("127.0.0.1", port))
+        s.sendto(
+            encode("x" * 40 + "/1", 0, 0, [f"Leave: {'m.' * 80}f, Duration: 5 ns"]),
+            ("127.0.0.1", port),
+        )
     reader = _Reader(proc.stdout)
     reader.wait_for("Leave: m.")
     out, _ = _interrupt(proc, reader)
@@ -195,9 +210,22 @@ def test_stdout_write_error_is_one_line() -> None:
         pytest.skip("no /dev/full")
     with open("/dev/full", "wb") as full:
         proc = subprocess.run(
-            [sys.executable, "-m", "profkit", "monitor", "--listen", "127.0.0.1:0",
-             "--duration", "0.2"],
-            stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+            [
+                sys.executable,
+                "-m",
+                "profkit",
+                "monitor",
+                "--listen",
+                "127.0.0.1:0",
+                "--duration",
+                "0.2",
+            ],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
     assert proc.returncode == 2
     assert proc.stderr.splitlines()[-1] == (
-        "profkit: error: cannot write to stdout: No space left on device")
+        "profkit: error: cannot write to stdout: No space left on device"
+    )

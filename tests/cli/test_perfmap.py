@@ -350,8 +350,9 @@ def test_symbolize_refuses_to_overwrite_an_input(
     script = tmp_path / "s.txt"
     script.write_text("x 1 1.0: 1 cpu-clock:\n\t deadbeef [unknown] ([unknown])\n")
     before = script.read_bytes()
-    rc, _, err = run(capsys, "symbolize", str(script), "--map", str(R2R), "--base", "0x1000",
-                     "-o", str(script))
+    rc, _, err = run(
+        capsys, "symbolize", str(script), "--map", str(R2R), "--base", "0x1000", "-o", str(script)
+    )
     assert rc == 2 and "inputs are never modified" in err
     assert script.read_bytes() == before
 
@@ -377,11 +378,17 @@ def test_stdout_write_error_is_one_line() -> None:
         pytest.skip("no /dev/full")
     for argv in (["convert", str(R2R), "--base", "0x1000", "-o", "-"], ["show", str(R2R)]):
         with open("/dev/full", "wb") as full:
-            proc = subprocess.run([sys.executable, "-m", "profkit", "perfmap", *argv],
-                                  stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+            proc = subprocess.run(
+                [sys.executable, "-m", "profkit", "perfmap", *argv],
+                stdout=full,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=60,
+            )
         assert proc.returncode == 2
         assert proc.stderr.endswith(
-            "profkit: error: cannot write to stdout: No space left on device\n")
+            "profkit: error: cannot write to stdout: No space left on device\n"
+        )
         assert proc.stderr.count("profkit: error:") == 1
 
 
@@ -396,9 +403,23 @@ def test_append_into_a_fifo_writes_instead_of_blocking(tmp_path: Path) -> None:
     reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
     reader.start()
     proc = subprocess.run(
-        [sys.executable, "-m", "profkit", "perfmap", "convert", str(R2R), "--base", "0x1000",
-         "--append", "-o", str(fifo)],
-        capture_output=True, text=True, timeout=60)
+        [
+            sys.executable,
+            "-m",
+            "profkit",
+            "perfmap",
+            "convert",
+            str(R2R),
+            "--base",
+            "0x1000",
+            "--append",
+            "-o",
+            str(fifo),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     reader.join(30)
     assert proc.returncode == 0, proc.stderr
     assert got and got[0].count(b"\n") == 71

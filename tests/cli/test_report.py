@@ -34,13 +34,29 @@ def test_flat_and_callers(saved: Path, capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_options(saved: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["report", str(saved), "--min-time", "3ms", "--prefix", "myapp", "--color",
-                 "--width", "60"]) == 0
+    assert (
+        main(
+            [
+                "report",
+                str(saved),
+                "--min-time",
+                "3ms",
+                "--prefix",
+                "myapp",
+                "--color",
+                "--width",
+                "60",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "\x1b[31m" in out and "json.dumps" not in out
 
 
-def test_combines_several_files(saved: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_combines_several_files(
+    saved: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     other = tmp_path / "b.json"
     file.save(sample_profile(), other)
     assert main(["report", str(saved), str(other)]) == 0
@@ -60,7 +76,9 @@ def test_combines_several_files(saved: Path, tmp_path: Path, capsys: pytest.Capt
         (["--max-depth", "-1"], "--max-depth must be 0 or more"),
     ],
 )
-def test_usage_errors(saved: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+def test_usage_errors(
+    saved: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
     assert main(["report", str(saved), *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("profkit: error:") and message in err

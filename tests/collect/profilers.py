@@ -21,7 +21,9 @@ class FileRecorder(ProfilerCallback):
         else:
             info.set_event_mask(EventMask.ENTER_LEAVE | EventMask.THREADS)
 
-    def stack_sample(self, thread_id: Any, function_ids: Any, timestamp_ns: int, weight_ns: int) -> None:
+    def stack_sample(
+        self, thread_id: Any, function_ids: Any, timestamp_ns: int, weight_ns: int
+    ) -> None:
         for fid in function_ids:
             self.entered[fid] = self.entered.get(fid, 0) + 1
 

@@ -94,15 +94,21 @@ class Recorder(ProfilerCallback):
     def module_load_finished(self, mid: int, error: BaseException | None) -> None:  # type: ignore[override]
         assert self.info is not None
         info = self.info.get_module_info(mid)  # type: ignore[arg-type]
-        self.add("module_finished", info.name, info.filename, type(error).__name__ if error else None)
+        self.add(
+            "module_finished", info.name, info.filename, type(error).__name__ if error else None
+        )
 
     def garbage_collection_started(self, generation: int) -> None:
         self.add("gc_started", generation)
 
-    def garbage_collection_finished(self, generation: int, collected: int, uncollectable: int) -> None:
+    def garbage_collection_finished(
+        self, generation: int, collected: int, uncollectable: int
+    ) -> None:
         self.add("gc_finished", generation, collected, uncollectable)
 
-    def stack_sample(self, thread_id: Any, function_ids: Any, timestamp_ns: int, weight_ns: int) -> None:
+    def stack_sample(
+        self, thread_id: Any, function_ids: Any, timestamp_ns: int, weight_ns: int
+    ) -> None:
         self.add("sample", thread_id, tuple(self.name(f) for f in function_ids), weight_ns)
 
     def of(self, kind: str) -> list[tuple[Any, ...]]:

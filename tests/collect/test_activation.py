@@ -42,7 +42,11 @@ def run_probe(mode: str, tmp: Path, **env_extra: str) -> subprocess.CompletedPro
     env["PYTHONPATH"] = os.pathsep.join(paths)
     env.update(env_extra)
     return subprocess.run(
-        [sys.executable, str(PROBE), mode], env=env, cwd=tmp, capture_output=True, text=True,
+        [sys.executable, str(PROBE), mode],
+        env=env,
+        cwd=tmp,
+        capture_output=True,
+        text=True,
         timeout=120,
     )
 
@@ -117,7 +121,9 @@ def test_failing_profiler_reported_once(profiler: str, where: str, tmp_path: Pat
     extra = profiled.stderr.replace(bare.stderr, "", 1)
     lines = extra.splitlines()
     assert len(lines) == 1, profiled.stderr
-    assert lines[0].startswith(f"profkit: profiler tests.collect.profilers.{profiler} failed in {where}: ")
+    assert lines[0].startswith(
+        f"profkit: profiler tests.collect.profilers.{profiler} failed in {where}: "
+    )
     assert lines[0].endswith("; detached")
 
 

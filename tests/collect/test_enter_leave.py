@@ -51,7 +51,10 @@ def test_enter_leave_pair(backend: str) -> None:
     rec, result = run(backend, EventMask.ENTER_LEAVE, lambda: middle(1))
     assert result == 4
     assert rec.calls({"middle", "leaf"}) == [
-        ("enter", "middle"), ("enter", "leaf"), ("leave", "leaf"), ("leave", "middle"),
+        ("enter", "middle"),
+        ("enter", "leaf"),
+        ("leave", "leaf"),
+        ("leave", "middle"),
     ]
     assert rec.shutdowns == 1
 
@@ -70,8 +73,12 @@ def test_generator_yield_resume(backend: str) -> None:
     rec, result = run(backend, EventMask.ENTER_LEAVE, lambda: list(gen(2)))
     assert result == [1, 2]
     assert rec.calls({"gen"}) == [
-        ("enter", "gen"), ("yield", "gen"), ("resume", "gen"), ("yield", "gen"),
-        ("resume", "gen"), ("leave", "gen"),
+        ("enter", "gen"),
+        ("yield", "gen"),
+        ("resume", "gen"),
+        ("yield", "gen"),
+        ("resume", "gen"),
+        ("leave", "gen"),
     ]
 
 
@@ -80,7 +87,10 @@ def test_exception_unwinds_pair_up(backend: str) -> None:
     rec, result = run(backend, mask, catcher)
     assert result == "caught"
     assert rec.calls({"catcher", "boom"}) == [
-        ("enter", "catcher"), ("enter", "boom"), ("unwind", "boom"), ("leave", "boom"),
+        ("enter", "catcher"),
+        ("enter", "boom"),
+        ("unwind", "boom"),
+        ("leave", "boom"),
         ("leave", "catcher"),
     ]
 
@@ -157,8 +167,12 @@ def test_system_exit_and_interrupt_unwind(backend: str) -> None:
         interrupted()
     detach()
     assert rec.calls({"exits", "interrupted"}) == [
-        ("enter", "exits"), ("unwind", "exits"), ("leave", "exits"),
-        ("enter", "interrupted"), ("unwind", "interrupted"), ("leave", "interrupted"),
+        ("enter", "exits"),
+        ("unwind", "exits"),
+        ("leave", "exits"),
+        ("enter", "interrupted"),
+        ("unwind", "interrupted"),
+        ("leave", "interrupted"),
     ]
 
 
@@ -191,7 +205,11 @@ def test_async_coroutines(backend: str) -> None:
     async def parent() -> int:
         return sum(await asyncio.gather(child(1), child(2)))
 
-    rec, result = run(backend, EventMask.ENTER_LEAVE | EventMask.ENABLE_SHADOW_STACK, lambda: asyncio.run(parent()))
+    rec, result = run(
+        backend,
+        EventMask.ENTER_LEAVE | EventMask.ENABLE_SHADOW_STACK,
+        lambda: asyncio.run(parent()),
+    )
     assert result == 3
     kids = rec.calls({"test_async_coroutines.<locals>.child"})
     assert [e[0] for e in kids].count("enter") == 2

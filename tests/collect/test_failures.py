@@ -31,7 +31,9 @@ class FailsWhileDetaching(ProfilerCallback):
         self.sampling = threading.Event()
         info.set_event_mask(EventMask.SAMPLING)
 
-    def stack_sample(self, thread_id: Any, function_ids: Any, timestamp_ns: int, weight_ns: int) -> None:
+    def stack_sample(
+        self, thread_id: Any, function_ids: Any, timestamp_ns: int, weight_ns: int
+    ) -> None:
         self.sampling.set()
         deadline = time.monotonic() + HANG
         while current_session() is not None and time.monotonic() < deadline:
@@ -39,7 +41,9 @@ class FailsWhileDetaching(ProfilerCallback):
         raise ValueError("late failure")
 
 
-def test_sampler_failing_during_detach_does_not_deadlock(capsys: pytest.CaptureFixture[str]) -> None:
+def test_sampler_failing_during_detach_does_not_deadlock(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """detach() joined the sampler while holding the session lock, and the sampler's
     failure report waited for that lock: a profiler raising in stack_sample at exit
     hung the program forever (found with a program run under a raising profiler)."""

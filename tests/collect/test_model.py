@@ -98,7 +98,9 @@ def check(backend: str, plan: list[Any], mask: EventMask) -> None:
     assert [e[:2] for e in rec.calls(NAMES)] == expected
 
 
-@pytest.mark.parametrize("mask", [EventMask.ENTER_LEAVE, EventMask.ENTER_LEAVE | EventMask.EXCEPTIONS])
+@pytest.mark.parametrize(
+    "mask", [EventMask.ENTER_LEAVE, EventMask.ENTER_LEAVE | EventMask.EXCEPTIONS]
+)
 @pytest.mark.parametrize("backend_name", BACKENDS)
 @settings(max_examples=25, deadline=None)
 @given(plan=plans)

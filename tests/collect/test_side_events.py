@@ -56,7 +56,12 @@ def test_module_loads(backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPa
     sys.modules.pop("pk_mod_bad", None)
     assert ("module_started", "pk_mod_ok") in rec.events
     assert ("module_finished", "pk_mod_ok", str(tmp_path / "pk_mod_ok.py"), None) in rec.events
-    assert ("module_finished", "pk_mod_bad", str(tmp_path / "pk_mod_bad.py"), "RuntimeError") in rec.events
+    assert (
+        "module_finished",
+        "pk_mod_bad",
+        str(tmp_path / "pk_mod_bad.py"),
+        "RuntimeError",
+    ) in rec.events
     assert "exec_module" not in vars(sys.modules.get("pk_mod_ok", pk_mod_ok).__loader__)
 
 
@@ -118,7 +123,10 @@ def test_stack_snapshot_other_thread(backend: str) -> None:
     names = [session.info.get_function_info(f).name for f in stack]
     done.set()
     t.join()
-    mine = [session.info.get_function_info(f).name for f in session.info.do_stack_snapshot(threading.get_ident())]  # type: ignore[arg-type]
+    mine = [
+        session.info.get_function_info(f).name
+        for f in session.info.do_stack_snapshot(threading.get_ident())
+    ]  # type: ignore[arg-type]
     detach()
     assert names[0] == "Thread._bootstrap"
     assert any(n.endswith(".parked") for n in names)

@@ -88,7 +88,9 @@ def test_speedscope_sampled_from_tree() -> None:
     prof = doc["profiles"][0]
     assert prof["type"] == "sampled"
     names = [f["name"] for f in doc["shared"]["frames"]]
-    stacks = {tuple(names[i] for i in s): w for s, w in zip(prof["samples"], prof["weights"], strict=True)}
+    stacks = {
+        tuple(names[i] for i in s): w for s, w in zip(prof["samples"], prof["weights"], strict=True)
+    }
     assert stacks[("myapp.main", "myapp.core.work", "json.dumps")] == 4_000_000  # root first
     assert sum(prof["weights"]) == 10_000_000
 
@@ -96,6 +98,7 @@ def test_speedscope_sampled_from_tree() -> None:
 def test_speedscope_clips_untidy_spans() -> None:
     p = sample_profile()
     from profkit.calltree.model import Span
+
     p.spans.append(Span(0, 1, 9_000_000, 12_000_000, 1))  # ends after its parent
     _check_speedscope(json.loads(speedscope.write(p)))
 
@@ -132,8 +135,13 @@ def test_chrome_synthesised_from_tree_nests() -> None:
     xs = _check_chrome(json.loads(chrome.write(_no_spans())))
     assert all(e["args"]["synthetic"] for e in xs)
     work = next(e for e in xs if e["name"] == "myapp.core.work")
-    kids = [e for e in xs if e["name"] in ("json.dumps", "myapp.core.helper") and e["tid"] == 1
-            and work["ts"] <= e["ts"] < work["ts"] + work["dur"]]
+    kids = [
+        e
+        for e in xs
+        if e["name"] in ("json.dumps", "myapp.core.helper")
+        and e["tid"] == 1
+        and work["ts"] <= e["ts"] < work["ts"] + work["dur"]
+    ]
     assert sum(k["dur"] for k in kids) <= work["dur"]
     assert work["dur"] == 8000
 
@@ -176,8 +184,11 @@ def _decode_pprof(raw: bytes) -> dict:
     functions = {}
     for f in msg[5]:
         fm = protobuf.fields(f)  # type: ignore[arg-type]
-        functions[protobuf.one(fm, 1)] = (strings[protobuf.one(fm, 2)], strings[protobuf.one(fm, 4)],
-                                          protobuf.one(fm, 5))
+        functions[protobuf.one(fm, 1)] = (
+            strings[protobuf.one(fm, 2)],
+            strings[protobuf.one(fm, 4)],
+            protobuf.one(fm, 5),
+        )
     locations = {}
     for loc in msg[4]:
         lm = protobuf.fields(loc)  # type: ignore[arg-type]
@@ -192,8 +203,13 @@ def _decode_pprof(raw: bytes) -> dict:
         thread = strings[protobuf.one(label, 2)]
         assert strings[protobuf.one(label, 1)] == "thread"
         samples.append((thread, tuple(reversed(stack)), tuple(protobuf.packed(sm[2]))))
-    return {"types": types, "samples": samples, "functions": functions,
-            "default": strings[protobuf.one(msg, 14)], "duration": protobuf.one(msg, 10)}
+    return {
+        "types": types,
+        "samples": samples,
+        "functions": functions,
+        "default": strings[protobuf.one(msg, 14)],
+        "duration": protobuf.one(msg, 10),
+    }
 
 
 def test_pprof_decodes_back() -> None:
@@ -201,7 +217,10 @@ def test_pprof_decodes_back() -> None:
     assert out["types"] == [("calls", "count"), ("time", "nanoseconds")]
     assert out["default"] == "time"
     samples = {(t, s): v for t, s, v in out["samples"]}
-    assert samples[("MainThread", ("myapp.main", "myapp.core.work", "json.dumps"))] == (1, 4_000_000)
+    assert samples[("MainThread", ("myapp.main", "myapp.core.work", "json.dumps"))] == (
+        1,
+        4_000_000,
+    )
     assert samples[("worker", ("myapp.core.helper",))] == (1, 2_000_000)
     assert sum(v[1] for v in samples.values()) == 12_000_000
     assert ("myapp.core.work", "/src/myapp/core.py", 20) in out["functions"].values()

@@ -13,16 +13,35 @@ from profkit.calltree.model import Frame
 from profkit.export import html as html_export
 from tests.calltree.strategies import sample_profile
 
-CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "",
-                             shutil.which("chromium-browser") or "") if p and Path(p).exists()), None)
+CHROMIUM = next(
+    (
+        p
+        for p in (
+            "/usr/bin/chromium",
+            shutil.which("chromium") or "",
+            shutil.which("chromium-browser") or "",
+        )
+        if p and Path(p).exists()
+    ),
+    None,
+)
 
 
 def _dump_dom(page: Path, profile_dir: Path, fragment: str = "") -> str:
     assert CHROMIUM is not None
     cmd = [
-        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-        "--no-first-run", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", f"--user-data-dir={profile_dir}", "--dump-dom", page.as_uri() + fragment,
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile_dir}",
+        "--dump-dom",
+        page.as_uri() + fragment,
     ]
     try:
         done = subprocess.run(cmd, capture_output=True, timeout=90, check=False)
@@ -41,9 +60,15 @@ def test_chromium_renders_the_flame_graph(tmp_path: Path) -> None:
     page.write_bytes(html_export.write(prof))
     dom = _dump_dom(page, tmp_path / "chromium-profile")
     frames = re.findall(r'<div class="fr[^"]*"[^>]*>([^<]*)</div>', dom)
-    for name in ("all threads", "thread MainThread (id 1)", "thread worker (id 2)",
-                 "myapp.main", "myapp.core.work", "myapp.core.helper",
-                 "json.dumps&lt;/script&gt;&lt;i&gt;x"):
+    for name in (
+        "all threads",
+        "thread MainThread (id 1)",
+        "thread worker (id 2)",
+        "myapp.main",
+        "myapp.core.work",
+        "myapp.core.helper",
+        "json.dumps&lt;/script&gt;&lt;i&gt;x",
+    ):
         assert name in frames, (name, frames)
     assert frames.count("myapp.core.helper") == 2
     assert "12.0 ms shown" in dom  # the script ran: its status line is in the DOM

@@ -41,8 +41,14 @@ def _decoder() -> str | None:
     env = dict(os.environ)
     if "PROFKIT_NODE_MODULES" in env:
         env["NODE_PATH"] = env["PROFKIT_NODE_MODULES"]
-    done = subprocess.run([node, "-p", "require.resolve('pprof-format')"], capture_output=True,
-                          text=True, env=env, timeout=30, check=False)
+    done = subprocess.run(
+        [node, "-p", "require.resolve('pprof-format')"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=30,
+        check=False,
+    )
     return done.stdout.strip() if done.returncode == 0 else None
 
 
@@ -54,8 +60,13 @@ def test_pprof_format_decodes_our_output(tmp_path: Path) -> None:
     path.write_bytes(pprof.write(sample_profile()))
     script = tmp_path / "decode.cjs"
     script.write_text(_SCRIPT)
-    done = subprocess.run(["node", str(script), module, str(path)], capture_output=True, text=True,
-                          timeout=60, check=True)
+    done = subprocess.run(
+        ["node", str(script), module, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     out = json.loads(done.stdout)
     assert out["types"] == [["calls", "count"], ["time", "nanoseconds"]]
     samples = {(stack, thread): tuple(values) for stack, values, thread in out["samples"]}

@@ -38,8 +38,12 @@ def test_unknown_format_lists_choices() -> None:
 
 @pytest.mark.parametrize(
     ("inp", "out"),
-    [("run.pkprof.json.gz", "run.html"), ("dir/p.json", "dir/p.html"), ("x", "x.html"),
-     (".json", ".json.html")],
+    [
+        ("run.pkprof.json.gz", "run.html"),
+        ("dir/p.json", "dir/p.html"),
+        ("x", "x.html"),
+        (".json", ".json.html"),
+    ],
 )
 def test_default_output(inp: str, out: str) -> None:
     assert registry.default_output(inp, registry.get("html")) == out

@@ -44,15 +44,21 @@ def test_functions_from_leave_and_yield_durations() -> None:
     m.feed(encode("h/1", 0, 0, LINES))
     m.feed(encode("h/1", 1, 0, LINES[2:3]))
     top = {row[0]: row[1:] for row in m.functions.top(10)}
-    assert top == {"myapp.main": (1_487_050, 1_500_000, 1, 1_500_000),
-                   "myapp.work": (24_500, 24_500, 2, 12_250), "myapp.gen": (700, 700, 1, 700)}
+    assert top == {
+        "myapp.main": (1_487_050, 1_500_000, 1, 1_500_000),
+        "myapp.work": (24_500, 24_500, 2, 12_250),
+        "myapp.gen": (700, 700, 1, 700),
+    }
     assert [row[0] for row in m.functions.top(1)] == ["myapp.main"]
 
 
 def test_self_time_counts_recursion_once_and_per_sender() -> None:
     m = Monitor()
-    rec = ["        Leave: f, Duration: 10 ns", "    Leave: f, Duration: 30 ns",
-           "Leave: f, Duration: 100 ns"]
+    rec = [
+        "        Leave: f, Duration: 10 ns",
+        "    Leave: f, Duration: 30 ns",
+        "Leave: f, Duration: 100 ns",
+    ]
     m.feed(encode("a/1", 0, 0, rec[:1]))
     m.feed(encode("b/1", 0, 0, ["    Leave: g, Duration: 5 ns"]))  # other sender: own depths
     m.feed(encode("a/1", 1, 0, rec[1:]))

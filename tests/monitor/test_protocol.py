@@ -16,7 +16,9 @@ _sender = st.text(st.characters(min_codepoint=33, max_codepoint=126), min_size=1
 
 @settings(max_examples=80, deadline=None)
 @given(_sender, st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1), st.lists(_line, max_size=40))
-def test_batch_encode_decode_round_trip(sender: str, seq: int, dropped: int, lines: list[str]) -> None:
+def test_batch_encode_decode_round_trip(
+    sender: str, seq: int, dropped: int, lines: list[str]
+) -> None:
     for chunk in protocol.batch(lines) or [[]]:
         data = protocol.encode(sender, seq, dropped, chunk)
         assert len(data) <= protocol.MAX_DATAGRAM + 64 + 40
@@ -29,10 +31,22 @@ def test_batch_encode_decode_round_trip(sender: str, seq: int, dropped: int, lin
 @pytest.mark.parametrize(
     "data",
     [
-        b"", b"PK1", b"PK1 a 1\n", b"PK2 a 1 2\n", b"PK1 a 1 2 3\n", b"PK1  1 2\n",
-        "PK1 a ² 0\n".encode(), "PK1 a 1 ١\n".encode(), b"PK1 a -1 0\n", b"PK1 a +1 0\n",
-        b"PK1 a 1 " + b"9" * 21 + b"\n", b"PK1 a\x01b 1 0\n", b"PK1 " + b"s" * 49 + b" 1 0\n",
-        b"PK1 a 1 0\n\xff\xfe", b"x" * 70000, b"PK1 a 1\t 0\n",
+        b"",
+        b"PK1",
+        b"PK1 a 1\n",
+        b"PK2 a 1 2\n",
+        b"PK1 a 1 2 3\n",
+        b"PK1  1 2\n",
+        "PK1 a ² 0\n".encode(),
+        "PK1 a 1 ١\n".encode(),
+        b"PK1 a -1 0\n",
+        b"PK1 a +1 0\n",
+        b"PK1 a 1 " + b"9" * 21 + b"\n",
+        b"PK1 a\x01b 1 0\n",
+        b"PK1 " + b"s" * 49 + b" 1 0\n",
+        b"PK1 a 1 0\n\xff\xfe",
+        b"x" * 70000,
+        b"PK1 a 1\t 0\n",
     ],
 )
 def test_malformed_datagrams(data: bytes) -> None:

@@ -23,8 +23,11 @@ def test_serve_receives_counts_and_prints() -> None:
     out = _Out()
     stop = threading.Event()
     view = PlainView(out)  # type: ignore[arg-type]
-    thread = threading.Thread(target=serve, args=(sock, monitor, view),
-                              kwargs={"stop": stop, "refresh": 0.01, "idle_timeout": 0.01})
+    thread = threading.Thread(
+        target=serve,
+        args=(sock, monitor, view),
+        kwargs={"stop": stop, "refresh": 0.01, "idle_timeout": 0.01},
+    )
     thread.start()
     sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     for seq in (0, 1, 2, 4):
@@ -46,9 +49,14 @@ def test_serve_receives_counts_and_prints() -> None:
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("127.0.0.1:2222", ("127.0.0.1", 2222)), ("[::1]:9", ("::1", 9)), (":7", ("127.0.0.1", 7)),
-     ("2223", ("127.0.0.1", 2223)), ("localhost:5", ("localhost", 5)),
-     ("127.0.0.1:0", ("127.0.0.1", 0))],  # 0: the kernel picks a free port
+    [
+        ("127.0.0.1:2222", ("127.0.0.1", 2222)),
+        ("[::1]:9", ("::1", 9)),
+        (":7", ("127.0.0.1", 7)),
+        ("2223", ("127.0.0.1", 2223)),
+        ("localhost:5", ("localhost", 5)),
+        ("127.0.0.1:0", ("127.0.0.1", 0)),
+    ],  # 0: the kernel picks a free port
 )
 def test_parse_listen(text: str, expected: tuple[str, int]) -> None:
     assert parse_listen(text) == expected

@@ -88,8 +88,12 @@ def _all() -> tuple[Fixture, ...]:
     return tuple(_entry_to_fixture(e) for e in load_manifest()["files"])
 
 
-def fixtures(kind: str | None = None, llvm: int | None = None,
-             variant: str | None = None, show: str | None = None) -> Iterator[Fixture]:
+def fixtures(
+    kind: str | None = None,
+    llvm: int | None = None,
+    variant: str | None = None,
+    show: str | None = None,
+) -> Iterator[Fixture]:
     """Iterate manifest entries, optionally filtered by kind, LLVM version, variant, show key."""
     for fx in _all():
         if kind is not None and fx.kind != kind:
@@ -118,8 +122,7 @@ def by_path(rel: str) -> Fixture:
 
 def outputs_of(profile: Fixture, kind: str = "show") -> dict[str, Fixture]:
     """Saved tool outputs whose only input is ``profile``: show key -> fixture."""
-    return {fx.show or fx.rel: fx for fx in fixtures(kind=kind)
-            if fx.inputs == (profile.rel,)}
+    return {fx.show or fx.rel: fx for fx in fixtures(kind=kind) if fx.inputs == (profile.rel,)}
 
 
 def llvm_profdata_path(version: int) -> str | None:
@@ -133,8 +136,11 @@ def profkit_help(*words: str) -> str:
     from profkit.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
-    with (contextlib.redirect_stdout(out), contextlib.redirect_stderr(err),
-          contextlib.suppress(SystemExit)):
+    with (
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+        contextlib.suppress(SystemExit),
+    ):
         main([*words, "--help"])
     return out.getvalue()
 

@@ -34,10 +34,12 @@ pytestmark = pytest.mark.oracle
 
 # name -> inputs relative to clang<NN>/ ("W,file" = weighted input, "--opt" passed through).
 COMBOS: dict[str, tuple[str, ...]] = {
-    "same_program": ("ir.profraw", "ir_alt.profraw", "ir_nocompress.profraw",
-                     "binary_ids.profraw"),
-    "weighted": ("--weighted-input=2,ir.profraw", "--weighted-input=5,ir_alt.profraw",
-                 "ir_entry.profraw"),
+    "same_program": ("ir.profraw", "ir_alt.profraw", "ir_nocompress.profraw", "binary_ids.profraw"),
+    "weighted": (
+        "--weighted-input=2,ir.profraw",
+        "--weighted-input=5,ir_alt.profraw",
+        "ir_entry.profraw",
+    ),
     "programs": ("ir.profraw", "cxx_ir.profraw", "names_ir.profraw", "dso_concat.profraw"),
     "formats": ("ir.profdata", "ir_alt.profraw", "ir.proftext"),
     "sparse": ("--sparse", "ir.profraw", "cxx_ir.profraw", "dso_concat.profraw"),
@@ -72,9 +74,13 @@ def _inputs_exist(version: int, inputs: tuple[str, ...]) -> bool:
 
 CASES = [
     pytest.param(
-        version, combo, kind, id=f"clang{version}-{combo}-{kind}",
+        version,
+        combo,
+        kind,
+        id=f"clang{version}-{combo}-{kind}",
         marks=[pytest.mark.xfail(strict=True, reason=KNOWN[(version, combo, kind)])]
-        if (version, combo, kind) in KNOWN else [],
+        if (version, combo, kind) in KNOWN
+        else [],
     )
     for version in LLVM_VERSIONS
     for combo, inputs in COMBOS.items()
@@ -91,12 +97,18 @@ def _profkit(argv: list[str], cwd: Path, monkeypatch: pytest.MonkeyPatch) -> tup
     return rc, err.getvalue()
 
 
-@pytest.mark.skipif(not profkit_merge_available(),
-                    reason="profkit profdata merge not implemented yet")
+@pytest.mark.skipif(
+    not profkit_merge_available(), reason="profkit profdata merge not implemented yet"
+)
 @pytest.mark.parametrize(("version", "combo", "kind"), CASES)
-def test_merge_matches_live_llvm(version: int, combo: str, kind: str, tmp_path: Path,
-                                 monkeypatch: pytest.MonkeyPatch,
-                                 llvm_profdata: Callable[[int], str]) -> None:
+def test_merge_matches_live_llvm(
+    version: int,
+    combo: str,
+    kind: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    llvm_profdata: Callable[[int], str],
+) -> None:
     tool = llvm_profdata(version)
     cwd = FIXTURE_ROOT / f"clang{version}"
     fmt = ["--text"] if kind == "text" else []
@@ -104,10 +116,28 @@ def test_merge_matches_live_llvm(version: int, combo: str, kind: str, tmp_path: 
     inputs = list(COMBOS[combo])
     # -j 1 for both: profkit's worker processes would fork the (multi-threaded) test
     # process, and the order of equal-count values may depend on the thread split.
-    live = subprocess.run([tool, "merge", "-j", "1", *fmt, "-o", str(theirs), *inputs],
-                          cwd=cwd, capture_output=True, text=True)
-    rc, err = _profkit(["profdata", "merge", "-j", "1", *fmt, "--llvm-version", str(version),
-                        "-o", str(ours), *inputs], cwd, monkeypatch)
+    live = subprocess.run(
+        [tool, "merge", "-j", "1", *fmt, "-o", str(theirs), *inputs],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+    )
+    rc, err = _profkit(
+        [
+            "profdata",
+            "merge",
+            "-j",
+            "1",
+            *fmt,
+            "--llvm-version",
+            str(version),
+            "-o",
+            str(ours),
+            *inputs,
+        ],
+        cwd,
+        monkeypatch,
+    )
     if live.returncode != 0:
         assert rc != 0, f"llvm-profdata failed ({live.stderr.strip()}) but profkit did not"
         return
@@ -118,16 +148,24 @@ def test_merge_matches_live_llvm(version: int, combo: str, kind: str, tmp_path: 
 # Saved outputs re-made by the installed tools: the indexed files converted from raw/merged
 # inputs and the full listing of every raw file (cross/ and the other show keys are made the
 # same way; sampling keeps this test quick).
-REPRODUCE = [fx for fx in fixtures()
-             if fx.llvm is not None and fx.command and fx.rel.startswith("clang")
-             and "--debug-info=prog" not in fx.command
-             and (fx.kind == "profdata"
-                  or (fx.show == "show-all-counts" and fx.inputs[0].endswith(".profraw")))]
+REPRODUCE = [
+    fx
+    for fx in fixtures()
+    if fx.llvm is not None
+    and fx.command
+    and fx.rel.startswith("clang")
+    and "--debug-info=prog" not in fx.command
+    and (
+        fx.kind == "profdata"
+        or (fx.show == "show-all-counts" and fx.inputs[0].endswith(".profraw"))
+    )
+]
 
 
 @pytest.mark.parametrize("fx", REPRODUCE, ids=lambda fx: fx.rel)
-def test_installed_llvm_reproduces_saved_output(fx: Fixture, tmp_path: Path,
-                                                llvm_profdata: Callable[[int], str]) -> None:
+def test_installed_llvm_reproduces_saved_output(
+    fx: Fixture, tmp_path: Path, llvm_profdata: Callable[[int], str]
+) -> None:
     assert fx.llvm is not None
     tool = llvm_profdata(fx.llvm)
     args = list(fx.command[1:])
@@ -152,9 +190,12 @@ KNOWN_J2: dict[tuple[int, str], str] = {
 }
 J2_CASES = [
     pytest.param(
-        version, combo, id=f"clang{version}-{combo}-j2",
+        version,
+        combo,
+        id=f"clang{version}-{combo}-j2",
         marks=[pytest.mark.xfail(strict=True, reason=KNOWN_J2[(version, combo)])]
-        if (version, combo) in KNOWN_J2 else [],
+        if (version, combo) in KNOWN_J2
+        else [],
     )
     for version in LLVM_VERSIONS
     for combo in J2_COMBOS
@@ -162,25 +203,48 @@ J2_CASES = [
 ]
 
 
-@pytest.mark.skipif(not profkit_merge_available(),
-                    reason="profkit profdata merge not implemented yet")
+@pytest.mark.skipif(
+    not profkit_merge_available(), reason="profkit profdata merge not implemented yet"
+)
 @pytest.mark.parametrize(("version", "combo"), J2_CASES)
-def test_merge_j2_matches_live_llvm(version: int, combo: str, tmp_path: Path,
-                                    llvm_profdata: Callable[[int], str]) -> None:
+def test_merge_j2_matches_live_llvm(
+    version: int, combo: str, tmp_path: Path, llvm_profdata: Callable[[int], str]
+) -> None:
     tool = llvm_profdata(version)
     cwd = FIXTURE_ROOT / f"clang{version}"
     theirs, ours = tmp_path / "llvm.profdata", tmp_path / "profkit.profdata"
     options = [a for a in COMBOS[combo] if a.startswith("--") and "weighted-input" not in a]
     inputs = [a for a in COMBOS[combo] if a not in options]
-    live = subprocess.run([tool, "merge", "-j", "2", "-o", str(theirs), *options, *inputs],
-                          cwd=cwd, capture_output=True, text=True)
+    live = subprocess.run(
+        [tool, "merge", "-j", "2", "-o", str(theirs), *options, *inputs],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+    )
     assert live.returncode == 0, live.stderr
 
     def ours_for(order: list[int]) -> bytes:
-        proc = subprocess.run([sys.executable, "-m", "profkit", "profdata", "merge", "-j", "2",
-                               "--llvm-version", str(version), "-o", str(ours), *options,
-                               *[inputs[i] for i in order]],
-                              cwd=cwd, capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "profkit",
+                "profdata",
+                "merge",
+                "-j",
+                "2",
+                "--llvm-version",
+                str(version),
+                "-o",
+                str(ours),
+                *options,
+                *[inputs[i] for i in order],
+            ],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert proc.returncode == 0, proc.stderr
         return ours.read_bytes()
 
@@ -208,11 +272,13 @@ OVERLAP_CASES = [
 ]
 
 
-@pytest.mark.skipif(not profkit_merge_available(),
-                    reason="profkit profdata overlap not implemented yet")
+@pytest.mark.skipif(
+    not profkit_merge_available(), reason="profkit profdata overlap not implemented yet"
+)
 @pytest.mark.parametrize(("version", "pair"), OVERLAP_CASES)
-def test_overlap_matches_live_llvm(version: int, pair: str, monkeypatch: pytest.MonkeyPatch,
-                                   llvm_profdata: Callable[[int], str]) -> None:
+def test_overlap_matches_live_llvm(
+    version: int, pair: str, monkeypatch: pytest.MonkeyPatch, llvm_profdata: Callable[[int], str]
+) -> None:
     tool = llvm_profdata(version)
     cwd = FIXTURE_ROOT / f"clang{version}"
     args = list(OVERLAP_PAIRS[pair])
@@ -225,43 +291,75 @@ def test_overlap_matches_live_llvm(version: int, pair: str, monkeypatch: pytest.
     assert out.getvalue() == live.stdout
 
 
-@pytest.mark.skipif(not profkit_merge_available(),
-                    reason="profkit profdata merge not implemented yet")
+@pytest.mark.skipif(
+    not profkit_merge_available(), reason="profkit profdata merge not implemented yet"
+)
 @pytest.mark.parametrize("mode", ["any", "all", "warn"])
-def test_failure_modes_match_live_llvm(mode: str, tmp_path: Path,
-                                       monkeypatch: pytest.MonkeyPatch,
-                                       llvm_profdata: Callable[[int], str]) -> None:
+def test_failure_modes_match_live_llvm(
+    mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, llvm_profdata: Callable[[int], str]
+) -> None:
     """An unreadable input (a C source) among good ones: same exit status and output."""
     tool = llvm_profdata(22)
     cwd = FIXTURE_ROOT / "clang22"
     inputs = ["ir.profraw", "../src/sample.c", "ir_alt.profraw"]
     theirs, ours = tmp_path / "llvm.profdata", tmp_path / "profkit.profdata"
-    live = subprocess.run([tool, "merge", "-j", "1", f"--failure-mode={mode}", "-o",
-                           str(theirs), *inputs], cwd=cwd, capture_output=True, text=True)
-    rc, err = _profkit(["profdata", "merge", "-j", "1", f"--failure-mode={mode}", "-o",
-                        str(ours), *inputs], cwd, monkeypatch)
+    live = subprocess.run(
+        [tool, "merge", "-j", "1", f"--failure-mode={mode}", "-o", str(theirs), *inputs],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+    )
+    rc, err = _profkit(
+        ["profdata", "merge", "-j", "1", f"--failure-mode={mode}", "-o", str(ours), *inputs],
+        cwd,
+        monkeypatch,
+    )
     assert (rc == 0) == (live.returncode == 0), (live.stderr, err)
     if rc == 0:
         assert ours.read_bytes() == theirs.read_bytes()
 
 
-@pytest.mark.skipif(not profkit_merge_available(),
-                    reason="profkit profdata merge not implemented yet")
+@pytest.mark.skipif(
+    not profkit_merge_available(), reason="profkit profdata merge not implemented yet"
+)
 @pytest.mark.parametrize("version", LLVM_VERSIONS)
-def test_input_file_list_matches_live_llvm(version: int, tmp_path: Path,
-                                           monkeypatch: pytest.MonkeyPatch,
-                                           llvm_profdata: Callable[[int], str]) -> None:
+def test_input_file_list_matches_live_llvm(
+    version: int,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    llvm_profdata: Callable[[int], str],
+) -> None:
     """-f LIST with weights, comments and blank lines, mixed with a positional input."""
     tool = llvm_profdata(version)
     cwd = FIXTURE_ROOT / f"clang{version}"
     listing = tmp_path / "inputs.txt"
-    listing.write_text(f"# weighted raw and indexed inputs\n3,{cwd / 'ir.profraw'}\n\n"
-                       f"{cwd / 'ir_alt.profdata'}\n2,{cwd / 'ir_entry.profraw'}\n")
+    listing.write_text(
+        f"# weighted raw and indexed inputs\n3,{cwd / 'ir.profraw'}\n\n"
+        f"{cwd / 'ir_alt.profdata'}\n2,{cwd / 'ir_entry.profraw'}\n"
+    )
     theirs, ours = tmp_path / "llvm.profdata", tmp_path / "profkit.profdata"
-    subprocess.run([tool, "merge", "-j", "1", "-f", str(listing), "-o", str(theirs),
-                    "ir_nocompress.profraw"], cwd=cwd, check=True, capture_output=True)
-    rc, err = _profkit(["profdata", "merge", "-j", "1", "--llvm-version", str(version), "-f",
-                        str(listing), "-o", str(ours), "ir_nocompress.profraw"], cwd,
-                       monkeypatch)
+    subprocess.run(
+        [tool, "merge", "-j", "1", "-f", str(listing), "-o", str(theirs), "ir_nocompress.profraw"],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+    )
+    rc, err = _profkit(
+        [
+            "profdata",
+            "merge",
+            "-j",
+            "1",
+            "--llvm-version",
+            str(version),
+            "-f",
+            str(listing),
+            "-o",
+            str(ours),
+            "ir_nocompress.profraw",
+        ],
+        cwd,
+        monkeypatch,
+    )
     assert rc == 0, err
     assert ours.read_bytes() == theirs.read_bytes()

@@ -66,8 +66,9 @@ def _replayable(fx: Fixture) -> bool:
     return not any(key in fx.rel for key in NOT_REPLAYABLE)
 
 
-def _profkit(argv: list[str], cwd: Path, monkeypatch: pytest.MonkeyPatch,
-             n_inputs: int = 1) -> tuple[int, str, str]:
+def _profkit(
+    argv: list[str], cwd: Path, monkeypatch: pytest.MonkeyPatch, n_inputs: int = 1
+) -> tuple[int, str, str]:
     """Run ``profkit <argv>`` from ``cwd`` (the saved commands use relative paths).
 
     In-process, except merges of 3+ inputs: like llvm-profdata, profkit then splits the work
@@ -75,8 +76,13 @@ def _profkit(argv: list[str], cwd: Path, monkeypatch: pytest.MonkeyPatch,
     process (deadlock risk), so they run in a subprocess.
     """
     if argv[:2] == ["profdata", "merge"] and n_inputs >= 3:
-        proc = subprocess.run([sys.executable, "-m", "profkit", *argv], cwd=cwd,
-                              capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-m", "profkit", *argv],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         return proc.returncode, proc.stdout, proc.stderr
     monkeypatch.chdir(cwd)
     out, err = io.StringIO(), io.StringIO()
@@ -104,8 +110,9 @@ def _llvm_version(fx: Fixture) -> str:
 OVERLAP_HAS_LLVM_VERSION = "--llvm-version" in profkit_help("profdata", "overlap")
 
 
-needs_merge = pytest.mark.skipif(not profkit_merge_available(),
-                                 reason="profkit profdata merge/overlap not implemented yet")
+needs_merge = pytest.mark.skipif(
+    not profkit_merge_available(), reason="profkit profdata merge/overlap not implemented yet"
+)
 
 SHOWS = [fx for fx in fixtures(kind="show") if _replayable(fx)]
 TEXTS = [fx for fx in fixtures(kind="proftext") if _replayable(fx)]
@@ -118,9 +125,13 @@ def _overlap_cases() -> list[object]:
     for fx in OVERLAPS:
         marks = []
         if not OVERLAP_HAS_LLVM_VERSION and fx.llvm is not None and fx.llvm < 22:
-            marks.append(pytest.mark.xfail(
-                strict=True, reason="LLVM 14-19 print 'Profile overlap infomation' (sic); "
-                "profkit overlap has LLVM 22's wording and no --llvm-version yet"))
+            marks.append(
+                pytest.mark.xfail(
+                    strict=True,
+                    reason="LLVM 14-19 print 'Profile overlap infomation' (sic); "
+                    "profkit overlap has LLVM 22's wording and no --llvm-version yet",
+                )
+            )
         params.append(pytest.param(fx, id=fx.rel, marks=marks))
     return params
 
@@ -138,8 +149,7 @@ def test_show(fx: Fixture, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_merge_text(fx: Fixture, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     target = tmp_path / "out.proftext"
     argv = [*_translate(fx, target), "--llvm-version", _llvm_version(fx)]
-    rc, _, err = _profkit(argv, FIXTURE_ROOT / Path(fx.rel).parent, monkeypatch,
-                          len(fx.inputs))
+    rc, _, err = _profkit(argv, FIXTURE_ROOT / Path(fx.rel).parent, monkeypatch, len(fx.inputs))
     assert rc == 0, err
     assert target.read_text() == fx.read_text()
 
@@ -151,8 +161,7 @@ def test_merge_indexed(fx: Fixture, monkeypatch: pytest.MonkeyPatch, tmp_path: P
     expected = fx.read_bytes()
     (word,) = struct.unpack_from("<Q", expected, 8)
     argv = [*_translate(fx, target), "--indexed-version", str(word & 0xFFFFFFFF)]
-    rc, _, err = _profkit(argv, FIXTURE_ROOT / Path(fx.rel).parent, monkeypatch,
-                          len(fx.inputs))
+    rc, _, err = _profkit(argv, FIXTURE_ROOT / Path(fx.rel).parent, monkeypatch, len(fx.inputs))
     assert rc == 0, err
     assert target.read_bytes() == expected
 

@@ -15,8 +15,10 @@ from tests.calltree.strategies import deep_profile, profiles, sample_profile
 
 def _by_name(p: CallProfile) -> dict[str, tuple[int, int, int]]:
     stats = profile_stats(p)
-    return {p.frames[f].name: (t.calls, t.inclusive_ns, t.exclusive_ns)
-            for f, t in stats.functions.items()}
+    return {
+        p.frames[f].name: (t.calls, t.inclusive_ns, t.exclusive_ns)
+        for f, t in stats.functions.items()
+    }
 
 
 def test_function_totals_over_threads() -> None:
@@ -37,8 +39,10 @@ def test_recursion_counted_once_in_inclusive() -> None:
 
 def test_prefix_filter_moves_time_to_caller() -> None:
     p = sample_profile()
-    got = {p.frames[f].name: (t.calls, t.inclusive_ns, t.exclusive_ns)
-           for f, t in profile_stats(p, "myapp").functions.items()}
+    got = {
+        p.frames[f].name: (t.calls, t.inclusive_ns, t.exclusive_ns)
+        for f, t in profile_stats(p, "myapp").functions.items()
+    }
     assert got["myapp.main"] == (1, 10_000_000, 2_000_000)  # + the direct json.dumps
     assert got["myapp.core.work"] == (2, 8_000_000, 6_000_000)
     assert "json.dumps" not in got
@@ -65,7 +69,9 @@ def test_find_functions_order_of_preference() -> None:
     p = sample_profile()
     assert [p.frames[i].name for i in find_functions(p, "work")] == ["myapp.core.work"]
     assert [p.frames[i].name for i in find_functions(p, "myapp.core")] == [
-        "myapp.core.helper", "myapp.core.work"]
+        "myapp.core.helper",
+        "myapp.core.work",
+    ]
     assert find_functions(p, "zzz") == []
     with pytest.raises(UsageError):
         render_callers(p, "zzz")
@@ -103,4 +109,6 @@ def test_sampled_profiles_count_samples_not_calls() -> None:
     assert " samples  function" in render_tree(profile)
     assert "2 samples," in render_callers(profile, "work")
     profile.mode = "trace"
-    assert "   calls  function" in render_flat(profile) and "2 calls," in render_callers(profile, "work")
+    assert "   calls  function" in render_flat(profile) and "2 calls," in render_callers(
+        profile, "work"
+    )

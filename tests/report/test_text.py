@@ -22,7 +22,11 @@ def _names(text: str) -> list[str]:
 def test_tree_orders_children_by_inclusive_time() -> None:
     text = render_tree(sample_profile())
     assert _names(text) == [
-        "myapp.main", "myapp.core.work", "json.dumps", "myapp.core.helper", "json.dumps",
+        "myapp.main",
+        "myapp.core.work",
+        "json.dumps",
+        "myapp.core.helper",
+        "json.dumps",
         "myapp.core.helper",
     ]
     assert "Thread MainThread (id 1): 10.0 ms traced" in text
@@ -90,8 +94,16 @@ def test_empty_profile() -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "ns"), [("1ms", 1_000_000), ("250us", 250_000), ("0.5s", 500_000_000),
-                     ("800", 800), ("2 µs", 2000), (".5ms", 500_000)])
+    ("text", "ns"),
+    [
+        ("1ms", 1_000_000),
+        ("250us", 250_000),
+        ("0.5s", 500_000_000),
+        ("800", 800),
+        ("2 µs", 2000),
+        (".5ms", 500_000),
+    ],
+)
 def test_parse_duration(text: str, ns: int) -> None:
     assert parse_duration(text) == ns
 

@@ -32,8 +32,17 @@ from profkit._atomic import write_atomic
 from profkit.calltree.model import CallNode, CallProfile, Frame, Span, ThreadTree
 from profkit.errors import FormatErrorKind, ProfileDataError
 
-__all__ = ["FORMAT", "VERSION", "combine", "from_json", "load", "loads", "save", "to_json",
-           "write_atomic"]
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "combine",
+    "from_json",
+    "load",
+    "loads",
+    "save",
+    "to_json",
+    "write_atomic",
+]
 
 FORMAT = "profkit.calltree"
 #: The version this module writes; it reads every version up to this one.
@@ -68,11 +77,14 @@ def load(path: str | os.PathLike[str]) -> CallProfile:
         with open(name, "rb") as fh:
             st = os.fstat(fh.fileno())
             if stat.S_ISREG(st.st_mode) and st.st_size > MAX_BYTES:  # refuse before reading
-                raise ProfileDataError("too_large", f"file is larger than {MAX_BYTES} bytes",
-                                       path=name)
+                raise ProfileDataError(
+                    "too_large", f"file is larger than {MAX_BYTES} bytes", path=name
+                )
             raw = fh.read(MAX_BYTES + 1)
     except OSError as exc:
-        raise ProfileDataError("malformed", f"cannot read: {exc.strerror or exc}", path=name) from None
+        raise ProfileDataError(
+            "malformed", f"cannot read: {exc.strerror or exc}", path=name
+        ) from None
     return loads(raw, path=name)
 
 
@@ -102,7 +114,10 @@ def loads(raw: bytes, *, path: str | None = None) -> CallProfile:
         kind: FormatErrorKind = "truncated" if exc.pos >= len(text.rstrip()) else "malformed"
         where = " (in the decompressed data)" if compressed else ""
         raise ProfileDataError(
-            kind, f"not valid JSON{where}: {exc.msg} at column {exc.colno}", path=path, line=exc.lineno
+            kind,
+            f"not valid JSON{where}: {exc.msg} at column {exc.colno}",
+            path=path,
+            line=exc.lineno,
         ) from None
     except RecursionError:
         raise ProfileDataError("too_large", "JSON nested too deeply", path=path) from None
@@ -161,7 +176,15 @@ def _flatten(root: CallNode) -> list[list[int]]:
         parent, node = stack.pop()
         index = len(rows)
         rows.append(
-            [parent, node.frame, node.calls, node.inclusive_ns, node.exclusive_ns, node.min_ns, node.max_ns]
+            [
+                parent,
+                node.frame,
+                node.calls,
+                node.inclusive_ns,
+                node.exclusive_ns,
+                node.min_ns,
+                node.max_ns,
+            ]
         )
         # reversed so children come out in insertion order (the model's order)
         stack.extend((index, child) for child in reversed(node.children.values()))
@@ -213,8 +236,14 @@ class _Checker:
 def _kind(value: Any) -> str:
     if value is None:
         return "null"
-    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-            list: "an array", dict: "an object"}.get(type(value), type(value).__name__)
+    return {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "an array",
+        dict: "an object",
+    }.get(type(value), type(value).__name__)
 
 
 def from_json(doc: Any, *, path: str | None = None) -> CallProfile:
@@ -246,8 +275,11 @@ def from_json(doc: Any, *, path: str | None = None) -> CallProfile:
         where = f"/frames/{i}"
         row = c.arr(item, where, 3)
         frames.append(
-            Frame(c.str_(row[0], where + "/0"), c.str_(row[1], where + "/1"),
-                  c.int_(row[2], where + "/2"))
+            Frame(
+                c.str_(row[0], where + "/0"),
+                c.str_(row[1], where + "/1"),
+                c.int_(row[2], where + "/2"),
+            )
         )
 
     threads: list[ThreadTree] = []
@@ -256,18 +288,25 @@ def from_json(doc: Any, *, path: str | None = None) -> CallProfile:
         t = c.obj(item, where)
         tid = c.int_(c.key(t, "thread_id", where), where + "/thread_id", -_MAX_INT)
         name = c.str_(c.key(t, "name", where), where + "/name")
-        root = _unflatten(c, c.arr(c.key(t, "nodes", where), where + "/nodes"), where + "/nodes",
-                          len(frames))
+        root = _unflatten(
+            c, c.arr(c.key(t, "nodes", where), where + "/nodes"), where + "/nodes", len(frames)
+        )
         threads.append(ThreadTree(tid, name, root))
 
     spans: list[Span] = []
     for i, item in enumerate(c.arr(doc.get("spans", []), "/spans")):
         where = f"/spans/{i}"
         row = c.arr(item, where, 5)
-        thread = c.int_(row[0], where + "/0", 0, len(threads) - 1) if threads else c.fail(
-            where + "/0", "span refers to a thread but the profile has none")
-        frame = c.int_(row[1], where + "/1", 0, len(frames) - 1) if frames else c.fail(
-            where + "/1", "span refers to a frame but the profile has none")
+        thread = (
+            c.int_(row[0], where + "/0", 0, len(threads) - 1)
+            if threads
+            else c.fail(where + "/0", "span refers to a thread but the profile has none")
+        )
+        frame = (
+            c.int_(row[1], where + "/1", 0, len(frames) - 1)
+            if frames
+            else c.fail(where + "/1", "span refers to a frame but the profile has none")
+        )
         start = c.int_(row[2], where + "/2")
         end = c.int_(row[3], where + "/3", start)
         spans.append(Span(thread, frame, start, end, c.int_(row[4], where + "/4")))
@@ -285,16 +324,25 @@ def _unflatten(c: _Checker, rows: list[Any], where: str, nframes: int) -> CallNo
         # Fast path: one combined test per row; only a row failing it goes through the
         # field-by-field checks below, which find and name the exact problem.
         if (
-            type(row) is list and len(row) == 7
-            and type(row[0]) is int and 0 <= row[0] < i
-            and type(row[1]) is int and 0 <= row[1] <= last_frame
-            and type(row[2]) is int and type(row[3]) is int and type(row[4]) is int
-            and type(row[5]) is int and type(row[6]) is int
-            and min(row[2:]) >= 0 and max(row[2:]) <= _MAX_INT
+            type(row) is list
+            and len(row) == 7
+            and type(row[0]) is int
+            and 0 <= row[0] < i
+            and type(row[1]) is int
+            and 0 <= row[1] <= last_frame
+            and type(row[2]) is int
+            and type(row[3]) is int
+            and type(row[4]) is int
+            and type(row[5]) is int
+            and type(row[6]) is int
+            and min(row[2:]) >= 0
+            and max(row[2:]) <= _MAX_INT
         ):
             parent, frame, calls, incl, excl, lo, hi = row
         else:
-            parent, frame, calls, incl, excl, lo, hi = _check_row(c, row, f"{where}/{i}", i, nframes)
+            parent, frame, calls, incl, excl, lo, hi = _check_row(
+                c, row, f"{where}/{i}", i, nframes
+            )
         siblings = nodes[parent].children
         if frame in siblings:
             c.fail(f"{where}/{i}/1", f"frame {frame} appears twice under node {parent}")
@@ -366,14 +414,21 @@ def combine(profiles: Iterable[CallProfile]) -> CallProfile:
 
 
 def _remap(root: CallNode, remap: list[int]) -> CallNode:
-    new_root = CallNode(-1, root.calls, root.inclusive_ns, root.exclusive_ns, root.min_ns, root.max_ns)
+    new_root = CallNode(
+        -1, root.calls, root.inclusive_ns, root.exclusive_ns, root.min_ns, root.max_ns
+    )
     stack = [(root, new_root)]
     while stack:
         old, new = stack.pop()
         for child in old.children.values():
             frame = remap[child.frame]
             copy = new.children[frame] = CallNode(
-                frame, child.calls, child.inclusive_ns, child.exclusive_ns, child.min_ns, child.max_ns
+                frame,
+                child.calls,
+                child.inclusive_ns,
+                child.exclusive_ns,
+                child.min_ns,
+                child.max_ns,
             )
             stack.append((child, copy))
     return new_root

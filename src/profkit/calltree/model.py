@@ -65,7 +65,12 @@ class CallNode:
         while pending:
             a, b = pending.pop()
             if (a.frame, a.calls, a.inclusive_ns, a.exclusive_ns, a.min_ns, a.max_ns) != (
-                b.frame, b.calls, b.inclusive_ns, b.exclusive_ns, b.min_ns, b.max_ns
+                b.frame,
+                b.calls,
+                b.inclusive_ns,
+                b.exclusive_ns,
+                b.min_ns,
+                b.max_ns,
             ) or a.children.keys() != b.children.keys():
                 return False
             pending.extend((child, b.children[key]) for key, child in a.children.items())

@@ -20,16 +20,27 @@ from profkit.export import registry
 def register(sub: Any, name: str, help_text: str) -> None:
     """Add the `export` parser to the ``profkit`` subparsers."""
     parser = sub.add_parser(
-        name, help=help_text, description=help_text + ". Several files are combined first.",
+        name,
+        help=help_text,
+        description=help_text + ". Several files are combined first.",
         epilog="formats:\n" + registry.help_text(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="profile saved by 'profkit run'")
-    parser.add_argument("--format", "-F", required=True, choices=registry.names(), metavar="NAME",
-                        help="output format: " + ", ".join(registry.names()))
-    parser.add_argument("-o", "--output", metavar="OUT",
-                        help="output file ('-' for stdout; default: the input's name with the "
-                             "format's extension)")
+    parser.add_argument(
+        "--format",
+        "-F",
+        required=True,
+        choices=registry.names(),
+        metavar="NAME",
+        help="output format: " + ", ".join(registry.names()),
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="output file ('-' for stdout; default: the input's name with the format's extension)",
+    )
     parser.set_defaults(handler=_handler)
 
 
@@ -40,8 +51,10 @@ def _handler(args: argparse.Namespace) -> int:
     out = args.output or registry.default_output(args.files[0], fmt)
     ensure_not_an_input(out, args.files)
     if out == "-" and fmt.binary and sys.stdout.isatty():
-        raise UsageError(f"{fmt.name} output is binary: refusing to write it to a terminal "
-                         "(use -o FILE or a pipe)")
+        raise UsageError(
+            f"{fmt.name} output is binary: refusing to write it to a terminal "
+            "(use -o FILE or a pipe)"
+        )
     with gc_paused():
         data = fmt.writer(load_all(args.files))
     if out == "-":

@@ -29,23 +29,45 @@ from profkit.monitor.view import UNLIMITED_WIDTH, PlainView, ScreenView, summary
 def register(sub: Any, name: str, help_text: str) -> None:
     """Add the `monitor` parser to the ``profkit`` subparsers."""
     parser = sub.add_parser(
-        name, help=help_text,
+        name,
+        help=help_text,
         description=help_text + ". Send to it with 'profkit run --udp 127.0.0.1:2222 ...' "
         "(or PROFKIT_UDP). Ctrl-C prints the final summary.",
     )
-    parser.add_argument("--listen", metavar="HOST:PORT",
-                        help=f"address to listen on (default {DEFAULT_HOST}:{DEFAULT_PORT}; "
-                             "all interfaces with --allow-remote)")
-    parser.add_argument("--allow-remote", action="store_true",
-                        help="accept datagrams from other machines (needed for 0.0.0.0 / ::)")
-    parser.add_argument("--top", type=int, default=10, metavar="N",
-                        help="how many hottest functions to show (default 10)")
-    parser.add_argument("--quiet", action="store_true",
-                        help="do not show the event lines, only counts and hot functions")
-    parser.add_argument("--plain", action="store_true",
-                        help="plain line output even on a terminal (no refreshed screen)")
-    parser.add_argument("--duration", type=float, metavar="SECONDS",
-                        help="stop by itself after this long (for scripts and benchmarks)")
+    parser.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help=f"address to listen on (default {DEFAULT_HOST}:{DEFAULT_PORT}; "
+        "all interfaces with --allow-remote)",
+    )
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="accept datagrams from other machines (needed for 0.0.0.0 / ::)",
+    )
+    parser.add_argument(
+        "--top",
+        type=int,
+        default=10,
+        metavar="N",
+        help="how many hottest functions to show (default 10)",
+    )
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="do not show the event lines, only counts and hot functions",
+    )
+    parser.add_argument(
+        "--plain",
+        action="store_true",
+        help="plain line output even on a terminal (no refreshed screen)",
+    )
+    parser.add_argument(
+        "--duration",
+        type=float,
+        metavar="SECONDS",
+        help="stop by itself after this long (for scripts and benchmarks)",
+    )
     parser.set_defaults(handler=_handler)
 
 
@@ -55,8 +77,10 @@ def listen_address(listen: str | None, allow_remote: bool) -> tuple[str, int]:
         return ("0.0.0.0" if allow_remote else DEFAULT_HOST), DEFAULT_PORT
     host, port = parse_listen(listen)
     if is_wildcard(host) and not allow_remote:
-        raise UsageError(f"--listen {listen} would accept datagrams from any machine; "
-                         "add --allow-remote if that is what you want")
+        raise UsageError(
+            f"--listen {listen} would accept datagrams from any machine; "
+            "add --allow-remote if that is what you want"
+        )
     return host, port
 
 
@@ -66,14 +90,17 @@ def _handler(args: argparse.Namespace) -> int:
     # written so that NaN fails too; the bound is what a thread timer can wait for
     # (inf or 1e300 crashed the timer thread with a traceback)
     if args.duration is not None and not 0 < args.duration <= threading.TIMEOUT_MAX:
-        raise UsageError(f"--duration must be positive seconds, at most {threading.TIMEOUT_MAX:.0f}")
+        raise UsageError(
+            f"--duration must be positive seconds, at most {threading.TIMEOUT_MAX:.0f}"
+        )
     host, port = listen_address(args.listen, args.allow_remote)
     sock = open_socket(host, port)
     size = shutil.get_terminal_size((80, 24))
     view: View
     if sys.stdout.isatty() and not args.plain:
-        view = ScreenView(sys.stdout, top=args.top, width=size.columns, height=size.lines,
-                          quiet=args.quiet)
+        view = ScreenView(
+            sys.stdout, top=args.top, width=size.columns, height=size.lines, quiet=args.quiet
+        )
     else:
         view = PlainView(sys.stdout, quiet=args.quiet, escape=sys.stdout.isatty())
     monitor = Monitor()

@@ -288,8 +288,9 @@ def _convert(args: argparse.Namespace) -> int:
         write_stdout(data)
     else:
         write_atomic(out, data)
-    print(f"profkit: wrote {len(names)} entries to {'stdout' if out == '-' else out}",
-          file=sys.stderr)
+    print(
+        f"profkit: wrote {len(names)} entries to {'stdout' if out == '-' else out}", file=sys.stderr
+    )
     return 0
 
 

@@ -162,5 +162,3 @@ def _show(args: argparse.Namespace) -> int:
             buffer.write(text.encode("utf-8", "surrogateescape"))
             buffer.flush()
     return 0
-
-

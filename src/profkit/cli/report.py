@@ -23,29 +23,61 @@ from profkit.report.text import render_tree
 def register(sub: Any, name: str, help_text: str) -> None:
     """Add the `report` parser to the ``profkit`` subparsers."""
     parser = sub.add_parser(
-        name, help=help_text, description=help_text + ". Several files (one per process) are combined.",
+        name,
+        help=help_text,
+        description=help_text + ". Several files (one per process) are combined.",
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="profile saved by 'profkit run'")
-    parser.add_argument("--view", choices=("tree", "flat", "callers"), default="tree",
-                        help="call tree (default), one line per function, or who calls --function")
-    parser.add_argument("--function", "-f", metavar="F",
-                        help="function for --view callers (full name, last part, or substring)")
-    parser.add_argument("--min-time", metavar="DURATION", default="0",
-                        help="hide entries with less total time, e.g. 1ms, 250us, 0.5s")
-    parser.add_argument("--min-share", metavar="PERCENT", type=float, default=0.5,
-                        help="tree: hide nodes under this %% of their thread's time (default 0.5)")
+    parser.add_argument(
+        "--view",
+        choices=("tree", "flat", "callers"),
+        default="tree",
+        help="call tree (default), one line per function, or who calls --function",
+    )
+    parser.add_argument(
+        "--function",
+        "-f",
+        metavar="F",
+        help="function for --view callers (full name, last part, or substring)",
+    )
+    parser.add_argument(
+        "--min-time",
+        metavar="DURATION",
+        default="0",
+        help="hide entries with less total time, e.g. 1ms, 250us, 0.5s",
+    )
+    parser.add_argument(
+        "--min-share",
+        metavar="PERCENT",
+        type=float,
+        default=0.5,
+        help="tree: hide nodes under this %% of their thread's time (default 0.5)",
+    )
     parser.add_argument("--all", action="store_true", help="tree: show every node (--min-share 0)")
-    parser.add_argument("--prefix", metavar="P[,P...]",
-                        help="keep only functions under these module prefixes (e.g. myapp)")
-    parser.add_argument("--top", type=int, metavar="N",
-                        help="tree: N hottest children per node; flat: N functions")
+    parser.add_argument(
+        "--prefix",
+        metavar="P[,P...]",
+        help="keep only functions under these module prefixes (e.g. myapp)",
+    )
+    parser.add_argument(
+        "--top", type=int, metavar="N", help="tree: N hottest children per node; flat: N functions"
+    )
     parser.add_argument("--max-depth", type=int, metavar="N", help="tree: stop at this depth")
-    parser.add_argument("--sort", choices=("exclusive", "inclusive", "calls"), default="exclusive",
-                        help="flat: sort key (default: self time)")
-    parser.add_argument("--width", type=int, metavar="N",
-                        help="output width (default: the terminal's, else 80)")
-    parser.add_argument("--color", action=argparse.BooleanOptionalAction, default=None,
-                        help="colour the output (default: when stdout is a terminal and NO_COLOR is unset)")
+    parser.add_argument(
+        "--sort",
+        choices=("exclusive", "inclusive", "calls"),
+        default="exclusive",
+        help="flat: sort key (default: self time)",
+    )
+    parser.add_argument(
+        "--width", type=int, metavar="N", help="output width (default: the terminal's, else 80)"
+    )
+    parser.add_argument(
+        "--color",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="colour the output (default: when stdout is a terminal and NO_COLOR is unset)",
+    )
     parser.set_defaults(handler=_handler)
 
 
@@ -112,16 +144,27 @@ def _render(args: argparse.Namespace, width: int, color: bool, min_time: int) ->
     profile = load_all(args.files)
     if args.view == "tree":
         text = render_tree(
-            profile, width=width, color=color, min_time_ns=min_time, prefix=args.prefix,
-            max_depth=args.max_depth, top=args.top,
+            profile,
+            width=width,
+            color=color,
+            min_time_ns=min_time,
+            prefix=args.prefix,
+            max_depth=args.max_depth,
+            top=args.top,
             min_share=0.0 if args.all else args.min_share / 100,
         )
     elif args.view == "flat":
-        text = render_flat(profile, width=width, color=color, min_time_ns=min_time,
-                           prefix=args.prefix, top=args.top, sort=args.sort)
+        text = render_flat(
+            profile,
+            width=width,
+            color=color,
+            min_time_ns=min_time,
+            prefix=args.prefix,
+            top=args.top,
+            sort=args.sort,
+        )
     else:
         if not args.function:
             raise UsageError("--view callers needs --function F")
         text = render_callers(profile, args.function, width=width, color=color, prefix=args.prefix)
     return text
-

@@ -29,8 +29,18 @@ ALL_MONITORING_EVENTS: tuple[int, ...] = (
     tuple(
         getattr(_E, n)
         for n in (
-            "PY_START", "PY_RETURN", "PY_YIELD", "PY_RESUME", "PY_THROW", "PY_UNWIND",
-            "CALL", "C_RETURN", "C_RAISE", "RAISE", "RERAISE", "EXCEPTION_HANDLED",
+            "PY_START",
+            "PY_RETURN",
+            "PY_YIELD",
+            "PY_RESUME",
+            "PY_THROW",
+            "PY_UNWIND",
+            "CALL",
+            "C_RETURN",
+            "C_RAISE",
+            "RAISE",
+            "RERAISE",
+            "EXCEPTION_HANDLED",
         )
     )
     if _E is not None
@@ -221,7 +231,9 @@ def _transition_callbacks(session: Session) -> dict[int, Callable[..., Any]]:
     return {ev.CALL: on_call, ev.C_RETURN: on_c_return, ev.C_RAISE: on_c_return}
 
 
-def _exception_callbacks(session: Session, enabled: dict[int, object]) -> dict[int, Callable[..., Any]]:
+def _exception_callbacks(
+    session: Session, enabled: dict[int, object]
+) -> dict[int, Callable[..., Any]]:
     """RAISE / EXCEPTION_HANDLED / RERAISE for accepted functions, user-level only.
 
     The compiler wraps every ``except`` body in a hidden cleanup handler (``COPY 3;

@@ -36,7 +36,8 @@ _getcpuclockid: Callable[[int], int] | None = getattr(time, "pthread_getcpuclock
 _clock_gettime_ns: Callable[[int], int] | None = getattr(time, "clock_gettime_ns", None)
 
 CAPABILITIES = Capabilities(
-    events=EventMask(~int(TRACING_BITS) & 0xFFFF) & (
+    events=EventMask(~int(TRACING_BITS) & 0xFFFF)
+    & (
         EventMask.SAMPLING
         | EventMask.THREADS
         | EventMask.MODULE_LOADS

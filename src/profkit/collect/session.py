@@ -209,7 +209,8 @@ class Session:
         special = self.function_events.get(fid)
         if special is not None:
             return bool(
-                special & (EventMask.ENTER_LEAVE | EventMask.CODE_TRANSITIONS | EventMask.EXCEPTIONS)
+                special
+                & (EventMask.ENTER_LEAVE | EventMask.CODE_TRANSITIONS | EventMask.EXCEPTIONS)
             )
         accept = self.filter
         if accept is None:
@@ -225,7 +226,9 @@ class Session:
     def _is_own(self, code: CodeType) -> bool:
         return code.co_filename.startswith(_OWN_DIRS) or id(code) in self._own_codes
 
-    def frames_to_ids(self, frame: FrameType | None, *, accepted_only: bool) -> tuple[FunctionId, ...]:
+    def frames_to_ids(
+        self, frame: FrameType | None, *, accepted_only: bool
+    ) -> tuple[FunctionId, ...]:
         """Walk ``f_back`` from ``frame``; ids outermost first."""
         out: list[FunctionId] = []
         accepted = self.functions.accepted

@@ -40,7 +40,9 @@ CLOCK_VAR = "PROFKIT_SAMPLE_CLOCK"
 ENTRY_POINT_GROUP = "profkit.profilers"
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
-_done = False  #: process_startup ran in this process (a venv's lib64 → lib makes the .pth run twice)
+_done = (
+    False  #: process_startup ran in this process (a venv's lib64 → lib makes the .pth run twice)
+)
 
 
 def _reset_after_fork() -> None:

@@ -29,15 +29,25 @@ def write(profile: CallProfile) -> bytes:
     ]
     for index, thread in enumerate(profile.threads):
         tid = thread.thread_id
-        events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
-                       "args": {"name": thread.name}})
+        events.append(
+            {
+                "ph": "M",
+                "name": "thread_name",
+                "pid": pid,
+                "tid": tid,
+                "args": {"name": thread.name},
+            }
+        )
         spans = [s for s in profile.spans if s.thread == index]
         if spans:
             events.extend(_from_spans(spans, names, pid, tid))
         else:
             events.extend(_synthesised(thread.root, names, pid, tid))
-    doc = {"traceEvents": events, "displayTimeUnit": "ns",
-           "otherData": {"profkit_mode": profile.mode}}
+    doc = {
+        "traceEvents": events,
+        "displayTimeUnit": "ns",
+        "otherData": {"profkit_mode": profile.mode},
+    }
     return json.dumps(doc, separators=(",", ":")).encode("utf-8")
 
 
@@ -49,8 +59,17 @@ def _from_spans(spans: list[Any], names: list[str], pid: int, tid: int) -> list[
             opened.append((frame, at))
             continue
         frame, start = opened.pop()
-        out.append({"ph": "X", "name": names[frame], "cat": "call", "pid": pid, "tid": tid,
-                    "ts": start / 1000, "dur": (at - start) / 1000})
+        out.append(
+            {
+                "ph": "X",
+                "name": names[frame],
+                "cat": "call",
+                "pid": pid,
+                "tid": tid,
+                "ts": start / 1000,
+                "dur": (at - start) / 1000,
+            }
+        )
     out.sort(key=lambda e: e["ts"])
     return out
 
@@ -62,10 +81,22 @@ def _synthesised(root: CallNode, names: list[str], pid: int, tid: int) -> list[d
         node, start = stack.pop()
         offset = start
         for child in node.children.values():
-            out.append({"ph": "X", "name": names[child.frame], "cat": "call", "pid": pid,
-                        "tid": tid, "ts": offset / 1000, "dur": child.inclusive_ns / 1000,
-                        "args": {"calls": child.calls, "self_ns": child.exclusive_ns,
-                                 "synthetic": True}})
+            out.append(
+                {
+                    "ph": "X",
+                    "name": names[child.frame],
+                    "cat": "call",
+                    "pid": pid,
+                    "tid": tid,
+                    "ts": offset / 1000,
+                    "dur": child.inclusive_ns / 1000,
+                    "args": {
+                        "calls": child.calls,
+                        "self_ns": child.exclusive_ns,
+                        "synthetic": True,
+                    },
+                }
+            )
             stack.append((child, offset))
             offset += child.inclusive_ns
     out.sort(key=lambda e: e["ts"])

@@ -60,10 +60,11 @@ def embed_json(value: Any) -> str:
 def write(profile: CallProfile) -> bytes:
     """The profile as one HTML page (UTF-8)."""
     template = resources.files("profkit.export").joinpath("flamegraph.html").read_text("utf-8")
-    page = (template
-            .replace("{{TITLE}}", html.escape(_title(profile)))
-            .replace("{{VERSION}}", html.escape(__version__))
-            .replace("{{DATA}}", embed_json(data(profile))))
+    page = (
+        template.replace("{{TITLE}}", html.escape(_title(profile)))
+        .replace("{{VERSION}}", html.escape(__version__))
+        .replace("{{DATA}}", embed_json(data(profile)))
+    )
     # backslashreplace: a lone surrogate (a non-UTF-8 file name) becomes a \\udcXX escape,
     # which inside the JSON string literals is itself valid JSON for that code point
     return page.encode("utf-8", "backslashreplace")

@@ -87,8 +87,13 @@ def encode(profile: CallProfile) -> bytes:
         parts.append(_bytes(4, _int(1, index + 1) + line))
     for index, frame in enumerate(profile.frames):
         name = s(frame.name)
-        body = (_int(1, index + 1) + _int(2, name) + _int(3, name) + _int(4, s(frame.file))
-                + _int(5, frame.line))
+        body = (
+            _int(1, index + 1)
+            + _int(2, name)
+            + _int(3, name)
+            + _int(4, s(frame.file))
+            + _int(5, frame.line)
+        )
         parts.append(_bytes(5, body))
     start = profile.metadata.get("start_time_ns")
     tail = b""

@@ -21,20 +21,33 @@ def key(frame: Frame) -> FuncKey:
     return (frame.file or "~", frame.line, frame.name)
 
 
-def stats_dict(profile: CallProfile) -> dict[FuncKey, tuple[int, int, float, float, dict[FuncKey, tuple[int, int, float, float]]]]:
+def stats_dict(
+    profile: CallProfile,
+) -> dict[FuncKey, tuple[int, int, float, float, dict[FuncKey, tuple[int, int, float, float]]]]:
     """The dict ``pstats.Stats`` expects, summed over every thread."""
     stats = collect(t.root for t in profile.threads)
     keys = [key(f) for f in profile.frames]
-    out: dict[FuncKey, tuple[int, int, float, float, dict[FuncKey, tuple[int, int, float, float]]]] = {}
+    out: dict[
+        FuncKey, tuple[int, int, float, float, dict[FuncKey, tuple[int, int, float, float]]]
+    ] = {}
     callers: dict[int, dict[FuncKey, tuple[int, int, float, float]]] = {}
     for (caller, callee), e in stats.edges.items():
         if caller == ROOT:
             continue
         callers.setdefault(callee, {})[keys[caller]] = (
-            e.primitive_calls, e.calls, e.exclusive_ns / 1e9, e.inclusive_ns / 1e9)
+            e.primitive_calls,
+            e.calls,
+            e.exclusive_ns / 1e9,
+            e.inclusive_ns / 1e9,
+        )
     for frame, t in stats.functions.items():
-        out[keys[frame]] = (t.primitive_calls, t.calls, t.exclusive_ns / 1e9,
-                            t.inclusive_ns / 1e9, callers.get(frame, {}))
+        out[keys[frame]] = (
+            t.primitive_calls,
+            t.calls,
+            t.exclusive_ns / 1e9,
+            t.inclusive_ns / 1e9,
+            callers.get(frame, {}),
+        )
     return out
 
 

@@ -28,23 +28,46 @@ class ExportFormat:
     def writer(self) -> Callable[[CallProfile], bytes]:
         """The format's ``write`` function (its module is imported on first use)."""
         write: Callable[[CallProfile], bytes] = importlib.import_module(
-            f"profkit.export.{self.module}").write
+            f"profkit.export.{self.module}"
+        ).write
         return write
 
 
 FORMATS: tuple[ExportFormat, ...] = (
-    ExportFormat("html", ".html", False,
-                 "self-contained HTML flame graph (open in any browser, works offline)", "html"),
-    ExportFormat("speedscope", ".speedscope.json", False,
-                 "speedscope JSON (speedscope.app, offline speedscope)", "speedscope"),
-    ExportFormat("chrome", ".trace.json", False,
-                 "Chrome trace event JSON (Perfetto UI, chrome://tracing)", "chrome"),
-    ExportFormat("pstats", ".pstats", True,
-                 "Python pstats (pstats.Stats, snakeviz, gprof2dot)", "pstats"),
-    ExportFormat("collapsed", ".collapsed.txt", False,
-                 "collapsed stacks 'a;b;c ns' (flamegraph.pl, inferno)", "collapsed"),
-    ExportFormat("pprof", ".pb.gz", True,
-                 "gzipped pprof protobuf (go tool pprof, Pyroscope)", "pprof"),
+    ExportFormat(
+        "html",
+        ".html",
+        False,
+        "self-contained HTML flame graph (open in any browser, works offline)",
+        "html",
+    ),
+    ExportFormat(
+        "speedscope",
+        ".speedscope.json",
+        False,
+        "speedscope JSON (speedscope.app, offline speedscope)",
+        "speedscope",
+    ),
+    ExportFormat(
+        "chrome",
+        ".trace.json",
+        False,
+        "Chrome trace event JSON (Perfetto UI, chrome://tracing)",
+        "chrome",
+    ),
+    ExportFormat(
+        "pstats", ".pstats", True, "Python pstats (pstats.Stats, snakeviz, gprof2dot)", "pstats"
+    ),
+    ExportFormat(
+        "collapsed",
+        ".collapsed.txt",
+        False,
+        "collapsed stacks 'a;b;c ns' (flamegraph.pl, inferno)",
+        "collapsed",
+    ),
+    ExportFormat(
+        "pprof", ".pb.gz", True, "gzipped pprof protobuf (go tool pprof, Pyroscope)", "pprof"
+    ),
 )
 
 _BY_NAME = {f.name: f for f in FORMATS}

@@ -19,7 +19,9 @@ MAX_SENDERS = 256
 class Monitor:
     """Everything ``profkit monitor`` knows, in bounded memory."""
 
-    def __init__(self, *, max_senders: int = MAX_SENDERS, functions: FunctionTable | None = None) -> None:
+    def __init__(
+        self, *, max_senders: int = MAX_SENDERS, functions: FunctionTable | None = None
+    ) -> None:
         self.max_senders = max_senders
         self.senders: OrderedDict[str, SenderStats] = OrderedDict()
         self.evicted = Totals()
@@ -32,7 +34,9 @@ class Monitor:
         """Every sender seen, including those evicted from the table."""
         return len(self.senders) + self.evicted.senders
 
-    def feed(self, data: bytes | bytearray | memoryview, now: float = 0.0) -> tuple[str, str] | None:
+    def feed(
+        self, data: bytes | bytearray | memoryview, now: float = 0.0
+    ) -> tuple[str, str] | None:
         """Account for one datagram; return ``(sender, body)`` to show, or None to skip it."""
         try:
             sender, seq, dropped, body = protocol.split(data)
@@ -57,8 +61,13 @@ class Monitor:
 
     def totals(self) -> Totals:
         """Sums over every sender, current and evicted."""
-        t = Totals(self.evicted.senders, self.evicted.received, self.evicted.lines,
-                   self.evicted.lost, self.evicted.dropped)
+        t = Totals(
+            self.evicted.senders,
+            self.evicted.received,
+            self.evicted.lines,
+            self.evicted.lost,
+            self.evicted.dropped,
+        )
         for s in self.senders.values():
             t.add(s)
         return t

@@ -60,7 +60,11 @@ class FunctionTable:
         sums = (depths or DepthSums()).sums
         found = CLOSE_LINE.findall("\n" + body)
         for indent, name, value, unit in found:
-            ns = int(value) * _SCALE[unit] if "." not in value else round(float(value) * _SCALE[unit])
+            ns = (
+                int(value) * _SCALE[unit]
+                if "." not in value
+                else round(float(value) * _SCALE[unit])
+            )
             depth = len(indent) >> 2
             if depth <= MAX_DEPTH:
                 own = ns - sums[depth + 1]

@@ -57,7 +57,9 @@ class PlainView:
 class ScreenView:
     """A screen redrawn a few times a second: senders, hottest functions, latest lines."""
 
-    def __init__(self, out: TextIO, *, top: int, width: int, height: int, quiet: bool = False) -> None:
+    def __init__(
+        self, out: TextIO, *, top: int, width: int, height: int, quiet: bool = False
+    ) -> None:
         self.out = out
         self.top = top
         self.width = width
@@ -68,12 +70,18 @@ class ScreenView:
     def show(self, monitor: Monitor, sender: str, body: str) -> None:
         if self.quiet or not body:
             return
-        self.tail.extend(prefixed(sender, body).split("\n") if monitor.sender_count > 1
-                         else body.split("\n"))
+        self.tail.extend(
+            prefixed(sender, body).split("\n") if monitor.sender_count > 1 else body.split("\n")
+        )
 
     def tick(self, monitor: Monitor) -> None:
-        head = summary(monitor, self.top, self.width, title="profkit monitor (Ctrl-C to stop)",
-                       max_senders=max(3, self.height // 4))
+        head = summary(
+            monitor,
+            self.top,
+            self.width,
+            title="profkit monitor (Ctrl-C to stop)",
+            max_senders=max(3, self.height // 4),
+        )
         rows = head.splitlines()
         room = self.height - len(rows) - 2
         if room > 0 and not self.quiet:
@@ -103,19 +111,26 @@ def summary(
     """Totals, one row per sender (the most recently heard ``max_senders``), hottest functions."""
     t = monitor.totals()
     out = [
-        _cut(f"{title}: {t.senders} sender{'s' if t.senders != 1 else ''}, {t.received} datagrams, "
+        _cut(
+            f"{title}: {t.senders} sender{'s' if t.senders != 1 else ''}, {t.received} datagrams, "
             f"{t.lines} lines, {t.lost} lost, {monitor.malformed} malformed, "
-            f"{t.dropped} dropped at senders", width)
+            f"{t.dropped} dropped at senders",
+            width,
+        )
     ]
     if monitor.senders:
-        out.append(f"{'datagrams':>10} {'lines':>10} {'lost':>7} {'reord':>6} {'dropped':>8} "
-                   f"{'restart':>7}  sender")
+        out.append(
+            f"{'datagrams':>10} {'lines':>10} {'lost':>7} {'reord':>6} {'dropped':>8} "
+            f"{'restart':>7}  sender"
+        )
         senders = list(monitor.senders.values())
         if max_senders is not None and len(senders) > max_senders:
             senders = sorted(senders, key=lambda s: -s.last_seen)[:max_senders]
         for s in sorted(senders, key=lambda s: s.sender):
-            cols = (f"{s.received:>10} {s.lines:>10} {s.lost:>7} {s.reordered:>6} {s.dropped:>8} "
-                    f"{s.restarts:>7}  ")
+            cols = (
+                f"{s.received:>10} {s.lines:>10} {s.lost:>7} {s.reordered:>6} {s.dropped:>8} "
+                f"{s.restarts:>7}  "
+            )
             out.append(cols + fit(s.sender, width - len(cols)))
         if len(senders) < len(monitor.senders):
             out.append(f"  (+{len(monitor.senders) - len(senders)} less recent senders not shown)")

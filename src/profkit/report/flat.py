@@ -45,12 +45,16 @@ def render_flat(
         rows = rows[: max(top, 0)]
     width = max(width, len(_FLAT_COLUMNS) + 16)
     room = width - len(_FLAT_COLUMNS)
-    out = [pal.bold(f"{len(stats.functions)} functions, {format_ns(stats.total_ns)} in total"),
-           pal.dim(column_header(_FLAT_COLUMNS, profile.mode))]
+    out = [
+        pal.bold(f"{len(stats.functions)} functions, {format_ns(stats.total_ns)} in total"),
+        pal.dim(column_header(_FLAT_COLUMNS, profile.mode)),
+    ]
     for frame, t in rows:
         share = t.exclusive_ns / base
-        cols = (f"{format_ns(t.exclusive_ns):>8} {format_ns(t.inclusive_ns):>8} "
-                f"{100 * share:>5.1f}% {t.calls:>8}  ")
+        cols = (
+            f"{format_ns(t.exclusive_ns):>8} {format_ns(t.inclusive_ns):>8} "
+            f"{100 * share:>5.1f}% {t.calls:>8}  "
+        )
         out.append(pal.heat(share, cols) + fit(frame_label(profile.frames, frame), room))
     if len(rows) < len(stats.functions):
         out.append(pal.dim(f"… {len(stats.functions) - len(rows)} more functions not shown"))
@@ -99,8 +103,10 @@ def render_callers(
             out.append("")
         out.append(pal.bold(fit(frame_label(profile.frames, frame), width)))
         counted = "samples" if profile.mode == "sample" else "calls"
-        out.append(f"  {t.calls} {counted}, {format_ns(t.inclusive_ns)} total, "
-                   f"{format_ns(t.exclusive_ns)} self")
+        out.append(
+            f"  {t.calls} {counted}, {format_ns(t.inclusive_ns)} total, "
+            f"{format_ns(t.exclusive_ns)} self"
+        )
         callers = [(a, e) for (a, b), e in stats.edges.items() if b == frame]
         callees = [(b, e) for (a, b), e in stats.edges.items() if a == frame]
         for title, rows in (("called by", callers), ("calls", callees)):

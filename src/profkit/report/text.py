@@ -52,7 +52,9 @@ def render_tree(
         header = f"Thread {thread.name} (id {thread.thread_id}): {format_ns(total)} {mode}"
         out.append(pal.bold(fit(header, width)))
         if not root.children:
-            out.append(pal.dim("  (no calls recorded" + (" under the prefix)" if prefixes else ")")))
+            out.append(
+                pal.dim("  (no calls recorded" + (" under the prefix)" if prefixes else ")"))
+            )
             continue
         out.append(pal.dim(column_header(_COLUMNS, profile.mode)))
         limit = max(min_time_ns, int(min_share * total))
@@ -62,7 +64,9 @@ def render_tree(
     return "\n".join(out) + "\n"
 
 
-def _visible(node: CallNode, min_time_ns: int, top: int | None) -> tuple[list[CallNode], list[CallNode]]:
+def _visible(
+    node: CallNode, min_time_ns: int, top: int | None
+) -> tuple[list[CallNode], list[CallNode]]:
     children = sorted(node.children.values(), key=lambda c: -c.inclusive_ns)
     shown = [c for c in children if c.inclusive_ns >= min_time_ns]
     if top is not None:
@@ -93,7 +97,11 @@ def _render_thread(
         shown, hidden = _visible(node, min_time_ns, top)
         items: list[Item] = [(c, guides, False, depth) for c in shown]
         if hidden:
-            summary = (len(hidden), sum(c.inclusive_ns for c in hidden), sum(c.calls for c in hidden))
+            summary = (
+                len(hidden),
+                sum(c.inclusive_ns for c in hidden),
+                sum(c.calls for c in hidden),
+            )
             items.append((summary, guides, False, depth))
         if items:
             last = items[-1]

@@ -136,7 +136,12 @@ def test_long_lines_come_in_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
     from profkit.formats.perfmap.symbolizer import Symbolizer
 
     monkeypatch.setattr(_io, "MAX_LINE_BYTES", 4)
-    assert list(_io.iter_lines(io.BytesIO(b"abcdefghij\nk\n"))) == [b"abcd", b"efgh", b"ij\n", b"k\n"]
+    assert list(_io.iter_lines(io.BytesIO(b"abcdefghij\nk\n"))) == [
+        b"abcd",
+        b"efgh",
+        b"ij\n",
+        b"k\n",
+    ]
     monkeypatch.setattr(perfscript, "BLOCK_BYTES", 8)  # blocks bounded by bytes, not only lines
     blocks = list(symbolize_stream([b"abcd"] * 6, Symbolizer(), SymbolizeStats()))
     assert blocks == [b"abcdabcd"] * 3

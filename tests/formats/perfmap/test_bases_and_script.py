@@ -52,8 +52,13 @@ def test_resolution_order_and_ambiguity() -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["System.Private.CoreLib", "system.private.corelib", "System.Private.CoreLib.dll",
-     "System.Private.CoreLib.ni.r2rmap", "/x/System.Private.CoreLib.r2rmap"],
+    [
+        "System.Private.CoreLib",
+        "system.private.corelib",
+        "System.Private.CoreLib.dll",
+        "System.Private.CoreLib.ni.r2rmap",
+        "/x/System.Private.CoreLib.r2rmap",
+    ],
 )
 def test_base_option_names_with_dots(name: str) -> None:
     """``--base System.Private.CoreLib=0x…`` (also what the "several bases" error tells the

@@ -26,8 +26,13 @@ def test_plain_map() -> None:
 def test_ranges_past_2_64_saturate_instead_of_wrapping() -> None:
     """An entry reaching past 2**64 wrapped: its end came out tiny, the highest end was
     another entry's and the overlap it makes was not counted; the size total wrapped."""
-    st = _stats([(U64_MAX - 0xF, 0x100, "wraps"), (0x1000, 0x10, "normal"),
-                 (U64_MAX - 0xF, U64_MAX, "huge")])
+    st = _stats(
+        [
+            (U64_MAX - 0xF, 0x100, "wraps"),
+            (0x1000, 0x10, "normal"),
+            (U64_MAX - 0xF, U64_MAX, "huge"),
+        ]
+    )
     assert st["highest_end"] == U64_MAX
     assert st["overlapping_neighbours"] == 1
     assert st["size_total"] == 0x100 + 0x10 + U64_MAX

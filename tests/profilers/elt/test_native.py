@@ -36,9 +36,7 @@ def hot_path() -> str:
     return "native"
 
 
-def _profiles(
-    events: list[tuple[str, int, int]], basetime: int
-) -> tuple[CallProfile, CallProfile]:
+def _profiles(events: list[tuple[str, int, int]], basetime: int) -> tuple[CallProfile, CallProfile]:
     """Drive the same (kind, function, ns before) events through both hot paths."""
     out = []
     for use_native in (True, False):
@@ -80,9 +78,7 @@ def test_same_profile_as_pure_python_for_any_event_sequence(
     assert [(t.thread_id, t.name, t.root) for t in fast.threads] == [
         (t.thread_id, t.name, t.root) for t in slow.threads
     ]
-    assert (
-        fast.metadata["open_calls_closed_at_end"] == slow.metadata["open_calls_closed_at_end"]
-    )
+    assert fast.metadata["open_calls_closed_at_end"] == slow.metadata["open_calls_closed_at_end"]
 
 
 def _recorder(**kwargs: Any) -> Any:

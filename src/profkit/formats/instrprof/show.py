@@ -193,9 +193,7 @@ def _counts_template(n: int, is_ir: bool) -> str:
     the function count and leave it out of the block counts (spec §7.1)."""
     blocks = ", ".join(["%d"] * (n if is_ir else n - 1))
     entry = "" if is_ir else "\n    Function count: %d"
-    template = (
-        f"  %s:\n    Hash: 0x%016x\n    Counters: {n}{entry}\n    Block counts: [{blocks}]"
-    )
+    template = f"  %s:\n    Hash: 0x%016x\n    Counters: {n}{entry}\n    Block counts: [{blocks}]"
     cache = _COUNTS_TEMPLATES[is_ir]
     if len(cache) < TEMPLATE_CACHE_LIMIT:
         cache[n] = template
@@ -230,8 +228,11 @@ def show_text(profile: Profile, opts: ShowOptions) -> str:
     append = out.append
     keep = builder.sink()
     templates = _COUNTS_TEMPLATES[is_ir]
-    if ALL_COUNTS_FAST_PATH and show_all and show_counts and not (
-        text or covered or detail or topn or list_below or value_cutoff
+    if (
+        ALL_COUNTS_FAST_PATH
+        and show_all
+        and show_counts
+        and not (text or covered or detail or topn or list_below or value_cutoff)
     ):
         shown = _all_counts(profile.records, is_ir, want_cs, keep, out)
         _footer(out, profile, opts, builder, cutoffs, shown, below, top, stats, lookup)

@@ -279,7 +279,7 @@ class _LineProblem(Exception):
 
 def _show(token: str, limit: int = 40) -> str:
     """A token for an error message: escaped, shortened, never a raw control byte."""
-    raw = token.encode("utf-8", "surrogateescape")[:limit + 1]
+    raw = token.encode("utf-8", "surrogateescape")[: limit + 1]
     # the bytes' repr: every byte that is not printable ASCII as one \xNN (a decode-then-
     # ascii() round showed raw bytes as \\xNN beside valid UTF-8 controls as \xNN)
     shown = "'" + repr(raw[:limit])[2:-1] + "'"

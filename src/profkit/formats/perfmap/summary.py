@@ -137,7 +137,9 @@ def text_lines(info: dict[str, Any], indent: str = "") -> list[str]:
         elif isinstance(value, list) and value and isinstance(value[0], dict):
             lines.append(f"{indent}{key}:")
             for item in value:
-                lines.append(f"{indent}  - " + ", ".join(f"{k}={_text(k, v)}" for k, v in item.items()))
+                lines.append(
+                    f"{indent}  - " + ", ".join(f"{k}={_text(k, v)}" for k, v in item.items())
+                )
         else:
             lines.append(f"{indent}{key}: {_text(key, value)}")
     return lines
@@ -145,7 +147,11 @@ def text_lines(info: dict[str, Any], indent: str = "") -> list[str]:
 
 def _text(key: str, value: Any) -> str:
     """Addresses in hex (the JSON form keeps integers); a prefix quoted so '' shows."""
-    if isinstance(value, int) and not isinstance(value, bool) and key in ("lowest", "highest_end", "base"):
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and key in ("lowest", "highest_end", "base")
+    ):
         return f"0x{value:x}"
     if isinstance(value, str) and key == "address_prefix":
         return repr(value)
