@@ -42,4 +42,5 @@ def test_wheel_holds_the_extension_and_the_startup_hook(tmp_path: Path) -> None:
     assert {n for n in names if n.endswith((".so", ".pyd"))} == extensions  # each exactly once
     assert len(names) == len(set(names))
     assert "profkit_startup.pth" in names
+    assert "profkit/py.typed" in names  # profiler authors get profkit's types (PEP 561)
     assert "-py3-none-any" not in wheel.name  # a platform wheel: it carries C
