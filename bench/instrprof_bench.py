@@ -208,7 +208,7 @@ def time_in_process(indexed: Path, repeat: int, llvm_version: int) -> Timing:
     """
     try:
         from profkit.formats.instrprof.reader import read_profile
-        from profkit.formats.instrprof.show import ShowOptions, show_text
+        from profkit.present.instrprof.llvm_show import ShowOptions, show_text
     except ImportError as exc:
         return Timing(None, str(exc))
     best: float | None = None

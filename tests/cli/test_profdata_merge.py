@@ -111,7 +111,7 @@ def test_input_list_directories_and_weights(ir_inputs: Path) -> None:
 
 
 def test_parallel_equals_serial(ir_inputs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import profkit.formats.instrprof.merge_files as mf
+    import profkit.formats.instrprof.merge.files as mf
 
     monkeypatch.setattr(mf.threading, "active_count", lambda: 1)  # xdist runs helper threads
     d = ir_inputs

@@ -102,7 +102,7 @@ def _cutoffs(text: str) -> list[int]:
 
 def _show(args: argparse.Namespace) -> int:
     from profkit.formats.instrprof.reader import read_profile
-    from profkit.formats.instrprof.show import ShowOptions, show_json, show_text
+    from profkit.present.instrprof.llvm_show import ShowOptions, show_text
 
     if args.topn < 0 or args.value_cutoff < 0:
         raise UsageError("--topn and --value-cutoff must not be negative")
@@ -142,7 +142,12 @@ def _show(args: argparse.Namespace) -> int:
             raise UsageError(f"{args.file}: {exc.strerror or exc}") from None
         for note in profile.notes:
             print(f"profkit: note: {args.file}: {note}", file=sys.stderr)
-        text = show_json(profile, opts) if args.json else show_text(profile, opts)
+        if args.json:
+            from profkit.present.instrprof.json_show import show_json
+
+            text = show_json(profile, opts)
+        else:
+            text = show_text(profile, opts)
     finally:
         if collecting:
             gc.enable()

@@ -1,7 +1,8 @@
 """`profkit profdata merge` and `profkit profdata overlap` (llvm-profdata's options).
 
-Thin: gather the inputs, call :mod:`profkit.formats.instrprof.merge_files` /
-:mod:`~profkit.formats.instrprof.overlap_calc`, write the result. Bad input is a
+Thin: gather the inputs, call :mod:`profkit.formats.instrprof.merge.files` /
+:mod:`~profkit.formats.instrprof.overlap_calc` (text from
+:mod:`profkit.present.instrprof`), write the result. Bad input is a
 :class:`ProfkitError` (one line, exit status 2); per-input problems are warnings on
 stderr, one line each, naming the file.
 
@@ -207,7 +208,7 @@ def run_merge(args: argparse.Namespace) -> int:
     from profkit._atomic import ensure_not_an_input, write_errors
     from profkit.formats.instrprof.indexed_writer import build_indexed, write_indexed
     from profkit.formats.instrprof.merge import drop_all_zero
-    from profkit.formats.instrprof.merge_files import MergeInput, default_jobs, merge_files
+    from profkit.formats.instrprof.merge.files import MergeInput, default_jobs, merge_files
     from profkit.formats.instrprof.text import NEWEST_DIALECT, format_text, write_text
 
     inputs = [MergeInput(path, weight) for path, weight in gather_inputs(args)]
@@ -331,8 +332,9 @@ def _register_overlap(sub: Any) -> None:
 def run_overlap(args: argparse.Namespace) -> int:
     """The ``overlap`` handler."""
     from profkit._atomic import ensure_not_an_input, write_atomic, write_errors
-    from profkit.formats.instrprof.overlap_calc import format_overlap, overlap
+    from profkit.formats.instrprof.overlap_calc import overlap
     from profkit.formats.instrprof.reader import read_profile
+    from profkit.present.instrprof.llvm_overlap import format_overlap
 
     if args.output:
         ensure_not_an_input(args.output, [args.base, args.test])

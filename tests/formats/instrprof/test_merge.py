@@ -17,7 +17,7 @@ from profkit.formats.instrprof.merge import (
     ProfileMerger,
     merge_profiles,
 )
-from profkit.formats.instrprof.merge_files import MergeInput, merge_files
+from profkit.formats.instrprof.merge.files import MergeInput, merge_files
 from profkit.formats.instrprof.model import (
     FunctionRecord,
     Profile,
@@ -192,7 +192,7 @@ def _raw_fixture(name: str) -> Path:
 @pytest.fixture(autouse=True)
 def _allow_fork(monkeypatch: pytest.MonkeyPatch) -> None:
     """Let -j fork even under pytest-xdist, whose workers run helper threads."""
-    import profkit.formats.instrprof.merge_files as mf
+    import profkit.formats.instrprof.merge.files as mf
 
     monkeypatch.setattr(mf.threading, "active_count", lambda: 1)
 
@@ -239,7 +239,7 @@ def test_fast_path_equals_serial_on_varied_counters(tmp_path: Path, seed: int) -
     """Copies of a real raw file with random counters/bitmaps (some near 2^64): both paths agree."""
     import random
 
-    from profkit.formats.instrprof.fastraw import probe
+    from profkit.formats.instrprof.merge.raw_arrays import probe
 
     rng = random.Random(seed)
     name = ["ir.profraw", "fe_mcdc.profraw", "cxx_ir.profraw", "dso_concat.profraw"][seed]
@@ -411,7 +411,7 @@ def test_llvm_j_emulation_byte_identical(llvm: int, seed: int, tmp_path: Path) -
 
 def test_fingerprint_collisions_are_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every raw file gets the same quick key: the byte comparison keeps shapes apart."""
-    import profkit.formats.instrprof.rawshape as rawshape
+    import profkit.formats.instrprof.merge.raw_shape as rawshape
 
     monkeypatch.setattr(rawshape.zlib, "crc32", lambda data: 0)
     names = ["ir.profraw", "cxx_ir.profraw", "ir.profraw", "binary_ids.profraw", "cxx_ir.profraw"]

@@ -9,8 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from profkit.formats.instrprof.model import FunctionRecord, Profile, ProfileKind, ValueKind
-from profkit.formats.instrprof.overlap_calc import format_overlap, overlap
+from profkit.formats.instrprof.overlap_calc import overlap
 from profkit.formats.instrprof.text import format_text, parse_text
+from profkit.present.instrprof.llvm_overlap import format_overlap
 from tests.formats.instrprof._writer_strategies import llvm_profdata, profiles, run_llvm
 
 

@@ -41,10 +41,13 @@ def test_no_export_is_named_like_a_submodule() -> None:
 
 def test_overlap_is_the_function_after_its_module_is_imported() -> None:
     importlib.import_module("profkit.formats.instrprof.overlap_calc")
-    from profkit.formats.instrprof import format_overlap, overlap
+    importlib.import_module("profkit.present.instrprof.llvm_overlap")
+    from profkit.formats.instrprof import overlap
+    from profkit.present.instrprof import format_overlap
 
     assert callable(overlap) and callable(format_overlap)
     assert not isinstance(overlap, types.ModuleType)
+    assert not isinstance(format_overlap, types.ModuleType)
 
 
 def test_star_import_and_unknown_names() -> None:
@@ -63,7 +66,7 @@ _PROBE = """
 import json, sys
 from profkit.cli.main import main
 rc = main(["profdata", "show", "--all-functions", "--counts", sys.argv[1]])
-loaded = sorted(m for m in sys.modules if m.startswith(("numpy", "profkit.formats")))
+loaded = sorted(m for m in sys.modules if m.startswith(("numpy", "profkit.formats", "profkit.present")))
 print(json.dumps({"rc": rc, "loaded": loaded}), file=sys.stderr)
 """
 
@@ -79,9 +82,21 @@ def test_show_imports_only_what_it_needs() -> None:
     assert report["rc"] == 0
     loaded = set(report["loaded"])
     assert not any(m.startswith("numpy") for m in loaded)
-    unneeded = ("merge", "merge_files", "fastraw", "indexed_writer", "overlap_calc", "text", "raw")
+    unneeded = (
+        "merge",
+        "merge.files",
+        "merge.raw_arrays",
+        "merge.raw_shape",
+        "indexed_writer",
+        "overlap_calc",
+        "text",
+        "raw",
+    )
     for heavy in unneeded:
         assert f"profkit.formats.instrprof.{heavy}" not in loaded, heavy
+    assert "profkit.present.instrprof.llvm_show" in loaded  # the probe sees the modules
+    for heavy in ("json_show", "llvm_overlap"):
+        assert f"profkit.present.instrprof.{heavy}" not in loaded, heavy
 
 
 _MERGE_PROBE = """

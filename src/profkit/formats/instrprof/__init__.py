@@ -3,8 +3,9 @@
 See ``docs/instrprof.md`` for the public API.
 
 Every public name is imported on first use (PEP 562), not with the package: importing
-one submodule (``profkit profdata show`` needs only the readers and ``show``) must not
-pay for the writers, merge and overlap, and must never pull in numpy. Submodule names
+one submodule (``profkit profdata show`` needs only the readers) must not pay for the
+writers, merge and overlap, and must never pull in numpy. Bytes ↔ model only: what
+``show`` and ``overlap`` print lives in :mod:`profkit.present.instrprof`. Submodule names
 differ from the exported names (the overlap code lives in ``overlap_calc``), so
 importing a submodule never shadows an exported function.
 """
@@ -18,7 +19,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from profkit.formats.instrprof.indexed import parse_indexed
     from profkit.formats.instrprof.indexed_writer import build_indexed, write_indexed
     from profkit.formats.instrprof.merge import ProfileMerger, merge_profiles
-    from profkit.formats.instrprof.merge_files import MergeInput
+    from profkit.formats.instrprof.merge.files import MergeInput
     from profkit.formats.instrprof.model import (
         CS_FLAG_IN_FUNC_HASH,
         FunctionRecord,
@@ -29,7 +30,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
         TemporalTrace,
         ValueKind,
     )
-    from profkit.formats.instrprof.overlap_calc import format_overlap, overlap
+    from profkit.formats.instrprof.overlap_calc import overlap
     from profkit.formats.instrprof.raw import parse_raw
     from profkit.formats.instrprof.reader import parse_profile, read_profile, sniff
     from profkit.formats.instrprof.summary import compute_summary
@@ -39,7 +40,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
 _EXPORTS: dict[str, str] = {
     "CS_FLAG_IN_FUNC_HASH": "model",
     "FunctionRecord": "model",
-    "MergeInput": "merge_files",  # numpy and multiprocessing: only when asked for
+    "MergeInput": "merge.files",  # numpy and multiprocessing: only when asked for
     "Profile": "model",
     "ProfileKind": "model",
     "ProfileMerger": "merge",
@@ -49,7 +50,6 @@ _EXPORTS: dict[str, str] = {
     "ValueKind": "model",
     "build_indexed": "indexed_writer",
     "compute_summary": "summary",
-    "format_overlap": "overlap_calc",
     "format_text": "text",
     "merge_profiles": "merge",
     "overlap": "overlap_calc",
@@ -76,7 +76,6 @@ __all__ = [
     "ValueKind",
     "build_indexed",
     "compute_summary",
-    "format_overlap",
     "format_text",
     "merge_profiles",
     "overlap",

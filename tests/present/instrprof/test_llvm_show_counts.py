@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from profkit.formats.instrprof import show
 from profkit.formats.instrprof.model import FunctionRecord, Profile, ProfileKind
-from profkit.formats.instrprof.show import ShowOptions, show_text
+from profkit.present.instrprof import llvm_show as show
+from profkit.present.instrprof.llvm_show import ShowOptions, show_text
 
 M64 = (1 << 64) - 1
 _PSEUDO = {M64: "PseudoHot", M64 - 1: "PseudoWarm"}

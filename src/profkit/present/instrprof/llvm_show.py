@@ -4,15 +4,14 @@
 (CS records only with ``showcs`` on IR profiles), the same summary recomputed from the
 shown records, the same ``--topn`` order for equal counts and the same float formatting
 of cutoff percentages. ``ShowOptions.llvm_version`` picks the wording of older releases
-(verified against llvm-profdata 14, 16, 19 and 22). :func:`show_json` is profkit's own
-machine-readable variant (schema in ``docs/instrprof.md``).
+(verified against llvm-profdata 14, 16, 19 and 22). profkit's own machine-readable
+variant is :func:`profkit.present.instrprof.json_show.show_json`.
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from profkit.formats.instrprof.model import (
     CS_FLAG_IN_FUNC_HASH,
@@ -22,12 +21,14 @@ from profkit.formats.instrprof.model import (
     ValueKind,
 )
 from profkit.formats.instrprof.summary import DEFAULT_CUTOFFS, SCALE, SummaryBuilder
-from profkit.formats.instrprof.topn import StdHeapTopN, TopN
+from profkit.present.instrprof.show_options import (
+    NEW_WORDING_FROM,
+    ShowOptions,
+    symbol_lookup,
+)
+from profkit.present.instrprof.topn import StdHeapTopN, TopN
 
 EXTERNAL_SYMBOL = "** External Symbol **"
-#: First llvm-profdata with the current ``show`` wording (19 and 22 are verified; 20 and 21
-#: are assumed to follow 22, as ``instrument_loop_entries`` arrived in 20).
-NEW_WORDING_FROM = 20
 #: ``show --detailed-summary`` of LLVM 14 used a shorter default cutoff list (16 has the full one).
 OLD_CUTOFFS = (800000, 900000, 950000, 990000, 999000, 999900, 999990)
 FULL_CUTOFFS_FROM = 16
@@ -35,36 +36,6 @@ FULL_CUTOFFS_FROM = 16
 INDEXED_EMPTY_IDS_HEADER_FROM = 19
 _PSEUDO = {(1 << 64) - 1: "PseudoHot", (1 << 64) - 2: "PseudoWarm"}
 _KIND_DESCR = ("IPVK_IndirectCallTarget", "IPVK_MemOPSize", "IPVK_VTableTarget")
-
-
-@dataclass(slots=True)
-class ShowOptions:
-    """The options of ``show`` that apply to instrumentation profiles."""
-
-    all_functions: bool = False
-    counts: bool = False
-    function: str = ""
-    topn: int = 0
-    detailed_summary: bool = False
-    detailed_summary_cutoffs: Sequence[int] = ()
-    ic_targets: bool = False
-    memop_sizes: bool = False
-    show_vtables: bool = False
-    binary_ids: bool = False
-    text: bool = False
-    showcs: bool = False
-    covered: bool = False
-    profile_version: bool = False
-    temporal_traces: bool = False
-    value_cutoff: int = 0
-    list_below_cutoff: bool = False
-    #: Which llvm-profdata's wording to reproduce: 20+ (default 22) or 19 and older.
-    llvm_version: int = 22
-
-    @property
-    def legacy(self) -> bool:
-        """LLVM <= 19 wording: no ``instrument_loop_entries``, totals only in the detailed summary."""
-        return self.llvm_version < NEW_WORDING_FROM
 
 
 class _SiteStats:
@@ -88,19 +59,6 @@ def _f32(x: float) -> float:
 def cutoff_percent(cutoff: int) -> str:
     """``format("%0.6g", (float)Cutoff / Scale * 100)`` with C ``float`` rounding."""
     return format(_f32(_f32(_f32(float(cutoff)) / _f32(float(SCALE))) * _f32(100.0)), "0.6g")
-
-
-def symbol_lookup(profile: Profile) -> Callable[[int], str]:
-    symtab = profile.symtab
-    vtables = profile.vtable_names
-
-    def lookup(ref: int) -> str:
-        name = symtab.get(ref)
-        if name is None:
-            name = vtables.get(ref, "")
-        return name
-
-    return lookup
 
 
 def _is_shown_kind(rec: FunctionRecord, is_ir: bool, showcs: bool) -> bool:
@@ -471,8 +429,11 @@ def _footer(
             out.extend(f"    {lookup(ref)}" for ref in t.function_refs)
 
 
-def show_json(profile: Profile, opts: ShowOptions) -> str:
-    """profkit's JSON rendering of what ``show`` reports (schema: ``docs/instrprof.md``)."""
-    from profkit.formats.instrprof.show_json import render_json
-
-    return render_json(profile, opts)
+__all__ = [
+    "NEW_WORDING_FROM",
+    "ShowOptions",
+    "cutoff_percent",
+    "record_text",
+    "show_text",
+    "symbol_lookup",
+]

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from profkit.cli.main import main
 from profkit.formats.instrprof import FunctionRecord, Profile, ProfileKind, ValueKind
-from profkit.formats.instrprof.show import ShowOptions, cutoff_percent, show_json, show_text
+from profkit.present.instrprof.json_show import show_json
+from profkit.present.instrprof.llvm_show import ShowOptions, cutoff_percent, show_text
 from tests.formats.instrprof.fixtures import entries, ids, path_of, show_args
 
 # LLVM 14 and 16 print only the last profile's binary ID of a multi-profile raw file

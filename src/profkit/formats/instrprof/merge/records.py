@@ -1,7 +1,7 @@
 """Merging one record into another, exactly as LLVM's ``InstrProfRecord`` does (spec §7.2).
 
 Shared by :class:`~profkit.formats.instrprof.merge.ProfileMerger` (record by record)
-and :mod:`~profkit.formats.instrprof.fastraw` (value sites of whole raw files), so both
+and :mod:`~profkit.formats.instrprof.merge.raw_arrays` (value sites of whole raw files), so both
 paths saturate, clamp, sort and cut value sites the same way.
 """
 

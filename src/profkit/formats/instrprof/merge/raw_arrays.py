@@ -24,7 +24,8 @@ import numpy as np
 
 from profkit.errors import ProfileFormatError
 from profkit.formats._binary import Cursor
-from profkit.formats.instrprof.merge import (
+from profkit.formats.instrprof.merge.raw_shape import RawShape, Segment, column, probe
+from profkit.formats.instrprof.merge.records import (
     COUNTER_OVERFLOW,
     MAX_COUNT,
     U64_MAX,
@@ -34,7 +35,6 @@ from profkit.formats.instrprof.merge import (
 )
 from profkit.formats.instrprof.model import Profile, ValueKind, ValueSite
 from profkit.formats.instrprof.raw import parse_raw
-from profkit.formats.instrprof.rawshape import RawShape, Segment, column, probe
 from profkit.formats.instrprof.values import read_value_block
 
 __all__ = ["RawShape", "Segment", "ShapeAccumulator", "probe"]

@@ -1,4 +1,4 @@
-"""Merging profiles: an accumulator with ``llvm-profdata merge`` semantics (spec §7.2).
+"""The merge accumulator with ``llvm-profdata merge`` semantics (spec §7.2).
 
 :class:`ProfileMerger` plays the part of LLVM's ``InstrProfWriter``: records are keyed
 by (name, FuncHash); a new key is stored (scaled by the input's weight), a known key
@@ -22,50 +22,17 @@ from typing import NamedTuple
 
 from profkit.errors import ProfkitError
 from profkit.formats.instrprof.hashtable import dense_map_order, string_map_order
-from profkit.formats.instrprof.merge_records import (
-    BITMAP_MISMATCH,
-    COUNT_MISMATCH,
-    COUNTER_OVERFLOW,
-    MAX_COUNT,
-    MAX_VALUES_PER_SITE,
-    U64_MAX,
-    VALUE_SITE_MISMATCH,
+from profkit.formats.instrprof.merge.records import (
     RecordWarn,
     Warn,
     merge_into,
-    merge_site,
-    merge_value_sites,
     new_record,
     no_warn,
-    scale_and_sort_sites,
-    sort_site,
 )
 from profkit.formats.instrprof.model import FunctionRecord, Profile, ProfileKind, TemporalTrace
 
 TRACE_RESERVOIR_SIZE = 100  # --temporal-profile-trace-reservoir-size default
 MAX_TRACE_LENGTH = 10000  # --temporal-profile-max-trace-length default
-
-__all__ = [
-    "BITMAP_MISMATCH",
-    "COUNTER_OVERFLOW",
-    "COUNT_MISMATCH",
-    "MAX_COUNT",
-    "MAX_VALUES_PER_SITE",
-    "U64_MAX",
-    "VALUE_SITE_MISMATCH",
-    "KindMismatchError",
-    "MergeState",
-    "ProfileMerger",
-    "Warn",
-    "drop_all_zero",
-    "merge_into",
-    "merge_profiles",
-    "merge_site",
-    "merge_value_sites",
-    "new_record",
-    "scale_and_sort_sites",
-    "sort_site",
-]
 
 
 class KindMismatchError(ProfkitError):

@@ -3,7 +3,7 @@
 :func:`probe` walks the profiles of a raw file (one, or an executable's followed by
 its shared libraries') with the ordinary layout tables, records where the parts that
 vary between runs live (counters, bitmap bytes, value blocks), and fingerprints the
-rest with run-time addresses masked. Used by :mod:`~profkit.formats.instrprof.fastraw`.
+rest with run-time addresses masked. Used by :mod:`~profkit.formats.instrprof.merge.raw_arrays`.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from profkit.errors import ProfkitError
-from profkit.formats.instrprof.merge import (
+from profkit.formats.instrprof.merge.accumulator import (
     MAX_TRACE_LENGTH,
     TRACE_RESERVOIR_SIZE,
     KindMismatchError,
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     # multiprocessing, only when worker processes are started.
     from concurrent.futures import Future
 
-    from profkit.formats.instrprof.fastraw import ShapeAccumulator
+    from profkit.formats.instrprof.merge.raw_arrays import ShapeAccumulator
 
 Progress = Callable[[int], None]
 
@@ -154,7 +154,7 @@ def _merge_fast(
 ) -> bool:
     if bytes(data[:8]) not in RAW_MAGICS:
         return False
-    from profkit.formats.instrprof.fastraw import ShapeAccumulator, _NotFast, probe
+    from profkit.formats.instrprof.merge.raw_arrays import ShapeAccumulator, _NotFast, probe
 
     shape = probe(data)
     if shape is None:
@@ -245,7 +245,7 @@ def _run_parallel(
 
     # Imported once here, before the fork, rather than by every worker: parallel merges
     # are of many files, usually raw ones (the fast path needs numpy).
-    import profkit.formats.instrprof.fastraw  # noqa: F401
+    import profkit.formats.instrprof.merge.raw_arrays  # noqa: F401
 
     jobs = len(shares)
     method = "fork" if sys.platform.startswith("linux") else "spawn"

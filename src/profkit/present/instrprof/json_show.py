@@ -6,11 +6,11 @@ import json
 from typing import Any
 
 from profkit.formats.instrprof.model import Profile, ProfileKind, ValueKind
-from profkit.formats.instrprof.show import ShowOptions, symbol_lookup
 from profkit.formats.instrprof.summary import DEFAULT_CUTOFFS, SummaryBuilder
+from profkit.present.instrprof.show_options import ShowOptions, symbol_lookup
 
 
-def render_json(profile: Profile, opts: ShowOptions) -> str:
+def show_json(profile: Profile, opts: ShowOptions) -> str:
     """profkit's JSON rendering of what ``show`` reports (schema: ``docs/instrprof.md``)."""
     is_ir = profile.is_ir
     builder = SummaryBuilder()

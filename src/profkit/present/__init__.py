@@ -1,0 +1,1 @@
+"""Presentation: turning format models into what people and scripts read."""
