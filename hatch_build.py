@@ -27,10 +27,17 @@ from typing import Any
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
-#: (module, source): each is built on its own, so one failing leaves the other.
-EXTENSIONS = (
-    ("profkit.profilers.elt._native", "src/profkit/profilers/elt/_native.c"),
-    ("profkit.collect._profhook", "src/profkit/collect/_profhook.c"),
+#: (module, sources): each module is built on its own, so one failing leaves the other;
+#: a module's sources (split by concern, sharing a header beside them) make one extension.
+EXTENSIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "profkit.profilers.elt._native",
+        tuple(
+            f"src/profkit/profilers/elt/csrc/{unit}.c"
+            for unit in ("module", "threads", "tree", "lines", "timeline")
+        ),
+    ),
+    ("profkit.collect._profhook", ("src/profkit/collect/_profhook.c",)),
 )
 
 
@@ -41,17 +48,22 @@ class NativeBuildHook(BuildHookInterface):  # type: ignore[type-arg]
         if self.target_name != "wheel" or os.environ.get("PROFKIT_NO_NATIVE") == "1":
             return
         root = Path(self.root)
-        for module, source in EXTENSIONS:
-            self._build(root, module, root / source, version, build_data)
+        for module, sources in EXTENSIONS:
+            self._build(root, module, [root / source for source in sources], version, build_data)
 
     def _build(
-        self, root: Path, module: str, source: Path, version: str, build_data: dict[str, Any]
+        self,
+        root: Path,
+        module: str,
+        sources: list[Path],
+        version: str,
+        build_data: dict[str, Any],
     ) -> None:
         suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
         relative = module.replace(".", "/") + suffix
         try:
             with tempfile.TemporaryDirectory(prefix="profkit-build-") as tmp:
-                built = _compile(module, source, Path(tmp))
+                built = _compile(module, sources, Path(tmp))
                 if version == "editable":
                     # Copy beside and rename over: rewriting the loaded .so in place would
                     # crash (SIGBUS) any process that has it mapped, e.g. a running test.
@@ -76,12 +88,19 @@ class NativeBuildHook(BuildHookInterface):  # type: ignore[type-arg]
             )
 
 
-def _compile(module: str, source: Path, work: Path) -> Path:
-    """Build one extension module with setuptools' compiler machinery; returns the file."""
+def _compile(module: str, sources: list[Path], work: Path) -> Path:
+    """Build one extension module from its sources with setuptools' compiler machinery;
+    returns the file. A unit's header changes rebuild it too (``depends``)."""
     from setuptools import Distribution, Extension
     from setuptools.command.build_ext import build_ext
 
-    ext = Extension(module, [str(source)], extra_compile_args=["-O2", "-std=c11"])
+    headers = sorted({str(h) for s in sources for h in s.parent.glob("*.h")})
+    ext = Extension(
+        module,
+        [str(source) for source in sources],
+        depends=headers,
+        extra_compile_args=["-O2", "-std=c11"],
+    )
     dist = Distribution({"name": "profkit-native", "ext_modules": [ext]})
     cmd = build_ext(dist)
     cmd.build_lib = str(work / "lib")

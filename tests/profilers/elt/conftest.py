@@ -1,6 +1,6 @@
 """Every ELT profiler test runs on both trace-mode hot paths: the C recorder and pure Python.
 
-``native`` is the C recorder (``_native.c``) where it was built; ``python`` hides it, as on
+``native`` is the C recorder (``csrc/*.c``) where it was built; ``python`` hides it, as on
 a machine without a compiler. The plain-path tests then exercise both implementations of
 the same rules (and the event-line and timeline tests, which never use C, run twice).
 """

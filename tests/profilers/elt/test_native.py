@@ -1,4 +1,4 @@
-"""The C recorder (``_native.c``): the same trees as the pure Python path, and the failure rule.
+"""The C recorder (``csrc/*.c``): the same trees as the pure Python path, and the failure rule.
 
 The conftest runs every ELT test on both paths; these tests compare the two directly on
 arbitrary event sequences (including leaves that match nothing or a deeper frame, which

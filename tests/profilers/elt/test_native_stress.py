@@ -3,7 +3,7 @@
 ``new_thread``, a Python clock and ``on_error`` (and, on 3.11, any allocation, through the
 garbage collector's finalizers) can switch threads, call back into the same recorder, or
 drop the last reference to it. None of that may crash or corrupt the profiled program:
-each test here once did (or would have, under AddressSanitizer) before ``_native.c``
+each test here once did (or would have, under AddressSanitizer) before the C recorder
 stopped keeping frame pointers, node counts and borrowed references across such calls.
 The checks are structural (no timings): well-formed exports and exact call counts.
 """

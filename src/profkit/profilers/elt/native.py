@@ -1,6 +1,6 @@
 """Trace mode's optional C hot path: loading it, and turning its trees back into ``Node``\\s.
 
-The C :class:`Recorder` (``_native.c``) does what :mod:`~profkit.profilers.elt.trace`
+The C :class:`Recorder` (``csrc/*.c``) does what :mod:`~profkit.profilers.elt.trace`
 and :mod:`~profkit.profilers.elt.lines` do — per-thread stacks of call-tree paths, one
 clock read on each side of a call, the base time, event lines with held ``Enter`` lines,
 the timeline — by the same rules (property tests compare the two), but in C; and its

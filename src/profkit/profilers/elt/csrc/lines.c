@@ -1,0 +1,159 @@
+/* profkit.profilers.elt._native: event lines, by lines.py's rules (see its docstring). */
+#include "native.h"
+
+const char *const OPEN_WORD[2] = {"Enter: ", "Resume: "};
+const char *const CLOSE_WORD[2] = {"Leave: ", "Yield: "};
+
+/* -- event lines (lines.py's rules; see its docstring) -------------------------------- */
+
+/* ``indent`` levels of four spaces, ``head``, ``name``, ``tail`` (head and tail ASCII). */
+static PyObject *
+make_line(Py_ssize_t indent, const char *head, PyObject *name, const char *tail)
+{
+    Py_ssize_t hl = (Py_ssize_t)strlen(head), tl = (Py_ssize_t)strlen(tail);
+    Py_ssize_t nl = PyUnicode_GET_LENGTH(name);
+    if (indent > (PY_SSIZE_T_MAX - hl - tl - nl) / 4) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    Py_ssize_t il = 4 * indent;
+    Py_UCS4 maxchar = PyUnicode_MAX_CHAR_VALUE(name);
+    PyObject *line = PyUnicode_New(il + hl + nl + tl, maxchar < 127 ? 127 : maxchar);
+    if (line == NULL) {
+        return NULL;
+    }
+    int kind = PyUnicode_KIND(line);
+    void *data = PyUnicode_DATA(line);
+    Py_ssize_t at = 0;
+    for (Py_ssize_t i = 0; i < il; i++) {
+        PyUnicode_WRITE(kind, data, at++, ' ');
+    }
+    for (Py_ssize_t i = 0; i < hl; i++) {
+        PyUnicode_WRITE(kind, data, at++, (unsigned char)head[i]);
+    }
+    if (PyUnicode_CopyCharacters(line, at, name, 0, nl) < 0) {
+        Py_DECREF(line);
+        return NULL;
+    }
+    at += nl;
+    for (Py_ssize_t i = 0; i < tl; i++) {
+        PyUnicode_WRITE(kind, data, at++, (unsigned char)tail[i]);
+    }
+    return line;
+}
+
+/* The node's function name, a new reference (cached on the node: nodes never move). */
+static PyObject *
+name_of(Recorder *self, Node *n)
+{
+    if (n->name != NULL) {
+        return Py_NewRef(n->name);
+    }
+    PyObject *namer = Py_XNewRef(self->namer); /* the recorder may be cleared meanwhile */
+    if (namer == NULL) {
+        return PyUnicode_FromString("?");
+    }
+    PyObject *fid = PyLong_FromVoidPtr((void *)n->fid);
+    PyObject *name = fid == NULL ? NULL : PyObject_CallOneArg(namer, fid);
+    Py_XDECREF(fid);
+    Py_DECREF(namer);
+    if (name == NULL) {
+        return NULL;
+    }
+    if (!PyUnicode_Check(name)) {
+        Py_DECREF(name);
+        PyErr_SetString(PyExc_TypeError, "the name callback must return a str");
+        return NULL;
+    }
+    if (n->name == NULL) { /* the callback may have named it already (re-entry) */
+        n->name = Py_NewRef(name);
+    }
+    return name;
+}
+
+/* Write one line for ``n``. Runs Python code: callers hold no pointer into frames. */
+ELT_HIDDEN int
+emit_line(Recorder *self, Py_ssize_t indent, const char *head, Node *n, const char *tail)
+{
+    PyObject *name = name_of(self, n);
+    if (name == NULL) {
+        return -1;
+    }
+    PyObject *line = make_line(indent, head, name, tail);
+    Py_DECREF(name);
+    if (line == NULL) {
+        return -1;
+    }
+    PyObject *emit = Py_XNewRef(self->emit);
+    if (emit == NULL) { /* cleared meanwhile: the line goes nowhere */
+        Py_DECREF(line);
+        return 0;
+    }
+    PyObject *r = PyObject_CallOneArg(emit, line);
+    Py_DECREF(emit);
+    Py_DECREF(line);
+    if (r == NULL) {
+        return -1;
+    }
+    Py_DECREF(r);
+    return 0;
+}
+
+/* The opening line of the stack entry ``index`` (frames[index - 1]), if it still exists. */
+static int
+emit_open(Recorder *self, Thread *t, Py_ssize_t index)
+{
+    if (index < 1 || index > t->depth) {
+        return 0; /* gone meanwhile (only Python code run by a callback can do that) */
+    }
+    Frame f = t->frames[index - 1];
+    return emit_line(self, index - 1, OPEN_WORD[f.kind], f.node, "");
+}
+
+/* Base time: write the held opening lines of calls already running for the base time. */
+ELT_HIDDEN int
+lines_on_open(Recorder *self, Thread *t, int64_t now)
+{
+    while (t->written <= t->depth
+           && wrap_sub(now, t->frames[t->written - 1].start) >= self->basetime) {
+        Py_ssize_t index = t->written;
+        if (emit_open(self, t, index) < 0) {
+            return -1;
+        }
+        t->written = index + 1;
+    }
+    return 0;
+}
+
+/* The call of ``node`` at stack index ``index`` (popped already) lasted ``duration``. */
+ELT_HIDDEN int
+lines_on_close(Recorder *self, Thread *t, Py_ssize_t index, Node *node, int open_kind,
+               int64_t duration, int close_kind)
+{
+    if (index >= t->written) {
+        if (duration < self->basetime) {
+            return 0; /* hidden, and its opening line was never written */
+        }
+        /* Shown: its held ancestors lasted at least as long, so they are shown too. */
+        for (Py_ssize_t d = t->written; d < index; d++) {
+            if (emit_open(self, t, d) < 0) {
+                return -1;
+            }
+        }
+        if (emit_line(self, index - 1, OPEN_WORD[open_kind], node, "") < 0) {
+            return -1;
+        }
+    }
+    char tail[64];
+    if (self->unit_ns) {
+        snprintf(tail, sizeof tail, ", Duration: %lld ns", (long long)duration);
+    }
+    else {
+        snprintf(tail, sizeof tail, ", Duration: %.3f us", (double)duration / 1000.0);
+    }
+    if (emit_line(self, index - 1, CLOSE_WORD[close_kind], node, tail) < 0) {
+        return -1;
+    }
+    t->written = index;
+    return 0;
+}

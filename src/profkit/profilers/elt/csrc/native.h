@@ -1,0 +1,248 @@
+/* profkit.profilers.elt._native: trace mode's hot path in C (optional; pure Python
+ * fallback in trace.py). This header holds the types every unit shares and the inline
+ * hot-path helpers; the units are split by concern:
+ *   module.c    the Recorder type, its methods, the failure rule, module init;
+ *   threads.c   which Thread an event belongs to (TLS cache, thread-state dict);
+ *   tree.c      the call trees: enter/leave on per-thread stacks, export;
+ *   lines.c     event lines (lines.py's rules);
+ *   timeline.c  the timeline's spans.
+ * hatch_build.py compiles them into one extension.
+ *
+ * Why it exists: in pure Python every call costs the collector's callback frame, the
+ * profiler's method frame and its tree work (~250-300 ns per call on 3.12), while
+ * cProfile does all of it in C. The CLR lets a profiler hand the runtime raw Enter/Leave
+ * hook functions (SetEnterLeaveFunctionHooks3) that generated code calls directly; this
+ * is the same idea: a Recorder whose ``py_start``/``py_return`` methods are shaped like
+ * sys.monitoring callbacks, so the collector can register them as the interpreter's
+ * callbacks, with no Python frame of ours in between (the ``__profkit_monitoring__``
+ * protocol, see docs/api.md).
+ *
+ * The logic is trace.py's and lines.py's, and must stay so (property tests compare them):
+ *   - one stack per thread of (node, start) frames; a node is a call-tree *path*;
+ *   - enter: find/create the child node, push, read the clock *last*;
+ *   - leave: read the clock *first*; pop if the top matches, else resync (close the
+ *     calls above a deeper match at the same instant, or ignore an unknown leave);
+ *   - a call shorter than the base time adds to no node (its caller keeps the time);
+ *   - self time is not counted here: build time derives it from inclusive times;
+ *   - event lines (``emit``): lines.py's rules, held Enter lines of the base time included;
+ *   - timeline (``span_cap`` >= 0): one span per shown call, up to the cap, then counted.
+ *
+ * Threads: a thread-local cache (recorder serial -> Thread) in front of a slow path that
+ * keeps the mapping in the thread state's dict (keyed by the recorder's serial, so a
+ * stale entry of a dead recorder is never matched) and, for a new thread, asks Python
+ * (``new_thread()`` -> token: record; None: silent for good; False: silent, ask again).
+ *
+ * Failure rule: the monitoring-shaped methods never raise into the profiled program;
+ * an error (out of memory, a failing clock or new_thread callback) goes to ``on_error``
+ * (the collector's failure rule) or, without one, to sys.unraisablehook. The id-shaped
+ * ``enter``/``leave`` raise normally: their callers (the Python collector paths, tests)
+ * apply the rule themselves.
+ *
+ * The GIL serialises everything (free-threaded builds are not supported: the module
+ * declares no Py_mod_gil slot, so such a build re-enables the GIL when importing it).
+ * But every call into Python (new_thread, a Python clock, on_error; and on 3.11 any
+ * allocation of a tracked object, which may run the garbage collector and finalizers)
+ * can run arbitrary code, switch threads, and call back into this recorder: export from
+ * another thread, the same thread's enter from a finalizer, the collector detaching
+ * (which drops the sys.monitoring callback, and with it maybe the last reference to the
+ * recorder: the interpreter holds none while it calls a callback). So: no pointer into
+ * a Thread's frames, and no count of its nodes, is kept across such a call; export
+ * copies the trees in plain C before building any Python object; and the
+ * monitoring-shaped methods hold a reference to the recorder while they run.
+ */
+#ifndef PROFKIT_ELT_NATIVE_H
+#define PROFKIT_ELT_NATIVE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+/* Shared between the units of one extension, invisible outside it. */
+#if defined(__GNUC__)
+#define ELT_HIDDEN __attribute__((visibility("hidden")))
+#else
+#define ELT_HIDDEN
+#endif
+
+#define CHUNK_NODES 1024
+#define NO_MIN ((int64_t)1 << 62) /* trace.py's tree.NO_MIN */
+
+typedef struct Node {
+    uintptr_t fid;
+    struct Node *parent;
+    struct Node *first_child;
+    struct Node *next_sibling;
+    struct Node *last_hit; /* the child found last time: loops call the same callee */
+    int64_t calls, incl, min, max;
+    PyObject *name; /* event lines: the function's name, looked up once per node */
+} Node;
+
+typedef struct Chunk {
+    struct Chunk *next;
+    size_t used;
+    Node nodes[CHUNK_NODES];
+} Chunk;
+
+typedef struct {
+    Node *node;
+    int64_t start;
+    int kind; /* OPEN_ENTER or OPEN_RESUME: how its event line opens */
+} Frame;
+
+enum { OPEN_ENTER, OPEN_RESUME };
+enum { CLOSE_LEAVE, CLOSE_YIELD };
+ELT_HIDDEN extern const char *const OPEN_WORD[2];
+ELT_HIDDEN extern const char *const CLOSE_WORD[2];
+
+typedef struct Thread {
+    PyObject *token; /* what new_thread() returned; NULL for a silent thread */
+    Node root;
+    Frame *frames; /* frames[0..depth) sit above the root */
+    Py_ssize_t depth, cap;
+    /* event lines: stack entries (the root counts as 1) whose opening line is written;
+     * the entries above are pending (lines.py's ``stack[0].kind``) */
+    Py_ssize_t written;
+    Node **table; /* open addressing on (parent, fid) */
+    size_t mask, used;
+    Chunk *chunks;
+    struct Thread *next; /* creation order */
+} Thread;
+
+typedef struct {
+    PyObject_HEAD
+    uint64_t serial;
+    int64_t basetime;
+    PyObject *clock;      /* NULL: CLOCK_MONOTONIC, as time.perf_counter_ns on Linux */
+    PyObject *new_thread; /* () -> token | None | False */
+    PyObject *on_error;   /* (exc, where) -> None, or NULL */
+    PyObject *key;        /* the thread-state-dict key: a str naming this module and the
+                           * serial, so no other extension's key can be taken for ours */
+    Thread *first, *last;
+    /* event lines (emit NULL: none) */
+    PyObject *emit;  /* (line) -> None */
+    PyObject *namer; /* (fid) -> str */
+    int unit_ns;     /* durations in ns, else in us with three decimals */
+    /* timeline (span_cap < 0: none); plain C, so export can add spans without Python */
+    Py_ssize_t span_cap, nspans, spans_alloc;
+    long long spans_dropped;
+    struct Span *spans;
+} Recorder;
+
+/* One shown call for the timeline: its thread (for its token), path, times, depth. */
+typedef struct Span {
+    Thread *thread;
+    uintptr_t fid;
+    int64_t start, end;
+    Py_ssize_t depth;
+} Span;
+
+
+/* -- threads.c ----------------------------------------------------------------------- */
+
+ELT_HIDDEN extern Thread SILENT; /* a thread that records nothing, for good */
+/* initial-exec: read straight from the thread pointer, without a __tls_get_addr call per
+ * event (about 3 % of a traced program's time, measured). A dlopen'ed module gets such
+ * variables from the static TLS surplus glibc reserves for this; where it cannot, the
+ * import fails and profkit runs in pure Python (native.py). */
+#if defined(__GNUC__) && defined(__ELF__)
+#define FAST_TLS __attribute__((tls_model("initial-exec")))
+#else
+#define FAST_TLS
+#endif
+ELT_HIDDEN extern _Thread_local uint64_t tls_serial FAST_TLS;
+ELT_HIDDEN extern _Thread_local Thread *tls_thread FAST_TLS;
+
+ELT_HIDDEN Thread *thread_new(PyObject *token);
+ELT_HIDDEN void thread_free(Thread *t);
+ELT_HIDDEN Thread *lookup_thread(Recorder *self);
+ELT_HIDDEN PyObject *Recorder_quiet_this_thread(Recorder *self, PyObject *ignored);
+ELT_HIDDEN void forget_this_thread(Recorder *self);
+
+static inline Thread *
+current_thread(Recorder *self)
+{
+    if (tls_serial == self->serial) {
+        return tls_thread;
+    }
+    return lookup_thread(self);
+}
+
+/* -- tree.c -------------------------------------------------------------------------- */
+
+ELT_HIDDEN Node *child_of(Thread *t, Node *parent, uintptr_t fid);
+ELT_HIDDEN int close_frame(Recorder *self, Thread *t, int64_t now, int close_kind, int lines);
+ELT_HIDDEN int do_enter(Recorder *self, uintptr_t fid, int kind);
+ELT_HIDDEN int do_leave(Recorder *self, uintptr_t fid, int close_kind);
+ELT_HIDDEN PyObject *Recorder_export(Recorder *self, PyObject *arg);
+ELT_HIDDEN int64_t python_ns(PyObject *clock);
+
+/* Cleared by the garbage collector (tp_clear) and still receiving events: record nothing
+ * (its clock is gone too; a CLOCK_MONOTONIC reading would not compare with it). */
+static inline int
+gone(Recorder *self)
+{
+    return self->new_thread == NULL;
+}
+
+static inline int64_t
+wrap_sub(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+
+static inline int64_t
+wrap_add(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
+static inline void
+close_call(Node *n, int64_t duration, int64_t basetime)
+{
+    if (duration >= basetime) {
+        n->calls++;
+        n->incl = wrap_add(n->incl, duration);
+        if (duration > n->max) {
+            n->max = duration;
+        }
+        if (duration < n->min) {
+            n->min = duration;
+        }
+    }
+}
+
+/* -- the clock ----------------------------------------------------------------------- */
+
+static inline int64_t
+monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Nanoseconds; -1 with an exception set when a Python clock fails. */
+static inline int64_t
+now_ns(Recorder *self)
+{
+    PyObject *clock = self->clock;
+    return clock == NULL ? monotonic_ns() : python_ns(clock);
+}
+
+/* -- lines.c ------------------------------------------------------------------------- */
+
+ELT_HIDDEN int emit_line(Recorder *self, Py_ssize_t indent, const char *head, Node *n,
+                         const char *tail);
+ELT_HIDDEN int lines_on_open(Recorder *self, Thread *t, int64_t now);
+ELT_HIDDEN int lines_on_close(Recorder *self, Thread *t, Py_ssize_t index, Node *node,
+                              int open_kind, int64_t duration, int close_kind);
+
+/* -- timeline.c ---------------------------------------------------------------------- */
+
+ELT_HIDDEN int add_span(Recorder *self, Thread *t, uintptr_t fid, int64_t start, int64_t end,
+                        Py_ssize_t depth);
+ELT_HIDDEN PyObject *Recorder_spans(Recorder *self, PyObject *ignored);
+
+#endif

@@ -1,0 +1,400 @@
+/* profkit.profilers.elt._native: the call trees, enter/leave and export (see native.h). */
+#include "native.h"
+/* A Python clock's reading in nanoseconds; -1 with an exception set when it fails. Runs
+ * arbitrary code: the caller holds no pointer into a Thread across it. */
+ELT_HIDDEN int64_t
+python_ns(PyObject *clock)
+{
+    Py_INCREF(clock); /* the recorder may be cleared while the clock runs */
+    PyObject *r = PyObject_CallNoArgs(clock);
+    Py_DECREF(clock);
+    if (r == NULL) {
+        return -1;
+    }
+    long long v = PyLong_AsLongLong(r);
+    Py_DECREF(r);
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    return (int64_t)v;
+}
+
+static inline size_t
+slot_of(const Node *parent, uintptr_t fid, size_t mask)
+{
+    uint64_t h = ((uint64_t)fid >> 4) * 0x9E3779B97F4A7C15ULL;
+    h ^= ((uint64_t)(uintptr_t)parent >> 4) * 0xC2B2AE3D27D4EB4FULL;
+    return (size_t)(h ^ (h >> 29)) & mask;
+}
+
+static int
+table_grow(Thread *t)
+{
+    size_t size = (t->mask + 1) * 2;
+    Node **table = PyMem_Calloc(size, sizeof(Node *));
+    if (table == NULL) {
+        return -1;
+    }
+    for (size_t i = 0; i <= t->mask; i++) {
+        Node *n = t->table[i];
+        if (n != NULL) {
+            size_t j = slot_of(n->parent, n->fid, size - 1);
+            while (table[j] != NULL) {
+                j = (j + 1) & (size - 1);
+            }
+            table[j] = n;
+        }
+    }
+    PyMem_Free(t->table);
+    t->table = table;
+    t->mask = size - 1;
+    return 0;
+}
+
+/* The child of ``parent`` for ``fid``, created on first use; NULL when out of memory. */
+ELT_HIDDEN Node *
+child_of(Thread *t, Node *parent, uintptr_t fid)
+{
+    size_t j = slot_of(parent, fid, t->mask);
+    Node *n;
+    while ((n = t->table[j]) != NULL) {
+        if (n->fid == fid && n->parent == parent) {
+            return n;
+        }
+        j = (j + 1) & t->mask;
+    }
+    if ((t->used + 1) * 2 > t->mask + 1) {
+        if (table_grow(t) < 0) {
+            return NULL;
+        }
+        j = slot_of(parent, fid, t->mask);
+        while (t->table[j] != NULL) {
+            j = (j + 1) & t->mask;
+        }
+    }
+    Chunk *c = t->chunks;
+    if (c == NULL || c->used == CHUNK_NODES) {
+        c = PyMem_Malloc(sizeof(Chunk));
+        if (c == NULL) {
+            return NULL;
+        }
+        c->next = t->chunks;
+        c->used = 0;
+        t->chunks = c;
+    }
+    n = &c->nodes[c->used++];
+    memset(n, 0, sizeof(Node));
+    n->fid = fid;
+    n->parent = parent;
+    n->min = NO_MIN;
+    n->next_sibling = parent->first_child;
+    parent->first_child = n;
+    t->table[j] = n;
+    t->used++;
+    return n;
+}
+
+/* Two's-complement wrap instead of signed overflow (undefined behaviour): a Python clock
+ * or export(now) may hand over any 64-bit values. */
+
+/* -- the two events ------------------------------------------------------------------ */
+
+/* Record the call just popped off ``t`` (it is frames[t->depth]) as ending at ``now``:
+ * statistics, timeline span and, with ``lines``, its event lines. */
+ELT_HIDDEN int
+close_frame(Recorder *self, Thread *t, int64_t now, int close_kind, int lines)
+{
+    Frame f = t->frames[t->depth]; /* a copy: event lines run Python code */
+    int64_t duration = wrap_sub(now, f.start);
+    close_call(f.node, duration, self->basetime);
+    if (self->span_cap >= 0 && duration >= self->basetime
+        && add_span(self, t, f.node->fid, f.start, now, t->depth) < 0) {
+        return -1;
+    }
+    if (lines && self->emit != NULL) {
+        return lines_on_close(self, t, t->depth + 1, f.node, f.kind, duration, close_kind);
+    }
+    return 0;
+}
+
+ELT_HIDDEN int
+do_enter(Recorder *self, uintptr_t fid, int kind)
+{
+    if (gone(self)) {
+        return 0;
+    }
+    Thread *t = current_thread(self);
+    if (t == NULL) {
+        return -1;
+    }
+    if (t == &SILENT) {
+        return 0;
+    }
+    /* A Python clock is read before the push, not after: it runs arbitrary code (another
+     * thread's export closing this stack, a nested enter growing it) that would
+     * invalidate a frame pushed before it. The C clock runs no code and is read last, so
+     * the call's time excludes the bookkeeping. */
+    PyObject *clock = self->clock; /* only compared with NULL after the call */
+    int64_t start = 0;
+    if (clock != NULL) {
+        start = python_ns(clock);
+        if (start == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        /* The clock's code may have decided this thread anew (quiet_this_thread): that
+         * decision holds for this event too (t itself stays valid either way). */
+        if (tls_serial == self->serial && tls_thread != t) {
+            t = tls_thread;
+            if (t == &SILENT) {
+                return 0;
+            }
+        }
+    }
+    Node *parent = t->depth ? t->frames[t->depth - 1].node : &t->root;
+    Node *n = parent->last_hit;
+    if (n == NULL || n->fid != fid) {
+        n = child_of(t, parent, fid);
+        if (n == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        parent->last_hit = n;
+    }
+    if (t->depth == t->cap) {
+        if (t->cap > PY_SSIZE_T_MAX / 2 / (Py_ssize_t)sizeof(Frame)) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        Py_ssize_t cap = t->cap ? t->cap * 2 : 64;
+        Frame *frames = PyMem_Realloc(t->frames, (size_t)cap * sizeof(Frame));
+        if (frames == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        t->frames = frames;
+        t->cap = cap;
+    }
+    Frame *f = &t->frames[t->depth++];
+    f->node = n;
+    f->kind = kind;
+    if (self->emit == NULL) { /* the hot path: no Python code from the push to here */
+        f->start = clock == NULL ? monotonic_ns() : start;
+        return 0;
+    }
+    /* Event lines run Python code: from here on, the frame is found again by index. */
+    Py_ssize_t index = t->depth;
+    f->start = clock == NULL ? monotonic_ns() : start; /* provisional, for an export meanwhile */
+    if (self->basetime <= 0) {
+        /* Every line is final at once (lines.py's write-at-once form). */
+        if (emit_line(self, index - 1, OPEN_WORD[kind], n, "") < 0) {
+            return -1;
+        }
+        if (t->written < index + 1) {
+            t->written = index + 1;
+        }
+    }
+    if (clock == NULL) {
+        start = monotonic_ns();
+        if (t->depth >= index && t->frames[index - 1].node == n) {
+            t->frames[index - 1].start = start;
+        }
+    }
+    return self->basetime > 0 ? lines_on_open(self, t, start) : 0;
+}
+
+ELT_HIDDEN int
+do_leave(Recorder *self, uintptr_t fid, int close_kind)
+{
+    if (gone(self)) {
+        return 0;
+    }
+    int64_t now = now_ns(self);
+    if (now == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    /* May call new_thread(); without event lines no Python code runs after it. */
+    Thread *t = current_thread(self);
+    if (t == NULL) {
+        return -1;
+    }
+    if (t == &SILENT || t->depth == 0) {
+        return 0;
+    }
+    if (t->frames[t->depth - 1].node->fid == fid) {
+        t->depth--;
+        return close_frame(self, t, now, close_kind, 1);
+    }
+    /* Resync: a deeper match means the calls above it missed their leave (closed now,
+     * at the same instant); no match means it was entered before recording began. */
+    for (Py_ssize_t i = t->depth - 2; i >= 0; i--) {
+        if (t->frames[i].node->fid == fid) {
+            while (t->depth > i + 1) { /* re-read: event lines run Python code */
+                t->depth--;
+                if (close_frame(self, t, now, CLOSE_LEAVE, 1) < 0) {
+                    return -1;
+                }
+            }
+            if (t->depth <= i) {
+                return 0; /* closed meanwhile */
+            }
+            t->depth--;
+            return close_frame(self, t, now, close_kind, 1);
+        }
+    }
+    return 0;
+}
+
+/* One exported thread, copied out in plain C: (parent index, fid, calls, incl, min,
+ * max) rows in pre-order, and a strong reference to its token. */
+typedef struct {
+    Py_ssize_t parent;
+    uintptr_t fid;
+    int64_t calls, incl, min, max;
+} Row;
+
+typedef struct {
+    PyObject *token;
+    Row *rows;
+    size_t count;
+} Copy;
+
+static void
+free_copies(Copy *copies, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        Py_XDECREF(copies[i].token);
+        PyMem_Free(copies[i].rows);
+    }
+    PyMem_Free(copies);
+}
+
+/* Close every recording thread's open calls at ``now`` (adding their number to *closed)
+ * and copy its tree. Plain C only (PyMem, no object allocation, so no collection and no
+ * Python code): the trees cannot change under the walk. NULL with an exception set when
+ * out of memory. */
+static Copy *
+copy_threads(Recorder *self, int64_t now, size_t *count, long long *closed)
+{
+    size_t n = 0, most = 0;
+    for (Thread *t = self->first; t != NULL; t = t->next) {
+        if (t->token != NULL) { /* NULL: cleared by the garbage collector */
+            n++;
+            most = t->used + 1 > most ? t->used + 1 : most;
+        }
+    }
+    *count = n;
+    Copy *copies = PyMem_Calloc(n ? n : 1, sizeof(Copy));
+    Node **work = PyMem_Malloc((most ? most : 1) * sizeof(Node *));
+    Py_ssize_t *parents = PyMem_Malloc((most ? most : 1) * sizeof(Py_ssize_t));
+    if (copies == NULL || work == NULL || parents == NULL) {
+        goto nomem;
+    }
+    size_t k = 0;
+    for (Thread *t = self->first; t != NULL; t = t->next) {
+        if (t->token == NULL) {
+            continue;
+        }
+        while (t->depth > 0) {
+            Frame *f = &t->frames[--t->depth];
+            int64_t duration = wrap_sub(now, f->start);
+            close_call(f->node, duration, self->basetime);
+            if (self->span_cap >= 0 && duration >= self->basetime
+                && add_span(self, t, f->node->fid, f->start, now, t->depth) < 0) {
+                goto fail; /* PyErr_NoMemory already set */
+            }
+            (*closed)++;
+        }
+        Copy *c = &copies[k++];
+        c->token = Py_NewRef(t->token);
+        c->rows = PyMem_Malloc((t->used + 1) * sizeof(Row));
+        if (c->rows == NULL) {
+            goto nomem;
+        }
+        size_t top = 0;
+        work[top] = &t->root;
+        parents[top++] = -1;
+        while (top > 0) {
+            top--;
+            Node *node = work[top];
+            Row *row = &c->rows[c->count];
+            row->parent = parents[top];
+            row->fid = node->fid;
+            row->calls = node->calls;
+            row->incl = node->incl;
+            row->min = node->min;
+            row->max = node->max;
+            Py_ssize_t index = (Py_ssize_t)c->count++;
+            for (Node *child = node->first_child; child != NULL; child = child->next_sibling) {
+                work[top] = child;
+                parents[top++] = index;
+            }
+        }
+    }
+    PyMem_Free(work);
+    PyMem_Free(parents);
+    return copies;
+nomem:
+    PyErr_NoMemory();
+fail:
+    if (copies != NULL) {
+        free_copies(copies, n);
+    }
+    PyMem_Free(work);
+    PyMem_Free(parents);
+    return NULL;
+}
+
+/* export(now) -> (closed, [(token, nodes)]): every recording thread's open calls closed
+ * at ``now`` (counted in ``closed``), and its tree flattened in pre-order as tuples
+ * (parent index, fid, calls, incl, min, max); index 0 is the root. Flat and iterative,
+ * so a 10,000-deep recursion exports without deep C or Python recursion. */
+ELT_HIDDEN PyObject *
+Recorder_export(Recorder *self, PyObject *arg)
+{
+    long long now = PyLong_AsLongLong(arg);
+    if (now == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    long long closed = 0;
+    size_t n;
+    Copy *copies = copy_threads(self, (int64_t)now, &n, &closed);
+    if (copies == NULL) {
+        return NULL;
+    }
+    /* From here on Python objects are built from the copies: whatever runs meanwhile
+     * (the collector, finalizers, other threads' events) cannot touch them. */
+    PyObject *threads = PyList_New((Py_ssize_t)n);
+    if (threads == NULL) {
+        goto fail;
+    }
+    for (size_t i = 0; i < n; i++) {
+        Copy *c = &copies[i];
+        PyObject *nodes = PyList_New((Py_ssize_t)c->count);
+        if (nodes == NULL) {
+            goto fail;
+        }
+        for (size_t j = 0; j < c->count; j++) {
+            Row *r = &c->rows[j];
+            PyObject *row = Py_BuildValue(
+                "(nKLLLL)", r->parent, (unsigned long long)r->fid, (long long)r->calls,
+                (long long)r->incl, (long long)r->min, (long long)r->max);
+            if (row == NULL) {
+                Py_DECREF(nodes);
+                goto fail;
+            }
+            PyList_SET_ITEM(nodes, (Py_ssize_t)j, row);
+        }
+        PyObject *pair = PyTuple_Pack(2, c->token, nodes);
+        Py_DECREF(nodes);
+        if (pair == NULL) {
+            goto fail;
+        }
+        PyList_SET_ITEM(threads, (Py_ssize_t)i, pair);
+    }
+    free_copies(copies, n);
+    return Py_BuildValue("(LN)", closed, threads);
+fail:
+    free_copies(copies, n);
+    Py_XDECREF(threads);
+    return NULL;
+}
