@@ -14,7 +14,8 @@ Two cases where a rename would be wrong, found by pointing ``-o`` at them:
   Those are opened and written in place; atomicity means nothing for them.
 
 File errors are plain :class:`OSError` (callers add the file name and their own
-wording); this module imports only :mod:`profkit.errors`, so any layer may use it.
+wording); this module imports only :mod:`profkit.errors` and :mod:`profkit._output`, so any
+layer may use it.
 """
 
 from __future__ import annotations
@@ -23,11 +24,11 @@ import contextlib
 import errno
 import os
 import stat
-import sys
 from collections.abc import Iterator
 from types import TracebackType
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
+from profkit import _output
 from profkit.errors import ProfkitError, UsageError
 
 
@@ -55,13 +56,14 @@ class AtomicOutput:
             # "out/" names a directory even when it does not exist: never a file "out"
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), self.path)
         if st is not None and not stat.S_ISREG(st.st_mode):
-            self._fh = open(self.path, "wb")  # a device or FIFO: written in place
+            fd = os.open(self.path, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))
+            self._fh = _checked(fd, self.path)  # a device or FIFO: written in place
             return self._fh
         target = os.path.realpath(self.path)  # replace what a symlink points to, keep the link
         self._mode = st.st_mode & 0o7777 if st is not None else 0o666 & ~_umask()
         fd, self._tmp = _make_temp(os.path.dirname(target), os.path.basename(target))
         self._target = target
-        self._fh = os.fdopen(fd, "wb")
+        self._fh = _checked(fd, self._tmp)
         return self._fh
 
     def __exit__(
@@ -85,6 +87,12 @@ class AtomicOutput:
             if self._tmp is not None:
                 with contextlib.suppress(OSError):
                     os.unlink(self._tmp)
+
+
+def _checked(fd: int, name: str) -> BinaryIO:
+    """A :class:`~profkit._output.CheckedFile`: ``BufferedWriter`` can lose an ENOSPC
+    that follows a short write, and publish a truncated file as complete."""
+    return cast(BinaryIO, _output.CheckedFile(fd, name=name))
 
 
 def _make_temp(directory: str, base: str) -> tuple[int, str]:
@@ -154,17 +162,11 @@ def write_errors(prefix: str) -> Iterator[None]:
 
 
 def write_stdout(data: bytes) -> None:
-    """Write bytes to stdout and flush now, so a write error (a full disk behind ``>``)
-    becomes one ``profkit: error:`` line here rather than a loss at interpreter exit."""
+    """Write bytes to stdout now, every write checked (:mod:`profkit._output`), so a
+    write error (a full disk behind ``>``) becomes one ``profkit: error:`` line here
+    rather than a loss at interpreter exit or inside ``BufferedWriter``."""
     with write_errors("cannot write to stdout: "):
-        sys.stdout.flush()  # anything already printed through the text layer goes first
-        binary = getattr(sys.stdout, "buffer", None)
-        if binary is None:  # a text-only stream put in place by the caller (io.StringIO)
-            sys.stdout.write(data.decode("utf-8", "surrogateescape"))
-            sys.stdout.flush()
-            return
-        binary.write(data)
-        binary.flush()
+        _output.write_stdout(data)
 
 
 def _umask() -> int:

@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import json
 import os
-import stat
-import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, NoReturn
 
 from profkit._atomic import write_atomic
+from profkit._inputs import PREFIX_BYTES, InputError, gunzip, is_gzip, open_input
 from profkit.calltree.model import CallNode, CallProfile, Frame, Span, ThreadTree
 from profkit.errors import FormatErrorKind, ProfileDataError
 
@@ -52,7 +51,6 @@ MAX_BYTES = 1 << 30
 #: Deepest nesting accepted inside ``metadata`` (the rest of the format is flat).
 MAX_METADATA_DEPTH = 32
 _MAX_INT = (1 << 63) - 1
-_GZIP_MAGIC = b"\x1f\x8b"
 
 
 def save(profile: CallProfile, path: str | os.PathLike[str]) -> None:
@@ -71,30 +69,51 @@ def save(profile: CallProfile, path: str | os.PathLike[str]) -> None:
 
 
 def load(path: str | os.PathLike[str]) -> CallProfile:
-    """Read and validate a saved profile; raise :class:`ProfileDataError` for anything wrong."""
+    """Read and validate a saved profile (``-`` reads stdin); raise
+    :class:`ProfileDataError` for anything wrong.
+
+    The file is opened by :func:`profkit._inputs.open_input` (no devices, no FIFO without
+    a writer, size checked before reading) and judged by its first bytes before the rest
+    is read: a 4 GB file or ``/dev/urandom`` behind stdin is refused after 64 KiB.
+    """
     name = os.fspath(path)
     try:
-        with open(name, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            if stat.S_ISREG(st.st_mode) and st.st_size > MAX_BYTES:  # refuse before reading
-                raise ProfileDataError(
-                    "too_large", f"file is larger than {MAX_BYTES} bytes", path=name
-                )
-            raw = fh.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise ProfileDataError(
-            "malformed", f"cannot read: {exc.strerror or exc}", path=name
-        ) from None
-    return loads(raw, path=name)
+        inp = open_input(name, what="profkit profile")
+    except InputError as exc:  # callers catch ProfileDataError for any unreadable profile
+        raise ProfileDataError("malformed", exc.reason, path=exc.path) from None
+    with inp:
+        head = inp.prefix()
+        inp.check_size(MAX_BYTES, ProfileDataError)
+        if is_gzip(head):
+            raw = _gunzip(inp.chunks(), inp.name)
+            compressed = True
+        else:
+            _sniff(head, inp.name)
+            raw = inp.read_all(MAX_BYTES, ProfileDataError)
+            compressed = False
+    return _parse(raw, inp.name, compressed)
 
 
 def loads(raw: bytes, *, path: str | None = None) -> CallProfile:
     """Parse a saved profile from bytes (gzip or plain JSON)."""
     if len(raw) > MAX_BYTES:
         raise ProfileDataError("too_large", f"file is larger than {MAX_BYTES} bytes", path=path)
-    compressed = raw[:2] == _GZIP_MAGIC
+    compressed = is_gzip(raw)
     if compressed:
-        raw = _gunzip(raw, path)
+        raw = _gunzip(iter((raw,)), path)
+    return _parse(raw, path, compressed)
+
+
+def _sniff(head: bytes, path: str | None) -> None:
+    """Refuse at once what cannot be a profile: the first non-blank byte must be ``{``."""
+    text = head.lstrip()
+    if text and text[:1] != b"{":
+        raise ProfileDataError(
+            "bad_magic", "not a profkit profile (it is not a JSON object)", path=path, offset=0
+        )
+
+
+def _parse(raw: bytes, path: str | None, compressed: bool) -> CallProfile:
     if not raw or raw.isspace():  # isspace stops at the first byte; strip() copied the file
         raise ProfileDataError("truncated", "empty file", path=path)
     try:
@@ -104,6 +123,7 @@ def loads(raw: bytes, *, path: str | None = None) -> CallProfile:
         raise ProfileDataError(
             "malformed", f"not UTF-8 text{where}", path=path, offset=exc.start
         ) from None
+    del raw
     if text.lstrip()[:1] != "{":
         raise ProfileDataError(
             "bad_magic", "not a profkit profile (it is not a JSON object)", path=path, offset=0
@@ -123,30 +143,20 @@ def loads(raw: bytes, *, path: str | None = None) -> CallProfile:
         raise ProfileDataError("too_large", "JSON nested too deeply", path=path) from None
     except ValueError as exc:  # e.g. an integer with more digits than int() accepts
         raise ProfileDataError("malformed", f"not valid JSON: {exc}", path=path) from None
+    del text
     return from_json(doc, path=path)
 
 
-def _gunzip(raw: bytes, path: str | None) -> bytes:
-    """Decompress at most :data:`MAX_BYTES`, so a small bomb cannot exhaust memory."""
+def _gunzip(chunks: Iterator[bytes], path: str | None) -> bytes:
+    """Decompress with :func:`profkit._inputs.gunzip`'s size and ratio caps, judging the
+    first decompressed bytes before going on (a bomb of zeros stops after one piece)."""
     out = bytearray()
-    data = raw
-    while data:
-        dec = zlib.decompressobj(wbits=31)  # gzip wrapper; loop handles concatenated members
-        try:
-            while data:
-                out += dec.decompress(data, MAX_BYTES + 1 - len(out))
-                if len(out) > MAX_BYTES:
-                    raise ProfileDataError(
-                        "too_large", f"decompresses to more than {MAX_BYTES} bytes", path=path
-                    )
-                data = dec.unconsumed_tail
-        except zlib.error as exc:
-            raise ProfileDataError("malformed", f"bad gzip data: {exc}", path=path) from None
-        if not dec.eof:
-            raise ProfileDataError("truncated", "gzip stream ends early", path=path)
-        data = dec.unused_data
-        if data and data[:2] != _GZIP_MAGIC:
-            break  # trailing garbage after the gzip member: ignore, as gzip(1) warns and does
+    sniffed = False
+    for piece in gunzip(chunks, limit=MAX_BYTES, name=path or "<data>", error=ProfileDataError):
+        out += piece
+        if not sniffed and (len(out) >= 64 or not out.isspace()):
+            _sniff(bytes(out[:PREFIX_BYTES]), path)
+            sniffed = True
     return bytes(out)
 
 

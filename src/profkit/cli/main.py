@@ -5,20 +5,25 @@ Each subcommand lives in its own module under :mod:`profkit.cli` and exposes
 Modules are imported only when their command runs (or for ``--help``), so
 ``profkit run`` does not pay for numpy or the format readers.
 
-Error policy: a :class:`~profkit.errors.ProfkitError` becomes one line on stderr,
-``profkit: error: <message>``, and exit status 2. Anything else is a bug in profkit and is
-reported as one (with the traceback only under ``PROFKIT_DEBUG=1``).
+Error policy (:func:`run_handler`, the one funnel): a :class:`~profkit.errors.ProfkitError`,
+an :class:`OSError` (a read or write of the user's files, stdout included) or a
+``MemoryError`` becomes one line on stderr, ``profkit: error: <message>`` with control
+characters escaped, and exit status 2. Anything else is a bug in profkit and is reported
+as one, exit status 70 (with the traceback only under ``PROFKIT_DEBUG=1``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from profkit import __version__
+from profkit._text import MAX_MESSAGE_CHARS, escape
 from profkit.errors import ProfkitError
 
 # (command, module under profkit.cli, one-line help). The single list of commands:
@@ -94,11 +99,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    return run_handler(handler, args)
+
+
+def run_handler(handler: Any, args: argparse.Namespace) -> int:
+    """The one funnel: run a command and turn every input/output problem into one
+    escaped ``profkit: error: ...`` line and exit status 2.
+
+    stdout is flushed here, inside the funnel, so a full disk behind ``>`` (or
+    ``/dev/full``) is an error of this command rather than a loss at interpreter exit.
+    """
     try:
-        return int(handler(args) or 0)
+        status = int(handler(args) or 0)
+        if getattr(args, "command", None) != "run":  # run's stdout is the program's
+            _flush_stdout()
+        return status
     except ProfkitError as exc:
-        print(f"profkit: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return _error(str(exc))
     except BrokenPipeError:
         # `profkit ... | head`: the reader went away; that is not an error of ours.
         _silence_stdout()
@@ -108,15 +125,45 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except SystemExit:
         raise
+    except OSError as exc:  # a read or write the command did not wrap: still the user's I/O
+        where = f"{exc.filename}: " if exc.filename is not None else ""
+        return _error(f"{where}{exc.strerror or exc}")
+    except MemoryError:
+        return _error("out of memory (the input is too large for this machine)")
     except Exception as exc:  # a profkit bug: say so plainly, keep the status distinct
         if os.environ.get("PROFKIT_DEBUG") == "1":
             raise
         print(
-            f"profkit: internal error: {type(exc).__name__}: {exc} "
-            "(set PROFKIT_DEBUG=1 for a traceback; please report it)",
+            escape(
+                f"profkit: internal error: {type(exc).__name__}: {exc} "
+                "(set PROFKIT_DEBUG=1 for a traceback; please report it)",
+                MAX_MESSAGE_CHARS,
+            ),
             file=sys.stderr,
         )
         return 70
+
+
+def _flush_stdout() -> None:
+    stream = sys.stdout
+    if stream is None:
+        return
+    try:
+        stream.flush()
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, ValueError):  # closed by the command: nothing left to flush
+            return
+        _silence_stdout()  # what is left in the buffer cannot be written: drop it
+        raise ProfkitError(f"cannot write to stdout: {exc.strerror or exc}") from None
+
+
+def _error(message: str) -> int:
+    """One line on stderr, control characters escaped, length capped; exit status 2."""
+    with contextlib.suppress(OSError, ValueError):  # stderr gone: the status still says it
+        print(f"profkit: error: {escape(message, MAX_MESSAGE_CHARS)}", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def _exit_code(exc: SystemExit) -> int:

@@ -17,10 +17,12 @@ from typing import Any
 import numpy as np
 
 from profkit._atomic import refuse_input_as_output
+from profkit._text import MAX_MESSAGE_CHARS, escape
 from profkit.errors import FormatError, PerfMapFormatError, UsageError
 from profkit.formats.perfmap._io import (
     atomic_output,
     iter_lines,
+    open_stream,
     read_input,
     write_atomic,
     write_stdout,
@@ -147,8 +149,11 @@ def _warn_skipped(path: str, skipped: list[tuple[int, str]]) -> None:
     if skipped:
         line, why = skipped[0]
         print(
-            f"profkit: warning: {path}: skipped {len(skipped)} malformed line(s); "
-            f"first: line {line}: {why}",
+            escape(
+                f"profkit: warning: {path}: skipped {len(skipped)} malformed line(s); "
+                f"first: line {line}: {why}",
+                MAX_MESSAGE_CHARS,
+            ),
             file=sys.stderr,
         )
 
@@ -216,14 +221,18 @@ def _show(args: argparse.Namespace) -> int:
     else:
         info = describe_perf_map(read_perf_map(data, path=args.file, strict=strict))
     info = {"file": args.file, **info}
-    lines = [json.dumps(info, indent=2)] if args.json else text_lines(info)
-    _say(lines)
+    if args.json:  # JSON keeps names as they are (json escapes control characters)
+        write_stdout((json.dumps(info, indent=2) + "\n").encode("utf-8", "backslashreplace"))
+    else:
+        _say(text_lines(info))
     return 0
 
 
 def _say(lines: list[str]) -> None:
-    """Print lines to stdout through :func:`write_stdout` (errors reported, not lost)."""
-    write_stdout(("\n".join(lines) + "\n").encode("utf-8", "backslashreplace"))
+    """Print lines to stdout through :func:`write_stdout` (errors reported, not lost),
+    control characters from map names escaped (:func:`profkit._text.escape`)."""
+    text = "\n".join(escape(line) for line in lines) + "\n"
+    write_stdout(text.encode("utf-8", "backslashreplace"))
 
 
 def _lookup(args: argparse.Namespace) -> int:
@@ -309,11 +318,7 @@ def _symbolize(args: argparse.Namespace) -> int:
     sym = _symbolizer(args, args.maps)
     stats = SymbolizeStats()
     offsets = not args.no_offset
-    try:
-        src = sys.stdin.buffer if args.input == "-" else open(args.input, "rb")  # noqa: SIM115
-    except OSError as exc:
-        raise UsageError(f"{args.input}: cannot read: {exc.strerror or exc}") from None
-    with src:
+    with open_stream(args.input) as src:
         if args.output == "-":
             for block in symbolize_stream(iter_lines(src), sym, stats, offsets=offsets):
                 write_stdout(block)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from profkit._text import escape
 from profkit.errors import UsageError
 
 _UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
@@ -35,21 +36,22 @@ def parse_duration(text: str) -> int:
     if match is None:
         raise UsageError(f"bad duration {text!r}: expected a number with ns, us, ms or s")
     value, unit = match.groups()
-    return round(float(value) * _UNITS[unit or "ns"])
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+    if len(value) > 40:  # 400 digits: float() gives inf and round() raises
+        raise UsageError(f"bad duration {escape(text, 60)!r}: too many digits")
+    ns = float(value) * _UNITS[unit or "ns"]
+    if ns >= 2**63:
+        raise UsageError(f"bad duration {text!r}: longer than any profile")
+    return round(ns)
 
 
 def printable(name: str) -> str:
-    """``name`` with control characters shown as escapes (``\\n``, ``\\x1b``).
+    """``name`` with control and invisible formatting characters shown as escapes
+    (``\\n``, ``\\x1b``, ``\\u202e``): :func:`profkit._text.escape`, the one rule.
 
     A profile may come from anywhere: a frame or thread name carrying a newline would
     break the table, and one carrying ESC could drive the reader's terminal.
     """
-    if name.isprintable():
-        return name
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], name)
+    return escape(name)
 
 
 def fit(name: str, room: int) -> str:

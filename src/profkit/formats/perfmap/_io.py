@@ -10,17 +10,21 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
-import stat
-import sys
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
-from profkit import _atomic
+from profkit import _atomic, _inputs
 from profkit._atomic import write_stdout
-from profkit.errors import FormatError, ProfkitError
+from profkit.errors import FormatError
 
-__all__ = ["atomic_output", "iter_lines", "read_input", "write_atomic", "write_stdout"]
+__all__ = [
+    "atomic_output",
+    "iter_lines",
+    "open_stream",
+    "read_input",
+    "write_atomic",
+    "write_stdout",
+]
 
 
 #: Largest input read whole (a 10-million-entry map is ~1 GB): ``show /dev/zero`` or a
@@ -31,31 +35,52 @@ MAX_LINE_BYTES = 1 << 20
 
 
 def read_input(path: str, error: type[FormatError]) -> bytes:
-    """Read ``path`` (or stdin for ``-``), at most :data:`MAX_INPUT_BYTES`; an OS error
-    or an oversized input becomes one clear ProfkitError."""
-    try:
-        if path == "-":
-            data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
-        else:
-            with open(path, "rb") as fh:
-                # a regular file says its size: refuse it before reading a byte
-                st = os.fstat(fh.fileno())
-                if stat.S_ISREG(st.st_mode) and st.st_size > MAX_INPUT_BYTES:
-                    raise error("too_large", f"larger than {MAX_INPUT_BYTES} bytes", path=path)
-                data = fh.read(MAX_INPUT_BYTES + 1)
-    except IsADirectoryError:
-        raise error("malformed", "is a directory, not a file", path=path) from None
-    except OSError as exc:
-        raise ProfkitError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if len(data) > MAX_INPUT_BYTES:
-        raise error("too_large", f"larger than {MAX_INPUT_BYTES} bytes", path=path)
-    return data
+    """Read ``path`` (or stdin for ``-``), at most :data:`MAX_INPUT_BYTES`, through
+    :func:`profkit._inputs.open_input`: devices and directories are refused, a FIFO
+    without a writer never blocks, a regular file's size is checked before reading."""
+    return _inputs.read_input(path, MAX_INPUT_BYTES, error, what="map or image")
 
 
-def iter_lines(fh: BinaryIO) -> Iterator[bytes]:
+def open_stream(path: str) -> _inputs.Input:
+    """``path`` (or stdin) opened for streaming, under the same rules: ``symbolize
+    /dev/zero`` is refused instead of filling the disk with an endless output."""
+    return _inputs.open_input(path, what="perf script text")
+
+
+class _Readable(Protocol):
+    def read(self, n: int, /) -> bytes: ...
+
+
+def iter_lines(fh: BinaryIO | _Readable) -> Iterator[bytes]:
     """The lines of ``fh`` (each with its newline) with bounded memory: a line longer than
     :data:`MAX_LINE_BYTES` (``/dev/zero`` has one endless line) comes in pieces."""
-    return iter(functools.partial(fh.readline, MAX_LINE_BYTES), b"")
+    readline = getattr(fh, "readline", None)
+    if readline is not None:
+        yield from iter(functools.partial(readline, MAX_LINE_BYTES), b"")
+        return
+    buf = b""
+    while True:
+        chunk = fh.read(1 << 16)
+        if not chunk:
+            break
+        buf += chunk
+        start = 0
+        while True:
+            end = buf.find(b"\n", start)
+            if end < 0:
+                break
+            line = buf[start : end + 1]
+            start = end + 1
+            while len(line) > MAX_LINE_BYTES:
+                yield line[:MAX_LINE_BYTES]
+                line = line[MAX_LINE_BYTES:]
+            yield line
+        buf = buf[start:]
+        while len(buf) > MAX_LINE_BYTES:
+            yield buf[:MAX_LINE_BYTES]
+            buf = buf[MAX_LINE_BYTES:]
+    if buf:
+        yield buf
 
 
 def write_atomic(path: str, data: bytes) -> None:
