@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from profkit.monitor.accounting import REORDER_WINDOW, SenderStats
+from profkit.monitor.accounting import MAX_JUMP, REORDER_WINDOW, SenderStats
 
 
 def _feed(seqs: list[int], dropped: list[int] | None = None) -> SenderStats:
@@ -52,12 +52,23 @@ def test_reordered_dropped_field_does_not_go_backwards() -> None:
     assert s.dropped == 7
 
 
-def test_huge_gap_uses_bounded_memory() -> None:
-    s = _feed([0, 10**15])
-    assert s.lost == 10**15 - 1
+def test_largest_plausible_gap_uses_bounded_memory() -> None:
+    s = _feed([0, MAX_JUMP + 1])
+    assert s.lost == MAX_JUMP
     assert len(s._missing) <= REORDER_WINDOW
-    s.accept(10**15 - 1, 0, 1, 0.0)
-    assert s.lost == 10**15 - 2
+    s.accept(MAX_JUMP, 0, 1, 0.0)
+    assert s.lost == MAX_JUMP - 1
+
+
+def test_garbage_sequence_numbers_are_refused_not_counted_as_loss() -> None:
+    # issue #17: a datagram with a garbage seq made "lost" astronomic
+    s = _feed([0, 1, 10**15, 2, 18446744073709551615, 3])
+    assert (s.lost, s.implausible, s.received, s.next_seq) == (0, 2, 4, 4)
+
+
+def test_first_datagram_far_into_the_run_sets_the_baseline() -> None:
+    s = _feed([10**12, 10**12 + 1, 10**12 + 3])
+    assert (s.lost, s.received, s.implausible) == (1, 3, 0)
 
 
 def test_missing_set_stays_bounded_over_many_gaps() -> None:

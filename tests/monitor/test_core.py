@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from profkit.monitor.core import Monitor
-from profkit.monitor.functions import FunctionTable
+from profkit.monitor.functions import MAX_NAME, FunctionTable
 from profkit.monitor.protocol import encode
 from profkit.monitor.view import PlainView, prefixed, summary
 
@@ -102,6 +102,26 @@ def test_function_table_is_bounded() -> None:
     assert len(table.table) <= 100
     assert table.top(1)[0][0] == "f999"
     assert table.forgotten > 0
+
+
+def test_function_names_are_capped() -> None:
+    # issue #17: 64 KB names grew the table to 1.3 GB
+    table = FunctionTable(limit=100)
+    body = "\n".join(f"Leave: {chr(97 + i % 26) * 60_000}{i}, Duration: 5 ns" for i in range(300))
+    assert table.feed(body) == 300
+    assert len(table.table) <= 100
+    assert max(len(name) for name in table.table) == MAX_NAME
+    assert all(name.endswith("…") for name in table.table)
+
+
+def test_implausible_sequence_numbers_are_counted_as_malformed() -> None:
+    m = Monitor()
+    assert m.feed(encode("h/1", 0, 0, LINES)) is not None
+    assert m.feed(encode("h/1", 10**19, 0, LINES)) is None
+    assert m.feed(encode("h/1", 1, 0, LINES)) is not None
+    stats = m.senders["h/1"]
+    assert (stats.lost, stats.implausible, m.malformed) == (0, 1, 1)
+    assert "implausible sequence number" in m.last_malformed
 
 
 def test_prefixed() -> None:

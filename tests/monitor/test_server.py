@@ -8,10 +8,11 @@ import time
 
 import pytest
 
+from profkit.cli.monitor import listen_address
 from profkit.errors import UsageError
 from profkit.monitor.core import Monitor
 from profkit.monitor.protocol import encode
-from profkit.monitor.server import is_loopback, open_socket, parse_listen, serve
+from profkit.monitor.server import is_loopback, is_wildcard, open_socket, parse_listen, serve
 from profkit.monitor.view import PlainView
 from tests.monitor.test_core import LINES, _Out
 
@@ -80,3 +81,21 @@ def test_port_in_use_is_a_usage_error() -> None:
             open_socket("127.0.0.1", sock.getsockname()[1])
     finally:
         sock.close()
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "*", "", "0", "0x0", "::0", "::ffff:0.0.0.0"])
+def test_wildcards_are_judged_on_the_parsed_address(host: str) -> None:
+    assert is_wildcard(host)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1", "192.0.2.7", "localhost"])
+def test_specific_addresses_are_not_wildcards(host: str) -> None:
+    assert not is_wildcard(host)
+
+
+@pytest.mark.parametrize("listen", ["0:2222", "0x0:2222", "[::0]:2222", "[::ffff:0.0.0.0]:2222"])
+def test_wildcard_spellings_need_allow_remote(listen: str) -> None:
+    # issue #17: these bound every interface without --allow-remote
+    with pytest.raises(UsageError, match="--allow-remote"):
+        listen_address(listen, False)
+    assert listen_address(listen, True)[1] == 2222

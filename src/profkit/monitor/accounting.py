@@ -5,6 +5,14 @@ they are remembered (up to :data:`REORDER_WINDOW` of them) so that one arriving 
 UDP may reorder — is taken back off the loss count instead of being called a duplicate.
 A sequence number far *below* what was expected and near zero means the sender
 restarted (same id, new run): its numbering starts over and is not counted as loss.
+
+Sequence numbers come from the network, so they are checked before they are believed: a
+jump forward of more than :data:`MAX_JUMP` datagrams (gigabytes of loss between two
+datagrams of one sender) is implausible — garbage, or another program's traffic — and
+the datagram is refused and counted (``implausible``) instead of adding an astronomic
+number to ``lost``. A sender's *first* datagram may carry any number (the monitor may
+have started long after it): it sets the baseline, and only a small head start is
+counted as loss.
 """
 
 from __future__ import annotations
@@ -16,6 +24,9 @@ from profkit.monitor.functions import DepthSums
 
 #: How many missing sequence numbers are remembered for late (reordered) arrival.
 REORDER_WINDOW = 1024
+#: Largest believable forward jump of a sender's sequence number, in datagrams (a million
+#: datagrams of up to 1,400 bytes: over a gigabyte lost between two datagrams).
+MAX_JUMP = 1 << 20
 
 
 @dataclass(slots=True)
@@ -29,6 +40,7 @@ class SenderStats:
     reordered: int = 0  #: datagrams that arrived after a later one
     duplicates: int = 0
     restarts: int = 0
+    implausible: int = 0  #: datagrams refused for an unbelievable sequence number
     dropped_before: int = 0  #: dropped-at-sender totals of earlier runs (before restarts)
     dropped_now: int = 0  #: the sender's running count in the current run
     next_seq: int = 0
@@ -45,6 +57,12 @@ class SenderStats:
         """Account for one datagram; False when it is a duplicate (to be ignored)."""
         self.last_seen = now
         expected = self.next_seq
+        if seq - expected > MAX_JUMP:
+            if self.received or seq < REORDER_WINDOW:
+                self.implausible += 1
+                return False
+            # First datagram, far into the sender's run: the monitor joined late.
+            expected = self.next_seq = seq
         if seq >= expected:
             if seq > expected:
                 self._gap(expected, seq)

@@ -53,7 +53,11 @@ class Monitor:
         else:
             self.senders.move_to_end(sender)
         lines = body.count("\n") + 1 if body else 0
+        implausible = stats.implausible
         if not stats.accept(seq, dropped, lines, now):
+            if stats.implausible != implausible:  # refused as garbage, not a duplicate
+                self.malformed += 1
+                self.last_malformed = f"implausible sequence number {seq} from {sender}"
             return None
         if body:
             self.functions.feed(body, stats.depths)

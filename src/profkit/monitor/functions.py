@@ -8,7 +8,8 @@ needs the order of a sender's lines, so each sender keeps a small per-depth arra
 (:class:`DepthSums`); a lost datagram only skews the few calls it straddles (and self
 time never goes below zero).
 
-Bounded: at most :data:`MAX_FUNCTIONS` names are tracked. When the table is full, the
+Bounded: at most :data:`MAX_FUNCTIONS` names are tracked, each cut to :data:`MAX_NAME`
+characters (64 KB names once grew the table to 1.3 GB). When the table is full, the
 cooler half is forgotten (a standard heavy-hitters compromise): a function that is hot
 now re-enters at once, and the hottest ones are never the ones dropped.
 """
@@ -19,6 +20,9 @@ import heapq
 import re
 
 MAX_FUNCTIONS = 20_000
+#: Longest name kept; a longer one is cut and ends in "…" (every cut name of one prefix
+#: shares an entry, which is what a reader of a top-N list would see anyway).
+MAX_NAME = 512
 #: Deepest indentation level tracked for self time (deeper lines still count in totals).
 MAX_DEPTH = 1024
 
@@ -74,6 +78,8 @@ class FunctionTable:
                     own = 0
             else:
                 own = 0
+            if len(name) > MAX_NAME:
+                name = name[: MAX_NAME - 1] + "…"
             entry = table.get(name)
             if entry is None:
                 if len(table) >= self.limit:

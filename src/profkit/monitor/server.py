@@ -55,8 +55,29 @@ def parse_listen(text: str) -> tuple[str, int]:
 
 
 def is_wildcard(host: str) -> bool:
-    """An address that binds every interface (so other machines could send to it)."""
-    return host in ("0.0.0.0", "::", "*", "")
+    """An address that binds every interface (so other machines could send to it).
+
+    Judged on the address the bind will use, not on the spelling: ``0``, ``0x0``,
+    ``0.0.0``, ``[::0]`` and ``[::ffff:0.0.0.0]`` all mean "any" to the resolver
+    (issue #17); a name that cannot be resolved binds nothing, so it is no wildcard.
+    """
+    if host in ("*", ""):
+        return True
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_DGRAM, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError, ValueError):
+        return False
+    return any(_unspecified(str(info[4][0])) for info in infos)
+
+
+def _unspecified(address: str) -> bool:
+    try:
+        ip = ipaddress.ip_address(address.partition("%")[0])
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped.is_unspecified
+    return ip.is_unspecified
 
 
 def is_loopback(host: str) -> bool:
