@@ -38,6 +38,7 @@ EXTENSIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("profkit.collect._profhook", ("src/profkit/collect/_profhook.c",)),
+    ("profkit.sampler._walker", ("src/profkit/sampler/_walker.c",)),
 )
 
 

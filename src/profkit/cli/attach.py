@@ -1,0 +1,166 @@
+"""`profkit attach PID`: sample a running Python process from outside, save its profile.
+
+Also home of the options ``attach``, ``top`` and ``dump`` share (rate, mode, children).
+The work is :mod:`profkit.sampler`'s; this module parses, prints and exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from typing import Any
+
+from profkit.errors import UsageError
+
+MODE_HELP = (
+    "wall: every thread, wall time (default); cpu: threads' own CPU time; "
+    "gil: only the thread holding the GIL; active: wall time of threads that are running"
+)
+
+
+def add_target(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("pid", metavar="PID", help="process id of a running CPython 3.11-3.13")
+
+
+def add_sampling_options(parser: argparse.ArgumentParser) -> None:
+    """--rate, --mode, --no-children (attach and top)."""
+    parser.add_argument(
+        "--rate",
+        "-r",
+        metavar="HZ",
+        default="1000",
+        help="samples per second (default 1000; '10k' is 10000)",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=("wall", "cpu", "gil", "active"),
+        default="wall",
+        help=MODE_HELP,
+    )
+    parser.add_argument(
+        "--no-children",
+        action="store_true",
+        help="do not follow child Python processes",
+    )
+
+
+def parse_pid(text: str) -> int:
+    try:
+        pid = int(text)
+    except ValueError:
+        raise UsageError(f"PID must be a process id (a positive integer), not {text!r}") from None
+    if pid <= 0:
+        raise UsageError(f"PID must be a positive integer, not {pid}")
+    return pid
+
+
+def parse_rate(text: str) -> float:
+    raw = text.strip().lower()
+    scale = 1000.0 if raw.endswith("k") else 1.0
+    try:
+        rate = float(raw[:-1] if scale > 1 else raw) * scale
+    except ValueError:
+        raise UsageError(
+            f"--rate {text!r}: expected samples per second, e.g. 1000 or 10k"
+        ) from None
+    if not 0 < rate <= 1_000_000:
+        raise UsageError(f"--rate {text!r}: must be between 0 and 1000000 Hz")
+    return rate
+
+
+def parse_seconds(text: str | None) -> float | None:
+    """``5`` (seconds), ``500ms``, ``2s``; None stays None (until the target exits)."""
+    if text is None:
+        return None
+    from profkit.report._fmt import parse_duration
+
+    raw = text.strip()
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = parse_duration(raw) / 1e9
+    if seconds <= 0:
+        raise UsageError(f"--duration {text!r}: must be positive")
+    return seconds
+
+
+def options_from(args: argparse.Namespace, duration: float | None = None) -> Any:
+    from profkit.sampler import SamplerOptions
+
+    return SamplerOptions(
+        rate=parse_rate(args.rate),
+        mode=args.mode,
+        duration=duration,
+        follow_children=not args.no_children,
+    )
+
+
+def register(sub: Any, name: str, help_text: str) -> None:
+    """Add the `attach` parser to the ``profkit`` subparsers."""
+    parser = sub.add_parser(
+        name,
+        help=help_text,
+        description=help_text
+        + ". The process is never paused; Ctrl-C (or --duration) ends sampling and saves.",
+    )
+    add_target(parser)
+    parser.add_argument(
+        "--duration",
+        "-d",
+        metavar="SECONDS",
+        help="stop after this long (e.g. 10, 500ms); default: until the process exits or Ctrl-C",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="profile file (default profkit-attach-PID.json; .gz compresses)",
+    )
+    add_sampling_options(parser)
+    parser.add_argument("--no-tree", action="store_true", help="do not print the call tree")
+    parser.set_defaults(handler=_handler)
+
+
+def _handler(args: argparse.Namespace) -> int:
+    from profkit.profilers.elt import output as out
+    from profkit.sampler import SamplerSession, save_profiles
+
+    pid = parse_pid(args.pid)
+    options = options_from(args, parse_seconds(args.duration))
+    path = out.output_path(args.output, f"attach-{pid}")
+    absolute = os.path.abspath(path)
+    session = SamplerSession(pid, options)
+    print(
+        f"profkit: sampling pid {pid} (CPython {session.recorders[pid].python}) at "
+        f"{options.rate:g} Hz, mode {options.mode}; Ctrl-C to stop",
+        file=sys.stderr,
+    )
+    previous = signal.signal(signal.SIGTERM, lambda *_: session.stop())
+    try:
+        session.run()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        session.close()
+    profiles = session.profiles()
+    written = save_profiles(profiles, absolute, pid)
+    main = profiles[pid]
+    if not args.no_tree:
+        sys.stderr.write(out.render(main, sys.stderr))
+    stats = session.stats
+    print(
+        f"profkit: {stats.ticks} samples in {stats.elapsed_ns / 1e9:.2f} s "
+        f"({stats.ticks / max(stats.elapsed_ns / 1e9, 1e-9):.0f}/s of {options.rate:g} asked, "
+        f"{stats.cost_us:.1f} us each); pid {pid} {session.recorders[pid].ended or 'still running'}",
+        file=sys.stderr,
+    )
+    print(f"profkit: profile saved to {path}", file=sys.stderr)
+    if len(written) > 1:
+        print(
+            f"profkit: {len(written) - 1} child process profile(s): {', '.join(written[1:4])}",
+            file=sys.stderr,
+        )
+    return 0

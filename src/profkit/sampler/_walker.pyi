@@ -1,0 +1,12 @@
+def read(pid: int, address: int, size: int, /) -> bytes:
+    """One process_vm_readv of ``size`` bytes at ``address``; OSError(errno) on failure."""
+
+def walk(
+    pid: int,
+    frame: int,
+    chunk: int,
+    params: tuple[int, int, int, int, int, int, int, int, int],
+    /,
+) -> tuple[bytes, int]:
+    """(code, instr) uint64 pairs of the frame chain from ``frame``, innermost first, and
+    whether the chain ended at a generator's frame (torn by a yield)."""

@@ -1,0 +1,133 @@
+"""Run a program as a child and sample it from outside: the library side of
+``profkit run --mode sample`` (and what :func:`sample_command` gives any caller).
+
+Why a child: the in-process sampler thread can only look when the program hands over
+the GIL (every 5 ms), so it sees ~160 samples/s and names the consumer of a tight
+generator instead of the generator. Reading the child's memory from here sees the
+interpreter as it is, at any rate, without ever pausing it.
+
+The child is the program itself (``python app.py ...``), unchanged: same argv, stdin,
+stdout, stderr, exit status. When reading it is not permitted (ptrace scope,
+container capabilities), :func:`sample_command` says so in ``outcome.fallback`` so the
+caller can run the in-process sampler instead.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from profkit.calltree.model import CallProfile
+from profkit.sampler.errors import AttachError, PermissionDenied
+from profkit.sampler.session import SamplerOptions, SamplerSession, SamplerStats
+
+#: Seconds a just-started child has to become a readable Python process.
+START_WAIT_S = 10.0
+
+
+@dataclass(slots=True)
+class SampleOutcome:
+    """What :func:`sample_command` did."""
+
+    returncode: int  #: the child's exit status (negative: killed by that signal)
+    profiles: dict[int, CallProfile] = field(default_factory=dict)  #: the child first
+    stats: SamplerStats | None = None
+    pid: int = 0
+    fallback: str = ""  #: why the child could not be sampled ('' when it was)
+
+
+def sample_command(
+    argv: Sequence[str],
+    options: SamplerOptions | None = None,
+    *,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+) -> SampleOutcome:
+    """Run ``argv`` (e.g. ``[sys.executable, "app.py"]``) and sample it until it exits.
+
+    Ctrl-C and SIGTERM reach the child as they would without profkit (it is in our
+    process group; SIGTERM is forwarded); sampling continues until the child is gone.
+    """
+    opts = options or SamplerOptions()
+    child = subprocess.Popen(list(argv), env=env, cwd=cwd)
+    outcome = SampleOutcome(returncode=0, pid=child.pid)
+    previous = _forward_sigterm(child)
+    try:
+        try:
+            session = SamplerSession(child.pid, opts, wait_s=START_WAIT_S)
+        except PermissionDenied as exc:
+            outcome.fallback = str(exc)
+            outcome.returncode = _wait(child)
+            return outcome
+        except AttachError as exc:
+            if child.poll() is not None:  # ended before it could be read: nothing sampled
+                outcome.returncode = _wait(child)
+                outcome.fallback = f"the program ended before it could be sampled ({exc})"
+                return outcome
+            outcome.fallback = str(exc)
+            outcome.returncode = _wait(child)
+            return outcome
+        try:
+            while True:
+                try:
+                    session.run(until=lambda: child.poll() is not None)
+                    break
+                except KeyboardInterrupt:
+                    continue  # the child got the same Ctrl-C; keep sampling until it ends
+        finally:
+            session.close()
+            outcome.returncode = _wait(child)
+        outcome.stats = session.stats
+        outcome.profiles = session.profiles()
+        return outcome
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _wait(child: subprocess.Popen[bytes]) -> int:
+    while True:
+        try:
+            return child.wait()
+        except KeyboardInterrupt:
+            continue
+
+
+def _forward_sigterm(child: subprocess.Popen[bytes]) -> signal.Handlers | None:
+    """Pass SIGTERM on to the child (it decides when to exit, as it would alone)."""
+    try:
+        return signal.signal(  # type: ignore[return-value]
+            signal.SIGTERM,
+            lambda *_: _terminate(child),
+        )
+    except ValueError:  # not the main thread: leave signals alone
+        return None
+
+
+def _terminate(child: subprocess.Popen[bytes]) -> None:
+    if child.poll() is None:
+        child.send_signal(signal.SIGTERM)
+
+
+def save_profiles(profiles: dict[int, CallProfile], path: str, main_pid: int) -> list[str]:
+    """Save the target's profile to ``path`` and each child's to ``<stem>.<pid><suffix>``.
+
+    Returns the files written. Same naming as ``profkit run`` uses for child processes,
+    so ``profkit report path`` and the child files combine the usual way.
+    """
+    from profkit.calltree.file import save
+    from profkit.profilers.elt.output import PID, child_template
+
+    written = []
+    for pid, profile in profiles.items():
+        target = path if pid == main_pid else child_template(path).replace(PID, str(pid))
+        save(profile, target)
+        written.append(target)
+    return written
+
+
+def exit_status(returncode: int) -> int:
+    """The shell's status for a child's return code (128 + signal when it was killed)."""
+    return 128 - returncode if returncode < 0 else returncode

@@ -1,0 +1,253 @@
+"""Where the sampler finds things in a target interpreter: one :class:`Layout` per version.
+
+3.13+ publishes its offsets in ``_Py_DebugOffsets`` at the start of ``_PyRuntime``;
+:func:`from_debug_offsets` parses that (its own layout is fixed within a minor version,
+so it is parsed for 3.13 only). 3.11 and 3.12 publish nothing: their offsets come from
+:mod:`profkit.sampler._offsets`, measured by ``scripts/gen_python_offsets.py`` on the
+exact patch releases it lists. Another patch release of 3.11/3.12 is refused with the
+list of measured ones, unless ``PROFKIT_SAMPLER_LAYOUT=3.X.Y`` says which to assume.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass
+
+from profkit.sampler._offsets import LAYOUTS
+from profkit.sampler.errors import AttachError
+
+#: ``_Py_DebugOffsets`` of 3.13: cookie, version, free_threaded, then these groups of u64.
+_DEBUG_GROUPS_313 = (
+    ("runtime", 3),
+    ("interp", 13),
+    ("tstate", 9),
+    ("frame", 6),
+    ("code", 10),
+    ("object", 2),
+    ("type", 4),
+    ("tuple", 3),
+    ("list", 3),
+    ("dict", 3),
+    ("float", 2),
+    ("long", 3),
+    ("bytes", 3),
+    ("unicode", 4),
+    ("gc", 2),
+)
+DEBUG_OFFSETS_SIZE_313 = 24 + 8 * sum(n for _, n in _DEBUG_GROUPS_313)
+DEBUG_COOKIE = b"xdebugpy"
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """Byte offsets of every field the sampler reads (names follow CPython's fields)."""
+
+    version: str  #: "3.12.1"; the release the offsets were measured on (or published by)
+    runtime_interpreters_head: int
+    interp_next: int
+    interp_threads_head: int
+    tstate_next: int
+    tstate_interp: int
+    tstate_thread_id: int
+    tstate_native_thread_id: int
+    tstate_datastack_chunk: int  #: the thread's newest frame-stack chunk (frames live there)
+    chunk_previous: int
+    chunk_size: int
+    tstate_cframe: int | None  #: 3.11/3.12: tstate->cframe->current_frame
+    cframe_current_frame: int | None
+    tstate_current_frame: int | None  #: 3.13+: tstate->current_frame
+    frame_previous: int
+    frame_code: int
+    frame_instr: int
+    frame_owner: int
+    code_filename: int
+    code_name: int
+    code_qualname: int
+    code_linetable: int
+    code_firstlineno: int
+    code_adaptive: int
+    object_type: int
+    unicode_length: int
+    unicode_state: int
+    unicode_ascii_size: int
+    unicode_compact_size: int
+    unicode_kind_bit: int
+    unicode_compact_bit: int
+    unicode_ascii_bit: int
+    bytes_size: int
+    bytes_data: int
+    runtime_gil_locked: int | None  #: 3.11: the GIL lives in _PyRuntime.ceval.gil
+    runtime_gil_holder: int | None
+    interp_gil: int | None  #: 3.12+: interp->ceval.gil points to it
+    gil_locked: int | None
+    gil_holder: int | None
+
+    @property
+    def tstate_span(self) -> int:
+        """Bytes to read from a thread state to get every field used."""
+        fields = [
+            self.tstate_next,
+            self.tstate_interp,
+            self.tstate_thread_id,
+            self.tstate_native_thread_id,
+            self.tstate_datastack_chunk,
+            self.tstate_cframe if self.tstate_cframe is not None else 0,
+            self.tstate_current_frame if self.tstate_current_frame is not None else 0,
+        ]
+        return max(fields) + 8
+
+    @property
+    def frame_span(self) -> int:
+        return max(self.frame_previous, self.frame_code, self.frame_instr, self.frame_owner) + 8
+
+    @property
+    def code_span(self) -> int:
+        return (
+            max(
+                self.code_filename,
+                self.code_name,
+                self.code_qualname,
+                self.code_linetable,
+                self.code_firstlineno,
+                self.object_type,
+            )
+            + 8
+        )
+
+
+def _version_str(hexversion: int) -> str:
+    return f"{hexversion >> 24}.{(hexversion >> 16) & 0xFF}.{(hexversion >> 8) & 0xFF}"
+
+
+def from_table(hexversion: int) -> Layout:
+    """The measured layout for a 3.11/3.12 release, or AttachError naming what is covered."""
+    version = _version_str(hexversion)
+    minor = version.rsplit(".", 1)[0]
+    known = sorted(v for v in LAYOUTS if v.rsplit(".", 1)[0] == minor)
+    assume = os.environ.get("PROFKIT_SAMPLER_LAYOUT", "")
+    if version in LAYOUTS:
+        chosen = version
+    elif assume in known:
+        chosen = assume
+    else:
+        if known:
+            raise AttachError(
+                f"found CPython {version}: profkit's offset tables cover {', '.join(known)} "
+                f"of {minor} (set PROFKIT_SAMPLER_LAYOUT={known[-1]} to assume that layout, "
+                "or add the release with scripts/gen_python_offsets.py)"
+            )
+        raise AttachError(
+            f"found CPython {version}: the sampler supports CPython 3.11, 3.12 and 3.13+ "
+            f"(offset tables cover {', '.join(sorted(LAYOUTS))})"
+        )
+    t = LAYOUTS[chosen]
+    return Layout(
+        version=version,
+        runtime_interpreters_head=t["runtime_interpreters_head"],
+        interp_next=t["interp_next"],
+        interp_threads_head=t["interp_threads_head"],
+        tstate_next=t["tstate_next"],
+        tstate_interp=t["tstate_interp"],
+        tstate_thread_id=t["tstate_thread_id"],
+        tstate_native_thread_id=t["tstate_native_thread_id"],
+        tstate_datastack_chunk=t["tstate_datastack_chunk"],
+        chunk_previous=t["chunk_previous"],
+        chunk_size=t["chunk_size"],
+        tstate_cframe=t.get("tstate_cframe"),
+        cframe_current_frame=t.get("cframe_current_frame"),
+        tstate_current_frame=t.get("tstate_current_frame"),
+        frame_previous=t["frame_previous"],
+        frame_code=t["frame_code"],
+        frame_instr=t["frame_instr"],
+        frame_owner=t["frame_owner"],
+        code_filename=t["code_filename"],
+        code_name=t["code_name"],
+        code_qualname=t["code_qualname"],
+        code_linetable=t["code_linetable"],
+        code_firstlineno=t["code_firstlineno"],
+        code_adaptive=t["code_adaptive"],
+        object_type=t["object_type"],
+        unicode_length=t["unicode_length"],
+        unicode_state=t["unicode_state"],
+        unicode_ascii_size=t["unicode_ascii_size"],
+        unicode_compact_size=t["unicode_compact_size"],
+        unicode_kind_bit=t["unicode_kind_bit"],
+        unicode_compact_bit=t["unicode_compact_bit"],
+        unicode_ascii_bit=t["unicode_ascii_bit"],
+        bytes_size=t["bytes_size"],
+        bytes_data=t["bytes_data"],
+        runtime_gil_locked=t.get("runtime_gil_locked"),
+        runtime_gil_holder=t.get("runtime_gil_holder"),
+        interp_gil=t.get("interp_gil"),
+        gil_locked=t.get("gil_locked"),
+        gil_holder=t.get("gil_holder"),
+    )
+
+
+def from_debug_offsets(raw: bytes) -> Layout:
+    """Parse 3.13's ``_Py_DebugOffsets`` (the first bytes of the target's ``_PyRuntime``)."""
+    if len(raw) < DEBUG_OFFSETS_SIZE_313 or raw[:8] != DEBUG_COOKIE:
+        raise AttachError("_PyRuntime does not start with the _Py_DebugOffsets cookie")
+    hexversion, free_threaded = struct.unpack_from("<QQ", raw, 8)
+    version = _version_str(hexversion)
+    if hexversion >> 16 != 0x030D:
+        raise AttachError(
+            f"found CPython {version}: its _Py_DebugOffsets layout is not one profkit reads "
+            "(3.13 only; newer minors need a profkit update)"
+        )
+    if free_threaded:
+        raise AttachError(f"found CPython {version} free-threaded: not supported by the sampler")
+    words = struct.unpack_from(f"<{(DEBUG_OFFSETS_SIZE_313 - 24) // 8}Q", raw, 24)
+    groups: dict[str, tuple[int, ...]] = {}
+    at = 0
+    for name, n in _DEBUG_GROUPS_313:
+        groups[name] = words[at : at + n]
+        at += n
+    rt, it, ts, fr, co = (groups[k] for k in ("runtime", "interp", "tstate", "frame", "code"))
+    by, un = groups["bytes"], groups["unicode"]
+    gil_base = it[9]
+    return Layout(
+        version=version,
+        runtime_interpreters_head=rt[2],
+        interp_next=it[2],
+        interp_threads_head=it[3],
+        tstate_next=ts[2],
+        tstate_interp=ts[3],
+        tstate_thread_id=ts[5],
+        tstate_native_thread_id=ts[6],
+        tstate_datastack_chunk=ts[7],
+        # _PyStackChunk {previous, size, top, data[]} is the same struct in 3.11-3.13.
+        chunk_previous=0,
+        chunk_size=8,
+        tstate_cframe=None,
+        cframe_current_frame=None,
+        tstate_current_frame=ts[4],
+        frame_previous=fr[1],
+        frame_code=fr[2],
+        frame_instr=fr[3],
+        frame_owner=fr[5],
+        code_filename=co[1],
+        code_name=co[2],
+        code_qualname=co[3],
+        code_linetable=co[4],
+        code_firstlineno=co[5],
+        code_adaptive=co[9],
+        object_type=groups["object"][1],
+        unicode_length=un[2],
+        unicode_state=un[1],
+        unicode_ascii_size=un[3],
+        # PyCompactUnicodeObject adds utf8_length and utf8 to PyASCIIObject (3.12+).
+        unicode_compact_size=un[3] + 16,
+        # The state bit-field (interned:2, kind:3, compact:1, ascii:1) is 3.11-3.13's.
+        unicode_kind_bit=2,
+        unicode_compact_bit=5,
+        unicode_ascii_bit=6,
+        bytes_size=by[1],
+        bytes_data=by[2],
+        runtime_gil_locked=None,
+        runtime_gil_holder=None,
+        interp_gil=it[8],
+        gil_locked=it[11] - gil_base,
+        gil_holder=it[12] - gil_base,
+    )

@@ -1,0 +1,506 @@
+"""The sampler loop: sample a process (and its Python children) at a rate, build profiles.
+
+One :class:`SamplerSession` samples one target pid from outside at ``rate`` Hz, on a
+fixed schedule (a late tick is not repeated: the next sample's weight covers the gap, so
+totals stay true to the clock). Modes say which threads count and with what weight:
+
+* ``wall``: every thread, weighted by the wall time since the previous tick;
+* ``cpu``: every thread that ran, weighted by its own CPU time since its previous sample
+  (``/proc/PID/task/TID/schedstat``); a thread that used none is left out;
+* ``gil``: only the thread holding the GIL, weighted by wall time;
+* ``active``: wall time, idle threads left out (a thread counts when the kernel has it
+  running or runnable at the sample: state ``R``).
+
+Samples are aggregated by raw stack (one dict update per thread per tick); the call
+trees are built once at the end, so the per-sample cost does not grow with stack depth
+beyond the walk itself. Child processes are found every ``CHILD_SCAN_S`` seconds and
+sampled too when they run Python (a ``fork`` of the target always does; a child that
+``exec``s something else is dropped, and re-found if it later execs Python).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from profkit.calltree.model import CallNode, CallProfile, ThreadTree
+from profkit.sampler.errors import AttachError, PermissionDenied, ProcessGone
+from profkit.sampler.procinfo import (
+    ThreadClock,
+    children,
+    exe_path,
+    is_alive,
+    read_maps,
+    thread_name,
+)
+from profkit.sampler.reader import CodeInfo, Stack, StackReader, ThreadStack
+
+Mode = Literal["wall", "cpu", "gil", "active"]
+MODES: tuple[Mode, ...] = ("wall", "cpu", "gil", "active")
+#: Seconds between scans for new child processes and exec checks.
+CHILD_SCAN_S = 0.1
+#: Distinct (thread, stack) entries kept per process before new ones go to a catch-all.
+MAX_STACKS = 500_000
+_monotonic_ns = time.monotonic_ns
+_perf_ns = time.perf_counter_ns
+
+
+@dataclass(frozen=True, slots=True)
+class SamplerOptions:
+    """What to sample and how often."""
+
+    rate: float = 1000.0  #: samples per second asked
+    mode: Mode = "wall"
+    duration: float | None = None  #: seconds; None: until the target exits or stop()
+    follow_children: bool = True
+
+    def __post_init__(self) -> None:
+        if not 0 < self.rate <= 1_000_000:
+            raise ValueError(f"rate must be in (0, 1000000] Hz, not {self.rate}")
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+
+
+@dataclass(slots=True)
+class _Entry:
+    stack: Stack
+    samples: int = 0
+    weight_ns: int = 0
+
+
+@dataclass(slots=True)
+class ProcessRecorder:
+    """The samples of one process, aggregated by (thread, raw stack)."""
+
+    pid: int
+    reader: StackReader | None
+    exe: str
+    runtime_map: int  #: start of the libpython/python mapping (changes when it execs)
+    started_ns: int
+    argv: list[str] = field(default_factory=list)
+    entries: dict[tuple[int, bytes], _Entry] = field(default_factory=dict)
+    names: dict[int, str] = field(default_factory=dict)
+    idents: dict[int, int] = field(default_factory=dict)
+    clocks: dict[int, ThreadClock] = field(default_factory=dict)
+    samples: int = 0  #: thread stacks recorded
+    ticks: int = 0  #: ticks that read this process
+    torn_ticks: int = 0
+    ended: str = ""  #: why sampling this process stopped ('' while it goes on)
+    ended_ns: int = 0
+    python: str = ""
+    execs: int = 0
+
+    def add(self, stack: ThreadStack, weight_ns: int) -> None:
+        key = (stack.native_id, stack.key)
+        entry = self.entries.get(key)
+        if entry is None:
+            if len(self.entries) >= MAX_STACKS:
+                key = (stack.native_id, b"")
+                entry = self.entries.get(key)
+            if entry is None:
+                entry = self.entries[key] = _Entry(stack.frames if key[1] else ())
+            if stack.native_id not in self.names:
+                self.names[stack.native_id] = (
+                    thread_name(self.pid, stack.native_id) or f"Thread-{stack.native_id}"
+                )
+                self.idents[stack.native_id] = stack.thread_id
+        entry.samples += 1
+        entry.weight_ns += weight_ns
+        self.samples += 1
+
+    def clock(self, tid: int) -> ThreadClock:
+        found = self.clocks.get(tid)
+        if found is None:
+            found = self.clocks[tid] = ThreadClock(self.pid, tid)
+        return found
+
+    def close(self, why: str) -> None:
+        if not self.ended:
+            self.ended = why
+            self.ended_ns = _monotonic_ns()
+        for c in self.clocks.values():
+            c.close()
+        self.clocks.clear()
+
+    def profile(self, options: SamplerOptions, extra: dict[str, Any]) -> CallProfile:
+        """The call trees of this process in profkit's profile model (mode ``sample``)."""
+        profile = CallProfile(mode="sample")
+        trees: dict[int, ThreadTree] = {}
+        frame_ids: dict[CodeInfo, int] = {}
+        lines: dict[tuple[int, int], int] = {}
+        for (tid, _key), entry in self.entries.items():
+            tree = trees.get(tid)
+            if tree is None:
+                tree = trees[tid] = ThreadTree(tid, self.names.get(tid, f"Thread-{tid}"))
+            node = tree.root
+            node.inclusive_ns += entry.weight_ns
+            node.calls += entry.samples
+            for info, _line in reversed(entry.stack):
+                fid = frame_ids.get(info)
+                if fid is None:
+                    fid = frame_ids[info] = profile.frame_id(info.frame)
+                node = node.child(fid)
+                node.calls += entry.samples
+                node.inclusive_ns += entry.weight_ns
+            node.exclusive_ns += entry.weight_ns
+            if entry.stack:
+                info, line = entry.stack[0]
+                at = (frame_ids[info], line)
+                lines[at] = lines.get(at, 0) + entry.samples
+        for tree in trees.values():
+            _fix_root(tree.root)
+        profile.threads = sorted(
+            trees.values(), key=lambda t: (t.thread_id != self.pid, t.thread_id)
+        )
+        end = self.ended_ns or _monotonic_ns()
+        reader = self.reader
+        profile.metadata = {
+            "profiler": "profkit.sampler",
+            "pid": self.pid,
+            "argv": self.argv,
+            "python": self.python,
+            "start_time_ns": extra.get("start_time_ns", 0),
+            "duration_ns": max(end - self.started_ns, 0),
+            "settings": {"mode": "sample", "sampler_mode": options.mode, "rate": options.rate},
+            "sampler": {
+                "mode": options.mode,
+                "rate": options.rate,
+                "ticks": self.ticks,
+                "samples": self.samples,
+                "torn_ticks": self.torn_ticks,
+                "ended": self.ended or "stopped",
+                "execs": self.execs,
+                "native_walker": bool(reader and reader.native),
+                "thread_idents": {str(k): v for k, v in self.idents.items()},
+                # Where the time was, per line: [frame, line, samples], innermost frames.
+                "lines": sorted([f, ln, n] for (f, ln), n in lines.items()),
+            },
+        }
+        profile.metadata.update(extra)
+        return profile
+
+
+def _fix_root(root: CallNode) -> None:
+    """A root's exclusive time is its weight outside any frame (threads with no frame)."""
+    root.exclusive_ns = root.inclusive_ns - sum(c.inclusive_ns for c in root.children.values())
+    root.calls = 0
+
+
+@dataclass(slots=True)
+class SamplerStats:
+    """What the loop did: samples asked vs delivered, and what each cost."""
+
+    asked: int = 0  #: ticks the schedule asked for (elapsed * rate)
+    ticks: int = 0  #: ticks done
+    late: int = 0  #: ticks that started more than one interval late
+    busy_ns: int = 0  #: time spent sampling (not sleeping)
+    elapsed_ns: int = 0
+
+    @property
+    def delivered_ratio(self) -> float:
+        return self.ticks / self.asked if self.asked else 0.0
+
+    @property
+    def cost_us(self) -> float:
+        """Mean sampler time per tick (every process and thread), in µs."""
+        return self.busy_ns / self.ticks / 1000 if self.ticks else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "asked": self.asked,
+            "ticks": self.ticks,
+            "late": self.late,
+            "cost_us_per_tick": round(self.cost_us, 2),
+            "elapsed_ns": self.elapsed_ns,
+        }
+
+
+def _set_timer_slack_ns(ns: int) -> None:
+    """Ask the kernel for precise sleeps (default slack is 50 µs: half a 10 kHz interval)."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None).prctl(29, ctypes.c_ulong(ns), 0, 0, 0)  # PR_SET_TIMERSLACK
+
+
+def attach_reader(pid: int, wait_s: float = 0.0) -> StackReader:
+    """:meth:`StackReader.attach`, retried for up to ``wait_s`` while the target starts.
+
+    Why retry: a just-spawned child is not Python yet (it may still be the fork of its
+    parent, or its interpreter not initialised); permission errors are final at once.
+    """
+    deadline = time.monotonic() + wait_s
+    delay = 0.0005
+    while True:
+        try:
+            return StackReader.attach(pid)
+        except PermissionDenied:
+            raise
+        except AttachError:
+            if time.monotonic() >= deadline or not is_alive(pid):
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.02)
+
+
+class SamplerSession:
+    """Sample ``pid`` (and its Python children) from outside; build profiles at the end."""
+
+    def __init__(self, pid: int, options: SamplerOptions | None = None, *, wait_s: float = 0.0):
+        self.options = options or SamplerOptions()
+        self.pid = pid
+        self.stats = SamplerStats()
+        self.start_time_ns = time.time_ns()
+        self._stop = False
+        self.recorders: dict[int, ProcessRecorder] = {}
+        self._watched: dict[int, str] = {}  #: non-Python descendants: pid → exe
+        reader = attach_reader(pid, wait_s)
+        self.recorders[pid] = self._recorder(pid, reader)
+
+    def _recorder(self, pid: int, reader: StackReader | None) -> ProcessRecorder:
+        rec = ProcessRecorder(
+            pid, reader, exe_path(pid), _runtime_map(pid, reader), _monotonic_ns()
+        )
+        rec.argv = _cmdline(pid)
+        if reader is not None:
+            rec.python = reader.layout.version
+        return rec
+
+    def stop(self) -> None:
+        """Ask the loop to end after the current tick (safe from a signal handler)."""
+        self._stop = True
+
+    @property
+    def done(self) -> bool:
+        return self._stop or all(r.ended for r in self.recorders.values())
+
+    def run(
+        self,
+        *,
+        on_tick: Callable[[SamplerSession], None] | None = None,
+        every_s: float = 1.0,
+        until: Callable[[], bool] | None = None,
+    ) -> SamplerStats:
+        """Sample until the duration is over, every process ended, stop() or ``until()``.
+
+        ``on_tick`` (e.g. ``profkit top``'s display) is called every ``every_s`` seconds.
+        """
+        _set_timer_slack_ns(1000)
+        interval = max(int(1e9 / self.options.rate), 1)
+        start = _monotonic_ns()
+        deadline = start + int(self.options.duration * 1e9) if self.options.duration else None
+        next_tick = start
+        last = start
+        next_scan = start + int(CHILD_SCAN_S * 1e9)
+        next_call = start + int(every_s * 1e9)
+        stats = self.stats
+        sleep = time.sleep
+        try:
+            while not self.done:
+                now = _monotonic_ns()
+                if deadline is not None and now >= deadline:
+                    break
+                if now - next_tick > interval:
+                    stats.late += 1
+                t0 = _perf_ns()
+                self.tick(now - last if stats.ticks else interval)
+                last = now
+                if now >= next_scan:
+                    self.scan()
+                    next_scan = now + int(CHILD_SCAN_S * 1e9)
+                stats.busy_ns += _perf_ns() - t0
+                stats.ticks += 1
+                if until is not None and until():
+                    break
+                if on_tick is not None and now >= next_call:
+                    on_tick(self)
+                    next_call = now + int(every_s * 1e9)
+                next_tick += interval
+                after = _monotonic_ns()
+                if next_tick < after - interval:
+                    next_tick = after  # far behind: do not burst to catch up
+                wait = next_tick - after
+                if deadline is not None:
+                    wait = min(wait, deadline - after)
+                if wait > 0:
+                    sleep(wait / 1e9)
+        finally:
+            end = _monotonic_ns()
+            stats.elapsed_ns = end - start
+            stats.asked = max(int(stats.elapsed_ns * self.options.rate / 1e9), 1)
+        return stats
+
+    def tick(self, wall_ns: int) -> None:
+        """One sample of every live process."""
+        mode = self.options.mode
+        for rec in list(self.recorders.values()):
+            reader = rec.reader
+            if rec.ended or reader is None:
+                continue
+            try:
+                stacks = reader.sample(want_gil=mode == "gil")
+            except ProcessGone:
+                rec.close("exited")
+                continue
+            except PermissionDenied:
+                if rec.pid == self.pid and not rec.ticks:
+                    raise
+                rec.close("not permitted")
+                continue
+            rec.ticks += 1
+            if not stacks:
+                rec.torn_ticks += 1
+                if not is_alive(rec.pid):
+                    rec.close("exited")
+                continue
+            if mode == "wall":
+                for s in stacks:
+                    rec.add(s, wall_ns)
+            elif mode == "gil":
+                for s in stacks:
+                    if s.holds_gil:
+                        rec.add(s, wall_ns)
+            elif mode == "cpu":
+                for s in stacks:
+                    used = rec.clock(s.native_id).delta()
+                    if used > 0:
+                        rec.add(s, used)
+            else:  # active
+                for s in stacks:
+                    if rec.clock(s.native_id).running():
+                        rec.add(s, wall_ns)
+
+    def scan(self) -> None:
+        """Follow new child processes, notice exec, and end processes that have gone."""
+        for rec in list(self.recorders.values()):
+            if rec.ended:
+                continue
+            if not is_alive(rec.pid):
+                rec.close("exited")
+                continue
+            if rec.reader is not None and _runtime_map(rec.pid, rec.reader) != rec.runtime_map:
+                self._exec(rec)
+        for pid, exe in list(self._watched.items()):
+            if not is_alive(pid):
+                del self._watched[pid]
+            elif exe_path(pid) != exe:
+                self._watched[pid] = exe_path(pid)
+                self._try_follow(pid)
+        if not self.options.follow_children:
+            return
+        parents = [p for p, r in self.recorders.items() if not r.ended] + list(self._watched)
+        for parent in parents:
+            for child in children(parent):
+                if child not in self.recorders and child not in self._watched:
+                    self._try_follow(child)
+
+    def _try_follow(self, pid: int) -> None:
+        try:
+            reader = StackReader.attach(pid)
+        except AttachError:
+            self._watched[pid] = exe_path(pid)
+            return
+        self._watched.pop(pid, None)
+        rec = self.recorders.get(pid)
+        if rec is None:
+            self.recorders[pid] = self._recorder(pid, reader)
+
+    def _exec(self, rec: ProcessRecorder) -> None:
+        """The process exec'd: read the new image if it is Python, else stop sampling it."""
+        rec.execs += 1
+        rec.exe = exe_path(rec.pid)
+        try:
+            reader = attach_reader(rec.pid, 0.2)
+        except AttachError as exc:
+            rec.reader = None
+            rec.runtime_map = 0
+            rec.ended = f"exec'd a non-Python program ({rec.exe}): {exc}"
+            rec.ended_ns = _monotonic_ns()
+            self._watched[rec.pid] = rec.exe
+            return
+        rec.reader = reader
+        rec.runtime_map = _runtime_map(rec.pid, reader)
+        rec.python = reader.layout.version
+        rec.argv = _cmdline(rec.pid)
+
+    def profiles(self) -> dict[int, CallProfile]:
+        """One profile per sampled process (the target first), processes with samples only."""
+        out: dict[int, CallProfile] = {}
+        for pid, rec in self.recorders.items():
+            if pid != self.pid and not rec.samples:
+                continue
+            extra: dict[str, Any] = {"start_time_ns": self.start_time_ns}
+            if pid == self.pid:
+                extra["sampler_stats"] = self.stats.as_dict()
+            out[pid] = rec.profile(self.options, extra)
+        return out
+
+    def close(self) -> None:
+        for rec in self.recorders.values():
+            rec.close(rec.ended or "stopped")
+
+
+def _runtime_map(pid: int, reader: StackReader | None) -> int:
+    """Start address of the mapping of the file holding _PyRuntime (0 when not mapped)."""
+    if reader is None:
+        return 0
+    try:
+        maps = read_maps(pid)
+    except AttachError:
+        return 0
+    path = reader.target.path
+    return next((m.start for m in maps if m.path == path and m.offset == 0), 0)
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return []
+    return [a.decode("utf-8", "surrogateescape") for a in raw.split(b"\0") if a]
+
+
+def sample_pid(pid: int, options: SamplerOptions | None = None) -> dict[int, CallProfile]:
+    """Sample a running process until ``options.duration`` or its exit; its profiles."""
+    session = SamplerSession(pid, options)
+    try:
+        session.run()
+    finally:
+        session.close()
+    return session.profiles()
+
+
+def dump(pid: int) -> list[ThreadStack]:
+    """Every thread's stack of ``pid`` now (one sample; no waiting)."""
+    return StackReader.attach(pid).sample(want_gil=True)
+
+
+def format_dump(pid: int, stacks: list[ThreadStack]) -> str:
+    """``profkit dump``'s text: each thread, innermost frame first, like a traceback upside down."""
+    lines = []
+    for s in stacks:
+        name = thread_name(pid, s.native_id) or "?"
+        gil = " [holds the GIL]" if s.holds_gil else ""
+        lines.append(f"Thread {s.native_id} ({name}){gil}:")
+        if not s.frames:
+            lines.append("    (no Python frames)")
+        for info, line in s.frames:
+            lines.append(f"    {info.name} ({info.filename}:{line})")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def is_sampleable(pid: int) -> str | None:
+    """None when ``pid`` can be sampled, else the one-line reason (for the run fallback)."""
+    try:
+        StackReader.attach(pid)
+    except AttachError as exc:
+        return str(exc)
+    return None
+
+
+if sys.platform != "linux":  # pragma: no cover
+    raise ImportError("profkit.sampler reads /proc and process_vm_readv: Linux only")

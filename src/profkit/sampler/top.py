@@ -1,0 +1,77 @@
+"""``profkit top``'s table: the hottest functions of a running process, refreshed.
+
+Like ``py-spy top``: per function, the share of samples where it was running itself
+(%Own) and where it was on the stack at all (%Total) over the last refresh, and the
+own/total time since the start. The library only builds text; the CLI draws it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from profkit.sampler.session import SamplerSession
+
+
+@dataclass(slots=True)
+class TopState:
+    """Counts at the previous refresh, so each refresh shows what happened since."""
+
+    own: dict[str, int] = field(default_factory=dict)
+    total: dict[str, int] = field(default_factory=dict)
+    samples: int = 0
+
+
+def _counts(session: SamplerSession) -> tuple[dict[str, int], dict[str, int], dict[str, str], int]:
+    own: dict[str, int] = {}
+    total: dict[str, int] = {}
+    where: dict[str, str] = {}
+    samples = 0
+    for rec in session.recorders.values():
+        for entry in rec.entries.values():
+            samples += entry.samples
+            seen = set()
+            for depth, (info, line) in enumerate(entry.stack):
+                name = info.name
+                if depth == 0:
+                    own[name] = own.get(name, 0) + entry.samples
+                    where.setdefault(name, f"{info.filename}:{line}")
+                if name not in seen:
+                    seen.add(name)
+                    total[name] = total.get(name, 0) + entry.samples
+    return own, total, where, samples
+
+
+def render_top(
+    session: SamplerSession, state: TopState, *, rows: int = 25, width: int = 100
+) -> str:
+    """One screen of the table (no escape codes); updates ``state`` for the next call."""
+    own, total, where, samples = _counts(session)
+    recent = max(samples - state.samples, 0)
+    d_own = {k: v - state.own.get(k, 0) for k, v in own.items()}
+    d_total = {k: v - state.total.get(k, 0) for k, v in total.items()}
+    interval = 1.0 / session.options.rate
+    stats = session.stats
+    alive = sum(1 for r in session.recorders.values() if not r.ended)
+    head = (
+        f"profkit top: pid {session.pid}  mode {session.options.mode}  "
+        f"{session.options.rate:g} Hz  processes {alive}  samples {samples}  "
+        f"cost {stats.cost_us:.1f} us/tick"
+    )
+    lines = [
+        head[:width],
+        "",
+        f"{'%Own':>6} {'%Total':>7} {'OwnTime':>9} {'TotalTime':>10}  Function (file:line)",
+    ]
+    order = sorted(
+        total, key=lambda k: (d_own.get(k, 0), d_total.get(k, 0), own.get(k, 0)), reverse=True
+    )
+    for name in order[:rows]:
+        pct_own = 100.0 * d_own.get(name, 0) / recent if recent else 0.0
+        pct_total = 100.0 * d_total.get(name, 0) / recent if recent else 0.0
+        row = (
+            f"{pct_own:6.1f} {pct_total:7.1f} {own.get(name, 0) * interval:8.2f}s "
+            f"{total[name] * interval:9.2f}s  {name} ({where.get(name, '')})"
+        )
+        lines.append(row[:width])
+    state.own, state.total, state.samples = own, total, samples
+    return "\n".join(lines) + "\n"
