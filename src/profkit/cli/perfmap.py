@@ -29,17 +29,18 @@ from profkit.formats.perfmap._io import (
 )
 from profkit.formats.perfmap._lines import PERF_STYLE, render_lines
 from profkit.formats.perfmap.bases import BaseResolver, map_stem, parse_address
-from profkit.formats.perfmap.mmapevents import image_finder, load_mmap_events
+from profkit.formats.perfmap.mmapevents import image_base, image_finder, load_mmap_events
 from profkit.formats.perfmap.pe import read_pe
 from profkit.formats.perfmap.perfinfo import load_perfinfo, read_perfinfo
 from profkit.formats.perfmap.perfpid import PerfMap, read_perf_map
-from profkit.formats.perfmap.perfscript import SymbolizeStats, symbolize_stream
-from profkit.formats.perfmap.procmaps import load_proc_maps
+from profkit.formats.perfmap.perfscript import ImageFinder, SymbolizeStats, symbolize_stream
+from profkit.formats.perfmap.procmaps import image_stem, load_proc_maps
 from profkit.formats.perfmap.r2rmap import (
     R2RPerfMap,
     looks_like_r2rmap,
     parse_r2rmap_file_name,
     read_r2rmap,
+    write_r2rmap,
 )
 from profkit.formats.perfmap.signature import verify_map
 from profkit.formats.perfmap.summary import (
@@ -51,6 +52,8 @@ from profkit.formats.perfmap.summary import (
     text_lines,
 )
 from profkit.formats.perfmap.symbolizer import Symbolizer
+from profkit.formats.r2r import build_r2rmap, load_r2r_image
+from profkit.formats.r2r.imagemaps import ImageMaps, ImageTable, default_cache_dir
 
 NOT_FOUND = "[unknown]"
 
@@ -89,18 +92,38 @@ def register(sub: Any, name: str, help_text: str) -> None:
 
     p = actions.add_parser("symbolize", help="fill [unknown] frames of `perf script` output")
     p.add_argument("input", nargs="?", default="-", help="perf script text (default stdin)")
-    p.add_argument("--map", action="append", required=True, dest="maps", metavar="MAP")
+    p.add_argument("--map", action="append", default=[], dest="maps", metavar="MAP")
     p.add_argument("-o", "--output", default="-", help="where to write (default stdout)")
     p.add_argument("--no-offset", action="store_true", help="write names without +0xOFFSET")
     p.add_argument("--stats", action="store_true", help="print a count summary to stderr")
+    p.add_argument(
+        "--no-image-maps", action="store_true",
+        help="do not build maps from the R2R images named in perfinfo, MMAP events or frames",
+    )  # fmt: skip
+    _cache_options(p)
     _base_options(p)
     _lenient(p)
     p.set_defaults(handler=_symbolize)
+
+    p = actions.add_parser(
+        "from-image", help="build the r2rmap crossgen2 --perfmap writes, from an R2R image"
+    )
+    p.add_argument("image", help="the ReadyToRun image (.dll)")
+    p.add_argument("-o", "--output", required=True, help="the .ni.r2rmap to write ('-' = stdout)")
+    p.set_defaults(handler=_from_image)
 
     p = actions.add_parser("verify", help="check that a map belongs to an R2R image")
     p.add_argument("image", help="the R2R image (.dll)")
     p.add_argument("map", help="the .r2rmap")
     p.set_defaults(handler=_verify)
+
+
+def _cache_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--cache-dir", metavar="DIR",
+        help="where maps built from images are kept (default $XDG_CACHE_HOME/profkit/r2r)",
+    )  # fmt: skip
+    p.add_argument("--no-cache", action="store_true", help="build image maps in memory only")
 
 
 def _lenient(p: argparse.ArgumentParser) -> None:
@@ -174,7 +197,9 @@ def _resolver(args: argparse.Namespace, map_paths: list[str]) -> BaseResolver:
     return resolver
 
 
-def _symbolizer(args: argparse.Namespace, paths: list[str]) -> Symbolizer:
+def _symbolizer(
+    args: argparse.Namespace, paths: list[str], images: ImageMaps | None = None
+) -> Symbolizer:
     resolver = _resolver(args, paths)
     sym = Symbolizer()
     loaded = [(p, _load_any_map(p, args.lenient)) for p in paths]
@@ -183,9 +208,59 @@ def _symbolizer(args: argparse.Namespace, paths: list[str]) -> Symbolizer:
         if isinstance(m, R2RPerfMap):
             base, _ = resolver.base_for(path, only_map=n_r2r == 1)
             _add_r2rmap(sym, m, base, path)
+            if images is not None:
+                images.given[map_stem(path)] = m
         else:
             sym.add_perf_map(m, path)
+    if images is not None:
+        _add_image_maps(args, sym, images, {map_stem(p) for p, m in loaded
+                                            if isinstance(m, R2RPerfMap)})  # fmt: skip
     return sym
+
+
+def _image_bases(args: argparse.Namespace) -> dict[str, set[int]]:
+    """Image path → load bases named by --perfinfo and --mmap-events."""
+    bases: dict[str, set[int]] = {}
+    for path in args.perfinfo:
+        for record in load_perfinfo(path, strict=not args.lenient).image_loads():
+            if record.base:
+                bases.setdefault(record.path, set()).add(record.base)
+    if args.mmap_events:
+        find = image_finder(args.image_dir)
+        for path in args.mmap_events:
+            for event in load_mmap_events(path):
+                if "x" not in event.prot or not event.path.startswith("/"):
+                    continue
+                pe = find(event.path)
+                base = image_base(event, pe) if pe is not None else None
+                if base is not None:
+                    bases.setdefault(event.path, set()).add(base)
+    return bases
+
+
+def _add_image_maps(
+    args: argparse.Namespace, sym: Symbolizer, images: ImageMaps, covered: set[str]
+) -> None:
+    """Build (or take from the cache) the map of every R2R image perfinfo or the MMAP
+    events name, and place it at its base, unless a --map already covers it."""
+    for path, bases in sorted(_image_bases(args).items()):
+        if len(bases) > 1:
+            raise UsageError(
+                f"{path}: loaded at several bases "
+                f"({', '.join(f'{b:#x}' for b in sorted(bases))}); "
+                "select one process with `perf script --pid`"
+            )
+        (base,) = bases
+        images.add_base(path, base)
+        if image_stem(path) in covered:
+            continue
+        table = images.table(path)
+        if table is not None:
+            sym.add_r2rmap(_table_map(table), base, path)
+
+
+def _table_map(table: ImageTable) -> R2RPerfMap:
+    return table.perfmap
 
 
 def _add_r2rmap(sym: Symbolizer, m: R2RPerfMap, base: int, path: str) -> None:
@@ -315,22 +390,70 @@ def _base_files(args: argparse.Namespace) -> list[str]:
 
 def _symbolize(args: argparse.Namespace) -> int:
     _refuse_overwrite(args.output, [args.input, *args.maps, *_base_files(args)])
-    sym = _symbolizer(args, args.maps)
-    stats = SymbolizeStats()
+    if not args.maps and not args.perfinfo and not args.mmap_events and args.no_image_maps:
+        raise UsageError("nothing to symbolize with: give --map, --perfinfo or --mmap-events")
+    images = None
+    if not args.no_image_maps:
+        cache = None if args.no_cache else (args.cache_dir or default_cache_dir())
+        images = ImageMaps(cache_dir=cache, image_dirs=args.image_dir)
+    sym = _symbolizer(args, args.maps, images)
+    stats = SymbolizeStats(per_dso={} if args.stats else None)
+    finder = _dso_finder(images) if images is not None else None
     offsets = not args.no_offset
     with open_stream(args.input) as src:
         if args.output == "-":
-            for block in symbolize_stream(iter_lines(src), sym, stats, offsets=offsets):
+            for block in symbolize_stream(
+                iter_lines(src), sym, stats, offsets=offsets, images=finder
+            ):
                 write_stdout(block)
         else:
             with atomic_output(args.output) as fh:
-                for block in symbolize_stream(iter_lines(src), sym, stats, offsets=offsets):
+                for block in symbolize_stream(
+                    iter_lines(src), sym, stats, offsets=offsets, images=finder
+                ):
                     fh.write(block)
     if args.stats:
         print(
             f"profkit: {stats.resolved} of {stats.unknown} [unknown] frames named",
             file=sys.stderr,
         )
+        for dso, (seen, named) in sorted(
+            (stats.per_dso or {}).items(), key=lambda kv: (-(kv[1][0] - kv[1][1]), kv[0])
+        ):
+            print(
+                f"profkit:   {seen - named} of {seen} still unknown in {dso or '(no dso)'}",
+                file=sys.stderr,
+            )
+    return 0
+
+
+def _dso_finder(images: ImageMaps) -> ImageFinder:
+    """DSO text of a frame → its image's table, for absolute paths of files only."""
+
+    def find(dso: str) -> ImageTable | None:
+        if not dso.startswith("/") or dso.endswith(".so") or ".so." in dso:
+            return None
+        return images.table(dso)
+
+    return find
+
+
+def _from_image(args: argparse.Namespace) -> int:
+    out = args.output
+    _refuse_overwrite(out, [args.image])
+    image = load_r2r_image(args.image)
+    data = write_r2rmap(build_r2rmap(image))
+    if out == "-":
+        write_stdout(data)
+    else:
+        write_atomic(out, data)
+    n = data.count(b"\n") - 5
+    print(
+        f"profkit: wrote {n} method entries for {len(image.components)} assembly(ies) "
+        f"(ReadyToRun {image.version}, {image.architecture}/{image.os}) to "
+        f"{'stdout' if out == '-' else out}",
+        file=sys.stderr,
+    )
     return 0
 
 
