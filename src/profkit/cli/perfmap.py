@@ -52,7 +52,7 @@ from profkit.formats.perfmap.summary import (
     text_lines,
 )
 from profkit.formats.perfmap.symbolizer import Symbolizer
-from profkit.formats.r2r import build_r2rmap, load_r2r_image
+from profkit.formats.r2r import build_r2rmap, image_signature, load_r2r_image
 from profkit.formats.r2r.imagemaps import ImageMaps, ImageTable, default_cache_dir
 
 NOT_FOUND = "[unknown]"
@@ -420,11 +420,39 @@ def _symbolize(args: argparse.Namespace) -> int:
         for dso, (seen, named) in sorted(
             (stats.per_dso or {}).items(), key=lambda kv: (-(kv[1][0] - kv[1][1]), kv[0])
         ):
-            print(
-                f"profkit:   {seen - named} of {seen} still unknown in {dso or '(no dso)'}",
-                file=sys.stderr,
-            )
+            line = f"profkit:   {seen - named} of {seen} still unknown in {dso or '(no dso)'}"
+            print(escape(line, MAX_MESSAGE_CHARS), file=sys.stderr)
     return 0
+
+
+def _verify_without_entry(args: argparse.Namespace, m: R2RPerfMap) -> int:
+    """An image built without ``--perfmap`` (every framework image) has no type-21
+    entry: recompute the signature crossgen2 would have given it (its input MVIDs and
+    target, spec §1.6) and compare that with the map's header."""
+    image = load_r2r_image(args.image)  # NotReadyToRunError for an IL-only file
+    expected = image_signature(image)
+    sig = m.header.signature
+    os_token, arch_token, abi_token = image.tokens
+    lines = [
+        f"image: {args.image} (ReadyToRun {image.version}, {image.architecture}/{image.os}; "
+        "no R2R PerfMap debug entry: built without --perfmap)",
+        f"  signature recomputed from its MVID(s) and target: {expected.hex().upper()}",
+        f"map:   {args.map}",
+        f"  header:  v{m.header.version}, signature {sig.hex().upper() if sig else 'none'}",
+    ]
+    tokens = (m.header.os, m.header.architecture, m.header.abi)
+    if tokens != (os_token, arch_token, abi_token):
+        lines.append(
+            f"note: the map's OS/architecture/ABI tokens {tokens} are not the image's "
+            f"{(os_token, arch_token, abi_token)}"
+        )
+    ok = sig is not None and sig == expected
+    if ok:
+        lines.append("OK: the map belongs to the image (signatures match)")
+    else:
+        lines.append("MISMATCH: the map was not generated for this image (signatures differ)")
+    _say(lines)
+    return 0 if ok else 1
 
 
 def _dso_finder(images: ImageMaps) -> ImageFinder:
@@ -462,11 +490,7 @@ def _verify(args: argparse.Namespace) -> int:
     m = read_r2rmap(read_input(args.map, PerfMapFormatError), path=args.map)
     result = verify_map(image, m, args.map)
     if result is None:
-        raise FormatError(
-            "malformed",
-            "no R2R PerfMap debug entry (type 21); crossgen2 adds it with --perfmap",
-            path=args.image,
-        )
+        return _verify_without_entry(args, m)
     sig = result.map_signature.hex().upper() if result.map_signature else "none"
     lines = [
         f"image: {args.image} ({image.machine_description()})",

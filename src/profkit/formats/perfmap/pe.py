@@ -76,6 +76,8 @@ class PEImage:
     sections: list[Section]
     directories: list[tuple[int, int]]
     debug_entries: list[DebugEntry]
+    #: file offset of the first data directory (so errors can point at an RVA's source)
+    directory_offset: int = 0
 
     def machine_description(self) -> str:
         """e.g. ``X64/Linux`` — R2R images XOR an OS value into the machine field."""
@@ -85,13 +87,17 @@ class PEImage:
                 return f"{arch}/{os_name}"
         return f"unknown machine 0x{self.machine:04x}"
 
-    def rva_to_offset(self, rva: int, size: int, what: str) -> int:
-        """File offset of ``size`` bytes at ``rva``; FormatError if they are not in the file."""
+    def rva_to_offset(self, rva: int, size: int, what: str, at: int | None = None) -> int:
+        """File offset of ``size`` bytes at ``rva``; FormatError if they are not in the file
+        (naming ``at``, the offset the RVA was read from, when given)."""
         for s in self.sections:
             if s.virtual_address <= rva and rva + size <= s.virtual_address + s.raw_size:
                 return s.raw_pointer + rva - s.virtual_address
         raise FormatError(
-            "malformed", f"{what}: RVA 0x{rva:x} (+{size}) is in no section", path=self.path
+            "malformed",
+            f"{what}: RVA 0x{rva:x} (+{size}) is in no section",
+            path=self.path,
+            offset=at,
         )
 
     def perfmap_info(self) -> PerfMapDebugInfo | None:
@@ -139,6 +145,7 @@ def read_pe(data: bytes, *, path: str | None = None) -> PEImage:
     opt.pos += 92 - 2 if magic == 0x10B else 108 - 2
     n_dirs = opt.u32("NumberOfRvaAndSizes")
     opt.check_count(n_dirs, 8, "data directories")
+    directory_offset = opt.pos
     directories: list[tuple[int, int]] = []
     for _ in range(n_dirs):
         d_rva, d_size = opt.unpack("<II", "data directory")
@@ -152,7 +159,7 @@ def read_pe(data: bytes, *, path: str | None = None) -> PEImage:
         if raw_ptr + raw_size > len(data):
             raise cur.fail("truncated", f"section {name!r} data runs past the end of the file")
         sections.append(Section(name, va, vsize, raw_size, raw_ptr))
-    image = PEImage(data, path, machine, sections, directories, [])
+    image = PEImage(data, path, machine, sections, directories, [], directory_offset)
     image.debug_entries = _read_debug_directory(image)
     return image
 
@@ -163,7 +170,8 @@ def _read_debug_directory(image: PEImage) -> list[DebugEntry]:
     rva, size = image.directories[_DEBUG_DIR_INDEX]
     if not rva or not size:
         return []
-    offset = image.rva_to_offset(rva, size, "debug directory")
+    at = image.directory_offset + 8 * _DEBUG_DIR_INDEX
+    offset = image.rva_to_offset(rva, size, "debug directory", at)
     cur = _cursor(image.data, image.path, offset)
     entries = []
     for _ in range(size // 28):

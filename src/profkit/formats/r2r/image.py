@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from profkit.errors import FormatError
+from profkit.errors import FormatError, ProfkitError
 from profkit.formats._binary import Cursor
 from profkit.formats.perfmap.pe import _MACHINES, _OS_XOR, PEImage, read_pe
 from profkit.formats.r2r.metadata import (
@@ -135,7 +135,7 @@ class R2RImage:
             candidate = os.path.join(os.path.dirname(self.path) or ".", name + ".dll")
             try:
                 md = _metadata_of_file(candidate)
-            except (OSError, FormatError):
+            except (OSError, ProfkitError):  # absent or unreadable: names say so
                 md = None
         self._resolved[name] = md
         return md
@@ -145,6 +145,22 @@ def _fail(path: str | None, kind: str, detail: str, offset: int) -> FormatError:
     return FormatError(kind, detail, path=path, offset=offset)  # type: ignore[arg-type]
 
 
+def _to_offset(pe: PEImage, rva: int, size: int, what: str, at: int = 0) -> int:
+    """File offset of ``size`` bytes at ``rva``; an RVA outside every section is an
+    error at ``at``, the file offset where that RVA was read."""
+    try:
+        return pe.rva_to_offset(rva, size, what)
+    except FormatError as exc:
+        if exc.offset is None:
+            raise _fail(pe.path, exc.kind, exc.detail, at) from None
+        raise
+
+
+def _directory_offset(pe: PEImage, index: int) -> int:
+    """File offset of data directory ``index`` in the optional header."""
+    return pe.directory_offset + 8 * index
+
+
 def _cli_header(pe: PEImage) -> tuple[int, int, int, int, int] | None:
     """(CLI header file offset, metadata RVA, metadata size, flags, ManagedNativeHeader RVA)."""
     if len(pe.directories) <= 14:
@@ -152,11 +168,11 @@ def _cli_header(pe: PEImage) -> tuple[int, int, int, int, int] | None:
     rva, size = pe.directories[14]
     if not rva or not size:
         return None
-    return _read_cor_header(pe, rva)
+    return _read_cor_header(pe, rva, _directory_offset(pe, 14))
 
 
-def _read_cor_header(pe: PEImage, rva: int) -> tuple[int, int, int, int, int]:
-    off = pe.rva_to_offset(rva, 72, "CLI header")
+def _read_cor_header(pe: PEImage, rva: int, at: int) -> tuple[int, int, int, int, int]:
+    off = _to_offset(pe, rva, 72, "CLI header", at)
     cur = Cursor(pe.data, off, path=pe.path, error=FormatError)
     cur.skip(8, "CLI header")
     md_rva, md_size, flags = cur.unpack("<III", "CLI header")
@@ -165,8 +181,8 @@ def _read_cor_header(pe: PEImage, rva: int) -> tuple[int, int, int, int, int]:
     return off, md_rva, md_size, flags, native_rva if native_size else 0
 
 
-def _metadata_at(pe: PEImage, md_rva: int, md_size: int) -> Metadata:
-    off = pe.rva_to_offset(md_rva, md_size, "metadata")
+def _metadata_at(pe: PEImage, md_rva: int, md_size: int, at: int) -> Metadata:
+    off = _to_offset(pe, md_rva, md_size, "metadata", at)
     return Metadata(pe.data, off, md_size, path=pe.path)
 
 
@@ -175,7 +191,7 @@ def _metadata_of_file(path: str) -> Metadata | None:
 
     pe = read_pe(read_input(path, FormatError), path=path)
     cli = _cli_header(pe)
-    return None if cli is None else _metadata_at(pe, cli[1], cli[2])
+    return None if cli is None else _metadata_at(pe, cli[1], cli[2], cli[0] + 8)
 
 
 def _export_rva(pe: PEImage, symbol: bytes) -> int | None:
@@ -185,18 +201,18 @@ def _export_rva(pe: PEImage, symbol: bytes) -> int | None:
     rva, size = pe.directories[0]
     if not rva or not size:
         return None
-    off = pe.rva_to_offset(rva, 40, "export directory")
+    off = _to_offset(pe, rva, 40, "export directory", _directory_offset(pe, 0))
     cur = Cursor(pe.data, off, path=pe.path, error=FormatError)
     cur.skip(20, "export directory")
     n_functions, n_names, functions, names, ordinals = cur.unpack("<IIIII", "export directory")
     if n_names > 0x10000 or n_functions > 0x10000:
         raise cur.fail("too_large", f"{n_names} export names / {n_functions} functions")
-    name_off = pe.rva_to_offset(names, 4 * n_names, "export name table")
-    ord_off = pe.rva_to_offset(ordinals, 2 * n_names, "export ordinal table")
-    fn_off = pe.rva_to_offset(functions, 4 * n_functions, "export address table")
+    name_off = _to_offset(pe, names, 4 * n_names, "export name table", off + 32)
+    ord_off = _to_offset(pe, ordinals, 2 * n_names, "export ordinal table", off + 36)
+    fn_off = _to_offset(pe, functions, 4 * n_functions, "export address table", off + 28)
     for i in range(n_names):
         (name_rva,) = struct.unpack_from("<I", pe.data, name_off + 4 * i)
-        at = pe.rva_to_offset(name_rva, 1, "export name")
+        at = _to_offset(pe, name_rva, 1, "export name", name_off + 4 * i)
         if pe.data[at : at + len(symbol) + 1] == symbol + b"\0":
             (ordinal,) = struct.unpack_from("<H", pe.data, ord_off + 2 * i)
             if ordinal >= n_functions:
@@ -205,9 +221,11 @@ def _export_rva(pe: PEImage, symbol: bytes) -> int | None:
     return None
 
 
-def _read_sections(pe: PEImage, rva: int, what: str) -> tuple[int, dict[int, tuple[int, int]]]:
+def _read_sections(
+    pe: PEImage, rva: int, what: str, at: int = 0
+) -> tuple[int, dict[int, tuple[int, int]]]:
     """A READYTORUN_CORE_HEADER at ``rva``: (flags, {section type: (rva, size)})."""
-    off = pe.rva_to_offset(rva, 8, what)
+    off = _to_offset(pe, rva, 8, what, at)
     cur = Cursor(pe.data, off, path=pe.path, error=FormatError)
     flags, n = cur.unpack("<II", what)
     if n > _MAX_SECTIONS:
@@ -217,7 +235,8 @@ def _read_sections(pe: PEImage, rva: int, what: str) -> tuple[int, dict[int, tup
     for _ in range(n):
         kind, s_rva, s_size = cur.unpack("<III", f"{what} section")
         if s_size:
-            pe.rva_to_offset(s_rva, s_size, f"R2R section {kind}")  # must lie in the file
+            # every section must lie in the file: later reads of it cannot fail
+            _to_offset(pe, s_rva, s_size, f"R2R section {kind}", cur.pos - 12)
         sections.setdefault(kind, (s_rva, s_size))
     return flags, sections
 
@@ -229,8 +248,8 @@ def read_r2r_image(data: bytes, *, path: str | None = None) -> R2RImage:
     header_rva = 0
     metadata = None
     if cli is not None:
-        _, md_rva, md_size, cor_flags, native_rva = cli
-        metadata = _metadata_at(pe, md_rva, md_size) if md_size else None
+        cli_off, md_rva, md_size, cor_flags, native_rva = cli
+        metadata = _metadata_at(pe, md_rva, md_size, cli_off + 8) if md_size else None
         if cor_flags & COMIMAGE_FLAGS_IL_LIBRARY and native_rva:
             header_rva = native_rva
     # a composite image is found through its RTR_HEADER export, not the CLI header
@@ -247,7 +266,7 @@ def read_r2r_image(data: bytes, *, path: str | None = None) -> R2RImage:
             path=path,
             offset=0,
         )
-    off = pe.rva_to_offset(header_rva, 16, "ReadyToRun header")
+    off = _to_offset(pe, header_rva, 16, "ReadyToRun header", cli[0] + 64 if cli else 0)
     cur = Cursor(data, off, path=path, error=FormatError)
     signature, major, minor = cur.unpack("<IHH", "ReadyToRun header")
     if signature != RTR_SIGNATURE:
@@ -259,7 +278,7 @@ def read_r2r_image(data: bytes, *, path: str | None = None) -> R2RImage:
         )
     if major < 2 or major > 64:
         raise _fail(path, "unsupported_version", f"ReadyToRun version {major}.{minor}", off + 4)
-    flags, sections = _read_sections(pe, header_rva + 8, "ReadyToRun header")
+    flags, sections = _read_sections(pe, header_rva + 8, "ReadyToRun header", off)
     arch, os_name = _machine(pe)
     composite = composite or metadata is None
     image = R2RImage(pe, path, major, minor, flags, sections, arch, os_name, [], composite)
@@ -286,31 +305,32 @@ def _components(image: R2RImage) -> list[Component]:
     manifest = None
     if SECTION_MANIFEST_METADATA in image.sections:
         m_rva, m_size = image.sections[SECTION_MANIFEST_METADATA]
-        manifest = Metadata(pe.data, pe.rva_to_offset(m_rva, m_size, "manifest"), m_size, path=path)
+        manifest = Metadata(pe.data, _to_offset(pe, m_rva, m_size, "manifest"), m_size, path=path)
     if SECTION_COMPONENT_ASSEMBLIES not in image.sections:
         raise _fail(path, "malformed", "composite image without a ComponentAssemblies section", 0)
     c_rva, c_size = image.sections[SECTION_COMPONENT_ASSEMBLIES]
-    c_off = pe.rva_to_offset(c_rva, c_size, "ComponentAssemblies")
+    c_off = _to_offset(pe, c_rva, c_size, "ComponentAssemblies")
     count = c_size // 16
     mvids: list[bytes | None] = [None] * count
     if SECTION_MANIFEST_MVIDS in image.sections:
         v_rva, v_size = image.sections[SECTION_MANIFEST_MVIDS]
-        v_off = pe.rva_to_offset(v_rva, v_size, "ManifestAssemblyMvids")
+        v_off = _to_offset(pe, v_rva, v_size, "ManifestAssemblyMvids")
         for i in range(min(count, v_size // 16)):
             mvids[i] = bytes(pe.data[v_off + 16 * i : v_off + 16 * i + 16])
     components = []
     for i in range(count):
-        cor_rva, cor_size, hdr_rva, _ = struct.unpack_from("<IIII", pe.data, c_off + 16 * i)
+        at = c_off + 16 * i
+        cor_rva, cor_size, hdr_rva, _ = struct.unpack_from("<IIII", pe.data, at)
         name = f"component{i + 1}"
         if manifest is not None and i + 1 <= manifest.count(ASSEMBLYREF):
             name = manifest.assembly_ref_name(i + 1)
         md = None
         if cor_size:
-            _, md_rva, md_size, _, _ = _read_cor_header(pe, cor_rva)
-            md = _metadata_at(pe, md_rva, md_size)
+            cor_off, md_rva, md_size, _, _ = _read_cor_header(pe, cor_rva, at)
+            md = _metadata_at(pe, md_rva, md_size, cor_off + 8)
         else:
             md = image.find_assembly(name)
-        _, sections = _read_sections(pe, hdr_rva, f"component {name} header")
+        _, sections = _read_sections(pe, hdr_rva, f"component {name} header", at + 8)
         mvid = mvids[i] if mvids[i] is not None else (md.mvid() if md is not None else None)
         components.append(Component(name, mvid, md, sections))
     return components
@@ -344,7 +364,7 @@ class _MethodCollector:
         if kind not in sections:
             return None
         rva, size = sections[kind]
-        off = self.pe.rva_to_offset(rva, size, f"R2R section {kind}")
+        off = _to_offset(self.pe, rva, size, f"R2R section {kind}")
         return NativeReader(self.data, off, off + size, self.path)
 
     def runtime_functions(self) -> tuple[np.ndarray, np.ndarray, int]:
@@ -352,7 +372,8 @@ class _MethodCollector:
         if SECTION_RUNTIME_FUNCTIONS not in self.image.sections:
             return np.zeros(0, np.int64), np.zeros(0, np.int64), 0
         rva, size = self.image.sections[SECTION_RUNTIME_FUNCTIONS]
-        off = self.pe.rva_to_offset(rva, size, "RuntimeFunctions")
+        off = _to_offset(self.pe, rva, size, "RuntimeFunctions")
+        self.rf_offset = off
         width = 3 if self.image.architecture == "X64" else 2
         n = size // (4 * width)
         table = np.frombuffer(self.data, dtype="<u4", count=n * width, offset=off)
@@ -378,7 +399,7 @@ class _MethodCollector:
                 if u & 3:  # packed unwind data: FunctionLength in bits 2..12, in words
                     ends[i] = begins[i] + ((u >> 2) & 0x7FF) * 4
                 else:
-                    off = self.pe.rva_to_offset(u, 4, "ARM64 unwind data")
+                    off = _to_offset(self.pe, u, 4, "ARM64 unwind data", self.rf_offset + 8 * i)
                     (word,) = struct.unpack_from("<I", self.data, off)
                     ends[i] = begins[i] + (word & 0x3FFFF) * 4
         return ends
@@ -485,7 +506,7 @@ class _MethodCollector:
         if SECTION_HOT_COLD_MAP not in self.image.sections:
             return {}
         rva, size = self.image.sections[SECTION_HOT_COLD_MAP]
-        off = self.pe.rva_to_offset(rva, size, "HotColdMap")
+        off = _to_offset(self.pe, rva, size, "HotColdMap")
         pairs = np.frombuffer(self.data, "<u4", (size // 8) * 2, off).reshape(-1, 2).tolist()
         out = {}
         for i, (cold, hot) in enumerate(pairs):
@@ -529,9 +550,7 @@ class _MethodCollector:
         if SECTION_MANIFEST_METADATA not in self.image.sections:
             return None
         rva, size = self.image.sections[SECTION_MANIFEST_METADATA]
-        return Metadata(
-            self.data, self.pe.rva_to_offset(rva, size, "manifest"), size, path=self.path
-        )
+        return Metadata(self.data, _to_offset(self.pe, rva, size, "manifest"), size, path=self.path)
 
     def methoddef_name(
         self,

@@ -20,6 +20,10 @@ from profkit.formats.r2r.metadata import TYPEDEF, TYPEREF, TYPESPEC, Metadata, r
 
 MAX_DEPTH = 48
 MAX_RANK = 32  # the runtime's limit on array rank
+#: Types one signature may expand to (TypeSpecs referring to TypeSpecs could otherwise
+#: grow exponentially within MAX_DEPTH) and the longest name it may produce.
+MAX_TYPES = 4096
+MAX_NAME = 1 << 16
 
 _PRIMITIVES = {
     0x01: "System.Void", 0x02: "System.Boolean", 0x03: "System.Char", 0x04: "System.SByte",
@@ -46,7 +50,9 @@ class SigReader:
     instantiated signature of the compiled method body).
     """
 
-    __slots__ = ("data", "end", "md", "method_args", "path", "pos", "resolve", "type_args")
+    __slots__ = (
+        "budget", "data", "end", "md", "method_args", "path", "pos", "resolve", "type_args",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -59,7 +65,9 @@ class SigReader:
         resolve: ModuleResolver | None = None,
         type_args: Sequence[str] = (),
         method_args: Sequence[str] = (),
+        budget: list[int] | None = None,
     ) -> None:
+        self.budget = budget if budget is not None else [MAX_TYPES]
         self.md = md
         self.data = data
         self.path = path
@@ -96,6 +104,17 @@ class SigReader:
         """Decode one type and return its crossgen2 name."""
         if depth > MAX_DEPTH:
             raise self.fail("malformed", f"type signature nests deeper than {MAX_DEPTH} levels")
+        self.budget[0] -= 1
+        if self.budget[0] < 0:
+            raise self.fail("too_large", f"signature expands to more than {MAX_TYPES} types")
+        name = self._type(depth)
+        if len(name) > MAX_NAME:
+            raise self.fail(
+                "too_large", f"signature names a type longer than {MAX_NAME} characters"
+            )
+        return name
+
+    def _type(self, depth: int) -> str:
         et = self.byte()
         prim = _PRIMITIVES.get(et)
         if prim is not None:
@@ -173,7 +192,7 @@ class SigReader:
             pos, length = md.blob(md.table(TYPESPEC).column("Signature")[i])
             inner = SigReader(
                 md, pos, pos + length, data=md.data, path=self.path, resolve=self.resolve,
-                type_args=self.type_args, method_args=self.method_args,
+                type_args=self.type_args, method_args=self.method_args, budget=self.budget,
             )  # fmt: skip
             return inner.type(depth + 1)
         raise self.fail("malformed", f"TypeDefOrRef tag 3 (value 0x{coded:x})")
@@ -192,6 +211,8 @@ class SigReader:
             if self.pos < self.end and self.data[self.pos] == _SENTINEL:
                 self.pos += 1  # vararg: the fixed part ends here, the types go on
             params.append(self.type(depth + 1))
+        if len(ret) + sum(len(p) + 2 for p in params) > MAX_NAME:
+            raise self.fail("too_large", f"method signature longer than {MAX_NAME} characters")
         return ret, params
 
 
