@@ -52,7 +52,12 @@ from profkit.formats.perfmap.summary import (
     text_lines,
 )
 from profkit.formats.perfmap.symbolizer import Symbolizer
-from profkit.formats.r2r import build_r2rmap, image_signature, load_r2r_image
+from profkit.formats.r2r import (
+    NotReadyToRunError,
+    build_r2rmap,
+    image_signature,
+    load_r2r_image,
+)
 from profkit.formats.r2r.imagemaps import ImageMaps, ImageTable, default_cache_dir
 
 NOT_FOUND = "[unknown]"
@@ -429,7 +434,15 @@ def _verify_without_entry(args: argparse.Namespace, m: R2RPerfMap) -> int:
     """An image built without ``--perfmap`` (every framework image) has no type-21
     entry: recompute the signature crossgen2 would have given it (its input MVIDs and
     target, spec §1.6) and compare that with the map's header."""
-    image = load_r2r_image(args.image)  # NotReadyToRunError for an IL-only file
+    try:
+        image = load_r2r_image(args.image)
+    except NotReadyToRunError:
+        raise FormatError(
+            "malformed",
+            "no R2R PerfMap debug entry (type 21) (crossgen2 adds it with --perfmap) and no "
+            "ReadyToRun header to recompute the signature from",
+            path=args.image,
+        ) from None
     expected = image_signature(image)
     sig = m.header.signature
     os_token, arch_token, abi_token = image.tokens
