@@ -11,7 +11,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from profkit.sampler.errors import AttachError
+from profkit.sampler.errors import AttachError, PermissionDenied
 
 _LIBPYTHON = re.compile(r"libpython(\d+)\.(\d+)[a-z]*\.so")
 _PYTHON_EXE = re.compile(r"python(\d+)\.(\d+)[a-z]*$")
@@ -33,7 +33,11 @@ def read_maps(pid: int) -> list[Mapping]:
     except FileNotFoundError:
         raise AttachError(f"pid {pid}: no such process") from None
     except PermissionError:
-        raise AttachError(f"pid {pid}: not permitted to read /proc/{pid}/maps") from None
+        from profkit.sampler.memory import permission_reason
+
+        raise PermissionDenied(
+            f"pid {pid}: not permitted to read /proc/{pid}/maps: {permission_reason(pid)}"
+        ) from None
     except ProcessLookupError:
         raise AttachError(f"pid {pid}: no such process") from None
     out = []
@@ -116,6 +120,42 @@ def children(pid: int) -> list[int]:
                 continue
         return out
     return [child for child, parent in parents().items() if parent == pid]
+
+
+class ChildWatch:
+    """New children of a set of processes, by diffing /proc's listing between calls.
+
+    Why: without CONFIG_PROC_CHILDREN the only way to find children is every process's
+    ``stat``; reading ~100 of them costs ~1 ms, too much every 100 ms beside a 1 kHz
+    sampler. The listing alone costs ~50 µs; only pids new since the last call are read.
+    """
+
+    def __init__(self) -> None:
+        self._known: set[int] = {int(e) for e in os.listdir("/proc") if e.isdigit()}
+
+    def new_children(self, parents_of_interest: set[int]) -> list[int]:
+        now = {int(e) for e in os.listdir("/proc") if e.isdigit()}
+        fresh = sorted(now - self._known)
+        self._known = now
+        found = []
+        added = set(parents_of_interest)
+        for pid in fresh:  # ascending: a grandchild comes after its parent
+            ppid = parent_of(pid)
+            if ppid in added:
+                found.append(pid)
+                added.add(pid)
+        return found
+
+
+def parent_of(pid: int) -> int:
+    """The parent pid of ``pid`` (0 once it has gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return 0
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return int(fields[1]) if len(fields) > 1 else 0
 
 
 def parents() -> dict[int, int]:

@@ -28,9 +28,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from profkit._text import escape
 from profkit.calltree.model import CallNode, CallProfile, ThreadTree
 from profkit.sampler.errors import AttachError, PermissionDenied, ProcessGone
 from profkit.sampler.procinfo import (
+    ChildWatch,
     ThreadClock,
     children,
     exe_path,
@@ -44,6 +46,10 @@ Mode = Literal["wall", "cpu", "gil", "active"]
 MODES: tuple[Mode, ...] = ("wall", "cpu", "gil", "active")
 #: Seconds between scans for new child processes and exec checks.
 CHILD_SCAN_S = 0.1
+#: Intervals the loop may fall behind and still catch up (a late wake-up under load is
+#: made good by sampling at once; each sample's weight is the time since the previous one,
+#: so the totals stay true). Further behind, the schedule starts again from now.
+CATCH_UP = 20
 #: Distinct (thread, stack) entries kept per process before new ones go to a catch-all.
 MAX_STACKS = 500_000
 _monotonic_ns = time.monotonic_ns
@@ -257,6 +263,9 @@ class SamplerSession:
         self._stop = False
         self.recorders: dict[int, ProcessRecorder] = {}
         self._watched: dict[int, str] = {}  #: non-Python descendants: pid → exe
+        # Children that exist at attach are found once, through their parent's links.
+        self._children = ChildWatch()
+        self._initial = True
         reader = attach_reader(pid, wait_s)
         self.recorders[pid] = self._recorder(pid, reader)
 
@@ -320,8 +329,8 @@ class SamplerSession:
                     next_call = now + int(every_s * 1e9)
                 next_tick += interval
                 after = _monotonic_ns()
-                if next_tick < after - interval:
-                    next_tick = after  # far behind: do not burst to catch up
+                if next_tick < after - CATCH_UP * interval:
+                    next_tick = after  # far behind (a stall): start the schedule again
                 wait = next_tick - after
                 if deadline is not None:
                     wait = min(wait, deadline - after)
@@ -383,6 +392,11 @@ class SamplerSession:
                 continue
             if rec.reader is not None and _runtime_map(rec.pid, rec.reader) != rec.runtime_map:
                 self._exec(rec)
+        if self._initial and self.options.follow_children:
+            self._initial = False
+            for child in children(self.pid):
+                if child not in self.recorders:
+                    self._try_follow(child)
         for pid, exe in list(self._watched.items()):
             if not is_alive(pid):
                 del self._watched[pid]
@@ -391,11 +405,10 @@ class SamplerSession:
                 self._try_follow(pid)
         if not self.options.follow_children:
             return
-        parents = [p for p, r in self.recorders.items() if not r.ended] + list(self._watched)
-        for parent in parents:
-            for child in children(parent):
-                if child not in self.recorders and child not in self._watched:
-                    self._try_follow(child)
+        parents = {p for p, r in self.recorders.items() if not r.ended} | set(self._watched)
+        for child in self._children.new_children(parents):
+            if child not in self.recorders and child not in self._watched:
+                self._try_follow(child)
 
     def _try_follow(self, pid: int) -> None:
         try:
@@ -485,11 +498,12 @@ def format_dump(pid: int, stacks: list[ThreadStack]) -> str:
     for s in stacks:
         name = thread_name(pid, s.native_id) or "?"
         gil = " [holds the GIL]" if s.holds_gil else ""
-        lines.append(f"Thread {s.native_id} ({name}){gil}:")
+        lines.append(f"Thread {s.native_id} ({escape(name)}){gil}:")
         if not s.frames:
             lines.append("    (no Python frames)")
         for info, line in s.frames:
-            lines.append(f"    {info.name} ({info.filename}:{line})")
+            # Names and files come from the target: never let them drive the terminal.
+            lines.append(f"    {escape(info.name, 512)} ({escape(info.filename, 512)}:{line})")
     return "\n".join(lines) + ("\n" if lines else "")
 
 

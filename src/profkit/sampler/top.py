@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from profkit._text import escape
 from profkit.sampler.session import SamplerSession
 
 
@@ -70,7 +71,7 @@ def render_top(
         pct_total = 100.0 * d_total.get(name, 0) / recent if recent else 0.0
         row = (
             f"{pct_own:6.1f} {pct_total:7.1f} {own.get(name, 0) * interval:8.2f}s "
-            f"{total[name] * interval:9.2f}s  {name} ({where.get(name, '')})"
+            f"{total[name] * interval:9.2f}s  {escape(name, 512)} ({escape(where.get(name, ''), 512)})"
         )
         lines.append(row[:width])
     state.own, state.total, state.samples = own, total, samples

@@ -1,0 +1,86 @@
+"""py-spy as the oracle: the same program, sampled by both at once, gives the same shares.
+
+py-spy (PyPI) reads the interpreter from outside as profkit does, but is independent code
+(Rust, its own CPython bindings). Both sample the one running target at the same time, so
+load on the machine shifts both alike. Skips, saying why, where py-spy is not installed
+or cannot read processes here.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from profkit.sampler import SamplerOptions, SamplerSession
+from tests.sampler.conftest import GENERATOR, all_targets, interpreter
+
+
+def _py_spy() -> str:
+    here = Path(sys.executable).with_name("py-spy")
+    found = str(here) if here.exists() else shutil.which("py-spy")
+    if not found:
+        pytest.skip("py-spy is not installed (pip install py-spy)")
+    return found
+
+
+def _leaf_shares_py_spy(raw: str) -> dict[str, float]:
+    counts: dict[str, int] = {}
+    total = 0
+    for line in raw.splitlines():
+        stack, _, n = line.rpartition(" ")
+        if not n.isdigit():
+            continue
+        leaf = stack.split(";")[-1].split(" (")[0] if stack.strip() else "<idle>"
+        counts[leaf] = counts.get(leaf, 0) + int(n)
+        total += int(n)
+    return {k: v / total for k, v in counts.items()} if total else {}
+
+
+@pytest.mark.parametrize("version", all_targets())
+def test_generator_share_matches_py_spy(version, target, tmp_path):
+    spy = _py_spy()
+    t = target(GENERATOR, interpreter(version))
+    out = tmp_path / "spy.txt"
+    proc = subprocess.Popen(
+        [
+            spy,
+            "record",
+            "--pid",
+            str(t.pid),
+            "--rate",
+            "1000",
+            "--duration",
+            "1",
+            "--nonblocking",
+            "--format",
+            "raw",
+            "--output",
+            str(out),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    session = SamplerSession(t.pid, SamplerOptions(rate=1000, duration=1.0))
+    session.run()
+    session.close()
+    _, err = proc.communicate(timeout=60)
+    if proc.returncode != 0 or not out.exists():
+        pytest.skip(f"py-spy could not sample here: {err.strip()[-200:]}")
+    theirs = _leaf_shares_py_spy(out.read_text()).get("gen", 0.0)
+    profile = session.profiles()[t.pid]
+    total = sum(th.root.inclusive_ns for th in profile.threads)
+    ours = (
+        sum(
+            node.exclusive_ns
+            for th in profile.threads
+            for _, node in th.root.walk()
+            if node.frame >= 0 and profile.frames[node.frame].name == "__main__.gen"
+        )
+        / total
+    )
+    assert abs(ours - theirs) < 0.10, f"profkit {ours:.1%} vs py-spy {theirs:.1%}"
