@@ -51,6 +51,7 @@ class NativeBuildHook(BuildHookInterface):  # type: ignore[type-arg]
         root = Path(self.root)
         for module, sources in EXTENSIONS:
             self._build(root, module, [root / source for source in sources], version, build_data)
+        _build_clr_profiler(root, version, build_data)
 
     def _build(
         self,
@@ -109,3 +110,54 @@ def _compile(module: str, sources: list[Path], work: Path) -> Path:
     cmd.ensure_finalized()
     cmd.run()
     return Path(cmd.get_ext_fullpath(module))
+
+
+#: The CoreCLR profiler: a plain shared library the .NET runtime dlopen()s (not a Python
+#: extension, so no ABI tag: one file serves every interpreter). See docs/clr.md.
+CLR_PROFILER = ("src/profkit/clr/profiler.c", "profkit/clr/libprofkit_clr.so")
+
+
+def _build_clr_profiler(root: Path, version: str, build_data: dict[str, Any]) -> None:
+    """Compile ``libprofkit_clr.so`` with the C compiler Python was built with.
+
+    Linux only (its hooks follow the x64/arm64 SysV conventions the runtime's Linux
+    stubs call); optional like the extensions, but required under
+    ``PROFKIT_REQUIRE_NATIVE=1`` on Linux x86-64, where the CLR tests run.
+    """
+    import platform
+    import shlex
+    import subprocess
+
+    if not sys.platform.startswith("linux"):
+        return
+    source, relative = CLR_PROFILER
+    try:
+        cc = shlex.split(sysconfig.get_config_var("CC") or "cc") or ["cc"]
+        with tempfile.TemporaryDirectory(prefix="profkit-build-") as tmp:
+            built = Path(tmp) / "libprofkit_clr.so"
+            subprocess.run(
+                [*cc, "-O2", "-std=c11", "-fPIC", "-shared", "-fvisibility=hidden", "-pthread",
+                 "-o", str(built), str(root / source)],
+                check=True, capture_output=True, text=True,
+            )  # fmt: skip
+            if version == "editable":
+                target = root / "src" / relative
+                partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+                shutil.copyfile(built, partial)
+                os.replace(partial, target)  # a running dotnet keeps its mapped copy
+            else:
+                kept = root / "build" / "native" / relative
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(built, kept)
+                build_data["force_include"][str(kept)] = relative
+                build_data["pure_python"] = False
+                build_data["infer_tag"] = True
+    except Exception as exc:
+        detail = getattr(exc, "stderr", "") or exc
+        if os.environ.get("PROFKIT_REQUIRE_NATIVE") == "1" and platform.machine() == "x86_64":
+            raise RuntimeError(f"libprofkit_clr.so was not built: {detail}") from exc
+        print(
+            f"profkit: warning: the CoreCLR profiler libprofkit_clr.so was not built ({detail}); "
+            "profkit cannot profile .NET programs",
+            file=sys.stderr,
+        )

@@ -38,6 +38,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("export", "export", "convert a saved profile (speedscope, Chrome trace, pstats, ...)"),
     ("profdata", "profdata", "LLVM instrumentation profiles: show, merge, overlap"),
     ("perfmap", "perfmap", "perf maps: show, lookup, convert, symbolize, verify"),
+    ("clr", "clr", ".NET programs: run under profkit's CoreCLR profiler, print its environment"),
 )
 
 EXIT_USAGE = 2

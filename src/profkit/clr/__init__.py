@@ -1,0 +1,16 @@
+"""Profiling .NET programs: profkit's CoreCLR profiler and the Python side around it.
+
+``libprofkit_clr.so`` (``profiler.c``) is loaded by the .NET runtime itself; this package
+finds a host (:mod:`~profkit.clr.host`), recognises assemblies
+(:mod:`~profkit.clr.assembly`), builds the profiler's environment
+(:mod:`~profkit.clr.environment`), runs a program (:func:`run_dotnet`) and turns the
+profiler's result file (:mod:`~profkit.clr.result`) into profkit's saved profile and a
+perf map (:mod:`~profkit.clr.convert`). docs/clr.md is the user's guide.
+"""
+
+from __future__ import annotations
+
+from profkit.clr.environment import CLSID, library_path, profiler_environment
+from profkit.clr.launch import DotnetOutcome, run_dotnet
+
+__all__ = ["CLSID", "DotnetOutcome", "library_path", "profiler_environment", "run_dotnet"]

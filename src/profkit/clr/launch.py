@@ -1,0 +1,133 @@
+"""Running a .NET assembly under the profiler: the library entry :func:`run_dotnet`.
+
+The program runs as a child process (``dotnet app.dll ARGS``) with the profiler's
+environment added; its stdin, stdout and stderr are profkit's own, untouched, and its
+exit status is reported as is (a signal as 128 + the signal number, as a shell does).
+The profiler writes its result file into a private temporary directory; profkit reads
+it after the process ended, turns it into a :class:`~profkit.calltree.CallProfile` and,
+when asked, a perf map. Library code: it prints nothing and never exits.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from profkit.calltree.model import CallProfile
+from profkit.clr.assembly import check_assembly
+from profkit.clr.convert import perf_map_entries, to_profile
+from profkit.clr.environment import profiler_environment
+from profkit.clr.host import Host, find_host
+from profkit.clr.result import ClrResult, load_result
+from profkit.errors import FormatError
+from profkit.settings import Settings
+
+
+@dataclass(slots=True)
+class DotnetOutcome:
+    """How the .NET program ended and what the profiler recorded."""
+
+    status: int  #: exit status as a shell reports it (128 + N after signal N)
+    host: Host
+    signal: int | None = None
+    result: ClrResult | None = None
+    profile: CallProfile | None = None
+    #: why there is no profile (the process died before the profiler wrote its file)
+    problem: str | None = None
+    perf_map: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _wait(proc: subprocess.Popen[bytes]) -> int:
+    """Wait for the child; Ctrl-C reaches it through the terminal, so we keep waiting
+    (the profile of an interrupted program is still worth saving)."""
+    while True:
+        try:
+            return proc.wait()
+        except KeyboardInterrupt:
+            continue
+
+
+def run_dotnet(
+    assembly: str,
+    args: Sequence[str] = (),
+    *,
+    settings: Settings | None = None,
+    dotnet: str | None = None,
+    events: tuple[str, ...] | None = None,
+    perf_map: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    stdin: Any = None,
+    stdout: Any = None,
+    stderr: Any = None,
+) -> DotnetOutcome:
+    """Run ``dotnet assembly args`` profiled; return its outcome.
+
+    ``perf_map``: a path (``{pid}`` is replaced by the process id) to write the code map
+    to as a perf map. ``stdin``/``stdout``/``stderr`` are passed to
+    :class:`subprocess.Popen` (default: profkit's own, untouched). Raises :class:`~profkit.errors.UsageError` before starting anything
+    when the assembly or the host is unusable.
+    """
+    settings = settings or Settings()
+    check_assembly(assembly)
+    base_env = dict(os.environ if environ is None else environ)
+    host = find_host(dotnet, base_env)
+    with tempfile.TemporaryDirectory(prefix="profkit-clr-") as tmp:
+        raw = os.path.join(tmp, "result.txt")
+        env = base_env | profiler_environment(settings, output=raw, events=events)
+        # The child must not inherit profkit's SIGINT handling: it gets the terminal's.
+        proc = subprocess.Popen(
+            [host.path, assembly, *args], env=env, stdin=stdin, stdout=stdout, stderr=stderr
+        )
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
+        try:
+            code = _wait(proc)
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
+        outcome = DotnetOutcome(status=code, host=host)
+        if code < 0:
+            outcome.signal = -code
+            outcome.status = 128 - code
+        if not os.path.exists(raw):
+            outcome.problem = "the profiler wrote no result (was the process killed?)"
+            return outcome
+        try:
+            outcome.result = load_result(raw)
+        except FormatError as exc:
+            outcome.problem = f"the profiler's result is unusable: {exc}"
+            return outcome
+    result = outcome.result
+    outcome.profile = to_profile(
+        result,
+        {
+            "argv": [assembly, *args],
+            "dotnet": host.path,
+            "dotnet_source": host.source,
+            "exit_status": outcome.status,
+            "settings": settings.as_dict(),
+        },
+    )
+    if result.lost:
+        outcome.notes.append(
+            f"{result.lost} call events were lost (a thread's buffer was full); "
+            "PROFKIT_CLR_BUFFER raises the per-thread buffer"
+        )
+    if perf_map:
+        from profkit.formats.perfmap.perfpid import PerfMap, save_perf_map
+
+        path = perf_map.replace("{pid}", str(result.pid))
+        save_perf_map(PerfMap.from_entries(perf_map_entries(result)), path)
+        outcome.perf_map = path
+    return outcome
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()

@@ -1,0 +1,325 @@
+"""The CoreCLR profiler on real C# programs, judged by the programs' own call counters.
+
+``programs/Workload.cs`` counts every call it makes and prints the counts; each test runs
+one mode of it under the profiler and compares the profile (or the event lines) with
+those counts, in the same run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from profkit.calltree import file as profile_file
+from profkit.calltree.model import CallNode, CallProfile
+from profkit.clr import run_dotnet
+from profkit.clr.host import Host
+from profkit.clr.launch import DotnetOutcome
+from profkit.settings import Settings
+from tests.clr.conftest import profkit_cli
+
+P = "ProfTest.Program."
+
+
+def counters(stdout: str) -> dict[str, int]:
+    line = [x for x in stdout.splitlines() if x.startswith("Fib=")][-1]
+    return {k: int(v) for k, v in (part.split("=") for part in line.split())}
+
+
+def walk(profile: CallProfile) -> Iterator[tuple[str, CallNode, list[str]]]:
+    """(frame name, node, names of its ancestors) for every node of every thread."""
+    for thread in profile.threads:
+        stack: list[tuple[CallNode, list[str]]] = [(thread.root, [])]
+        while stack:
+            node, path = stack.pop()
+            for child in node.children.values():
+                name = profile.frames[child.frame].name
+                yield name, child, path
+                stack.append((child, [*path, name]))
+
+
+def calls(profile: CallProfile, name: str) -> int:
+    return sum(node.calls for n, node, _ in walk(profile) if n == name)
+
+
+def run_captured(
+    workload: Path, *args: str, env: dict[str, str] | None = None, **settings: object
+) -> tuple[DotnetOutcome, str, str]:
+    s = Settings(prefixes=("ProfTest",)).replace(**settings)
+    with (
+        open(os.devnull, "rb") as devnull,
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+    ):
+        outcome = run_dotnet(
+            str(workload), args, settings=s, stdin=devnull, stdout=out, stderr=err, environ=env
+        )
+        out.seek(0)
+        err.seek(0)
+        return outcome, out.read().decode(), err.read().decode()
+
+
+def test_exact_call_counts_recursion_loops_nested_and_generic_types(workload: Path) -> None:
+    outcome, out, _ = run_captured(workload, "calls")
+    assert outcome.status == 0 and outcome.profile is not None
+    expected = counters(out)
+    profile = outcome.profile
+    assert calls(profile, P + "Fib") == expected["Fib"] == 1973
+    assert calls(profile, P + "Leaf") == expected["Leaf"] == 1000
+    assert calls(profile, "ProfTest.Outer+Inner.Work") == expected["Inner"] == 10
+    assert calls(profile, "ProfTest.Box`1.Get") == expected["Generic"] == 8
+    assert calls(profile, "ProfTest.Box`1.Convert``1") == expected["Convert"] == 2
+    assert calls(profile, P + "Main") == 1
+    # recursion is a chain: Fib(15) nests 15 deep under Main
+    depths = [len(path) for name, _, path in walk(profile) if name == P + "Fib"]
+    assert max(depths) == 15
+    assert outcome.result is not None and outcome.result.lost == 0
+
+
+def test_exceptions_unwind_frames_through_finally(workload: Path) -> None:
+    outcome, out, _ = run_captured(workload, "exceptions")
+    expected = counters(out)
+    profile = outcome.profile
+    assert profile is not None
+    assert calls(profile, P + "Thrower") == expected["Thrower"] == 20
+    assert calls(profile, P + "Cleanup") == expected["Cleanup"] == 15
+    # the finally runs inside the frame being unwound; the catch runs back in Main
+    for name, node, path in walk(profile):
+        if name == P + "Cleanup":
+            assert path[-1] == P + "Thrower"
+        if name == P + "Leaf":
+            assert path == [P + "Main"] and node.calls == 5
+    counts = profile.metadata["clr_event_counts"]
+    assert counts["exception"] == 5
+    assert counts["catch"] == 5
+    assert outcome.result is not None and outcome.result.resyncs == 0
+
+
+def test_several_threads_each_get_their_named_tree(workload: Path) -> None:
+    outcome, out, _ = run_captured(workload, "threads")
+    assert counters(out)["Worker"] == 4
+    profile = outcome.profile
+    assert profile is not None
+    workers = {t.name: t for t in profile.threads if t.name.startswith("worker-")}
+    assert sorted(workers) == ["worker-0", "worker-1", "worker-2", "worker-3"]
+    for thread in workers.values():
+        (worker,) = thread.root.children.values()
+        assert profile.frames[worker.frame].name == P + "Worker" and worker.calls == 1
+        (leaf,) = worker.children.values()
+        assert profile.frames[leaf.frame].name == P + "Leaf" and leaf.calls == 100
+    assert calls(profile, P + "Leaf") == 400
+
+
+def test_tail_recursive_method_counted_exactly(workload: Path) -> None:
+    outcome, out, _ = run_captured(workload, "tail")
+    profile = outcome.profile
+    assert profile is not None
+    assert calls(profile, P + "TailSum") == counters(out)["Tail"] == 1001
+
+
+def test_prefix_filter_keeps_only_matching_methods(workload: Path) -> None:
+    outcome, out, _ = run_captured(workload, "calls", prefixes=("ProfTest.Outer",))
+    profile = outcome.profile
+    assert profile is not None
+    names = {name for name, _, _ in walk(profile)}
+    assert names == {"ProfTest.Outer+Inner.Work", "ProfTest.Outer+Inner..ctor"}
+    assert calls(profile, "ProfTest.Outer+Inner.Work") == counters(out)["Inner"]
+
+
+def _check_no_orphans(lines: list[str]) -> None:
+    """Every Leave line closes an Enter line at the same indentation, in order."""
+    open_: list[str] = []
+    for line in lines:
+        indent = (len(line) - len(line.lstrip(" "))) // 4
+        text = line.strip()
+        if text.startswith("Enter: "):
+            assert indent == len(open_), line
+            open_.append(text[len("Enter: ") :])
+        else:
+            m = re.match(r"Leave: (.*), Duration: [0-9.]+ (us|ns)$", text)
+            assert m, line
+            assert indent == len(open_) - 1 and open_[-1] == m.group(1), line
+            open_.pop()
+
+
+def test_base_time_hides_short_calls_without_orphan_lines(workload: Path, tmp_path: Path) -> None:
+    stream = tmp_path / "lines.txt"
+    outcome, out, _ = run_captured(workload, "slow", basetime_ns=10_000_000, stream=str(stream))
+    profile = outcome.profile
+    assert profile is not None
+    assert counters(out)["Slow"] == 3 and counters(out)["Fast"] == 8
+    assert calls(profile, P + "Slow") == 3
+    assert calls(profile, P + "Fast") == 0  # every Fast call is far below 10 ms
+    lines = stream.read_text().splitlines()
+    assert [x for x in lines if "Fast" in x] == []
+    assert sum(1 for x in lines if x.strip().startswith("Leave: " + P + "Slow")) == 3
+    assert lines[0] == "Enter: " + P + "Main"
+    _check_no_orphans(lines)
+
+
+def test_stream_lines_match_the_article(workload: Path, tmp_path: Path) -> None:
+    stream = tmp_path / "lines.txt"
+    run_captured(workload, "exceptions", stream=str(stream), unit="ns")
+    lines = stream.read_text().splitlines()
+    _check_no_orphans(lines)
+    assert lines[1] == "    Enter: " + P + "Thrower"
+    assert lines[2] == "        Enter: " + P + "Thrower"
+    assert sum(1 for x in lines if x.lstrip().startswith("Enter: " + P + "Thrower")) == 20
+    assert all(x.endswith(" ns") for x in lines if "Leave" in x)
+
+
+def test_udp_datagrams_reach_the_monitor(workload: Path) -> None:
+    from profkit.monitor.core import Monitor
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    sock.bind(("127.0.0.1", 0))
+    sock.settimeout(5)
+    try:
+        outcome, _, _ = run_captured(workload, "calls", udp=sock.getsockname())
+        monitor = Monitor()
+        bodies: list[str] = []
+        sock.settimeout(0.5)
+        while True:
+            try:
+                data = sock.recv(65536)
+            except TimeoutError:
+                break
+            shown = monitor.feed(data)
+            assert shown is not None
+            bodies.append(shown[1])
+    finally:
+        sock.close()
+    assert monitor.malformed == 0
+    totals = monitor.totals()
+    assert totals.lost == 0 and totals.dropped == 0
+    lines = "\n".join(bodies).split("\n")
+    _check_no_orphans(lines)
+    assert sum(1 for x in lines if x.lstrip().startswith("Leave: " + P + "Fib,")) == 1973
+    assert outcome.result is not None and outcome.result.udp_dropped == 0
+    top = {row[0] for row in monitor.functions.top(50)}
+    assert P + "Fib" in top
+
+
+def test_cli_run_keeps_stdout_and_exit_status(
+    workload: Path, dotnet_host: Host, tmp_path: Path
+) -> None:
+    out = tmp_path / "p.json"
+    bare = subprocess.run(
+        [str(dotnet_host.path), str(workload), "exit", "7"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    proc = subprocess.run(
+        [*profkit_cli(), "clr", "run", "--prefix", "ProfTest", "-o", str(out), "--no-tree",
+         str(workload), "exit", "7"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode == bare.returncode == 7
+    assert proc.stdout == bare.stdout
+    assert "profile saved" in proc.stderr
+    assert calls(profile_file.load(str(out)), P + "Leaf") == 1
+
+
+def test_uncaught_exception_keeps_status_and_saves_the_profile(
+    workload: Path, tmp_path: Path, dotnet_host: Host
+) -> None:
+    out = tmp_path / "p.json"
+    host = dotnet_host.path
+    bare = subprocess.run([host, str(workload), "throw"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [*profkit_cli(), "clr", "run", "--prefix", "ProfTest", "-o", str(out), "--no-tree",
+         str(workload), "throw"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert bare.returncode != 0
+    expected = 128 - bare.returncode if bare.returncode < 0 else bare.returncode
+    assert proc.returncode == expected
+    assert proc.stdout == bare.stdout
+    assert "Unhandled exception" in proc.stderr and "InvalidOperationException" in proc.stderr
+    profile = profile_file.load(str(out))
+    assert calls(profile, P + "Leaf") == 1
+
+
+def test_bad_setting_reported_once_and_program_runs_unprofiled(
+    workload: Path, dotnet_host: Host
+) -> None:
+    from profkit.clr.environment import profiler_environment
+
+    env = dict(os.environ) | profiler_environment(Settings())
+    env["PROFKIT_BASETIME"] = "abc"
+    host = dotnet_host.path
+    proc = subprocess.run(
+        [host, str(workload), "exit", "3"], env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 3
+    assert counters(proc.stdout)["Leaf"] == 1
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and "PROFKIT_BASETIME='abc'" in lines[0] and "unprofiled" in lines[0]
+
+
+def test_clr_env_from_a_shell_with_the_articles_variables(
+    workload: Path, dotnet_host: Host, tmp_path: Path
+) -> None:
+    host = dotnet_host.path
+    raw = tmp_path / "raw-{pid}.txt"
+    cli = " ".join(profkit_cli())
+    script = (
+        f'eval "$({cli} clr env --raw {raw})" && '
+        f"NAMESPACE_PREFIX=ProfTest.Outer PROFILE_BASETIME=0 {host} {workload} calls"
+    )
+    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    expected = counters(proc.stdout)
+    lines = proc.stderr.splitlines()
+    assert lines.count("Enter: ProfTest.Outer+Inner.Work") == expected["Inner"] == 10
+    _check_no_orphans(lines)
+    (written,) = tmp_path.glob("raw-*.txt")
+    out = tmp_path / "p.json"
+    convert = subprocess.run(
+        [*profkit_cli(), "clr", "convert", str(written), "-o", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert convert.returncode == 0, convert.stderr
+    assert calls(profile_file.load(str(out)), "ProfTest.Outer+Inner.Work") == 10
+
+
+def test_every_export_opens_a_dotnet_profile(workload: Path, tmp_path: Path) -> None:
+    from profkit.export import registry
+
+    outcome, _, _ = run_captured(workload, "calls")
+    assert outcome.profile is not None
+    saved = tmp_path / "p.json"
+    profile_file.save(outcome.profile, str(saved))
+    for name in registry.names():
+        proc = subprocess.run(
+            [*profkit_cli(), "export", str(saved), "-F", name, "-o", str(tmp_path / f"out.{name}")],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        assert proc.returncode == 0, (name, proc.stderr)
+    report = subprocess.run([*profkit_cli(), "report", str(saved)], capture_output=True, text=True)
+    assert report.returncode == 0 and P + "Main" in report.stdout
+
+
+def test_perf_map_lists_jit_and_precompiled_code(workload: Path, tmp_path: Path) -> None:
+    from profkit.formats.perfmap.perfpid import load_perf_map
+
+    outcome = run_dotnet(
+        str(workload),
+        ["calls"],
+        perf_map=str(tmp_path / "perf-{pid}.map"),
+        events=("jit", "loads"),
+        stdout=subprocess.DEVNULL,
+    )
+    assert outcome.perf_map is not None
+    entries = list(load_perf_map(outcome.perf_map).entries())
+    names = [e.name for e in entries]
+    assert P + "Main" in names  # JIT'd
+    assert any(n.endswith(" [r2r]") and n.startswith("System.") for n in names)  # precompiled
+    starts = [e.start for e in entries]
+    assert starts == sorted(starts)
