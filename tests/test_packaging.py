@@ -38,7 +38,13 @@ def test_wheel_holds_the_extension_and_the_startup_hook(tmp_path: Path) -> None:
     (wheel,) = tmp_path.glob("profkit-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
-    extensions = {f"profkit/profilers/elt/_native{suffix}", f"profkit/collect/_profhook{suffix}"}
+    extensions = {
+        f"profkit/profilers/elt/_native{suffix}",
+        f"profkit/collect/_profhook{suffix}",
+        f"profkit/sampler/_walker{suffix}",
+    }
+    if sys.platform.startswith("linux"):  # the CoreCLR profiler, a plain shared library
+        extensions.add("profkit/clr/libprofkit_clr.so")
     assert {n for n in names if n.endswith((".so", ".pyd"))} == extensions  # each exactly once
     assert len(names) == len(set(names))
     assert "profkit_startup.pth" in names
