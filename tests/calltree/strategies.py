@@ -39,7 +39,12 @@ def profiles(draw: st.DrawFn, max_frames: int = 6) -> CallProfile:
         prof.frame_id(f)
     nthreads = draw(st.integers(1, 3))
     for t in range(nthreads):
-        thread = ThreadTree(draw(st.integers(-5, 10**6)), draw(st.text(max_size=8)))
+        thread = ThreadTree(
+            draw(st.integers(-5, 10**6)),
+            draw(st.text(max_size=8)),
+            native_id=draw(st.none() | st.integers(0, 2**40)),
+            pid=draw(st.none() | st.integers(0, 2**22)),
+        )
         thread.root.inclusive_ns = draw(_ns)
         paths = draw(
             st.lists(st.lists(st.integers(0, len(frames) - 1), min_size=1, max_size=8), max_size=8)

@@ -82,17 +82,40 @@ def test_speedscope_evented_from_spans() -> None:
     assert main["startValue"] == 0 and main["endValue"] == 10_000_000
 
 
-def test_speedscope_sampled_from_tree() -> None:
+def _self_by_stack(prof: dict, names: list[str]) -> dict[tuple[str, ...], int]:
+    """Replay evented open/close events: self time per stack (root first)."""
+    out: dict[tuple[str, ...], int] = defaultdict(int)
+    stack: list[list[int]] = []  # [frame, opened at, time in children]
+    for ev in prof["events"]:
+        if ev["type"] == "O":
+            stack.append([ev["frame"], ev["at"], 0])
+            continue
+        frame, start, inner = stack.pop()
+        key = (*(names[f] for f, _, _ in stack), names[frame])
+        out[key] += ev["at"] - start - inner
+        if stack:
+            stack[-1][2] += ev["at"] - start
+    return dict(out)
+
+
+def test_speedscope_evented_from_tree() -> None:
+    """No timeline: the tree laid out as one, linear in its size (``sampled`` repeated the
+    whole stack in every sample: quadratic in depth)."""
     doc = json.loads(speedscope.write(_no_spans()))
     _check_speedscope(doc)
     prof = doc["profiles"][0]
-    assert prof["type"] == "sampled"
+    assert prof["type"] == "evented"
     names = [f["name"] for f in doc["shared"]["frames"]]
-    stacks = {
-        tuple(names[i] for i in s): w for s, w in zip(prof["samples"], prof["weights"], strict=True)
-    }
+    stacks = _self_by_stack(prof, names)
     assert stacks[("myapp.main", "myapp.core.work", "json.dumps")] == 4_000_000  # root first
-    assert sum(prof["weights"]) == 10_000_000
+    assert sum(stacks.values()) == 10_000_000 == prof["endValue"]
+
+
+def test_speedscope_frames_carry_only_name_file_line() -> None:
+    doc = json.loads(speedscope.write(sample_profile()))
+    frames = doc["shared"]["frames"]
+    assert all(set(f) <= {"name", "file", "line"} for f in frames)
+    assert len({json.dumps(f, sort_keys=True) for f in frames}) == len(frames)
 
 
 def test_speedscope_clips_untidy_spans() -> None:

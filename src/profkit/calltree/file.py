@@ -171,12 +171,19 @@ def to_json(profile: CallProfile) -> dict[str, Any]:
         "mode": profile.mode,
         "metadata": profile.metadata,
         "frames": [[f.name, f.file, f.line] for f in profile.frames],
-        "threads": [
-            {"thread_id": t.thread_id, "name": t.name, "nodes": _flatten(t.root)}
-            for t in profile.threads
-        ],
+        "threads": [_thread_json(t) for t in profile.threads],
         "spans": [[s.thread, s.frame, s.start_ns, s.end_ns, s.depth] for s in profile.spans],
     }
+
+
+def _thread_json(t: ThreadTree) -> dict[str, Any]:
+    doc: dict[str, Any] = {"thread_id": t.thread_id, "name": t.name}
+    if t.native_id is not None:  # optional keys: older readers ignore them
+        doc["native_id"] = t.native_id
+    if t.pid is not None:
+        doc["pid"] = t.pid
+    doc["nodes"] = _flatten(t.root)
+    return doc
 
 
 def _flatten(root: CallNode) -> list[list[int]]:
@@ -301,7 +308,13 @@ def from_json(doc: Any, *, path: str | None = None) -> CallProfile:
         root = _unflatten(
             c, c.arr(c.key(t, "nodes", where), where + "/nodes"), where + "/nodes", len(frames)
         )
-        threads.append(ThreadTree(tid, name, root))
+        native = t.get("native_id")
+        if native is not None:
+            native = c.int_(native, where + "/native_id", 0)
+        pid = t.get("pid")
+        if pid is not None:
+            pid = c.int_(pid, where + "/pid", 0)
+        threads.append(ThreadTree(tid, name, root, native, pid))
 
     spans: list[Span] = []
     for i, item in enumerate(c.arr(doc.get("spans", []), "/spans")):
@@ -398,8 +411,8 @@ def combine(profiles: Iterable[CallProfile]) -> CallProfile:
     """Merge the profiles of several processes (one file each) into one.
 
     Frames are re-interned into one table; every thread keeps its own tree, named
-    ``pid N: <thread>`` when the source's metadata knows its pid, so per-process trees
-    stay apart. The result's metadata lists each source's metadata under ``"processes"``.
+    ``pid N: <thread>`` and carrying ``pid`` when the source's metadata knows its pid,
+    so per-process trees stay apart (the Chrome export gives each its own process). The result's metadata lists each source's metadata under ``"processes"``.
     All inputs must have the same mode.
     """
     items = list(profiles)
@@ -412,10 +425,13 @@ def combine(profiles: Iterable[CallProfile]) -> CallProfile:
     for p in items:
         remap = [out.frame_id(f) for f in p.frames]
         first_thread = len(out.threads)
-        pid = p.metadata.get("pid")
+        meta_pid = p.metadata.get("pid")
         for t in p.threads:
+            pid = t.pid if t.pid is not None else meta_pid if type(meta_pid) is int else None
             name = f"pid {pid}: {t.name}" if pid is not None else t.name
-            out.threads.append(ThreadTree(t.thread_id, name, _remap(t.root, remap)))
+            out.threads.append(
+                ThreadTree(t.thread_id, name, _remap(t.root, remap), t.native_id, pid)
+            )
         out.spans.extend(
             Span(first_thread + s.thread, remap[s.frame], s.start_ns, s.end_ns, s.depth)
             for s in p.spans

@@ -87,9 +87,14 @@ class CallNode:
 class ThreadTree:
     """The call tree of one thread; ``root.frame == -1`` and its times are the totals."""
 
-    thread_id: int
+    thread_id: int  #: ``threading.get_ident()``: reused after a fork, not an OS id
     name: str
     root: CallNode = field(default_factory=lambda: CallNode(-1))
+    #: ``threading.get_native_id()`` when the profiler recorded it (optional in files)
+    native_id: int | None = None
+    #: the process the thread ran in, when known (set by :func:`~profkit.calltree.file.combine`
+    #: from each file's ``metadata["pid"]``; optional in files)
+    pid: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

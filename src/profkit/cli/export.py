@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import io
 import sys
-from typing import Any
+from typing import Any, BinaryIO, cast
 
-from profkit._atomic import (
-    ensure_not_an_input,
-    write_atomic,
-    write_errors,
-    write_stdout,
-)
+from profkit._atomic import AtomicOutput, ensure_not_an_input, write_errors, write_stdout
+from profkit._output import stdout_file
+from profkit._text import escape
 from profkit.cli.report import gc_paused, load_all
 from profkit.errors import UsageError
 from profkit.export import registry
@@ -55,12 +53,20 @@ def _handler(args: argparse.Namespace) -> int:
             f"{fmt.name} output is binary: refusing to write it to a terminal "
             "(use -o FILE or a pipe)"
         )
+    write = fmt.stream_writer
     with gc_paused():
-        data = fmt.writer(load_all(args.files))
-    if out == "-":
-        write_stdout(data)
-        return 0
-    with write_errors(f"cannot write {out}: "):
-        write_atomic(out, data)
-    print(f"profkit: wrote {out} ({fmt.description})", file=sys.stderr)
+        profile = load_all(args.files)
+        if out == "-":
+            stdout = stdout_file()
+            if stdout is None:  # an in-memory stdout (tests): collect, then write
+                buffer = io.BytesIO()
+                write(profile, buffer)
+                write_stdout(buffer.getvalue())
+                return 0
+            with write_errors("cannot write to stdout: "), stdout:
+                write(profile, cast(BinaryIO, stdout))
+            return 0
+        with write_errors(f"cannot write {out}: "), AtomicOutput(out) as fh:
+            write(profile, fh)
+    print(f"profkit: wrote {escape(out)} ({fmt.description})", file=sys.stderr)
     return 0

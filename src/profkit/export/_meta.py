@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from profkit.calltree.model import CallProfile
+from profkit.calltree.model import CallProfile, ThreadTree
 
 
 def command_line(profile: CallProfile) -> str | None:
@@ -12,3 +12,11 @@ def command_line(profile: CallProfile) -> str | None:
     if isinstance(argv, list) and argv:
         return " ".join(str(a) for a in argv)
     return None
+
+
+def thread_label(profile: CallProfile, thread: ThreadTree) -> str:
+    """A thread's name for the exports' lists: the OS thread id when the profile
+    recorded it (the one ``top -H``, ``perf`` and debuggers show), else Python's."""
+    if thread.native_id is not None:
+        return f"{thread.name} (tid {thread.native_id})"
+    return f"{thread.name} (id {thread.thread_id})"

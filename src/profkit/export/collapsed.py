@@ -1,30 +1,152 @@
 """Collapsed stacks (``a;b;c 123``) for flamegraph.pl, inferno and speedscope.
 
-One line per call path with its *self* time in nanoseconds, root first. With several
+One line per distinct stack with its *self* time in nanoseconds, root first. With several
 threads the thread name is the first element, so per-thread flames stay apart.
+
+Identical stacks are merged: two call paths whose names read the same (same-named
+functions from different files, threads with the same name) become one line, as
+flamegraph tools expect. The merge works on a tree keyed by name, so memory is bounded
+by the distinct stacks, not by the output; lines are streamed.
+
+The format repeats the whole stack on every line, so its size grows with depth times
+the number of lines (a 20,000-deep recursion would need 2.4 GiB). The size is computed
+before anything is written, and a profile whose output is large *because* its stacks are
+very deep is refused with a clear message (see :data:`MAX_OUTPUT_BYTES`; speedscope and
+HTML stay proportional to the profile).
 """
 
 from __future__ import annotations
 
-from profkit.calltree.model import CallProfile
-from profkit.report.tree import walk
+import io
+from typing import Any, BinaryIO
+
+from profkit.calltree.model import CallNode, CallProfile
+from profkit.errors import ProfkitError
+
+#: Collapsed output is refused when it passes both this size and
+#: :data:`MAX_MEAN_LINE_BYTES` per line: big because the profile is big is fine (a 26 MB
+#: pytest profile gives 1.4 GiB); big because every line repeats a very deep stack is not
+#: (a 20,000-deep recursion of 860 KB would give 2.4 GiB).
+MAX_OUTPUT_BYTES = 1 << 30
+MAX_MEAN_LINE_BYTES = 4096
+_FLUSH_BYTES = 1 << 20
+
+# A merged node: [self_ns, {name id: child}]
+_Node = list[Any]
 
 
 def _clean(name: str) -> str:
     # ';' separates frames and the last space separates the count: neither may appear in a name
-    return name.replace(";", ":").replace("\n", " ").replace("\r", " ") or "?"
+    return name.replace(";", ":").replace("\n", " ").replace("\r", " ").replace(" ", "_") or "?"
+
+
+class _Names:
+    """Cleaned, encoded names, one id per distinct text."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self.encoded: list[bytes] = []
+
+    def __call__(self, name: str) -> int:
+        text = _clean(name)
+        found = self.ids.get(text)
+        if found is None:
+            found = self.ids[text] = len(self.encoded)
+            self.encoded.append(text.encode("utf-8", "backslashreplace"))
+        return found
+
+
+def merged_stacks(profile: CallProfile) -> tuple[list[bytes], dict[int, _Node]]:
+    """Every thread's tree merged by displayed name: ``(names, {head: root})``.
+
+    The head is the thread's name id when the profile has several threads (threads
+    of the same name share one head), else ``-1``.
+    """
+    names = _Names()
+    frame_ids = [names(f.name) for f in profile.frames]
+    heads: dict[int, _Node] = {}
+    many = len(profile.threads) > 1
+    for thread in profile.threads:
+        head = names(f"thread {thread.name}") if many else -1
+        root = heads.get(head)
+        if root is None:
+            root = heads[head] = [0, {}]
+        _merge(thread.root, root, frame_ids)
+    return names.encoded, heads
+
+
+def _merge(tree: CallNode, into: _Node, frame_ids: list[int]) -> None:
+    stack: list[tuple[CallNode, _Node]] = [(tree, into)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        old, target = pop()
+        kids = target[1]
+        for child in old.children.values():
+            nid = frame_ids[child.frame]
+            node = kids.get(nid)
+            if node is None:
+                node = kids[nid] = [0, {}]
+            node[0] += child.exclusive_ns
+            if child.children:
+                push((child, node))
+
+
+def output_size(names: list[bytes], heads: dict[int, _Node]) -> tuple[int, int]:
+    """The exact size in bytes and lines of the collapsed output, without building it."""
+    total = lines = 0
+    for head, root in heads.items():
+        base = len(names[head]) if head >= 0 else -1  # -1: no ";" before the first name
+        stack: list[tuple[_Node, int]] = [(root, base)]
+        while stack:
+            node, prefix = stack.pop()
+            for nid, child in node[1].items():
+                length = prefix + 1 + len(names[nid])
+                if child[0] > 0:
+                    total += length + 2 + len(str(child[0]))
+                    lines += 1
+                if child[1]:
+                    stack.append((child, length))
+    return total, lines
+
+
+def write_to(profile: CallProfile, out: BinaryIO) -> None:
+    """Stream the profile as collapsed stacks (UTF-8 text) to ``out``."""
+    names, heads = merged_stacks(profile)
+    size, lines = output_size(names, heads)
+    if size > max(MAX_OUTPUT_BYTES, MAX_MEAN_LINE_BYTES * lines):
+        raise ProfkitError(
+            f"collapsed output would be {size / 2**30:.1f} GiB in {lines:,} lines (the format "
+            "repeats the whole stack on every line: this profile's stacks are too deep for "
+            "it): export to speedscope or html instead, which stay proportional to the profile"
+        )
+    buf: list[bytes] = []
+    pending = 0
+    for head, root in heads.items():
+        path: list[bytes] = [names[head]] if head >= 0 else []
+        base = len(path)
+        stack: list[tuple[int, _Node, int]] = [
+            (nid, child, base) for nid, child in reversed(root[1].items())
+        ]
+        while stack:
+            nid, node, depth = stack.pop()
+            del path[depth:]
+            path.append(names[nid])
+            if node[0] > 0:
+                line = b";".join(path) + b" %d\n" % node[0]
+                buf.append(line)
+                pending += len(line)
+                if pending >= _FLUSH_BYTES:
+                    out.write(b"".join(buf))
+                    buf.clear()
+                    pending = 0
+            if node[1]:
+                stack.extend((k, c, depth + 1) for k, c in reversed(node[1].items()))
+    if buf:
+        out.write(b"".join(buf))
 
 
 def write(profile: CallProfile) -> bytes:
     """The profile as collapsed stacks (UTF-8 text)."""
-    names = [_clean(f.name).replace(" ", "_") for f in profile.frames]
-    lines: list[str] = []
-    many = len(profile.threads) > 1
-    for thread in profile.threads:
-        head = [_clean(f"thread {thread.name}").replace(" ", "_")] if many else []
-        for _depth, node, path in walk(thread.root):
-            if node.frame < 0 or node.exclusive_ns <= 0:
-                continue
-            stack = [*head, *(names[f] for f in path), names[node.frame]]
-            lines.append(f"{';'.join(stack)} {node.exclusive_ns}")
-    return ("\n".join(lines) + "\n" if lines else "").encode("utf-8", "backslashreplace")
+    out = io.BytesIO()
+    write_to(profile, out)
+    return out.getvalue()

@@ -16,16 +16,42 @@ back the inclusive times.
 from __future__ import annotations
 
 import gzip
+from collections.abc import Iterator
 from typing import TypeGuard
 
-from profkit.calltree.model import CallProfile
-from profkit.report.tree import total_ns, walk
+from profkit.calltree.model import CallNode, CallProfile
+from profkit.errors import ProfkitError
+from profkit.report.tree import total_ns, walk_stack
 
 _INT64_MAX = (1 << 63) - 1
+#: Most stack entries written over all samples: each sample repeats its whole stack, so
+#: a deep recursion makes the file quadratic in depth.
+MAX_STACK_ENTRIES = 100_000_000
+
+
+def _check_size(profile: CallProfile) -> None:
+    """Refuse, before any work, a profile whose samples would hold too many entries."""
+    entries = 0
+    for thread in profile.threads:
+        for node, path in walk_stack(thread.root):
+            if node.calls or node.exclusive_ns:
+                entries += len(path) + 1
+    if entries > MAX_STACK_ENTRIES:
+        raise ProfkitError(
+            f"pprof output would hold {entries:,} stack entries (every sample repeats its "
+            f"whole stack; the limit is {MAX_STACK_ENTRIES:,}): export to speedscope or "
+            "html instead, which stay proportional to the profile"
+        )
 
 
 def varint(value: int) -> bytes:
     """Protobuf base-128 varint; negative int64 values use their 64-bit two's complement."""
+    if 0 <= value < _SMALL:
+        return _SMALL_VARINTS[value]
+    return _varint(value)
+
+
+def _varint(value: int) -> bytes:
     value &= (1 << 64) - 1
     out = bytearray()
     while value > 0x7F:
@@ -33,6 +59,10 @@ def varint(value: int) -> bytes:
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+_SMALL = 1 << 14
+_SMALL_VARINTS = [_varint(v) for v in range(_SMALL)]  # every one- and two-byte varint
 
 
 def _int(field: int, value: int) -> bytes:
@@ -62,6 +92,41 @@ class _Strings:
         return found
 
 
+def _samples(root: CallNode, encoded: list[bytes], label: bytes) -> Iterator[bytes]:
+    """One Sample message per call path with calls or time, its locations leaf first.
+
+    Each node's packed location list is its frame's varint followed by its parent's
+    list (one bytes concatenation, not a Python loop over the stack per sample).
+    """
+    stack: list[tuple[CallNode, bytes]] = [(c, b"") for c in root.children.values()]
+    pop, push = stack.pop, stack.append
+    sample_tag, locations_tag, values_tag = (
+        varint(2 << 3 | 2),
+        varint(1 << 3 | 2),
+        varint(2 << 3 | 2),
+    )
+    v = varint
+    while stack:
+        node, above = pop()
+        locations = encoded[node.frame] + above
+        if node.calls or node.exclusive_ns:
+            values = v(node.calls) + v(node.exclusive_ns)
+            body = b"".join(
+                (
+                    locations_tag,
+                    v(len(locations)),
+                    locations,
+                    values_tag,
+                    v(len(values)),
+                    values,
+                    label,
+                )
+            )
+            yield sample_tag + v(len(body)) + body
+        for child in node.children.values():
+            push((child, locations))
+
+
 def encode(profile: CallProfile) -> bytes:
     """The uncompressed ``Profile`` message."""
     s = _Strings()
@@ -74,14 +139,11 @@ def encode(profile: CallProfile) -> bytes:
     parts.append(value_type(1, "calls", "count"))
     parts.append(value_type(1, time_name, "nanoseconds"))
     thread_key = s("thread")
+    _check_size(profile)
+    encoded = [varint(i + 1) for i in range(len(profile.frames))]
     for thread in profile.threads:
         label = _bytes(3, _int(1, thread_key) + _int(2, s(thread.name)))
-        for _depth, node, path in walk(thread.root):
-            if node.frame < 0 or (node.calls == 0 and node.exclusive_ns == 0):
-                continue
-            locations = [node.frame + 1, *(f + 1 for f in reversed(path))]
-            body = _packed(1, locations) + _packed(2, [node.calls, node.exclusive_ns]) + label
-            parts.append(_bytes(2, body))
+        parts.extend(_samples(thread.root, encoded, label))
     for index, frame in enumerate(profile.frames):
         line = _bytes(4, _int(1, index + 1) + _int(2, frame.line))
         parts.append(_bytes(4, _int(1, index + 1) + line))
@@ -119,4 +181,6 @@ def _int64(value: object) -> TypeGuard[int]:
 
 def write(profile: CallProfile) -> bytes:
     """The profile as a gzipped pprof file."""
-    return gzip.compress(encode(profile), compresslevel=6, mtime=0)
+    data = encode(profile)
+    # level 1 for big profiles: level 6 took longer than all the rest of the export
+    return gzip.compress(data, compresslevel=6 if len(data) < 8 << 20 else 1, mtime=0)

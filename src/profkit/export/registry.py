@@ -8,8 +8,9 @@ import importlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import BinaryIO
 
-from profkit.calltree.file import write_atomic
+from profkit._atomic import AtomicOutput
 from profkit.calltree.model import CallProfile
 from profkit.errors import UsageError
 
@@ -31,6 +32,21 @@ class ExportFormat:
             f"profkit.export.{self.module}"
         ).write
         return write
+
+    @property
+    def stream_writer(self) -> Callable[[CallProfile, BinaryIO], None]:
+        """``write_to(profile, out)``: the module's streaming writer, or its ``write``
+        wrapped (formats whose output is small next to the profile: html, pstats)."""
+        module = importlib.import_module(f"profkit.export.{self.module}")
+        write_to: Callable[[CallProfile, BinaryIO], None] | None = getattr(module, "write_to", None)
+        if write_to is not None:
+            return write_to
+        write: Callable[[CallProfile], bytes] = module.write
+
+        def whole(profile: CallProfile, out: BinaryIO) -> None:
+            out.write(write(profile))
+
+        return whole
 
 
 FORMATS: tuple[ExportFormat, ...] = (
@@ -102,5 +118,6 @@ def default_output(input_path: str, fmt: ExportFormat) -> str:
 
 
 def export(profile: CallProfile, name: str, path: str | os.PathLike[str]) -> None:
-    """Write ``profile`` in format ``name`` to ``path`` atomically."""
-    write_atomic(path, get(name).writer(profile))
+    """Write ``profile`` in format ``name`` to ``path`` atomically, streamed."""
+    with AtomicOutput(path) as out:
+        get(name).stream_writer(profile, out)
