@@ -186,13 +186,21 @@ def _check_sinks(settings: Settings) -> None:
 
 
 def _save(profile: Any, path: str) -> str | None:
-    from profkit.calltree import file as profile_file
+    from profkit.calltree import stream_writer
 
     try:
-        profile_file.save(profile, path)
+        announce = _stderr() if _isatty(_stderr()) else None  # "saving ..." after 1 s
+        stream_writer.save(profile, path, announce=announce)
     except OSError as exc:
         return str(exc.strerror or exc)
     return None
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 def _stderr() -> Any:

@@ -312,3 +312,69 @@ def test_function_id_is_the_code_address() -> None:
     rec.leave(fid)
     _, ((_, rows),) = rec.export(0)
     assert fid in native.tree_of(rows).children
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    events=st.lists(
+        st.tuples(st.sampled_from(["enter", "leave"]), st.integers(1, 6), st.integers(0, 50)),
+        max_size=60,
+    ),
+    frames=st.lists(st.integers(0, 3), min_size=6, max_size=6),
+    basetime=st.sampled_from([0, 1, 40]),
+)
+def test_flat_export_is_the_general_conversion(
+    events: list[tuple[str, int, int]], frames: list[int], basetime: int
+) -> None:
+    """export_flat (C: merge functions sharing a frame, prune, self times, frame order)
+    builds what export + tree.convert build, also when several functions share a frame."""
+    from profkit.calltree.model import Frame
+    from profkit.profilers.elt.flat import tree
+    from profkit.profilers.elt.tree import convert
+
+    made = []
+    now = [0]
+    for _ in range(2):
+        now[0] = 0
+        rec = _recorder(clock=lambda: now[0], basetime_ns=basetime)
+        for kind, fid, before in events:
+            now[0] += before
+            getattr(rec, kind)(fid)
+        made.append(rec)
+    fast, slow = CallProfile("trace"), CallProfile("trace")
+
+    def frame_of(fid: int) -> Frame:
+        return Frame(f"app.f{frames[fid - 1]}")
+
+    closed, flat_threads = made[0].export_flat(now[0] + 7, lambda f: fast.frame_id(frame_of(f)))
+    closed2, exported = made[1].export(now[0] + 7)
+    assert closed == closed2
+    general = [
+        convert(native.tree_of(rows), slow, frame_of, root_totals=False) for _, rows in exported
+    ]
+    assert [tree(data) for _, data in flat_threads] == [t for t in general if t.children]
+    assert fast.frames == slow.frames
+
+
+def test_flat_rows_save_as_the_file_module_saves(tmp_path: Any) -> None:
+    """The saver writes a pristine tree's rows through rows_json: the same bytes as
+    calltree.file.save writes from the nodes (which are made by reading them)."""
+    from profkit.calltree import file, stream_writer
+
+    clock = FakeClock()
+    prof = EltProfiler(Settings(), clock=clock, standalone=False)
+    d = FakeDriver(prof, clock)
+    for i in range(30):
+        with d.call("app.main", before=3):
+            d.leaf(f"app.f{i % 4}", 10 + i)
+            with d.call("app.g", after=2):
+                d.leaf("app.f1", 5)
+    prof.shutdown()
+    assert prof.profile is not None
+    stream_writer.save(prof.profile, tmp_path / "stream.json")
+    file.save(prof.profile, tmp_path / "file.json")  # reads every node
+    stream_writer.save(prof.profile, tmp_path / "read.json")  # no longer pristine
+    data = (tmp_path / "file.json").read_bytes()
+    assert (tmp_path / "stream.json").read_bytes() == data
+    assert (tmp_path / "read.json").read_bytes() == data
+    assert file.load(tmp_path / "stream.json").threads[0].root == prof.profile.threads[0].root

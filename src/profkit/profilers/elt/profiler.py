@@ -33,7 +33,7 @@ from typing import Any
 from profkit.api import EventMask, FunctionInfo, ProfilerCallback, ProfilerInfo
 from profkit.api.ids import FunctionId, ThreadId
 from profkit.calltree.model import CallProfile, Frame, Span, ThreadTree
-from profkit.profilers.elt import native
+from profkit.profilers.elt import flat, native
 from profkit.profilers.elt.sinks import LineFlusher, Sink, TextSink, UdpSender
 from profkit.profilers.elt.trace import Stack, TraceHooks
 from profkit.profilers.elt.tree import Node, convert
@@ -467,16 +467,17 @@ class EltProfiler(TraceHooks, ProfilerCallback):
     ) -> None:
         """The threads (and timeline) the C recorder holds, as the Python path builds them."""
         assert self._recorder is not None
-        closed, exported = self._recorder.export(now)
-        self._closed_open_calls += closed
         names = {t.ident: t.name for t in threading.enumerate()}
         thread_index: dict[int, int] = {}
-        for token, rows in exported:
+        # The C export: rows in the file's layout, nodes made only when read (flat.py).
+        closed, flat_threads = self._recorder.export_flat(
+            now, lambda fid: profile.frame_id(frame_of(fid))
+        )
+        self._closed_open_calls += closed
+        for token, data in flat_threads:
             ident, name = token
-            tree = convert(native.tree_of(rows), profile, frame_of, root_totals=False)
-            if tree.children:
-                thread_index[id(token)] = len(profile.threads)
-                profile.threads.append(ThreadTree(ident, names.get(ident, name), tree))
+            thread_index[id(token)] = len(profile.threads)
+            profile.threads.append(ThreadTree(ident, names.get(ident, name), flat.tree(data)))
         if self._spans is not None:
             spans, self._spans_dropped = self._recorder.spans()
             # Keyed by the thread's token (alive in ``exported``), as the Python path keys

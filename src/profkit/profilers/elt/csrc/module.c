@@ -265,6 +265,8 @@ static PyMethodDef Recorder_methods[] = {
      "on_error."},
     {"quiet_this_thread", (PyCFunction)Recorder_quiet_this_thread, METH_NOARGS,
      "Record nothing more on the calling thread (what it recorded is kept)."},
+    {"export_flat", (PyCFunction)(void (*)(void))Recorder_export_flat, METH_FASTCALL,
+     "export_flat(now, frame_of) -> (closed, [(token, rows)] or None): see flat.c."},
     {"export", (PyCFunction)Recorder_export, METH_O,
      "export(now) -> (closed, [(token, [(parent, fid, calls, incl, min, max), ...])])."},
     {"spans", (PyCFunction)Recorder_spans, METH_NOARGS,
@@ -293,8 +295,15 @@ static PyTypeObject RecorderType = {
     .tp_getset = Recorder_getset,
 };
 
+static PyMethodDef native_functions[] = {
+    {"rows_json", (PyCFunction)native_rows_json, METH_O,
+     "rows_json(rows) -> bytes: Recorder.export_flat's rows as the saved file's node arrays."},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef native_module = {
     PyModuleDef_HEAD_INIT,
+    .m_methods = native_functions,
     .m_name = "profkit.profilers.elt._native",
     .m_doc = "Trace mode's hot path in C (see trace.py for the pure Python twin).",
     .m_size = -1,

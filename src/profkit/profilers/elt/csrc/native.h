@@ -5,7 +5,8 @@
  *   threads.c   which Thread an event belongs to (TLS cache, thread-state dict);
  *   tree.c      the call trees: enter/leave on per-thread stacks, export;
  *   lines.c     event lines (lines.py's rules);
- *   timeline.c  the timeline's spans.
+ *   timeline.c  the timeline's spans;
+ *   flat.c      the end-of-run export: pruned rows in the saved file's layout.
  * hatch_build.py compiles them into one extension.
  *
  * Why it exists: in pure Python every call costs the collector's callback frame, the
@@ -171,6 +172,24 @@ current_thread(Recorder *self)
 
 /* -- tree.c -------------------------------------------------------------------------- */
 
+/* One exported thread, copied out in plain C: (parent index, fid, calls, incl, min,
+ * max) rows in pre-order, and a strong reference to its token. */
+typedef struct {
+    Py_ssize_t parent;
+    uintptr_t fid;
+    int64_t calls, incl, min, max;
+} Row;
+
+typedef struct {
+    PyObject *token;
+    Row *rows;
+    size_t count;
+} Copy;
+
+ELT_HIDDEN void free_copies(Copy *copies, size_t n);
+/* Close every recording thread's open calls at ``now`` and copy its tree (plain C). */
+ELT_HIDDEN Copy *copy_threads(Recorder *self, int64_t now, size_t *count, long long *closed);
+
 ELT_HIDDEN Node *child_of(Thread *t, Node *parent, uintptr_t fid);
 ELT_HIDDEN int close_frame(Recorder *self, Thread *t, int64_t now, int close_kind, int lines);
 ELT_HIDDEN int do_enter(Recorder *self, uintptr_t fid, int kind);
@@ -244,5 +263,10 @@ ELT_HIDDEN int lines_on_close(Recorder *self, Thread *t, Py_ssize_t index, Node 
 ELT_HIDDEN int add_span(Recorder *self, Thread *t, uintptr_t fid, int64_t start, int64_t end,
                         Py_ssize_t depth);
 ELT_HIDDEN PyObject *Recorder_spans(Recorder *self, PyObject *ignored);
+
+/* -- flat.c -------------------------------------------------------------------------- */
+
+ELT_HIDDEN PyObject *Recorder_export_flat(Recorder *self, PyObject *const *args, Py_ssize_t nargs);
+ELT_HIDDEN PyObject *native_rows_json(PyObject *module, PyObject *arg);
 
 #endif

@@ -244,21 +244,7 @@ do_leave(Recorder *self, uintptr_t fid, int close_kind)
     return 0;
 }
 
-/* One exported thread, copied out in plain C: (parent index, fid, calls, incl, min,
- * max) rows in pre-order, and a strong reference to its token. */
-typedef struct {
-    Py_ssize_t parent;
-    uintptr_t fid;
-    int64_t calls, incl, min, max;
-} Row;
-
-typedef struct {
-    PyObject *token;
-    Row *rows;
-    size_t count;
-} Copy;
-
-static void
+ELT_HIDDEN void
 free_copies(Copy *copies, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -272,7 +258,7 @@ free_copies(Copy *copies, size_t n)
  * and copy its tree. Plain C only (PyMem, no object allocation, so no collection and no
  * Python code): the trees cannot change under the walk. NULL with an exception set when
  * out of memory. */
-static Copy *
+ELT_HIDDEN Copy *
 copy_threads(Recorder *self, int64_t now, size_t *count, long long *closed)
 {
     size_t n = 0, most = 0;

@@ -1,0 +1,135 @@
+"""Saving a profile in pieces: the format of :mod:`profkit.calltree.file`, streamed.
+
+Why not ``file.save``: that builds the whole JSON document as Python lists, then one
+string, then bytes — three copies of the biggest thing profkit holds, and a Python pass
+over every node. Here the document is written piece by piece into the atomic output
+(gzip-compressed on the way for ``.gz`` names): small parts through ``json.dumps``, each
+thread's nodes either as the root offers them ready-made — a root with a ``flat_json()``
+method returning the ``nodes`` array's content as bytes (the ELT profiler's C export
+does, while its tree is unread: ``profkit.profilers.elt.flat``), or None — or flattened
+here a batch at a time. Peak memory is one batch, not the document.
+
+The bytes are the same document ``file.save`` writes (``load`` reads both; a test
+compares them). A save taking longer than :data:`ANNOUNCE_AFTER` seconds says so on
+``announce`` (``profkit run`` passes stderr when it is a terminal), so the end of a long
+run is not a silent wait.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Callable, Iterator
+from typing import IO, Any
+
+from profkit._atomic import AtomicOutput
+from profkit.calltree.file import FORMAT, VERSION
+from profkit.calltree.model import CallNode, CallProfile
+
+#: Seconds a save may take before it is announced.
+ANNOUNCE_AFTER = 1.0
+#: Rows flattened (or spans written) per piece.
+BATCH = 4096
+
+
+def save(
+    profile: CallProfile,
+    path: str | os.PathLike[str],
+    *,
+    announce: IO[str] | None = None,
+) -> None:
+    """Write ``profile`` to ``path`` atomically, as ``calltree.file.save`` does."""
+    target = os.fspath(path)
+    timer = _announcer(announce, target, profile)
+    try:
+        with AtomicOutput(target) as raw:
+            if target.rstrip(os.sep).endswith(".gz"):
+                import gzip
+
+                with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) as gz:
+                    _write(profile, gz.write)
+            else:
+                _write(profile, raw.write)
+    finally:
+        if timer is not None:
+            timer.cancel()
+
+
+def _announcer(stream: IO[str] | None, target: str, profile: CallProfile) -> Any:
+    if stream is None:
+        return None
+
+    def say() -> None:
+        try:
+            stream.write(f"profkit: saving the profile to {target} ...\n")
+            stream.flush()
+        except (OSError, ValueError):
+            pass  # nowhere to say it
+
+    timer = threading.Timer(ANNOUNCE_AFTER, say)
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), default=repr).encode("utf-8")
+
+
+def _write(profile: CallProfile, write: Callable[[bytes], Any]) -> None:
+    write(b'{"format":' + _dumps(FORMAT) + b',"version":' + _dumps(VERSION))
+    write(b',"mode":' + _dumps(profile.mode) + b',"metadata":' + _dumps(profile.metadata))
+    write(b',"frames":' + _dumps([[f.name, f.file, f.line] for f in profile.frames]))
+    write(b',"threads":[')
+    for i, thread in enumerate(profile.threads):
+        head = b"," if i else b""
+        head += b'{"thread_id":' + _dumps(thread.thread_id) + b',"name":' + _dumps(thread.name)
+        write(head + b',"nodes":[')
+        for piece in _node_pieces(thread.root):
+            write(piece)
+        write(b"]}")
+    write(b'],"spans":[')
+    spans = profile.spans
+    for start in range(0, len(spans), BATCH):
+        rows = [
+            [s.thread, s.frame, s.start_ns, s.end_ns, s.depth] for s in spans[start : start + BATCH]
+        ]
+        text = _dumps(rows)[1:-1]
+        write(b"," + text if start else text)
+    write(b"]}")
+
+
+def _node_pieces(root: CallNode) -> Iterator[bytes]:
+    """The thread's ``nodes`` array content, in pieces (pre-order, as ``file`` writes)."""
+    ready = getattr(root, "flat_json", None)
+    text = ready() if callable(ready) else None
+    if isinstance(text, bytes):
+        yield text
+        return
+    batch: list[list[int]] = []
+    first = True
+    stack: list[tuple[int, CallNode]] = [(-1, root)]
+    index = 0
+    while stack:
+        parent, node = stack.pop()
+        batch.append(
+            [
+                parent,
+                node.frame,
+                node.calls,
+                node.inclusive_ns,
+                node.exclusive_ns,
+                node.min_ns,
+                node.max_ns,
+            ]
+        )
+        stack.extend((index, child) for child in reversed(node.children.values()))
+        index += 1
+        if len(batch) >= BATCH:
+            text = _dumps(batch)[1:-1]
+            yield text if first else b"," + text
+            first, batch = False, []
+    if batch:
+        text = _dumps(batch)[1:-1]
+        yield text if first else b"," + text

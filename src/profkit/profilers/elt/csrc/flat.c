@@ -1,0 +1,445 @@
+/* profkit.profilers.elt._native: the end-of-run export in the saved file's own layout.
+ *
+ * Why: at the end of a long run the call tree has as many nodes as the program had
+ * distinct call paths (sympy: ~90,000), and turning each into Python objects (a tuple, a
+ * capture Node, a CallNode) and back into JSON rows cost more than the run itself. Here
+ * the tree is exported once, in C, as what calltree/file.py stores: pre-order rows
+ * (parent, frame, calls, inclusive, exclusive, min, max) with frames already interned,
+ * empty branches pruned and self times derived (tree.py's ``convert`` rules), plus each
+ * row's subtree size, so Python can build nodes lazily (elt/flat.py) and the saver can
+ * write the rows as JSON text without a Python object per node (rows_json).
+ */
+#include "native.h"
+
+#include <stdlib.h>
+
+/* Columns of one exported row (int64 each); FLAT_SIZE is the row's subtree size. */
+enum { FLAT_PARENT, FLAT_FRAME, FLAT_CALLS, FLAT_INCL, FLAT_EXCL, FLAT_MIN, FLAT_MAX,
+       FLAT_SIZE, FLAT_COLS };
+
+typedef struct {
+    uintptr_t fid;
+    int64_t frame;
+} FidFrame;
+
+static int
+cmp_fid(const void *a, const void *b)
+{
+    uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int64_t
+frame_for(const FidFrame *table, size_t n, uintptr_t fid)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (table[mid].fid < fid) {
+            lo = mid + 1;
+        }
+        else {
+            hi = mid;
+        }
+    }
+    return lo < n && table[lo].fid == fid ? table[lo].frame : -1;
+}
+
+/* The distinct fids of every copy, sorted; NULL with MemoryError set. */
+static uintptr_t *
+distinct_fids(Copy *copies, size_t n, size_t *out)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        total += copies[i].count;
+    }
+    uintptr_t *fids = PyMem_Malloc((total ? total : 1) * sizeof(uintptr_t));
+    if (fids == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 1; j < copies[i].count; j++) { /* row 0 is the root: no function */
+            fids[k++] = copies[i].rows[j].fid;
+        }
+    }
+    qsort(fids, k, sizeof(uintptr_t), cmp_fid);
+    size_t m = 0;
+    for (size_t j = 0; j < k; j++) {
+        if (m == 0 || fids[m - 1] != fids[j]) {
+            fids[m++] = fids[j];
+        }
+    }
+    *out = m;
+    return fids;
+}
+
+/* Ask frame_of(fid) for each distinct function, in the order tree.py's convert() meets
+ * them (each node's children in row order, nodes taken last-in first-out), so the frames
+ * table comes out as the general path makes it. Runs Python code: only the copies are
+ * read. -1 with an exception set on failure. */
+static int
+intern_frames(Copy *copies, size_t n, FidFrame *table, size_t nfids, PyObject *frame_of)
+{
+    int status = -1;
+    size_t most = 1;
+    for (size_t i = 0; i < n; i++) {
+        most = copies[i].count > most ? copies[i].count : most;
+    }
+    Py_ssize_t *first = PyMem_Malloc(most * sizeof(Py_ssize_t));
+    Py_ssize_t *next = PyMem_Malloc(most * sizeof(Py_ssize_t));
+    Py_ssize_t *stack = PyMem_Malloc(most * sizeof(Py_ssize_t));
+    if (first == NULL || next == NULL || stack == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        Copy *c = &copies[i];
+        for (size_t j = 0; j < c->count; j++) {
+            first[j] = -1;
+        }
+        for (size_t j = c->count; j-- > 1;) { /* prepended backwards: ascending lists */
+            Py_ssize_t p = c->rows[j].parent;
+            next[j] = first[p];
+            first[p] = (Py_ssize_t)j;
+        }
+        size_t top = 0;
+        if (c->count > 0) {
+            stack[top++] = 0;
+        }
+        while (top > 0) {
+            Py_ssize_t at = stack[--top];
+            for (Py_ssize_t ch = first[at]; ch >= 0; ch = next[ch]) {
+                uintptr_t fid = c->rows[ch].fid;
+                size_t lo = 0, hi = nfids;
+                while (lo < hi) {
+                    size_t mid = lo + (hi - lo) / 2;
+                    if (table[mid].fid < fid) {
+                        lo = mid + 1;
+                    }
+                    else {
+                        hi = mid;
+                    }
+                }
+                if (table[lo].frame < 0) {
+                    PyObject *key = PyLong_FromVoidPtr((void *)fid);
+                    PyObject *frame = key == NULL ? NULL : PyObject_CallOneArg(frame_of, key);
+                    Py_XDECREF(key);
+                    if (frame == NULL) {
+                        goto done;
+                    }
+                    long long value = PyLong_AsLongLong(frame);
+                    Py_DECREF(frame);
+                    if (value == -1 && PyErr_Occurred()) {
+                        goto done;
+                    }
+                    if (value < 0) {
+                        PyErr_SetString(PyExc_ValueError, "frame_of must return an index >= 0");
+                        goto done;
+                    }
+                    table[lo].frame = value;
+                }
+                stack[top++] = ch;
+            }
+        }
+    }
+    status = 0;
+done:
+    PyMem_Free(first);
+    PyMem_Free(next);
+    PyMem_Free(stack);
+    return status;
+}
+
+/* One node of a thread's output tree while it is merged (frames, not functions). */
+typedef struct {
+    Py_ssize_t parent, first, last, next; /* children in creation order */
+    int64_t frame, calls, incl, excl, min, max;
+    int keep;
+} Out;
+
+static inline size_t
+out_slot(Py_ssize_t parent, int64_t frame, size_t mask)
+{
+    uint64_t h = (uint64_t)parent * 0x9E3779B97F4A7C15ULL ^ (uint64_t)frame * 0xC2B2AE3D27D4EB4FULL;
+    return (size_t)(h ^ (h >> 29)) & mask;
+}
+
+/* One thread's rows (plain C); NULL with MemoryError set. Functions that share a frame
+ * (two code objects with one name, file and line: dataclass-made methods, say) merge
+ * into one node as convert() merges them: calls, times and children added up. Then
+ * empty branches are pruned, and the rest written in pre-order with subtree sizes. */
+static int64_t *
+flatten(Copy *c, const FidFrame *table, size_t nframes, size_t *out_rows)
+{
+    size_t n = c->count ? c->count : 1;
+    size_t slots = 16;
+    while (slots < 2 * n) {
+        slots *= 2;
+    }
+    int64_t *sumc = PyMem_Calloc(n, sizeof(int64_t));
+    Py_ssize_t *index = PyMem_Malloc(n * sizeof(Py_ssize_t));
+    Py_ssize_t *hash = PyMem_Malloc(slots * sizeof(Py_ssize_t));
+    Py_ssize_t *stack = PyMem_Malloc(n * sizeof(Py_ssize_t));
+    Out *out = PyMem_Calloc(n, sizeof(Out));
+    int64_t *rows = PyMem_Malloc(n * FLAT_COLS * sizeof(int64_t));
+    if (sumc == NULL || index == NULL || hash == NULL || stack == NULL || out == NULL
+        || rows == NULL) {
+        PyMem_Free(rows);
+        rows = NULL;
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (size_t s = 0; s < slots; s++) {
+        hash[s] = -1;
+    }
+    /* Children come after their parent in pre-order: one backward pass sees every child
+     * before its parent; a node's self time excludes all its children's times. */
+    for (size_t i = c->count; i-- > 1;) {
+        Py_ssize_t p = c->rows[i].parent;
+        sumc[p] = wrap_add(sumc[p], c->rows[i].incl);
+    }
+    size_t m = 1; /* out[0] is the root */
+    out[0].parent = out[0].first = out[0].last = out[0].next = -1;
+    out[0].frame = -1;
+    index[0] = 0;
+    for (size_t i = 1; i < c->count; i++) {
+        Row *r = &c->rows[i];
+        Py_ssize_t parent = index[r->parent];
+        int64_t frame = frame_for(table, nframes, r->fid);
+        size_t s = out_slot(parent, frame, slots - 1);
+        Py_ssize_t o;
+        while ((o = hash[s]) >= 0 && !(out[o].parent == parent && out[o].frame == frame)) {
+            s = (s + 1) & (slots - 1);
+        }
+        if (o < 0) {
+            o = (Py_ssize_t)m++;
+            hash[s] = o;
+            Out *node = &out[o];
+            node->parent = parent;
+            node->frame = frame;
+            node->first = node->last = node->next = -1;
+            if (out[parent].last >= 0) {
+                out[out[parent].last].next = o;
+            }
+            else {
+                out[parent].first = o;
+            }
+            out[parent].last = o;
+        }
+        index[i] = o;
+        if (r->calls > 0) {
+            Out *node = &out[o];
+            int64_t lo = r->min == NO_MIN ? 0 : r->min;
+            if (node->calls == 0 || lo < node->min) {
+                node->min = lo;
+            }
+            if (r->max > node->max) {
+                node->max = r->max;
+            }
+            node->calls = wrap_add(node->calls, r->calls);
+            node->incl = wrap_add(node->incl, r->incl);
+            node->excl = wrap_add(node->excl, wrap_sub(r->incl, sumc[i]));
+        }
+    }
+    /* Kept: completed a call, or something kept below (parents precede children). */
+    for (size_t o = m; o-- > 1;) {
+        if (out[o].calls > 0) {
+            out[o].keep = 1;
+        }
+        if (out[o].keep) {
+            out[out[o].parent].keep = 1;
+        }
+    }
+    /* Pre-order over the kept nodes, children in creation order; ``index`` now maps an
+     * output node to its row. */
+    size_t k = 0, top = 0;
+    int64_t root_incl = 0;
+    stack[top++] = 0;
+    while (top > 0) {
+        Py_ssize_t o = stack[--top];
+        Out *node = &out[o];
+        int64_t *row = &rows[k * FLAT_COLS];
+        index[o] = (Py_ssize_t)k++;
+        row[FLAT_PARENT] = o == 0 ? -1 : index[node->parent];
+        row[FLAT_FRAME] = node->frame;
+        row[FLAT_CALLS] = node->calls;
+        row[FLAT_INCL] = node->incl;
+        row[FLAT_EXCL] = node->excl;
+        row[FLAT_MIN] = node->min;
+        row[FLAT_MAX] = node->max;
+        row[FLAT_SIZE] = 1;
+        if (node->parent == 0) {
+            root_incl = wrap_add(root_incl, node->incl);
+        }
+        /* pushed last child first, so the first child comes out first */
+        size_t mark = top;
+        for (Py_ssize_t ch = node->first; ch >= 0; ch = out[ch].next) {
+            if (out[ch].keep) {
+                stack[top++] = ch;
+            }
+        }
+        for (size_t a = mark, b = top; b > a + 1; a++, b--) {
+            Py_ssize_t tmp = stack[a];
+            stack[a] = stack[b - 1];
+            stack[b - 1] = tmp;
+        }
+    }
+    rows[FLAT_INCL] = root_incl;
+    for (size_t j = k; j-- > 1;) {
+        int64_t p = rows[j * FLAT_COLS + FLAT_PARENT];
+        rows[p * FLAT_COLS + FLAT_SIZE] += rows[j * FLAT_COLS + FLAT_SIZE];
+    }
+    *out_rows = k;
+done:
+    PyMem_Free(sumc);
+    PyMem_Free(index);
+    PyMem_Free(hash);
+    PyMem_Free(stack);
+    PyMem_Free(out);
+    return rows;
+}
+
+/* export_flat(now, frame_of) -> (closed, [(token, rows)]).
+ *
+ * Closes the open calls at ``now`` as export() does, then asks ``frame_of(fid)`` once per
+ * distinct function for its frame index (see intern_frames), and returns each thread's tree as ``bytes``
+ * of native int64 rows (parent, frame, calls, incl, excl, min, max, subtree size) in
+ * pre-order, functions sharing a frame merged, empty branches pruned; threads with
+ * nothing kept are left out. */
+ELT_HIDDEN PyObject *
+Recorder_export_flat(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyCallable_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "export_flat(now, frame_of)");
+        return NULL;
+    }
+    long long now = PyLong_AsLongLong(args[0]);
+    if (now == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    PyObject *frame_of = args[1];
+    long long closed = 0;
+    size_t n, nfids = 0;
+    Copy *copies = copy_threads(self, (int64_t)now, &n, &closed);
+    if (copies == NULL) {
+        return NULL;
+    }
+    /* From here on only the copies are used: frame_of runs Python code. */
+    PyObject *result = NULL, *threads = NULL;
+    FidFrame *table = NULL;
+    uintptr_t *fids = distinct_fids(copies, n, &nfids);
+    if (fids == NULL) {
+        goto done;
+    }
+    table = PyMem_Malloc((nfids ? nfids : 1) * sizeof(FidFrame));
+    if (table == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (size_t k = 0; k < nfids; k++) {
+        table[k].fid = fids[k];
+        table[k].frame = -1;
+    }
+    if (intern_frames(copies, n, table, nfids, frame_of) < 0) {
+        goto done;
+    }
+    threads = PyList_New(0);
+    if (threads == NULL) {
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t m;
+        int64_t *rows = flatten(&copies[i], table, nfids, &m);
+        if (rows == NULL) {
+            goto done;
+        }
+        if (m > 1) {
+            PyObject *data = PyBytes_FromStringAndSize(
+                (const char *)rows, (Py_ssize_t)(m * FLAT_COLS * sizeof(int64_t)));
+            PyObject *pair = data == NULL ? NULL : PyTuple_Pack(2, copies[i].token, data);
+            Py_XDECREF(data);
+            if (pair == NULL || PyList_Append(threads, pair) < 0) {
+                Py_XDECREF(pair);
+                PyMem_Free(rows);
+                goto done;
+            }
+            Py_DECREF(pair);
+        }
+        PyMem_Free(rows);
+    }
+    result = Py_BuildValue("(LO)", closed, threads);
+done:
+    Py_XDECREF(threads);
+    PyMem_Free(fids);
+    PyMem_Free(table);
+    free_copies(copies, n);
+    return result;
+}
+
+/* Decimal digits of v at *p; returns the new end. */
+static char *
+put_i64(char *p, int64_t v)
+{
+    char tmp[24];
+    int k = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[k++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    if (v < 0) {
+        *p++ = '-';
+    }
+    while (k > 0) {
+        *p++ = tmp[--k];
+    }
+    return p;
+}
+
+/* rows_json(rows) -> bytes: export_flat's rows as the saved file's node arrays,
+ * ``[parent,frame,calls,incl,excl,min,max],...`` (the subtree size is not stored). */
+ELT_HIDDEN PyObject *
+native_rows_json(PyObject *module, PyObject *arg)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    size_t row_bytes = FLAT_COLS * sizeof(int64_t);
+    if (view.len % (Py_ssize_t)row_bytes != 0) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "rows_json: not whole rows");
+        return NULL;
+    }
+    size_t n = (size_t)view.len / row_bytes;
+    /* 7 numbers of at most 20 digits and a sign, 6 commas, brackets, a separator */
+    size_t most = n * (7 * 21 + 9);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(most ? most : 1));
+    if (out == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    char *start = PyBytes_AS_STRING(out), *p = start;
+    for (size_t i = 0; i < n; i++) {
+        int64_t row[FLAT_COLS];
+        memcpy(row, (const char *)view.buf + i * row_bytes, row_bytes);
+        if (i > 0) {
+            *p++ = ',';
+        }
+        *p++ = '[';
+        for (int k = 0; k < FLAT_SIZE; k++) {
+            if (k > 0) {
+                *p++ = ',';
+            }
+            p = put_i64(p, row[k]);
+        }
+        *p++ = ']';
+    }
+    PyBuffer_Release(&view);
+    if (_PyBytes_Resize(&out, (Py_ssize_t)(p - start)) < 0) {
+        return NULL;
+    }
+    return out;
+}
