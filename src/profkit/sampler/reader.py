@@ -182,6 +182,34 @@ class StackReader:
             MAX_DEPTH,
             _MAX_CHUNK,
         )
+        no = (1 << 64) - 1  # "no such field" for the C side
+        if lay.runtime_gil_locked is not None and lay.runtime_gil_holder is not None:
+            gil_where, gil_locked, gil_holder = 1, lay.runtime_gil_locked, lay.runtime_gil_holder
+        elif (
+            lay.interp_gil is not None and lay.gil_locked is not None and lay.gil_holder is not None
+        ):
+            gil_where, gil_locked, gil_holder = 2, lay.gil_locked, lay.gil_holder
+        else:
+            gil_where, gil_locked, gil_holder = 0, 0, 0
+        self._thread_params = (
+            lay.runtime_interpreters_head,
+            lay.interp_next,
+            lay.interp_threads_head,
+            lay.tstate_span,
+            lay.tstate_next,
+            lay.tstate_thread_id,
+            lay.tstate_native_thread_id,
+            lay.tstate_datastack_chunk,
+            no if lay.tstate_current_frame is None else lay.tstate_current_frame,
+            lay.tstate_cframe if lay.tstate_cframe is not None else 0,
+            lay.cframe_current_frame if lay.cframe_current_frame is not None else 0,
+            gil_where,
+            gil_locked,
+            gil_holder,
+            lay.interp_gil if lay.interp_gil is not None else 0,
+            MAX_THREADS,
+            _RETRIES,
+        )
         self.torn = 0  #: thread walks abandoned on a failed or inconsistent read
         self.retries = 0  #: walks read again because a yield cut them
 
@@ -241,6 +269,8 @@ class StackReader:
 
         Raises ProcessGone once the target has exited.
         """
+        if self.native:
+            return self._sample_c(want_gil)
         lay = self.layout
         mem = self.mem
         out: list[ThreadStack] = []
@@ -286,6 +316,33 @@ class StackReader:
                 if frames is not None:
                     out.append(ThreadStack(native, ident, tstate == holder, key, frames))
                 tstate = _u64(raw, lay.tstate_next)[0]
+        return out
+
+    def _sample_c(self, want_gil: bool) -> list[ThreadStack]:
+        """:meth:`sample` in one call into ``_walker.c`` (thread list, frames, retries)."""
+        try:
+            threads, torn, retries = _walker.sample(
+                self.pid, self.target.runtime, want_gil, self._thread_params, self._params
+            )
+        except OSError as exc:
+            error = error_for(self.pid, exc.errno or 0, self.target.runtime, 0)
+            if isinstance(error, ReadFault):
+                self.torn += 1
+                return []
+            raise error from None
+        self.torn += torn
+        self.retries += retries
+        out = []
+        stacks = self._stacks
+        for native, ident, holds, key in threads:
+            frames = stacks.get(key)
+            if frames is None:
+                try:
+                    frames = self.resolve(key)
+                except ReadFault:
+                    self.torn += 1
+                    continue
+            out.append(ThreadStack(native, ident, holds, key, frames))
         return out
 
     def _current_frame(self, raw: bytes) -> int:
