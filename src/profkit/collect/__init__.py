@@ -15,7 +15,9 @@ import threading
 from profkit.api.callback import ProfilerCallback
 from profkit.api.errors import ProfilerApiError, UnsupportedEventError
 from profkit.api.events import EventMask
-from profkit.collect.base import Backend, Capabilities
+from profkit.collect import backends
+from profkit.collect.base import Capabilities
+from profkit.collect.info import SessionInfo
 from profkit.collect.select import Choice, choose
 from profkit.collect.session import Session
 
@@ -34,9 +36,9 @@ class AttachedSession:
         self.choice = choice
 
     @property
-    def info(self) -> Session:
+    def info(self) -> SessionInfo:
         """The :class:`~profkit.api.ProfilerInfo` given to the profiler."""
-        return self._session
+        return self._session.info
 
     @property
     def backend(self) -> str:
@@ -92,41 +94,37 @@ def attach(
                 f"a profiler is already attached ({_current._session.profiler_name}); "
                 "one profiler per process"
             )
-        session = Session(
-            profiler, sample_interval=sample_interval, sample_clock=sample_clock, native=native
-        )
-        session.requested_backend = backend
         if backend != "auto":
-            from profkit.collect.select import unavailable
-
-            why = unavailable(backend)
+            why = backends.unavailable(backend)
             if why is not None:
                 raise ProfilerApiError(f"backend {backend} unavailable: {why}")
-            session.capabilities_events = _capabilities(backend).events
+        session = Session(
+            profiler,
+            requested_backend=backend,
+            sample_interval=sample_interval,
+            sample_clock=sample_clock,
+            native=native,
+        )
         # initialize() runs before any hook exists; if it (or the backend choice its mask
         # leads to) fails, the failure is reported once and nothing was started, so there
         # is nothing to shut down (a CLR profiler whose Initialize fails is unloaded).
-        session.initializing = True
         try:
-            profiler.initialize(session)
+            session.initialize()
             choice = choose(backend, session.mask)
-            missing = session.mask & ~_capabilities(choice.name).events
+            missing = session.mask & ~backends.capabilities(choice.name).events
             if missing:
                 raise UnsupportedEventError(
                     f"the {choice.name} backend cannot deliver {EventMask(missing)!r}"
                 )
         except Exception as exc:
-            session.initializing = False
             session.fail(exc, "initialize")
             return AttachedSession(session, Choice(backend, f"initialize failed: {exc}"))
-        session.initializing = False
-        session.capabilities_events = _capabilities(choice.name).events
         attached = AttachedSession(session, choice)
         _current = attached
         if not _atexit_registered:
             atexit.register(_detach_at_exit)
             _atexit_registered = True
-        session.start(_make_backend(choice.name, session), _make_extras(choice.name, session))
+        session.start(choice.name)
         return attached
 
 
@@ -196,37 +194,5 @@ def _forget(session: Session) -> None:
 
 
 def _capabilities(name: str) -> Capabilities:
-    """The capability flags of backend ``name`` (without constructing it)."""
-    if name == "monitoring":
-        from profkit.collect.monitoring import CAPABILITIES
-    elif name == "setprofile":
-        from profkit.collect.setprofile import CAPABILITIES
-    else:
-        from profkit.collect.sampler import CAPABILITIES
-    return CAPABILITIES
-
-
-def _make_backend(name: str, session: Session) -> Backend:
-    if name == "monitoring":
-        from profkit.collect.monitoring import MonitoringBackend
-
-        return MonitoringBackend(session)
-    if name == "setprofile":
-        from profkit.collect.setprofile import SetprofileBackend
-
-        return SetprofileBackend(session)
-    from profkit.collect.sampler import NullBackend
-
-    return NullBackend()
-
-
-def _make_extras(name: str, session: Session) -> list[Backend]:
-    """Side hooks: the sampler (when SAMPLING) and threads/modules/GC hooks."""
-    from profkit.collect.hooks import SideHooks
-
-    extras: list[Backend] = [SideHooks(session)]
-    if session.mask & EventMask.SAMPLING:
-        from profkit.collect.sampler import Sampler
-
-        extras.append(Sampler(session))
-    return extras
+    """The capability flags of backend ``name`` (the backend table's)."""
+    return backends.capabilities(name)

@@ -86,7 +86,7 @@ deliver(Hook *self, PyObject *target, PyObject *fid, const char *what)
         return -1; /* KeyboardInterrupt, SystemExit: the program's */
     }
     if (PyErr_ExceptionMatches(PyExc_RecursionError)) {
-        PyErr_Clear(); /* the program's, at its limit (Session.fail's rule) */
+        PyErr_Clear(); /* the program's, at its limit (failure.py's rule) */
         return 0;
     }
     PyObject *exc = take_raised_exception();
@@ -336,7 +336,7 @@ dispatch(Hook *self, PyFrameObject *frame, int what, PyObject *arg)
                                                arg != NULL ? arg : Py_None, NULL);
     if (r == NULL) {
         if (PyErr_ExceptionMatches(PyExc_RecursionError)) {
-            PyErr_Clear(); /* the program's (Session.fail) */
+            PyErr_Clear(); /* the program's (failure.py) */
             return 0;
         }
         return -1;

@@ -33,8 +33,8 @@ from typing import Any
 from profkit.api.events import EventMask
 from profkit.api.ids import ModuleId, ThreadId
 from profkit.collect.base import Capabilities
-from profkit.collect.plan import ALL_EVENTS, overridden
-from profkit.collect.session import Session
+from profkit.collect.context import BackendContext
+from profkit.collect.plan import ALL_EVENTS
 
 CAPABILITIES = Capabilities(
     events=ALL_EVENTS, cheap_filter=True, all_threads=False, full_exceptions=False
@@ -51,13 +51,13 @@ class SideHooks:
     name = "side-hooks"
     capabilities = CAPABILITIES
 
-    def __init__(self, session: Session) -> None:
-        self.session = session
+    def __init__(self, ctx: BackendContext) -> None:
+        self.ctx = ctx
         self._undo: list[Callable[[], None]] = []
 
     def start(self) -> None:
         """Install the selected hooks (threads are always tracked for ThreadInfo)."""
-        mask = self.session.mask
+        mask = self.ctx.mask
         self._install_threads(bool(mask & EventMask.THREADS))
         if mask & EventMask.MODULE_LOADS:
             self._install_imports()
@@ -77,13 +77,12 @@ class SideHooks:
 
     # -- threads -----------------------------------------------------------------------
     def _install_threads(self, notify: bool) -> None:
-        session = self.session
-        profiler = session.profiler
-        created = overridden(profiler, "thread_created") if notify else None
-        destroyed = overridden(profiler, "thread_destroyed") if notify else None
-        renamed = overridden(profiler, "thread_name_changed") if notify else None
-        table = session.threads
-        call = session.call
+        ctx = self.ctx
+        created = ctx.callback("thread_created") if notify else None
+        destroyed = ctx.callback("thread_destroyed") if notify else None
+        renamed = ctx.callback("thread_name_changed") if notify else None
+        table = ctx.threads
+        call = ctx.call
         original = _Thread._bootstrap_inner
         name_prop = _Thread.__dict__["name"]
 
@@ -93,7 +92,7 @@ class SideHooks:
             if getattr(thread, "profkit_internal", False):
                 original(thread)  # profkit's own threads (the sampler, line flushers)
                 return
-            if session.active:
+            if ctx.active:
                 if created is not None:
                     call("thread_created", created, ThreadId(tid))
                 if renamed is not None:
@@ -102,7 +101,7 @@ class SideHooks:
                 original(thread)
             finally:
                 table.ended(tid)
-                if destroyed is not None and session.active:
+                if destroyed is not None and ctx.active:
                     # run() is over and the thread unregistered: registered again for
                     # this last notification, so current_thread() is still this thread.
                     _register_early(tid, thread)
@@ -112,7 +111,7 @@ class SideHooks:
         def set_name(thread: Any, value: str) -> None:
             name_prop.fset(thread, value)
             ident = thread.ident
-            if ident is not None and session.active:
+            if ident is not None and ctx.active:
                 table.renamed(ident, str(value))
                 if renamed is not None:
                     call("thread_name_changed", renamed, ThreadId(ident), str(value))
@@ -140,7 +139,7 @@ class SideHooks:
 
     # -- imports -----------------------------------------------------------------------
     def _install_imports(self) -> None:
-        watcher = ImportWatcher(self.session)
+        watcher = ImportWatcher(self.ctx)
         sys.meta_path.insert(0, watcher)
 
         def undo() -> None:
@@ -152,13 +151,13 @@ class SideHooks:
 
     # -- gc --------------------------------------------------------------------------
     def _install_gc(self) -> None:
-        session = self.session
-        started = overridden(session.profiler, "garbage_collection_started")
-        finished = overridden(session.profiler, "garbage_collection_finished")
-        call = session.call
+        ctx = self.ctx
+        started = ctx.callback("garbage_collection_started")
+        finished = ctx.callback("garbage_collection_finished")
+        call = ctx.call
 
         def on_gc(phase: str, info: dict[str, int]) -> None:
-            if not session.active:
+            if not ctx.active:
                 return
             if phase == "start":
                 if started is not None:
@@ -211,12 +210,11 @@ def _unregister(tid: int, thread: Any) -> None:
 class ImportWatcher:
     """A ``sys.meta_path`` finder that reports module loads and finds nothing itself."""
 
-    def __init__(self, session: Session) -> None:
-        self.session = session
+    def __init__(self, ctx: BackendContext) -> None:
+        self.ctx = ctx
         self.active = True
-        profiler = session.profiler
-        self._started = overridden(profiler, "module_load_started")
-        self._finished = overridden(profiler, "module_load_finished")
+        self._started = ctx.callback("module_load_started")
+        self._finished = ctx.callback("module_load_finished")
         self._busy = threading.local()
 
     def find_spec(
@@ -231,9 +229,9 @@ class ImportWatcher:
             if spec is None:
                 return None
             filename = spec.origin if spec.has_location else None
-            mid = self.session.modules.new(fullname, filename)
+            mid = self.ctx.modules.new(fullname, filename)
             if self._started is not None:
-                self.session.call("module_load_started", self._started, mid)
+                self.ctx.call("module_load_started", self._started, mid)
             loader = spec.loader
             if loader is None or isinstance(loader, type) or not hasattr(loader, "__dict__"):
                 self._finish(mid, None)
@@ -258,10 +256,10 @@ class ImportWatcher:
         return None
 
     def _finish(self, mid: ModuleId, error: BaseException | None) -> None:
-        if self._finished is not None and self.session.active:
+        if self._finished is not None and self.ctx.active:
             self._busy.on = True
             try:
-                self.session.call("module_load_finished", self._finished, mid, error)
+                self.ctx.call("module_load_finished", self._finished, mid, error)
             finally:
                 self._busy.on = False
 

@@ -2,9 +2,10 @@
 
 Every closure binds what it needs once (no attribute lookups per event) and does at most
 ``id(code)`` and the profiler's bound method (the shadow stack costs nothing per event: it
-is read from the frames, see ``Session.get_shadow_stack``). A variant is chosen per plan
+is read from the frames, see ``SessionInfo.get_shadow_stack``). A variant is chosen per plan
 so that unused work is absent, not skipped.
-``try`` costs nothing on 3.11+ unless it raises, so the failure rule is free.
+``try`` costs nothing on 3.11+ unless it raises, so the failure rule (guarded as
+``failure.py`` describes) is free.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from profkit.collect.session import Session
+from profkit.collect.context import BackendContext
 from profkit.collect.transitions import NATIVE_TYPES, arguments_of
 
 #: ``sys.monitoring`` (3.12+), bound once; typed Any so mypy at 3.11 accepts it.
@@ -49,17 +50,17 @@ ALL_MONITORING_EVENTS: tuple[int, ...] = (
 
 
 def main_callbacks(
-    session: Session, enabled: dict[int, object], pre_codes: set[int], pre_frames: set[int]
+    ctx: BackendContext, enabled: dict[int, object], pre_codes: set[int], pre_frames: set[int]
 ) -> dict[int, Callable[..., Any]]:
     """Event → callback for the main tool, specialised to the session's plan."""
-    plan = session.plan
+    plan = ctx.plan
     out: dict[int, Callable[..., Any]] = {}
     if plan.tracks_calls:
-        out.update(_call_callbacks(session, enabled, pre_codes, pre_frames))
+        out.update(_call_callbacks(ctx, enabled, pre_codes, pre_frames))
     if plan.wants_transitions:
-        out.update(_transition_callbacks(session))
+        out.update(_transition_callbacks(ctx))
     if plan.wants_exceptions:
-        out.update(_exception_callbacks(session, enabled))
+        out.update(_exception_callbacks(ctx, enabled))
     return out
 
 
@@ -83,13 +84,13 @@ def monitoring_form(callback: Callable[..., Any] | None, fail: Callable[..., Any
 
 
 def _call_callbacks(
-    session: Session, enabled: dict[int, object], pre_codes: set[int], pre_frames: set[int]
+    ctx: BackendContext, enabled: dict[int, object], pre_codes: set[int], pre_frames: set[int]
 ) -> dict[int, Callable[..., Any]]:
     ev = MON.events
-    plan = session.plan
+    plan = ctx.plan
     enter, leave, yield_, resume = plan.enter, plan.leave, plan.yield_, plan.resume
     arguments, return_value, unwind = plan.arguments, plan.return_value, plan.unwind
-    fail = session.fail
+    fail = ctx.fail
     idf = id
     getframe = sys._getframe
 
@@ -100,7 +101,7 @@ def _call_callbacks(
             try:
                 enter(idf(code))
             except RecursionError:
-                pass  # the program's (Session.fail); calling fail here could overflow again
+                pass
             except Exception as exc:
                 fail(exc, "function_enter")
 
@@ -114,7 +115,7 @@ def _call_callbacks(
                 if arguments is not None:
                     arguments(fid, arguments_of(getframe(1)))
             except RecursionError:
-                pass  # the program's (Session.fail); calling fail here could overflow again
+                pass
             except Exception as exc:
                 fail(exc, "function_enter")
 
@@ -124,7 +125,7 @@ def _call_callbacks(
             try:
                 leave(idf(code))
             except RecursionError:
-                pass  # the program's (Session.fail); calling fail here could overflow again
+                pass
             except Exception as exc:
                 fail(exc, "function_leave")
 
@@ -138,7 +139,7 @@ def _call_callbacks(
                 if leave is not None:
                     leave(fid)
             except RecursionError:
-                pass  # the program's (Session.fail); calling fail here could overflow again
+                pass
             except Exception as exc:
                 fail(exc, "function_leave")
 
@@ -148,7 +149,7 @@ def _call_callbacks(
             try:
                 yield_(idf(code))
             except RecursionError:
-                pass  # the program's (Session.fail); calling fail here could overflow again
+                pass
             except Exception as exc:
                 fail(exc, "function_yield")
 
@@ -157,7 +158,7 @@ def _call_callbacks(
             try:
                 resume(idf(code))
             except RecursionError:
-                pass  # the program's (Session.fail); calling fail here could overflow again
+                pass
             except Exception as exc:
                 fail(exc, "function_resume")
 
@@ -181,7 +182,7 @@ def _call_callbacks(
             if leave is not None:
                 leave(fid)
         except RecursionError:
-            pass  # the program's (Session.fail); calling fail here could overflow again
+            pass
         except Exception as exc:
             fail(exc, "function_leave")
 
@@ -203,11 +204,11 @@ def _call_callbacks(
     }
 
 
-def _transition_callbacks(session: Session) -> dict[int, Callable[..., Any]]:
+def _transition_callbacks(ctx: BackendContext) -> dict[int, Callable[..., Any]]:
     ev = MON.events
-    plan = session.plan
+    plan = ctx.plan
     to_native, to_python = plan.to_native, plan.to_python
-    native_id, fail = session.functions.native_id, session.fail
+    native_id, fail = ctx.functions.native_id, ctx.fail
     native = NATIVE_TYPES
 
     def on_call(code: Any, offset: int, func: object, arg0: object) -> None:
@@ -215,7 +216,7 @@ def _transition_callbacks(session: Session) -> dict[int, Callable[..., Any]]:
             try:
                 to_native(native_id(func))
             except RecursionError:
-                pass  # the program's (Session.fail); calling fail here could overflow again
+                pass
             except Exception as exc:
                 fail(exc, "python_to_native_transition")
 
@@ -224,7 +225,7 @@ def _transition_callbacks(session: Session) -> dict[int, Callable[..., Any]]:
             try:
                 to_python(native_id(func))
             except RecursionError:
-                pass  # the program's (Session.fail); calling fail here could overflow again
+                pass
             except Exception as exc:
                 fail(exc, "native_to_python_transition")
 
@@ -232,7 +233,7 @@ def _transition_callbacks(session: Session) -> dict[int, Callable[..., Any]]:
 
 
 def _exception_callbacks(
-    session: Session, enabled: dict[int, object]
+    ctx: BackendContext, enabled: dict[int, object]
 ) -> dict[int, Callable[..., Any]]:
     """RAISE / EXCEPTION_HANDLED / RERAISE for accepted functions, user-level only.
 
@@ -244,8 +245,8 @@ def _exception_callbacks(
     (code, offset).
     """
     ev = MON.events
-    plan = session.plan
-    idf, fail = id, session.fail
+    plan = ctx.plan
+    idf, fail = id, ctx.fail
     user_level: dict[tuple[int, int], bool] = {}
 
     def is_user_level(code: Any, offset: int, handled: bool) -> bool:
@@ -270,7 +271,7 @@ def _exception_callbacks(
                 try:
                     fn(fid, exc_value)
                 except RecursionError:
-                    pass  # the program's (Session.fail); calling fail here could overflow again
+                    pass
                 except Exception as exc:
                     fail(exc, what)
 

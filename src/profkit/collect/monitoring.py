@@ -31,10 +31,10 @@ from types import CodeType
 from typing import Any
 
 from profkit.collect.base import Capabilities
+from profkit.collect.context import BackendContext
 from profkit.collect.hot_monitoring import ALL_MONITORING_EVENTS, main_callbacks
 from profkit.collect.plan import ALL_EVENTS
 from profkit.collect.registry import GENERATOR_FLAGS
-from profkit.collect.session import Session
 from profkit.collect.transitions import arguments_of
 
 #: ``sys.monitoring`` (3.12+), bound once; typed Any so mypy at 3.11 accepts it.
@@ -68,8 +68,8 @@ class MonitoringBackend:
     name = "monitoring"
     capabilities = CAPABILITIES
 
-    def __init__(self, session: Session) -> None:
-        self.session = session
+    def __init__(self, ctx: BackendContext) -> None:
+        self.ctx = ctx
         self.tools: tuple[int, int] | None = None
         #: code id → the token of the call that enabled it: the code ids with local events
         #: on the main tool. Claimed with ``setdefault`` rather than a lock, which a
@@ -98,7 +98,7 @@ class MonitoringBackend:
         if tools is None:
             return
         mon = MON
-        codes = self.session.functions.codes
+        codes = self.ctx.functions.codes
         for tool, local in ((tools[0], self.pre_codes), (tools[1], self.enabled)):
             mon.set_events(tool, 0)
             # Local events outlive free_tool_id on 3.12/3.13: clear each one we set.
@@ -132,8 +132,8 @@ class MonitoringBackend:
         disc, main = self.tools
         mon = MON
         ev = mon.events
-        session = self.session
-        plan = session.plan
+        ctx = self.ctx
+        plan = ctx.plan
         wants_calls = plan.tracks_calls
         local = 0
         # Each event only if a bound callback needs it: a profiler without
@@ -149,7 +149,7 @@ class MonitoringBackend:
         if plan.wants_transitions:
             local |= ev.CALL | ev.C_RETURN | ev.C_RAISE
         self.local_events = local
-        callbacks = main_callbacks(session, self.enabled, self.pre_codes, self.pre_frames)
+        callbacks = main_callbacks(ctx, self.enabled, self.pre_codes, self.pre_frames)
         for event, fn in callbacks.items():
             mon.register_callback(main, event, fn)
         global_events = 0
@@ -162,13 +162,13 @@ class MonitoringBackend:
         self.pre_codes.clear()
         self.pre_frames.clear()
         if wants_calls:
-            self.pre_codes.update(_running_codes(session))
+            self.pre_codes.update(_running_codes(ctx))
         pre = self.pre_codes
-        start, pre_return = _discovery_callbacks(session, self)
+        start, pre_return = _discovery_callbacks(ctx, self)
         mon.register_callback(disc, ev.PY_START, start)
         mon.register_callback(disc, ev.PY_RETURN, pre_return)
         for code_id in pre:
-            mon.set_local_events(disc, session.functions.codes[code_id], ev.PY_RETURN)
+            mon.set_local_events(disc, ctx.functions.codes[code_id], ev.PY_RETURN)
         if local or plan.first_execution is not None or plan.wants_exceptions:
             mon.set_events(disc, ev.PY_START)
         mon.set_events(main, global_events)
@@ -180,7 +180,7 @@ class MonitoringBackend:
             MON.set_local_events(tools[1], code, self.local_events)
 
 
-def _running_codes(session: Session) -> set[int]:
+def _running_codes(ctx: BackendContext) -> set[int]:
     """Non-generator code objects on any thread's stack now (their returns need care)."""
     out: set[int] = set()
     for frame in sys._current_frames().values():
@@ -188,23 +188,23 @@ def _running_codes(session: Session) -> set[int]:
         while f is not None:
             code = f.f_code
             if not code.co_flags & GENERATOR_FLAGS:
-                session.functions.add_code(code)
+                ctx.functions.add_code(code)
                 out.add(id(code))
             f = f.f_back
     return out
 
 
 def _discovery_callbacks(
-    session: Session, backend: MonitoringBackend
+    ctx: BackendContext, backend: MonitoringBackend
 ) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """The discovery tool's PY_START and the PY_RETURN of code running at attach."""
     disable = MON.DISABLE
-    discover = session.discover
+    discover = ctx.discover
     enabled = backend.enabled
-    plan = session.plan
+    plan = ctx.plan
     enter, arguments, leave = plan.enter, plan.arguments, plan.leave
     return_value = plan.return_value
-    fail = session.fail
+    fail = ctx.fail
     getframe = sys._getframe
     pre, pre_frames = backend.pre_codes, backend.pre_frames
     wants_calls = plan.tracks_calls
@@ -216,7 +216,7 @@ def _discovery_callbacks(
             if arguments is not None:
                 arguments(fid, arguments_of(getframe(2)))
         except RecursionError:
-            pass  # the program's (Session.fail); calling fail here could overflow again
+            pass
         except Exception as exc:
             fail(exc, "function_enter")
 
@@ -245,7 +245,7 @@ def _discovery_callbacks(
                 if leave is not None:
                     leave(id(code))
             except RecursionError:
-                pass  # the program's (Session.fail); calling fail here could overflow again
+                pass
             except Exception as exc:
                 fail(exc, "function_leave")
         return None

@@ -25,8 +25,8 @@ from collections.abc import Callable
 from profkit.api.events import EventMask
 from profkit.api.ids import FunctionId, ThreadId
 from profkit.collect.base import Capabilities
+from profkit.collect.context import BackendContext
 from profkit.collect.select import TRACING_BITS
-from profkit.collect.session import Session
 
 _monotonic_ns = time.monotonic_ns
 _process_time_ns = time.process_time_ns
@@ -82,10 +82,10 @@ class Sampler:
     name = "sampler"
     capabilities = CAPABILITIES
 
-    def __init__(self, session: Session) -> None:
-        self.session = session
-        self.interval = session.sample_interval
-        self.cpu = session.sample_clock == "cpu"
+    def __init__(self, ctx: BackendContext) -> None:
+        self.ctx = ctx
+        self.interval = ctx.sample_interval
+        self.cpu = ctx.sample_clock == "cpu"
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.samples = 0  #: samples delivered (for tests and the bench)
@@ -96,7 +96,7 @@ class Sampler:
 
     def start(self) -> None:
         """Start the sampler thread (a daemon: it never keeps the process alive)."""
-        if self.session.plan.mask & EventMask.SAMPLING and self._thread is None:
+        if self.ctx.plan.mask & EventMask.SAMPLING and self._thread is None:
             self._stop.clear()
             thread = threading.Thread(target=self._run, name="profkit-sampler", daemon=True)
             thread.profkit_internal = True  # type: ignore[attr-defined]
@@ -122,8 +122,8 @@ class Sampler:
 
     def _run(self) -> None:
         sys.setprofile(None)  # the setprofile backend must not trace the sampler itself
-        stack_sample = self.session.profiler.stack_sample
-        fail = self.session.fail
+        stack_sample = self.ctx.method("stack_sample")
+        fail = self.ctx.fail
         stop = self._stop
         interval = self.interval
         self._last = {}
@@ -154,7 +154,7 @@ class Sampler:
     def _tick(self, me: int) -> tuple[int, list[tuple[int, tuple[FunctionId, ...], int]]]:
         """Read every thread's stack once. A method of its own so that no frame stays
         referenced while the sampler sleeps (that would keep a frame's locals alive)."""
-        frames_to_ids = self.session.frames_to_ids
+        frames_to_ids = self.ctx.frames_to_ids
         last = self._last
         now = _monotonic_ns()
         proc = _process_time_ns()

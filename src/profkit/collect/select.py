@@ -4,6 +4,7 @@ Order: ``monitoring`` (3.12+, cheapest, filtered code runs at full speed), then
 ``setprofile`` (any version, every call pays a Python callback). A profiler that selects
 sampling and no tracing event gets the ``sampler`` backend and no tracing hook at all.
 ``PROFKIT_BACKEND`` or ``attach(backend=...)`` forces one; an impossible choice fails.
+What each backend is and whether it can run here comes from the table in ``backends.py``.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from dataclasses import dataclass
 
 from profkit.api.errors import UnsupportedEventError
 from profkit.api.events import EventMask
+from profkit.collect.backends import NAMES, TABLE, capabilities, unavailable
 
-BACKENDS = ("monitoring", "setprofile", "sampler")
+BACKENDS = NAMES
 
 #: Bits that need a tracing backend (everything else is served by side hooks or the sampler).
 TRACING_BITS = (
@@ -35,31 +37,26 @@ class Choice:
     reason: str
 
 
-def unavailable(name: str) -> str | None:
-    """Why backend ``name`` cannot run in this interpreter, or None."""
-    if name == "monitoring":
-        from profkit.collect.monitoring import reason_unavailable
-
-        return reason_unavailable()
-    if name in ("setprofile", "sampler"):
-        return None
-    return f"unknown backend {name!r} (choose from {', '.join(BACKENDS)} or auto)"
-
-
 def choose(requested: str, mask: EventMask) -> Choice:
     """Pick a backend for ``mask``; ``requested`` is ``"auto"`` or a backend name."""
     if requested != "auto":
         why = unavailable(requested)
         if why is not None:
             raise UnsupportedEventError(f"backend {requested} unavailable: {why}")
-        if requested == "sampler" and mask & TRACING_BITS:
+        missing = mask & TRACING_BITS & ~capabilities(requested).events
+        if missing:
             raise UnsupportedEventError(
-                f"the sampler backend cannot deliver {EventMask(mask & TRACING_BITS)!r}"
+                f"the {requested} backend cannot deliver {EventMask(missing)!r}"
             )
         return Choice(requested, "forced")
     if mask & EventMask.SAMPLING and not mask & TRACING_BITS:
         return Choice("sampler", "the event mask selects sampling and no tracing event")
-    why = unavailable("monitoring")
-    if why is None:
-        return Choice("monitoring", "sys.monitoring is available")
-    return Choice("setprofile", f"monitoring refused: {why}")
+    refused: list[str] = []
+    for row in TABLE.values():
+        if not row.tracing:
+            continue
+        why = row.unavailable()
+        if why is None:
+            return Choice(row.name, "; ".join(refused) or row.chosen_because)
+        refused.append(f"{row.name} refused: {why}")
+    raise UnsupportedEventError(f"no tracing backend can run here: {'; '.join(refused)}")

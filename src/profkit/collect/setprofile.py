@@ -31,9 +31,9 @@ from types import CodeType, FrameType
 from typing import Any
 
 from profkit.collect.base import Capabilities
+from profkit.collect.context import BackendContext
 from profkit.collect.plan import ALL_EVENTS
 from profkit.collect.registry import GENERATOR_FLAGS
-from profkit.collect.session import Session
 from profkit.collect.transitions import arguments_of
 
 try:  # the hot path in C (_profhook.c); without it, the Python ``hook`` below does the job
@@ -62,8 +62,8 @@ class SetprofileBackend:
     name = "setprofile"
     capabilities = CAPABILITIES
 
-    def __init__(self, session: Session) -> None:
-        self.session = session
+    def __init__(self, ctx: BackendContext) -> None:
+        self.ctx = ctx
         self._state: list[bool] = [False]  #: [running]; checked by every thread's hook
         self._hook: Callable[..., Any] | None = None
         #: [the running hook, or None]: where a stopped hook sends its thread (a rearm)
@@ -71,11 +71,11 @@ class SetprofileBackend:
 
     def start(self) -> None:
         """Install the profile function on this thread, new threads, and (3.12+) all."""
-        plan = self.session.plan
+        plan = self.ctx.plan
         if not (plan.tracks_calls or plan.wants_transitions or plan.first_execution):
             return
         self._state = [True]
-        hook = _make_hook(self.session, self._state, self._current)
+        hook = _make_hook(self.ctx, self._state, self._current)
         self._hook = hook
         self._current[0] = hook
         threading.setprofile(hook)
@@ -122,7 +122,7 @@ def _noop(*_: Any) -> None:
 
 
 def _make_hook(
-    session: Session, state: list[bool], current: list[Callable[..., Any] | None]
+    ctx: BackendContext, state: list[bool], current: list[Callable[..., Any] | None]
 ) -> Callable[..., Any]:
     """Build the profile function for the session's plan (all bindings done here).
 
@@ -132,16 +132,16 @@ def _make_hook(
     through ``slow``. ``stop()`` clears ``status``, so after a detach every event takes the
     slow path, which removes the hook from threads that ``stop()`` could not reach.
     """
-    plan = session.plan
+    plan = ctx.plan
     enter = plan.enter or _noop
     leave = plan.leave or _noop
     yield_, resume = plan.yield_, plan.resume
     arguments, return_value, unwind = plan.arguments, plan.return_value, plan.unwind
     to_native, to_python = plan.to_native, plan.to_python
     transitions = plan.wants_transitions
-    fail = session.fail
-    native_id = session.functions.native_id
-    discover = session.discover
+    fail = ctx.fail
+    native_id = ctx.functions.native_id
+    discover = ctx.discover
     status: dict[int, int] = {}
     status_get = status.get
     gen_code: dict[int, tuple[bytes, int]] = {}
@@ -179,7 +179,7 @@ def _make_hook(
             elif resume is not None:
                 resume(fid)
         except RecursionError:
-            pass  # the program's (Session.fail); calling fail here could overflow again
+            pass
         except Exception as exc:
             fail(exc, "function_enter")
 
@@ -196,7 +196,7 @@ def _make_hook(
                 unwind(fid)
             leave(fid)
         except RecursionError:
-            pass  # the program's (Session.fail); calling fail here could overflow again
+            pass
         except Exception as exc:
             fail(exc, "function_leave")
 
@@ -275,7 +275,7 @@ def _make_hook(
                 elif to_python is not None:
                     to_python(native_id(arg))
             except RecursionError:
-                pass  # the program's (Session.fail); calling fail here could overflow again
+                pass
             except Exception as exc:
                 fail(exc, "code transition")
 
@@ -341,9 +341,9 @@ def _make_hook(
                 return
             slow(frame, event, arg)
         except RecursionError:
-            return  # the program's (Session.fail)
+            return  # the program's (see failure.py)
 
-    if _profhook is not None and session.native:
+    if _profhook is not None and ctx.native:
         # The same fast path in C, on the same tables, handing the same cases to ``slow``.
         return _profhook.Hook(
             status=status,
