@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from profkit.collect.context import BackendContext
+from profkit.collect.plan import Plan
 from profkit.collect.transitions import NATIVE_TYPES, arguments_of
 
 #: ``sys.monitoring`` (3.12+), bound once; typed Any so mypy at 3.11 accepts it.
@@ -86,15 +87,32 @@ def monitoring_form(callback: Callable[..., Any] | None, fail: Callable[..., Any
 def _call_callbacks(
     ctx: BackendContext, enabled: dict[int, object], pre_codes: set[int], pre_frames: set[int]
 ) -> dict[int, Callable[..., Any]]:
+    """PY_START/PY_RETURN, the generator events and PY_UNWIND for the plan."""
     ev = MON.events
-    plan = ctx.plan
-    enter, leave, yield_, resume = plan.enter, plan.leave, plan.yield_, plan.resume
-    arguments, return_value, unwind = plan.arguments, plan.return_value, plan.unwind
-    fail = ctx.fail
+    plan, fail = ctx.plan, ctx.fail
+    on_start = _start_callback(plan, fail)
+    on_return = _return_callback(plan, fail)
+    # -- native hooks replace the closures they can (PY_THROW/PY_UNWIND stay: global) --
+    if plan.arguments is None:
+        on_start = monitoring_form(plan.enter, fail) or on_start
+    if plan.return_value is None:
+        on_return = monitoring_form(plan.leave, fail) or on_return
+    on_yield, on_resume, on_throw = _generator_callbacks(plan, fail, enabled)
+    return {
+        ev.PY_START: on_start,
+        ev.PY_RETURN: on_return,
+        ev.PY_YIELD: on_yield,
+        ev.PY_RESUME: on_resume,
+        ev.PY_THROW: on_throw,
+        ev.PY_UNWIND: _unwind_callback(plan, fail, enabled, pre_codes, pre_frames),
+    }
+
+
+def _start_callback(plan: Plan, fail: Callable[[BaseException, str], None]) -> Callable[..., Any]:
+    """PY_START: the common variant (enter only) first, then the general one."""
+    enter, arguments = plan.enter, plan.arguments
     idf = id
     getframe = sys._getframe
-
-    # -- PY_START / PY_RETURN: the common variant first, then the general one -----------
     if enter is not None and arguments is None:
 
         def on_start(code: Any, offset: int) -> None:
@@ -105,20 +123,27 @@ def _call_callbacks(
             except Exception as exc:
                 fail(exc, "function_enter")
 
-    else:
+        return on_start
 
-        def on_start(code: Any, offset: int) -> None:
-            try:
-                fid = idf(code)
-                if enter is not None:
-                    enter(fid)
-                if arguments is not None:
-                    arguments(fid, arguments_of(getframe(1)))
-            except RecursionError:
-                pass
-            except Exception as exc:
-                fail(exc, "function_enter")
+    def on_start_general(code: Any, offset: int) -> None:
+        try:
+            fid = idf(code)
+            if enter is not None:
+                enter(fid)
+            if arguments is not None:
+                arguments(fid, arguments_of(getframe(1)))
+        except RecursionError:
+            pass
+        except Exception as exc:
+            fail(exc, "function_enter")
 
+    return on_start_general
+
+
+def _return_callback(plan: Plan, fail: Callable[[BaseException, str], None]) -> Callable[..., Any]:
+    """PY_RETURN: the common variant (leave only) first, then the general one."""
+    leave, return_value = plan.leave, plan.return_value
+    idf = id
     if leave is not None and return_value is None:
 
         def on_return(code: Any, offset: int, value: object) -> None:
@@ -129,21 +154,30 @@ def _call_callbacks(
             except Exception as exc:
                 fail(exc, "function_leave")
 
-    else:
+        return on_return
 
-        def on_return(code: Any, offset: int, value: object) -> None:
-            try:
-                fid = idf(code)
-                if return_value is not None:
-                    return_value(fid, value)
-                if leave is not None:
-                    leave(fid)
-            except RecursionError:
-                pass
-            except Exception as exc:
-                fail(exc, "function_leave")
+    def on_return_general(code: Any, offset: int, value: object) -> None:
+        try:
+            fid = idf(code)
+            if return_value is not None:
+                return_value(fid, value)
+            if leave is not None:
+                leave(fid)
+        except RecursionError:
+            pass
+        except Exception as exc:
+            fail(exc, "function_leave")
 
-    # -- generators and coroutines ---------------------------------------------------
+    return on_return_general
+
+
+def _generator_callbacks(
+    plan: Plan, fail: Callable[[BaseException, str], None], enabled: dict[int, object]
+) -> tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]]:
+    """PY_YIELD, PY_RESUME and PY_THROW (a ``throw()``/``close()`` resumes the frame)."""
+    yield_, resume = plan.yield_, plan.resume
+    idf = id
+
     def on_yield(code: Any, offset: int, value: object) -> None:
         if yield_ is not None:
             try:
@@ -162,10 +196,27 @@ def _call_callbacks(
             except Exception as exc:
                 fail(exc, "function_resume")
 
+    resumed = monitoring_form(resume, fail) or on_resume
+
     def on_throw(code: Any, offset: int, exc_value: BaseException) -> None:
         # gen.throw()/close() resumes the frame: global event, so test membership.
         if idf(code) in enabled:
-            on_resume(code, offset)
+            resumed(code, offset)
+
+    return monitoring_form(yield_, fail) or on_yield, resumed, on_throw
+
+
+def _unwind_callback(
+    plan: Plan,
+    fail: Callable[[BaseException, str], None],
+    enabled: dict[int, object],
+    pre_codes: set[int],
+    pre_frames: set[int],
+) -> Callable[..., Any]:
+    """PY_UNWIND (global): accepted code, or a frame running at attach that was entered."""
+    leave, unwind = plan.leave, plan.unwind
+    idf = id
+    getframe = sys._getframe
 
     def on_unwind(code: Any, offset: int, exc_value: BaseException) -> None:
         fid = idf(code)
@@ -186,22 +237,7 @@ def _call_callbacks(
         except Exception as exc:
             fail(exc, "function_leave")
 
-    # -- native hooks replace the closures they can (PY_THROW/PY_UNWIND stay: global) --
-    if arguments is None:
-        on_start = monitoring_form(enter, fail) or on_start
-    if return_value is None:
-        on_return = monitoring_form(leave, fail) or on_return
-    on_yield = monitoring_form(yield_, fail) or on_yield
-    on_resume = monitoring_form(resume, fail) or on_resume
-
-    return {
-        ev.PY_START: on_start,
-        ev.PY_RETURN: on_return,
-        ev.PY_YIELD: on_yield,
-        ev.PY_RESUME: on_resume,
-        ev.PY_THROW: on_throw,
-        ev.PY_UNWIND: on_unwind,
-    }
+    return on_unwind
 
 
 def _transition_callbacks(ctx: BackendContext) -> dict[int, Callable[..., Any]]:

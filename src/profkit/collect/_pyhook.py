@@ -1,0 +1,116 @@
+"""The Python twin of ``_profhook.Hook``: the setprofile backend's fast path without C.
+
+Same constructor (keyword for keyword) and same decisions as the C type, so the backend
+builds either one from the same arguments and the same tests run against both (as
+pyinstrument's ``low_level`` keeps a C and a Python stat profiler). It is used where the
+extension is not built and with ``attach(native=False)``.
+
+``Hook`` is a function returning a closure rather than a class: a profile function that
+is a plain closure is called without a bound-method object and reads its bindings from
+cells, not attributes, which is the cheapest a Python profile function gets. The tables
+belong to the backend (``setprofile_slow.Tables``); this fast path only reads them. An
+event it does not decide (first sight of a code object, frames running at attach, a
+``throw()``, C calls, a stopped session) goes to ``slow``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+
+
+def _noop(*_: Any) -> None:
+    return None
+
+
+def Hook(
+    *,
+    status: dict[int, int],
+    gen_code: dict[int, tuple[bytes, int]],
+    throwing: dict[int, int],
+    state: list[bool],
+    slow: Callable[[FrameType, str, Any], None],
+    fail: Callable[[BaseException, str], None],
+    enter: Callable[[int], object] | None,
+    leave: Callable[[int], object] | None,
+    yield_: Callable[[int], object] | None,
+    resume: Callable[[int], object] | None,
+    plain_fast: int,
+    gen_fast: int,
+    transitions: bool,
+    resume_op: int,
+    yield_op: int,
+) -> Callable[[FrameType, str, Any], None]:
+    """A profile function over the given tables; its ``status`` attribute is the table."""
+    enter_cb = enter or _noop
+    leave_cb = leave or _noop
+    yield_cb = yield_ or _noop
+    resume_cb = resume or _noop
+    status_get = status.get
+    rejected = 0  # setprofile_slow.REJECTED
+    idf = id
+    _RESUME, _YIELD = resume_op, yield_op
+
+    def hook(frame: FrameType, event: str, arg: Any) -> None:
+        # The whole body: at the recursion limit even its first builtin call raises, and
+        # an exception leaving a profile function lands in the program with this frame.
+        try:
+            if event == "call":
+                fid = idf(frame.f_code)
+                st = status_get(fid)
+                if st == plain_fast:
+                    try:
+                        enter_cb(fid)
+                    except Exception as exc:
+                        fail(exc, "function_enter")
+                    return
+                if st == rejected:
+                    return
+                if st == gen_fast:
+                    raw, first = gen_code[fid]
+                    lasti = frame.f_lasti
+                    if lasti < first:
+                        return  # throw() into an unstarted generator: none of its code runs
+                    if raw[lasti] != _YIELD:  # a throw() stops at YIELD_VALUE: slow path
+                        try:
+                            if lasti == first:
+                                enter_cb(fid)
+                            else:
+                                resume_cb(fid)
+                        except Exception as exc:
+                            fail(exc, "function_enter")
+                        return
+            elif event == "return":
+                fid = idf(frame.f_code)
+                st = status_get(fid)
+                if st == plain_fast:
+                    try:
+                        leave_cb(fid)
+                    except Exception as exc:
+                        fail(exc, "function_leave")
+                    return
+                if st == rejected:
+                    return
+                if st == gen_fast and not throwing:
+                    raw, first = gen_code[fid]
+                    lasti = frame.f_lasti
+                    if lasti < first:
+                        return  # the unstarted generator thrown into: it never entered
+                    op = raw[lasti]
+                    try:
+                        if op == _YIELD or (op == _RESUME and lasti != first):
+                            yield_cb(fid)
+                        else:
+                            leave_cb(fid)  # a return or an unwind: both leave
+                    except Exception as exc:
+                        fail(exc, "function_leave")
+                    return
+            elif not transitions and state[0]:
+                return
+            slow(frame, event, arg)
+        except RecursionError:
+            return  # the program's (see failure.py)
+
+    hook.status = status  # type: ignore[attr-defined]
+    return hook

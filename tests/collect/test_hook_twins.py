@@ -1,0 +1,199 @@
+"""The setprofile fast path, C (``_profhook.Hook``) and Python (``_pyhook.Hook``): the
+same constructor, the same tables, the same decisions, checked by the same tests."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from profkit.collect import _pyhook, setprofile
+from profkit.collect.setprofile_slow import GEN, PLAIN, REJECTED, RESUME, YIELD
+
+IMPLS: list[Any] = [_pyhook]
+if setprofile._profhook is not None:
+    IMPLS.insert(0, setprofile._profhook)
+
+
+@pytest.fixture(params=IMPLS, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def impl(request: pytest.FixtureRequest) -> ModuleType:
+    return request.param  # type: ignore[no-any-return]
+
+
+def pk_leaf(x: int = 0) -> int:
+    return x + 1
+
+
+def pk_gen(n: int) -> Iterator[int]:
+    for i in range(n):
+        yield pk_leaf(i)
+
+
+def _first_resume(code: Any) -> int:
+    raw = code.co_code
+    return next(i for i in range(0, len(raw), 2) if raw[i] == RESUME)
+
+
+def _hook(impl: ModuleType, seen: list[tuple[Any, ...]], **over: Any) -> Any:
+    def note(kind: str) -> Callable[[int], None]:
+        return lambda fid: seen.append((kind, fid))
+
+    args: dict[str, Any] = {
+        "status": {},
+        "gen_code": {},
+        "throwing": {},
+        "state": [True],
+        "slow": lambda frame, event, arg: seen.append(("slow", frame.f_code.co_name, event)),
+        "fail": lambda exc, what: seen.append(("fail", type(exc).__name__, what)),
+        "enter": note("enter"),
+        "leave": note("leave"),
+        "yield_": note("yield"),
+        "resume": note("resume"),
+        "plain_fast": PLAIN,
+        "gen_fast": GEN,
+        "transitions": False,
+        "resume_op": RESUME,
+        "yield_op": YIELD,
+    }
+    args.update(over)
+    return impl.Hook(**args)
+
+
+def _run(hook: Any, body: Callable[[], object]) -> None:
+    old = sys.getprofile()
+    sys.setprofile(hook)
+    try:
+        body()
+    finally:
+        sys.setprofile(old)
+
+
+def test_the_constructor_takes_keywords_only(impl: ModuleType) -> None:
+    with pytest.raises(TypeError):
+        impl.Hook()
+    hook = _hook(impl, [])
+    assert isinstance(hook.status, dict)
+
+
+def test_known_plain_functions_take_the_fast_path(impl: ModuleType) -> None:
+    seen: list[tuple[Any, ...]] = []
+    fid = id(pk_leaf.__code__)
+    _run(_hook(impl, seen, status={fid: PLAIN}), lambda: pk_leaf(1))
+    assert [e for e in seen if e[0] != "slow"] == [("enter", fid), ("leave", fid)]
+
+
+def test_rejected_functions_are_silent_and_unknown_ones_go_slow(impl: ModuleType) -> None:
+    seen: list[tuple[Any, ...]] = []
+    _run(_hook(impl, seen, status={id(pk_leaf.__code__): REJECTED}), lambda: pk_leaf(1))
+    assert not [e for e in seen if "pk_leaf" in e]
+    seen.clear()
+    _run(_hook(impl, seen), lambda: pk_leaf(1))
+    assert ("slow", "pk_leaf", "call") in seen and ("slow", "pk_leaf", "return") in seen
+
+
+def test_generators_enter_yield_resume_and_leave_on_the_fast_path(impl: ModuleType) -> None:
+    seen: list[tuple[Any, ...]] = []
+    code = pk_gen.__code__
+    gid = id(code)
+    hook = _hook(
+        impl,
+        seen,
+        status={gid: GEN, id(pk_leaf.__code__): REJECTED},
+        gen_code={gid: (code.co_code, _first_resume(code))},
+    )
+    _run(hook, lambda: list(pk_gen(2)))
+    mine = [e for e in seen if e[-1] == gid or "pk_gen" in e]
+    assert mine == [
+        ("enter", gid),
+        ("yield", gid),
+        ("resume", gid),
+        ("yield", gid),
+        ("resume", gid),
+        ("leave", gid),
+    ]
+
+
+def test_a_generator_being_thrown_into(impl: ModuleType) -> None:
+    seen: list[tuple[Any, ...]] = []
+    code = pk_gen.__code__
+    gid = id(code)
+    gen = pk_gen(3)
+    next(gen)
+    hook = _hook(impl, seen, status={gid: GEN}, gen_code={gid: (code.co_code, _first_resume(code))})
+
+    def throw() -> None:
+        with pytest.raises(KeyError):
+            gen.throw(KeyError("x"))
+
+    _run(hook, throw)
+    if sys.version_info >= (3, 13):
+        # 3.13 stops a throw() at the RESUME after the yield: a plain resume to both twins
+        assert ("resume", gid) in seen and ("slow", "pk_gen", "call") not in seen
+    else:  # 3.11/3.12 stop at the YIELD_VALUE: the slow path records the throw()
+        assert ("slow", "pk_gen", "call") in seen
+
+
+def test_a_stopped_hook_and_c_calls_go_to_the_slow_path(impl: ModuleType) -> None:
+    seen: list[tuple[Any, ...]] = []
+    fid = id(pk_leaf.__code__)
+    _run(_hook(impl, seen, status={fid: PLAIN}, transitions=True), lambda: len([]))
+    assert any(e[0] == "slow" and e[2] == "c_call" for e in seen)
+    seen.clear()
+    state = [True]
+    hook = _hook(impl, seen, status={fid: PLAIN}, state=state)
+    state[0] = False
+    _run(hook, lambda: len([]))
+    assert any(e[0] == "slow" and e[2] == "c_call" for e in seen)
+
+
+def test_a_profiler_exception_goes_to_fail_and_not_into_the_program(impl: ModuleType) -> None:
+    seen: list[tuple[Any, ...]] = []
+    fid = id(pk_leaf.__code__)
+
+    def boom(_fid: int) -> None:
+        raise ValueError("profiler bug")
+
+    _run(_hook(impl, seen, status={fid: PLAIN}, enter=boom, leave=boom), lambda: pk_leaf(1))
+    assert ("fail", "ValueError", "function_enter") in seen
+    assert ("fail", "ValueError", "function_leave") in seen
+
+
+def test_a_base_exception_from_the_profiler_reaches_the_program(impl: ModuleType) -> None:
+    seen: list[tuple[Any, ...]] = []
+    fid = id(pk_leaf.__code__)
+
+    def interrupt(_fid: int) -> None:
+        raise KeyboardInterrupt
+
+    def body() -> None:
+        with pytest.raises(KeyboardInterrupt):
+            pk_leaf(1)
+
+    _run(_hook(impl, seen, status={fid: PLAIN}, enter=interrupt), body)
+    assert not [e for e in seen if e[0] == "fail"]
+
+
+def test_both_report_the_same_events() -> None:
+    """One program, both twins over equal tables: equal notifications."""
+
+    def program() -> None:
+        for n in range(3):
+            list(pk_gen(n))
+            pk_leaf(n)
+
+    results = []
+    for twin in IMPLS:
+        seen: list[tuple[Any, ...]] = []
+        code = pk_gen.__code__
+        hook = _hook(
+            twin,
+            seen,
+            status={id(code): GEN, id(pk_leaf.__code__): PLAIN},
+            gen_code={id(code): (code.co_code, _first_resume(code))},
+        )
+        _run(hook, program)
+        results.append([e for e in seen if e[0] != "slow"])
+    assert all(r == results[0] for r in results)
