@@ -47,8 +47,15 @@ CAPABILITIES = Capabilities(
     full_exceptions=True,
 )
 
-#: 2 is cProfile's PROFILER_ID, 1 coverage's, 0 debuggers', 5 optimizers': try ours first.
-_PREFERRED_TOOLS = (4, 3, 2, 1, 0, 5)
+#: PEP 669 names 0 (DEBUGGER_ID), 1 (COVERAGE_ID), 2 (PROFILER_ID: cProfile on 3.12+) and
+#: 5 (OPTIMIZER_ID) and leaves 3 and 4 to other tools: take those first, then 5 (nothing in
+#: CPython or the usual tools claims it), so a program's debugger, coverage and cProfile
+#: find their ids free; 2, 1, 0 only when the program already holds the others. What stays
+#: visible: ``sys.monitoring.get_tool(4)`` says ``"profkit"`` and ``get_tool(3)``
+#: ``"profkit-discovery"`` while a session runs, and a program that claims a taken id by
+#: number gets ``ValueError`` as with any other tool holding it (``PROFKIT_BACKEND=setprofile``
+#: leaves every id free).
+_PREFERRED_TOOLS = (4, 3, 5, 2, 1, 0)
 
 
 def reason_unavailable() -> str | None:
