@@ -3,6 +3,19 @@
 ``attach(profiler)`` calls ``profiler.initialize(info)``, chooses the backend the event mask
 needs (``select.py``), and starts hooks on every thread; ``detach()`` removes them and calls
 ``shutdown()`` exactly once (also run ``atexit``). One profiler per process.
+
+The package, one job per module:
+
+* ``backends.py`` the backend table (name → class, capabilities, availability);
+  ``select.py`` the choice made from it; ``base.py`` what every backend offers.
+* ``session.py`` one profiler's lifecycle; ``info.py`` the ``ProfilerInfo`` it is given;
+  ``catalog.py`` the id tables (``registry.py``) and the filter's verdicts;
+  ``failure.py`` the failure rule; ``context.py`` what a backend may read and call;
+  ``plan.py`` the profiler's callbacks bound for the mask.
+* Backends: ``monitoring.py`` + ``hot_monitoring.py`` (3.12+), ``setprofile.py`` with its
+  slow path ``setprofile_slow.py`` and its fast path in C (``_profhook.c``) or Python
+  (``_pyhook.py``), ``sampler.py``; ``hooks.py`` the thread, import and GC side hooks.
+* ``startup.py`` activation by environment (``profkit_startup.pth``).
 """
 
 from __future__ import annotations
