@@ -323,3 +323,16 @@ def test_perf_map_lists_jit_and_precompiled_code(workload: Path, tmp_path: Path)
     assert any(n.endswith(" [r2r]") and n.startswith("System.") for n in names)  # precompiled
     starts = [e.start for e in entries]
     assert starts == sorted(starts)
+
+
+def test_withinfo_hooks_give_the_same_counts(workload: Path) -> None:
+    """PROFKIT_CLR_HOOKS=info: the runtime's register-saving stubs call C hooks (the
+    article's SetEnterLeaveFunctionHooks3WithInfo), instead of profkit's assembly stubs."""
+    env = dict(os.environ, PROFKIT_CLR_HOOKS="info")
+    outcome, out, _ = run_captured(workload, "exceptions", env=env)
+    profile = outcome.profile
+    assert profile is not None
+    expected = counters(out)
+    assert calls(profile, P + "Thrower") == expected["Thrower"]
+    assert calls(profile, P + "Cleanup") == expected["Cleanup"]
+    assert calls(profile, P + "Leaf") == expected["Leaf"]

@@ -103,6 +103,7 @@ enum {
     PI_GetCodeInfo2 = 39,
     /* ICorProfilerInfo3 */
     PI_SetFunctionIDMapper2 = 56,
+    PI_SetEnterLeaveFunctionHooks3 = 58,
     PI_SetEnterLeaveFunctionHooks3WithInfo = 59,
     PI_GetRuntimeInformation = 64,
     PI_GetModuleInfo2 = 67,

@@ -3,10 +3,12 @@
  *
  * What it does, and why it is shaped this way (docs/clr.md has the user's view):
  *
- * - Enter/Leave/Tailcall "WithInfo" hooks (on Linux x64 the runtime's naked stubs save
- *   the registers, so the hooks are ordinary C functions). A FunctionIDMapper2 decides
- *   once per function whether it is hooked (namespace prefix filter) and hands the
- *   runtime a small method index as the client id: a declined function costs nothing.
+ * - Enter/Leave/Tailcall hooks: by default the fast ones (SetEnterLeaveFunctionHooks3),
+ *   which JIT'd code calls directly, through assembly stubs that save every volatile
+ *   register; or the article's WithInfo ones (the runtime's own stubs save the registers,
+ *   so those are plain C). A FunctionIDMapper2 decides once per function whether it is
+ *   hooked (namespace prefix filter) and hands the runtime a small method index as the
+ *   client id: a declined function costs nothing.
  * - The hot path only appends a 16-byte event (time, method, kind|depth) to a bounded
  *   per-thread ring (single producer: the thread; single consumer: the writer thread).
  *   It never locks, never allocates (the ring is mapped once, on a thread's first hooked
@@ -45,6 +47,12 @@
 #include "clr_abi.h"
 
 #define EXPORT __attribute__((visibility("default")))
+
+#if defined(__x86_64__)
+#define HAVE_FAST_HOOKS 1 /* the assembly stubs below */
+#else
+#define HAVE_FAST_HOOKS 0
+#endif
 
 /* ---- GUIDs (corprof.idl, cor.h, and profkit's own CLSID) ------------------------------ */
 static const GUID CLSID_PROFKIT = {0x819e7006, 0x936b, 0x5188, {0x81, 0xa7, 0xef, 0x70, 0x2a, 0xfa, 0xf9, 0xc2}};
@@ -108,6 +116,7 @@ static struct {
     char *output; /* the result file, or NULL */
     uint32_t events;
     uint32_t ring_events; /* per thread, a power of two */
+    int fast_hooks;       /* SetEnterLeaveFunctionHooks3 with our stubs, not WithInfo */
 } S;
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -264,6 +273,16 @@ static int read_settings(void) {
         uint32_t p = 1024;
         while (p < n) p <<= 1;
         S.ring_events = p;
+    }
+    S.fast_hooks = HAVE_FAST_HOOKS && !(S.events & EV_ARGS);
+    v = getenv("PROFKIT_CLR_HOOKS");
+    if (v && *v) {
+        if (!strcmp(v, "info")) S.fast_hooks = 0;
+        else if (strcmp(v, "fast") || !HAVE_FAST_HOOKS || (S.events & EV_ARGS)) {
+            say("profkit: clr: PROFKIT_CLR_HOOKS='%s': expected fast (x86-64, not with args) or info; "
+                "the program runs unprofiled", v);
+            return -1;
+        }
     }
     v = getenv("PROFKIT_STREAM");
     if (v && *v) S.stream = with_pid(v);
@@ -616,9 +635,69 @@ static inline void push_event(uint32_t id, uint32_t kind) {
     atomic_store_explicit(&t->head, h + 1, memory_order_release);
 }
 
+/* The WithInfo hooks: the runtime's own stub (ProfileEnterNaked) saved the registers and
+ * calls these as ordinary C functions. */
 static void hook_enter(UINT_PTR id, UINT_PTR elt) { (void)elt; push_event((uint32_t)id, K_ENTER); }
 static void hook_leave(UINT_PTR id, UINT_PTR elt) { (void)elt; push_event((uint32_t)id, K_LEAVE); }
 static void hook_tail(UINT_PTR id, UINT_PTR elt) { (void)elt; push_event((uint32_t)id, K_TAIL); }
+
+/* The fast hooks (SetEnterLeaveFunctionHooks3, x86-64 Linux): JIT'd code calls them
+ * directly, with every argument (Enter) or return (Leave) register live, so they are
+ * assembly stubs that save all volatile registers (rax, rcx, rdx, rsi, rdi, r8-r11,
+ * xmm0-15) around a call to C. The client id arrives in r14 for Enter and in rdi for
+ * Leave and Tailcall (the JIT's REG_PROFILER_ENTER_ARG_0 / the leave helper's first
+ * argument on the Unix AMD64 ABI). Upper halves of ymm registers are not preserved; the
+ * runtime's own stubs do not preserve them either. */
+__attribute__((used, visibility("hidden"))) void profkit_fast_event(UINT_PTR id, uint32_t kind) {
+    push_event((uint32_t)id, kind);
+}
+
+#if defined(__x86_64__)
+#define FAST_STUB(name, idreg, kind)                                                          \
+    __asm__(".text\n"                                                                      \
+            ".p2align 4\n"                                                                 \
+            ".type " #name ",@function\n"                                                  \
+            #name ":\n"                                                                    \
+            ".cfi_startproc\n"                                                             \
+            "push %rbp\n"                                                                  \
+            ".cfi_def_cfa_offset 16\n"                                                     \
+            ".cfi_offset %rbp, -16\n"                                                      \
+            "mov %rsp, %rbp\n"                                                             \
+            ".cfi_def_cfa_register %rbp\n"                                                 \
+            "sub $336, %rsp\n"                                                             \
+            "mov %rax, 0(%rsp)\n mov %rcx, 8(%rsp)\n mov %rdx, 16(%rsp)\n"                  \
+            "mov %rsi, 24(%rsp)\n mov %rdi, 32(%rsp)\n mov %r8, 40(%rsp)\n"                 \
+            "mov %r9, 48(%rsp)\n mov %r10, 56(%rsp)\n mov %r11, 64(%rsp)\n"                 \
+            "movdqu %xmm0, 80(%rsp)\n movdqu %xmm1, 96(%rsp)\n movdqu %xmm2, 112(%rsp)\n"   \
+            "movdqu %xmm3, 128(%rsp)\n movdqu %xmm4, 144(%rsp)\n movdqu %xmm5, 160(%rsp)\n" \
+            "movdqu %xmm6, 176(%rsp)\n movdqu %xmm7, 192(%rsp)\n movdqu %xmm8, 208(%rsp)\n" \
+            "movdqu %xmm9, 224(%rsp)\n movdqu %xmm10, 240(%rsp)\n movdqu %xmm11, 256(%rsp)\n" \
+            "movdqu %xmm12, 272(%rsp)\n movdqu %xmm13, 288(%rsp)\n movdqu %xmm14, 304(%rsp)\n" \
+            "movdqu %xmm15, 320(%rsp)\n"                                                   \
+            "mov " idreg ", %rdi\n"                                                        \
+            "mov $" #kind ", %esi\n"                                                       \
+            "call profkit_fast_event\n"                                                    \
+            "mov 0(%rsp), %rax\n mov 8(%rsp), %rcx\n mov 16(%rsp), %rdx\n"                  \
+            "mov 24(%rsp), %rsi\n mov 32(%rsp), %rdi\n mov 40(%rsp), %r8\n"                 \
+            "mov 48(%rsp), %r9\n mov 56(%rsp), %r10\n mov 64(%rsp), %r11\n"                 \
+            "movdqu 80(%rsp), %xmm0\n movdqu 96(%rsp), %xmm1\n movdqu 112(%rsp), %xmm2\n"   \
+            "movdqu 128(%rsp), %xmm3\n movdqu 144(%rsp), %xmm4\n movdqu 160(%rsp), %xmm5\n" \
+            "movdqu 176(%rsp), %xmm6\n movdqu 192(%rsp), %xmm7\n movdqu 208(%rsp), %xmm8\n" \
+            "movdqu 224(%rsp), %xmm9\n movdqu 240(%rsp), %xmm10\n movdqu 256(%rsp), %xmm11\n" \
+            "movdqu 272(%rsp), %xmm12\n movdqu 288(%rsp), %xmm13\n movdqu 304(%rsp), %xmm14\n" \
+            "movdqu 320(%rsp), %xmm15\n"                                                   \
+            "leave\n"                                                                      \
+            ".cfi_def_cfa %rsp, 8\n"                                                       \
+            "ret\n"                                                                        \
+            ".cfi_endproc\n"                                                               \
+            ".size " #name ", .-" #name "\n")
+FAST_STUB(profkit_fast_enter, "%r14", 1);
+FAST_STUB(profkit_fast_leave, "%rdi", 2);
+FAST_STUB(profkit_fast_tail, "%rdi", 3);
+void profkit_fast_enter(void);
+void profkit_fast_leave(void);
+void profkit_fast_tail(void);
+#endif
 
 /* ---- rare records: events, modules, code map ------------------------------------------ */
 typedef struct {
@@ -769,17 +848,60 @@ static void stream_flush(void) {
     g_sbuf_n = 0;
 }
 
-static void udp_flush(void) {
+/* Datagrams are sealed into a batch and handed to the kernel with one sendmmsg() per
+ * batch (one system call per 32 datagrams instead of one each). A datagram's header is
+ * written when it is sealed, numbered as if every earlier one is sent; when the kernel
+ * takes only some (a full socket buffer), the rest are dropped, their lines added to
+ * `dropped`, and their sequence numbers reused, so `seq` still counts datagrams the
+ * kernel accepted and a gap at the monitor means loss on the way. */
+#define BATCH 32
+static char g_batch[BATCH][MAX_DATAGRAM + MAX_HEADER + 8];
+static size_t g_batch_len[BATCH];
+static uint32_t g_batch_lines[BATCH];
+static unsigned g_n_batch;
+
+static void udp_send_batch(void) {
+    if (!g_n_batch) return;
+    struct mmsghdr msgs[BATCH];
+    struct iovec iov[BATCH];
+    memset(msgs, 0, sizeof msgs);
+    for (unsigned i = 0; i < g_n_batch; i++) {
+        iov[i].iov_base = g_batch[i];
+        iov[i].iov_len = g_batch_len[i];
+        msgs[i].msg_hdr.msg_iov = &iov[i];
+        msgs[i].msg_hdr.msg_iovlen = 1;
+    }
+    unsigned sent = 0;
+    while (sent < g_n_batch) {
+        int k = sendmmsg(g_udp, msgs + sent, g_n_batch - sent, MSG_DONTWAIT);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        sent += (unsigned)k;
+    }
+    g_udp_seq += sent;
+    for (unsigned i = sent; i < g_n_batch; i++) g_udp_dropped += g_batch_lines[i];
+    g_n_batch = 0;
+}
+
+static void udp_seal(void) {
     if (g_dgram_lines == 0) return;
-    char pkt[MAX_DATAGRAM + MAX_HEADER + 8];
-    int h = snprintf(pkt, MAX_HEADER + 1, "PK1 %s %llu %llu\n", g_sender, (unsigned long long)g_udp_seq,
-                     (unsigned long long)g_udp_dropped);
+    char *pkt = g_batch[g_n_batch];
+    int h = snprintf(pkt, MAX_HEADER + 1, "PK1 %s %llu %llu\n", g_sender,
+                     (unsigned long long)(g_udp_seq + g_n_batch), (unsigned long long)g_udp_dropped);
     if (h < 0 || h > MAX_HEADER) h = 0;
     memcpy(pkt + h, g_dgram, g_dgram_n);
-    if (send(g_udp, pkt, (size_t)h + g_dgram_n, MSG_DONTWAIT) >= 0) g_udp_seq++;
-    else g_udp_dropped += g_dgram_lines;
+    g_batch_len[g_n_batch] = (size_t)h + g_dgram_n;
+    g_batch_lines[g_n_batch] = g_dgram_lines;
+    g_n_batch++;
     g_dgram_n = 0;
     g_dgram_lines = 0;
+    if (g_n_batch == BATCH) udp_send_batch();
+}
+
+/* end of a writer pass: everything formatted so far goes out now */
+static void udp_flush(void) {
+    udp_seal();
+    udp_send_batch();
 }
 
 static void udp_line(const char *line, size_t n) {
@@ -793,7 +915,7 @@ static void udp_line(const char *line, size_t n) {
         line = cut;
         n = k + 3;
     }
-    if (g_dgram_lines && g_dgram_n + 1 + n > budget) udp_flush();
+    if (g_dgram_lines && g_dgram_n + 1 + n > budget) udp_seal();
     if (g_dgram_lines) g_dgram[g_dgram_n++] = '\n';
     memcpy(g_dgram + g_dgram_n, line, n);
     g_dgram_n += n;
@@ -815,32 +937,56 @@ static void emit_line(const char *line, size_t n) {
 
 static int g_lines_on;
 
-static void line_open(uint32_t depth_index, uint32_t id) {
-    char buf[2048];
-    size_t indent = (size_t)(depth_index - 1) * 4;
-    if (indent > 1024) indent = 1024;
-    memset(buf, ' ', indent);
-    int n = snprintf(buf + indent, sizeof buf - indent, "Enter: %s", method_name(id));
-    if (n < 0) return;
-    size_t len = indent + (size_t)n;
-    emit_line(buf, len < sizeof buf ? len : sizeof buf - 1);
+/* Lines are formatted by hand (no printf: it costs more than the rest of a line's work)
+ * into one buffer; the indentation is capped at MAX_INDENT characters (a depth of 4096),
+ * so a runaway recursion cannot make one line megabytes long. */
+#define MAX_INDENT 16384
+#define NAME_CAP 1024
+static char g_line[MAX_INDENT + NAME_CAP + 96];
+
+static size_t put_u64(char *out, uint64_t v) {
+    char tmp[24];
+    size_t n = 0;
+    do tmp[n++] = (char)('0' + v % 10), v /= 10;
+    while (v);
+    for (size_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
+    return n;
 }
 
-static void line_close(uint32_t depth_index, uint32_t id, uint64_t dur) {
-    char buf[2048];
+static size_t line_head(uint32_t depth_index, const char *kind, size_t kind_len, uint32_t id) {
     size_t indent = (size_t)(depth_index - 1) * 4;
-    if (indent > 1024) indent = 1024;
-    memset(buf, ' ', indent);
-    int n;
-    if (S.unit_ns)
-        n = snprintf(buf + indent, sizeof buf - indent, "Leave: %s, Duration: %llu ns", method_name(id),
-                     (unsigned long long)dur);
-    else
-        n = snprintf(buf + indent, sizeof buf - indent, "Leave: %s, Duration: %.3f us", method_name(id),
-                     (double)dur / 1000.0);
-    if (n < 0) return;
-    size_t len = indent + (size_t)n;
-    emit_line(buf, len < sizeof buf ? len : sizeof buf - 1);
+    if (indent > MAX_INDENT) indent = MAX_INDENT;
+    memset(g_line, ' ', indent);
+    memcpy(g_line + indent, kind, kind_len);
+    size_t o = indent + kind_len;
+    const char *name = method_name(id);
+    size_t n = strnlen(name, NAME_CAP);
+    memcpy(g_line + o, name, n);
+    return o + n;
+}
+
+static void line_open(uint32_t depth_index, uint32_t id) {
+    emit_line(g_line, line_head(depth_index, "Enter: ", 7, id));
+}
+
+/* "Leave: NAME, Duration: 12.250 us" (or "12250 ns"): exact decimal from integer ns. */
+static void line_close(uint32_t depth_index, uint32_t id, uint64_t dur) {
+    size_t o = line_head(depth_index, "Leave: ", 7, id);
+    memcpy(g_line + o, ", Duration: ", 12);
+    o += 12;
+    if (S.unit_ns) {
+        o += put_u64(g_line + o, dur);
+        memcpy(g_line + o, " ns", 3);
+    } else {
+        o += put_u64(g_line + o, dur / 1000);
+        uint64_t frac = dur % 1000;
+        g_line[o++] = '.';
+        g_line[o++] = (char)('0' + frac / 100);
+        g_line[o++] = (char)('0' + frac / 10 % 10);
+        g_line[o++] = (char)('0' + frac % 10);
+        memcpy(g_line + o, " us", 3);
+    }
+    emit_line(g_line, o + 3);
 }
 
 /* Base time without orphans (profkit.profilers.elt.lines): stack[1 .. written-1] have had
@@ -1256,7 +1402,8 @@ static HRESULT cb_Initialize(void *self, void *unk) {
     DWORD mask = 0, high = 0;
     /* The WithInfo hooks need at least one of the *_INFO/ARGS/RETVAL flags; FRAME_INFO is
      * the cheapest (the runtime refuses the hooks with no such flag). */
-    if (S.events & EV_CALLS) mask |= PRF_MONITOR_ENTERLEAVE | PRF_MONITOR_JIT_COMPILATION | PRF_ENABLE_FRAME_INFO;
+    if (S.events & EV_CALLS)
+        mask |= PRF_MONITOR_ENTERLEAVE | PRF_MONITOR_JIT_COMPILATION | (S.fast_hooks ? 0 : PRF_ENABLE_FRAME_INFO);
     if (S.events & EV_ARGS) mask |= PRF_ENABLE_FUNCTION_ARGS | PRF_ENABLE_FUNCTION_RETVAL | PRF_ENABLE_FRAME_INFO;
     if (S.events & EV_EXCEPTIONS) mask |= PRF_MONITOR_EXCEPTIONS;
     if (S.events & EV_THREADS) mask |= PRF_MONITOR_THREADS;
@@ -1278,11 +1425,17 @@ static HRESULT cb_Initialize(void *self, void *unk) {
     }
     if (S.events & EV_CALLS) {
         hr = ((fn_SetMapper2)SLOT(g_info, PI_SetFunctionIDMapper2))(g_info, (void *)mapper, NULL);
+#if HAVE_FAST_HOOKS
+        if (hr >= 0 && S.fast_hooks)
+            hr = ((fn_SetHooks3)SLOT(g_info, PI_SetEnterLeaveFunctionHooks3))(
+                g_info, (void *)profkit_fast_enter, (void *)profkit_fast_leave, (void *)profkit_fast_tail);
+        else
+#endif
         if (hr >= 0)
             hr = ((fn_SetHooks3)SLOT(g_info, PI_SetEnterLeaveFunctionHooks3WithInfo))(
                 g_info, (void *)hook_enter, (void *)hook_leave, (void *)hook_tail);
         if (hr < 0) {
-            say("profkit: clr: SetEnterLeaveFunctionHooks3WithInfo failed (HRESULT 0x%08x); the program runs "
+            say("profkit: clr: setting the enter/leave hooks failed (HRESULT 0x%08x); the program runs "
                 "unprofiled", (unsigned)hr);
             return E_FAIL;
         }
