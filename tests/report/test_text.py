@@ -9,7 +9,7 @@ import pytest
 from profkit.calltree.model import CallProfile, Frame, ThreadTree
 from profkit.errors import UsageError
 from profkit.report._fmt import format_ns, parse_duration
-from profkit.report.text import render_tree
+from profkit.report.text import MIN_NAME, render_tree
 from tests.calltree.strategies import deep_profile, sample_profile
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -34,13 +34,18 @@ def test_tree_orders_children_by_inclusive_time() -> None:
     assert "\x1b[" not in text
 
 
-def test_every_line_fits_the_width() -> None:
+def test_every_line_fits_the_width_but_names_keep_40_characters() -> None:
+    """Issue #11: names were cut to ~15 characters to fit 80 columns; now a line may
+    wrap, a name keeps at least MIN_NAME characters, and without a width nothing is cut."""
     prof = deep_profile(300)
     prof.frames[0] = Frame("a" * 200, "x.py", 1)
-    for width in (52, 60, 80, 120):
+    for width in (52, 60, 80, 120, 200):
         text = render_tree(prof, width=width)
-        assert max(len(line) for line in text.splitlines()) <= width
+        assert max(len(line) for line in text.splitlines()) <= max(width, 36 + 9 + MIN_NAME)
+        names = re.findall(r"─ (…?a+)", text)
+        assert names and min(len(n) for n in names) >= MIN_NAME
     assert "[299]" in render_tree(prof)
+    assert ("a" * 200) in render_tree(prof, width=None)
 
 
 def test_deep_tree_does_not_recurse() -> None:
@@ -124,4 +129,4 @@ def test_min_share_is_relative_to_each_thread() -> None:
     # MainThread (10 ms): 2.5 ms limit hides helper (2 ms) and the direct json.dumps (1 ms);
     # worker (2 ms): its only node is 100 % and stays
     assert _names(text) == ["myapp.main", "myapp.core.work", "json.dumps", "myapp.core.helper"]
-    assert text.count("… 1 more below the limit") == 2
+    assert text.count("… 1 more below 25% of the thread") == 2

@@ -64,6 +64,21 @@ def register(sub: Any, name: str, help_text: str) -> None:
     )
     parser.add_argument("--max-depth", type=int, metavar="N", help="tree: stop at this depth")
     parser.add_argument(
+        "--fold",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="tree: fold import machinery and chains of frames that pass all their time "
+        "to one callee (default: on, off with --all)",
+    )
+    parser.add_argument(
+        "--hot-spots",
+        type=int,
+        default=3,
+        metavar="N",
+        help="tree: list the N functions with the most self time above each thread's tree "
+        "(default 3; 0 for none)",
+    )
+    parser.add_argument(
         "--sort",
         choices=("exclusive", "inclusive", "calls"),
         default="exclusive",
@@ -115,6 +130,14 @@ def output_width() -> int:
     return shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else 80
 
 
+def tree_width(flag: int | None) -> int | None:
+    """The tree's width: ``--width``, else the terminal's; ``None`` (names in full, never
+    cut) when stdout is a file or a pipe (issue #11: cut names helped nobody there)."""
+    if flag is not None:
+        return flag
+    return shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else None
+
+
 def use_color(flag: bool | None) -> bool:
     """Explicit flag, else a terminal without ``NO_COLOR`` (https://no-color.org)."""
     if flag is not None:
@@ -128,6 +151,8 @@ def _handler(args: argparse.Namespace) -> int:
         raise UsageError("--width must be at least 20")
     if args.top is not None and args.top < 1:
         raise UsageError("--top must be at least 1")
+    if args.hot_spots < 0:
+        raise UsageError("--hot-spots must be 0 or more")
     if args.max_depth is not None and args.max_depth < 0:
         raise UsageError("--max-depth must be 0 or more")
     if not 0 <= args.min_share <= 100:
@@ -145,13 +170,15 @@ def _render(args: argparse.Namespace, width: int, color: bool, min_time: int) ->
     if args.view == "tree":
         text = render_tree(
             profile,
-            width=width,
+            width=tree_width(args.width),
             color=color,
             min_time_ns=min_time,
             prefix=args.prefix,
             max_depth=args.max_depth,
             top=args.top,
             min_share=0.0 if args.all else args.min_share / 100,
+            fold=not args.all if args.fold is None else args.fold,
+            hot_spots=args.hot_spots,
         )
     elif args.view == "flat":
         text = render_flat(

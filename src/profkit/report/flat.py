@@ -9,7 +9,7 @@ from profkit.calltree.model import CallProfile
 from profkit.errors import UsageError
 from profkit.report._fmt import Palette, column_header, fit, format_ns
 from profkit.report.stats import ROOT, Stats, Totals, collect
-from profkit.report.tree import filter_prefix, frame_label, parse_prefixes
+from profkit.report.tree import display_names, filter_prefix, frame_label, parse_prefixes
 
 SortKey = Literal["exclusive", "inclusive", "calls"]
 _FLAT_COLUMNS = "    self    total      %    calls  "
@@ -39,8 +39,9 @@ def render_flat(
     pal = Palette(color)
     stats = profile_stats(profile, prefix)
     base = stats.total_ns or 1
+    labels = display_names(profile)
     rows = [(f, t) for f, t in stats.functions.items() if t.inclusive_ns >= min_time_ns]
-    rows.sort(key=lambda r: (-_sort_value(r[1], sort), frame_label(profile.frames, r[0])))
+    rows.sort(key=lambda r: (-_sort_value(r[1], sort), labels[r[0]]))
     if top is not None:
         rows = rows[: max(top, 0)]
     width = max(width, len(_FLAT_COLUMNS) + 16)
@@ -55,7 +56,7 @@ def render_flat(
             f"{format_ns(t.exclusive_ns):>8} {format_ns(t.inclusive_ns):>8} "
             f"{100 * share:>5.1f}% {t.calls:>8}  "
         )
-        out.append(pal.heat(share, cols) + fit(frame_label(profile.frames, frame), room))
+        out.append(pal.heat(share, cols) + fit(labels[frame], room))
     if len(rows) < len(stats.functions):
         out.append(pal.dim(f"… {len(stats.functions) - len(rows)} more functions not shown"))
     return "\n".join(out) + "\n"

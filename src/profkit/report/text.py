@@ -2,9 +2,10 @@
 
 Used by ``profkit report`` and printed at the end of ``profkit run``. Each thread gets a
 header and its tree; children are sorted by inclusive time. Columns (total, self, share,
-calls) come first so the tree can take whatever width is left; names too long for it are
-cut from the left (the end of ``module.qualname`` says most) and very deep paths show
-their depth as ``[N]`` instead of an ever-growing indent.
+calls) come first so the tree can take whatever width is left; on a terminal, names too
+long for it are cut from the left (the end of ``module.qualname`` says most) but never
+below :data:`MIN_NAME` characters; very deep paths show their depth as ``[N]`` instead
+of an ever-growing indent. Without a width (a file, a pipe) names are shown in full.
 """
 
 from __future__ import annotations
@@ -12,23 +13,42 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from profkit.calltree.model import CallNode, CallProfile
-from profkit.report._fmt import Palette, column_header, fit, format_ns
-from profkit.report.tree import filter_prefix, frame_label, parse_prefixes, total_ns
+from profkit.report._fmt import Palette, column_header, fit, format_ns, printable
+from profkit.report.stats import collect
+from profkit.report.tree import (
+    display_names,
+    filter_prefix,
+    matches,
+    merge_into,
+    parse_prefixes,
+    total_ns,
+)
 
 _COLUMNS = "   total     self      %    calls  "
-_MIN_NAME = 16
+#: Fewest characters a name is cut to on a terminal (a line wraps rather than say less).
+MIN_NAME = 40
+_MIN_NAME = 16  # the narrowest --width accepted leaves this much for names
+#: profkit's own modules: the runner and the collector, never part of the program.
+INTERNAL_MODULES = ("profkit.cli", "profkit.collect", "profkit.profilers", "profkit.api", "runpy")
+#: Frames at a thread's root that only the runner calls (``contextlib.suppress`` around
+#: the program's exit in :mod:`profkit.profilers.elt.program`).
+_LAUNCHER_ROOTS = ("contextlib.suppress.",)
+_IMPORT_FILES = ("<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>")
+_IMPORT_NAMES = ("importlib._bootstrap", "importlib._bootstrap_external")
 
 
 def render_tree(
     profile: CallProfile,
     *,
-    width: int = 80,
+    width: int | None = 80,
     color: bool = False,
     min_time_ns: int = 0,
     prefix: str | Iterable[str] | None = None,
     max_depth: int | None = None,
     top: int | None = None,
     min_share: float = 0.0,
+    fold: bool = False,
+    hot_spots: int = 0,
 ) -> str:
     """The text tree of every thread of ``profile``.
 
@@ -37,65 +57,240 @@ def render_tree(
     to their nearest shown caller; ``max_depth`` cuts the tree below that depth; ``top``
     keeps only the N hottest children of each node; ``min_share`` (0..1) hides nodes
     under that fraction of their thread's total. Hidden siblings are summarised on
-    one ``… N more`` line so totals still add up on screen.
+    one ``… N more below <limit>`` line so totals still add up on screen.
+
+    ``width=None``: names are never cut (for a file or a pipe, where nothing wraps
+    them badly and a cut name helps nobody); with a width, a name keeps at least
+    :data:`MIN_NAME` characters even if the line then wraps.
+
+    ``fold``: import machinery (``<frozen importlib._bootstrap>``) disappears into its
+    caller, and a chain of frames that each pass (almost) all their time to one child
+    becomes one ``┆ N frames folded`` line, so the hot path fits on a screen.
+    ``hot_spots``: so many functions with the most self time over the thread, listed
+    above its tree (the tree shows paths; a function hot from many paths is named here).
+
+    Always: profkit's own frames (the runner's, the collector's) are hidden, and
+    functions whose name does not identify them (``<lambda>``, ``<listcomp>``, two
+    functions of one name) carry ``file:line``.
     """
     pal = Palette(color)
     prefixes = parse_prefixes(prefix)
-    width = max(width, len(_COLUMNS) + _MIN_NAME)
+    if width is not None:
+        width = max(width, len(_COLUMNS) + _MIN_NAME)
+    labels = display_names(profile)
+    internal = _internal_frames(profile)
+    imports = _import_frames(profile) if fold else None
     out: list[str] = []
     mode = "traced" if profile.mode == "trace" else "sampled"
     for thread in profile.threads:
         root = filter_prefix(profile, thread.root, prefixes)
+        folded: dict[int, int] = {}
+        root = _hide(root, internal, imports, folded)
         total = total_ns(root)
         if out:
             out.append("")
         header = f"Thread {thread.name} (id {thread.thread_id}): {format_ns(total)} {mode}"
-        out.append(pal.bold(fit(header, width)))
+        out.append(pal.bold(fit(header, width) if width is not None else printable(header)))
         if not root.children:
             out.append(
                 pal.dim("  (no calls recorded" + (" under the prefix)" if prefixes else ")"))
             )
             continue
+        if hot_spots:
+            out.extend(_hot_spots(root, labels, total, hot_spots, pal))
         out.append(pal.dim(column_header(_COLUMNS, profile.mode)))
-        limit = max(min_time_ns, int(min_share * total))
-        _render_thread(profile, root, total, out, pal, width, limit, max_depth, top)
+        share_limit = int(min_share * total)
+        limit = max(min_time_ns, share_limit)
+        if not limit:
+            why = ""
+        elif share_limit >= min_time_ns:
+            why = f"below {100 * min_share:.3g}% of the thread"
+        else:
+            why = f"below the limit ({format_ns(min_time_ns)})"
+        view = _View(labels, pal, width, limit, why, max_depth, top, fold, folded)
+        view.render(root, total, out)
     if not profile.threads:
         out.append("(empty profile: no threads)")
     return "\n".join(out) + "\n"
 
 
-def _visible(
-    node: CallNode, min_time_ns: int, top: int | None
-) -> tuple[list[CallNode], list[CallNode]]:
-    children = sorted(node.children.values(), key=lambda c: -c.inclusive_ns)
-    shown = [c for c in children if c.inclusive_ns >= min_time_ns]
-    if top is not None:
-        shown = shown[: max(top, 0)]
-    kept = {id(c) for c in shown}
-    return shown, [c for c in children if id(c) not in kept]
+def _internal_frames(profile: CallProfile) -> list[bool]:
+    return [
+        matches(f.name, INTERNAL_MODULES)
+        or (f.name.startswith(_LAUNCHER_ROOTS) and f.file.endswith("contextlib.py"))
+        for f in profile.frames
+    ]
 
 
-def _render_thread(
-    profile: CallProfile,
-    root: CallNode,
-    total: int,
-    out: list[str],
-    pal: Palette,
-    width: int,
-    min_time_ns: int,
-    max_depth: int | None,
-    top: int | None,
-) -> None:
-    room = width - len(_COLUMNS)
-    # the indent is 2 columns per level; beyond this many levels show "[depth]" instead
-    max_levels = max((room - _MIN_NAME) // 2, 1)
-    # stack items: (node or a "more" summary, guides for the ancestors, is_last, depth)
-    Item = tuple[CallNode | tuple[int, int, int], tuple[bool, ...], bool, int]
-    stack: list[Item] = []
+def _import_frames(profile: CallProfile) -> list[bool]:
+    return [
+        f.file.startswith(_IMPORT_FILES) or matches(f.name, _IMPORT_NAMES) for f in profile.frames
+    ]
 
-    def push_children(node: CallNode, guides: tuple[bool, ...], depth: int) -> None:
-        shown, hidden = _visible(node, min_time_ns, top)
-        items: list[Item] = [(c, guides, False, depth) for c in shown]
+
+def _hide(
+    root: CallNode, internal: list[bool], imports: list[bool] | None, folded: dict[int, int]
+) -> CallNode:
+    """A copy of ``root`` without profkit's frames (and import machinery when
+    ``imports`` is given): their children move up to the nearest shown caller (merged
+    with a same-frame sibling there), their self time is charged to it, and
+    ``folded[id(node)]`` counts the frames folded into each shown node."""
+    if not any(internal) and not (imports and any(imports)):
+        return root
+    new_root = CallNode(-1)
+    merge_into(new_root, root)
+    stack: list[tuple[CallNode, CallNode, bool]] = [(root, new_root, False)]
+    while stack:
+        old, target, _under_hidden = stack.pop()
+        for child in old.children.values():
+            frame = child.frame
+            if internal[frame]:
+                target.exclusive_ns += child.exclusive_ns
+                stack.append((child, target, True))
+            elif imports is not None and imports[frame]:
+                target.exclusive_ns += child.exclusive_ns
+                folded[id(target)] = folded.get(id(target), 0) + 1
+                stack.append((child, target, True))
+            else:
+                shown = target.child(frame)
+                merge_into(shown, child)
+                stack.append((child, shown, False))
+    return new_root
+
+
+def _hot_spots(
+    root: CallNode, labels: list[str], total: int, count: int, pal: Palette
+) -> list[str]:
+    """The functions with the most self time over the whole thread, any path."""
+    functions = collect([root]).functions
+    best = sorted(functions.items(), key=lambda item: -item[1].exclusive_ns)[:count]
+    base = total or 1
+    lines = [pal.dim("  hot spots (self time, all paths):")]
+    for frame, t in best:
+        if t.exclusive_ns <= 0:
+            break
+        share = t.exclusive_ns / base
+        lines.append(
+            pal.heat(share, f"  {format_ns(t.exclusive_ns):>8} {100 * share:>5.1f}%  ")
+            + printable(labels[frame])
+        )
+    return lines
+
+
+#: stack items of the view: a node, a "more" summary (count, inclusive, calls) or a
+#: folded chain (frames, inclusive, packages)
+_Entry = CallNode | tuple[int, int, int] | tuple[str, int, str]
+
+
+class _View:
+    """Renders one thread's tree into lines (iteratively: trees can be 20,000 deep)."""
+
+    def __init__(
+        self,
+        labels: list[str],
+        pal: Palette,
+        width: int | None,
+        limit: int,
+        why: str,
+        max_depth: int | None,
+        top: int | None,
+        fold: bool,
+        folded: dict[int, int],
+    ) -> None:
+        self.labels = labels
+        self.pal = pal
+        self.width = width
+        self.limit = limit
+        self.why = why
+        self.max_depth = max_depth
+        self.top = top
+        self.fold = fold
+        self.folded = folded
+        self.chains: dict[int, tuple[list[CallNode], CallNode]] = {}
+        room = (width or 10_000) - len(_COLUMNS)
+        # the indent is 2 columns per level; beyond this many levels show "[depth]"
+        self.room = room
+        self.max_levels = max((room - MIN_NAME) // 2, 1) if width is not None else 10_000
+
+    def _visible(self, node: CallNode) -> tuple[list[CallNode], list[CallNode]]:
+        children = sorted(node.children.values(), key=lambda c: -c.inclusive_ns)
+        shown = [c for c in children if c.inclusive_ns >= self.limit]
+        if self.top is not None:
+            shown = shown[: max(self.top, 0)]
+        kept = {id(c) for c in shown}
+        return shown, [c for c in children if id(c) not in kept]
+
+    def _passes_through(self, node: CallNode) -> CallNode | None:
+        """The one child ``node`` hands (nearly) all its time to, else ``None``."""
+        if not node.children or self.folded.get(id(node)):
+            return None
+        shown, hidden = self._visible(node)
+        if len(shown) != 1:
+            return None
+        rest = node.exclusive_ns + sum(c.inclusive_ns for c in hidden)
+        return shown[0] if rest <= self.limit else None
+
+    def render(self, root: CallNode, total: int, out: list[str]) -> None:
+        stack: list[tuple[_Entry, tuple[bool, ...], bool, int]] = []
+        self._push_children(root, (), 1, stack)
+        share_base = total or 1
+        pal = self.pal
+        while stack:
+            entry, guides, is_last, depth = stack.pop()
+            tree = _tree_prefix(guides, is_last, self.max_levels, depth)
+            name_room = max(self.room - len(tree), MIN_NAME if self.width else 1)
+            if isinstance(entry, tuple):
+                first = entry[0]
+                if isinstance(first, str):  # a folded chain
+                    _, incl, packages = entry
+                    cols = f"{'':>8} {'':>8} {'':>6} {'':>8}  "
+                    label = f"┆ {first} frames folded" + (f" ({packages})" if packages else "")
+                    tree = tree[: -len("├─ ")] + "  "  # no branch: the chain goes on below
+                    out.append(pal.dim(cols + tree + self._fit(label, name_room)))
+                    continue
+                count, incl, calls = entry
+                cols = f"{format_ns(incl):>8} {'':>8} {100 * incl / share_base:>5.1f}% {calls:>8}  "
+                why = f" {self.why}" if self.why else ""
+                label = f"… {count} more{why}"
+                out.append(pal.dim(cols + tree + self._fit(label, name_room)))
+                continue
+            node = entry
+            share = node.inclusive_ns / share_base
+            cols = (
+                f"{format_ns(node.inclusive_ns):>8} {format_ns(node.exclusive_ns):>8} "
+                f"{100 * share:>5.1f}% {node.calls:>8}  "
+            )
+            name = self.labels[node.frame] if 0 <= node.frame < len(self.labels) else "<root>"
+            hidden_imports = self.folded.get(id(node))
+            if hidden_imports:
+                name += f" [+{hidden_imports} import frames]"
+            cut = self.max_depth is not None and depth >= self.max_depth and bool(node.children)
+            if cut:
+                name += " …"
+            out.append(pal.heat(share, cols) + tree + pal.heat(share, self._fit(name, name_room)))
+            if not cut:
+                below = (*guides, not is_last)
+                if not self._push_chain(node, below, depth + 1, stack):
+                    self._push_children(node, below, depth + 1, stack)
+
+    def _fit(self, text: str, room: int) -> str:
+        return fit(text, room) if self.width is not None else printable(text)
+
+    def _push_children(
+        self,
+        node: CallNode,
+        guides: tuple[bool, ...],
+        depth: int,
+        stack: list[tuple[_Entry, tuple[bool, ...], bool, int]],
+    ) -> None:
+        shown, hidden = self._visible(node)
+        items: list[tuple[_Entry, tuple[bool, ...], bool, int]] = []
+        for child in shown:
+            if self.fold:
+                chain = self._chain(child)
+                if len(chain) >= 4:  # child, then two or more folded, then the last
+                    self.chains[id(child)] = (chain[1:-1], chain[-1])
+            items.append((child, guides, False, depth))
         if hidden:
             summary = (
                 len(hidden),
@@ -104,36 +299,43 @@ def _render_thread(
             )
             items.append((summary, guides, False, depth))
         if items:
-            last = items[-1]
-            items[-1] = (last[0], last[1], True, last[3])
+            last_item = items[-1]
+            items[-1] = (last_item[0], last_item[1], True, last_item[3])
         stack.extend(reversed(items))
 
-    push_children(root, (), 1)
-    share_base = total or 1
-    while stack:
-        entry, guides, is_last, depth = stack.pop()
-        tree = _tree_prefix(guides, is_last, max_levels, depth)
-        name_room = max(room - len(tree), 1)
-        if isinstance(entry, tuple):
-            count, incl, calls = entry
-            cols = f"{format_ns(incl):>8} {'':>8} {100 * incl / share_base:>5.1f}% {calls:>8}  "
-            label = f"… {count} more" + (" below the limit" if min_time_ns else "")
-            label = label if len(label) <= name_room else label[: max(name_room - 1, 0)] + "…"
-            out.append(pal.dim(cols + tree + label))
-            continue
-        node = entry
-        share = node.inclusive_ns / share_base
-        cols = (
-            f"{format_ns(node.inclusive_ns):>8} {format_ns(node.exclusive_ns):>8} "
-            f"{100 * share:>5.1f}% {node.calls:>8}  "
-        )
-        name = frame_label(profile.frames, node.frame)
-        cut = max_depth is not None and depth >= max_depth and bool(node.children)
-        if cut:
-            name += " …"
-        out.append(pal.heat(share, cols) + tree + pal.heat(share, fit(name, name_room)))
-        if not cut:
-            push_children(node, (*guides, not is_last), depth + 1)
+    def _push_chain(
+        self,
+        node: CallNode,
+        guides: tuple[bool, ...],
+        depth: int,
+        stack: list[tuple[_Entry, tuple[bool, ...], bool, int]],
+    ) -> bool:
+        """Below a node that starts a foldable chain: the fold line, then its end."""
+        found = self.chains.pop(id(node), None)
+        if found is None:
+            return False
+        middle, last = found
+        line = (str(len(middle)), middle[0].inclusive_ns, self._packages(middle))
+        stack.append((last, guides, True, depth))
+        stack.append((line, guides, False, depth))
+        return True
+
+    def _chain(self, node: CallNode) -> list[CallNode]:
+        """``node`` and the nodes below it while each passes its time to one child."""
+        chain = [node]
+        while True:
+            nxt = self._passes_through(chain[-1])
+            if nxt is None:
+                return chain
+            chain.append(nxt)
+
+    def _packages(self, nodes: list[CallNode]) -> str:
+        seen: dict[str, None] = {}
+        for n in nodes:
+            label = self.labels[n.frame]
+            seen.setdefault(label.split(".", 1)[0].split(" ", 1)[0], None)
+        names = list(seen)
+        return ", ".join(names[:4]) + (", …" if len(names) > 4 else "")
 
 
 def _tree_prefix(guides: tuple[bool, ...], is_last: bool, max_levels: int, depth: int) -> str:

@@ -6,6 +6,7 @@ purpose: a recursive program's tree can be deeper than Python's recursion limit.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator
 
 from profkit.calltree.model import CallNode, CallProfile, Frame
@@ -128,6 +129,22 @@ def walk(root: CallNode) -> Iterator[tuple[int, CallNode, tuple[int, ...]]]:
         yield depth, node, path
         below = (*path, node.frame) if node.frame >= 0 else path
         stack.extend((depth + 1, c, below) for c in reversed(node.children.values()))
+
+
+def display_names(profile: CallProfile) -> list[str]:
+    """Each frame's name for people: ``file:line`` added where the name alone is
+    ambiguous (``<lambda>``, ``<listcomp>``, ``<module>``; two functions of one name)."""
+    counts: dict[str, int] = {}
+    for f in profile.frames:
+        counts[f.name] = counts.get(f.name, 0) + 1
+    out = []
+    for f in profile.frames:
+        name = f.name
+        if f.file and (name.endswith(">") or counts[name] > 1):
+            where = os.path.basename(f.file) or f.file
+            name = f"{name} ({where}:{f.line})"
+        out.append(name)
+    return out
 
 
 def frame_label(frames: list[Frame], index: int) -> str:

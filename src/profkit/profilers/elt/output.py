@@ -118,12 +118,16 @@ def render(profile: CallProfile, stream: TextIO) -> str:
         )
 
     tty = _isatty(stream)
-    width = 80
+    width: int | None = None  # a file or a pipe: full names, nothing cut (issue #11)
     if tty:
+        width = 80
         with contextlib.suppress(OSError, ValueError):
             width = max(os.get_terminal_size(stream.fileno()).columns, 60)
     color = tty and not os.environ.get("NO_COLOR")
-    tree = render_tree(profile, width=width, color=color, min_share=0.02, top=8, max_depth=30)
+    # no depth cap: chains and import machinery are folded instead, so the hot path fits
+    tree = render_tree(
+        profile, width=width, color=color, min_share=0.02, top=8, fold=True, hot_spots=3
+    )
     return tree + more
 
 

@@ -1,0 +1,209 @@
+"""Issue #11 item 3: the end-of-run tree leads to the hot spot, judged against cProfile
+run on the same program in the same test (the oracle), and the tree's own rules:
+folding, profkit's frames hidden, full names off a terminal, which limit hid what."""
+
+from __future__ import annotations
+
+import pstats
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from profkit.calltree.model import CallProfile, Frame, ThreadTree
+from profkit.report.text import render_tree
+
+# A pytest-like program: a deep chain of distinct pass-through wrappers, a module
+# imported inside it (import machinery), lambdas, and a hot leaf reached by two paths.
+PROGRAM = textwrap.dedent(
+    """
+    import importlib, sys, os
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+    def hot(n):
+        total = 0
+        for i in range(n):
+            total += i * i % 7
+        return total
+
+    def warm(n):
+        return sum(range(n))
+
+    def make_wrappers(depth):
+        fns = []
+        for i in range(depth):
+            ns = {}
+            exec(f"def wrapper_{i}(f, n):\\n    return f(n)", ns)
+            fns.append(ns[f"wrapper_{i}"])
+        return fns
+
+    WRAPPERS = make_wrappers(60)
+
+    def chain(n, k=0):
+        if k == len(WRAPPERS):
+            mod = importlib.import_module("helper_mod")
+            return mod.run(hot, n) + (lambda: warm(n // 4))()
+        return WRAPPERS[k](lambda m: chain(m, k + 1), n)
+
+    def main():
+        for _ in range(3):
+            chain(200_000)
+        hot(100_000)
+
+    main()
+    """
+)
+HELPER = "def run(f, n):\n    return f(n)\n"
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("hotpath")
+    (d / "helper_mod.py").write_text(HELPER)
+    path = d / "app.py"
+    path.write_text(PROGRAM)
+    return path
+
+
+def _cprofile_hottest(program: Path) -> str:
+    out = program.parent / "app.pstats"
+    subprocess.run(
+        [sys.executable, "-m", "cProfile", "-o", str(out), str(program)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    stats = pstats.Stats(str(out)).stats  # type: ignore[attr-defined]
+    (filename, _line, name), _ = max(
+        ((k, v) for k, v in stats.items() if k[0] != "~"), key=lambda kv: kv[1][2]
+    )
+    assert filename == str(program)
+    return name
+
+
+def test_end_of_run_tree_names_the_hot_spot_in_40_lines(program: Path) -> None:
+    hottest = _cprofile_hottest(program)  # the oracle: cProfile's top by self time
+    assert hottest == "hot"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "profkit",
+            "run",
+            "-o",
+            str(program.parent / "p.json"),
+            str(program),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=program.parent,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    head = "\n".join(lines[:40])
+    assert re.search(rf"__main__\.{hottest}\b", head), head
+    # the tree itself reaches the leaf through the folded chain within 40 lines
+    tree_lines = [line for line in lines[:40] if "─ " in line]
+    assert any(f"__main__.{hottest}" in line for line in tree_lines), head
+    assert "frames folded" in head
+    text = done.stderr
+    assert "profkit." not in text.replace("profkit: profile saved", "")
+    assert "contextlib.suppress" not in text
+    assert "importlib._bootstrap" not in text
+    flat = subprocess.run(
+        [sys.executable, "-m", "profkit", "report", "p.json", "--view", "flat"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=program.parent,
+    ).stdout
+    assert "<lambda> (app.py:" in flat  # same-named functions carry file:line
+    assert not re.search(r"─ …(?! \d+ more)", text)  # no name cut from the left
+    assert not re.search(r"─ \S+ …$", text, re.M)  # no depth cap marker
+
+
+def _chain_profile(depth: int = 50) -> CallProfile:
+    p = CallProfile("trace")
+    t = ThreadTree(1, "MainThread")
+    p.threads.append(t)
+    node = t.root
+    t.root.inclusive_ns = 1000
+    for i in range(depth):
+        node = node.child(p.frame_id(Frame(f"pkg{i % 3}.f{i}", "x.py", i)))
+        node.add_call(1000, 0)
+    leaf = node.child(p.frame_id(Frame("app.leaf", "a.py", 1)))
+    leaf.add_call(1000, 1000)
+    return p
+
+
+def test_chains_fold_and_say_how_many() -> None:
+    text = render_tree(_chain_profile(), width=None, fold=True)
+    assert "┆ 49 frames folded (pkg1, pkg2, pkg0)" in text
+    assert "app.leaf" in text and len(text.splitlines()) < 10
+    assert "app.leaf" in render_tree(_chain_profile(), width=None)  # unfolded: all 51
+    assert len(render_tree(_chain_profile(), width=None).splitlines()) > 50
+
+
+def test_profkit_and_import_frames_hidden() -> None:
+    p = CallProfile("trace")
+    t = ThreadTree(1, "MainThread")
+    p.threads.append(t)
+    launcher = t.root.child(
+        p.frame_id(Frame("profkit.profilers.elt.program.Program.run", "/x/program.py", 1))
+    )
+    launcher.add_call(100, 0)
+    boot = launcher.child(
+        p.frame_id(Frame("importlib._bootstrap._find_and_load", "<frozen importlib._bootstrap>", 1))
+    )
+    boot.add_call(100, 10)
+    boot.child(p.frame_id(Frame("app.main", "/a/app.py", 3))).add_call(90, 90)
+    t.root.child(
+        p.frame_id(Frame("contextlib.suppress.__init__", "/usr/lib/contextlib.py", 1))
+    ).add_call(1, 1)
+    text = render_tree(p, width=None, fold=True)
+    assert "profkit." not in text and "contextlib" not in text and "_find_and_load" not in text
+    assert "app.main [+1 import frames]" not in text  # folded into the caller it stood under
+    assert re.search(r"└─ app\.main", text)
+
+
+def test_hidden_lines_say_which_limit() -> None:
+    from tests.calltree.strategies import sample_profile
+
+    assert "below 25% of the thread" in render_tree(sample_profile(), min_share=0.25)
+    assert "below the limit (3.00 ms)" in render_tree(sample_profile(), min_time_ns=3_000_000)
+
+
+def test_same_named_functions_carry_file_and_line() -> None:
+    p = CallProfile("trace")
+    t = ThreadTree(1, "MainThread")
+    p.threads.append(t)
+    for i, f in enumerate(("a.py", "b.py")):
+        t.root.child(p.frame_id(Frame("m.<lambda>", f"/src/{f}", 10 + i))).add_call(5, 5)
+        t.root.child(p.frame_id(Frame("m.run", f"/src/{f}", 20 + i))).add_call(5, 5)
+    t.root.child(p.frame_id(Frame("m.unique", "/src/a.py", 30))).add_call(5, 5)
+    text = render_tree(p, width=None)
+    for label in (
+        "m.<lambda> (a.py:10)",
+        "m.<lambda> (b.py:11)",
+        "m.run (a.py:20)",
+        "m.run (b.py:21)",
+    ):
+        assert label in text
+    assert "m.unique (" not in text
+
+
+def test_hot_spots_list_functions_hot_from_many_paths() -> None:
+    p = CallProfile("trace")
+    t = ThreadTree(1, "MainThread")
+    p.threads.append(t)
+    leaf = p.frame_id(Frame("m.spread"))
+    for i in range(50):  # 1 % from each of 50 callers: hidden from the tree at 2 %
+        caller = t.root.child(p.frame_id(Frame(f"m.caller{i}")))
+        caller.add_call(20, 10)
+        caller.child(leaf).add_call(10, 10)
+    text = render_tree(p, width=None, min_share=0.02, hot_spots=3)
+    assert text.splitlines()[2].endswith("m.spread")
