@@ -85,6 +85,10 @@ def _write(profile: CallProfile, write: Callable[[bytes], Any]) -> None:
     for i, thread in enumerate(profile.threads):
         head = b"," if i else b""
         head += b'{"thread_id":' + _dumps(thread.thread_id) + b',"name":' + _dumps(thread.name)
+        if thread.native_id is not None:  # optional keys, as file.to_json writes them
+            head += b',"native_id":' + _dumps(thread.native_id)
+        if thread.pid is not None:
+            head += b',"pid":' + _dumps(thread.pid)
         write(head + b',"nodes":[')
         for piece in _node_pieces(thread.root):
             write(piece)
