@@ -15,6 +15,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from profkit.calltree import file as profile_file
 from profkit.calltree.model import CallNode, CallProfile
 from profkit.clr import run_dotnet
@@ -120,6 +122,23 @@ def test_tail_recursive_method_counted_exactly(workload: Path) -> None:
     profile = outcome.profile
     assert profile is not None
     assert calls(profile, P + "TailSum") == counters(out)["Tail"] == 1001
+
+
+@pytest.mark.parametrize("hooks", ["fast", "info"])
+def test_real_tail_calls_keep_the_depth_and_the_counts(workload: Path, hooks: str) -> None:
+    """IL tail calls (emitted at run time): each Tailcall closes its frame, the callee
+    opens at the same depth, so Down and Other alternate directly under their caller."""
+    env = dict(os.environ, PROFKIT_CLR_HOOKS=hooks)
+    outcome, out, _ = run_captured(workload, "tailemit", "100", env=env)
+    assert "Emitted=7" in out
+    profile = outcome.profile
+    assert profile is not None
+    assert calls(profile, "ProfTest.Emitted.Down") == 101
+    assert calls(profile, "ProfTest.Emitted.Other") == 100
+    for name, _, path in walk(profile):
+        if name.startswith("ProfTest.Emitted."):
+            assert path == [P + "Main", P + "EmittedTailCalls"], (name, path)
+    assert outcome.result is not None and outcome.result.resyncs == 0
 
 
 def test_prefix_filter_keeps_only_matching_methods(workload: Path) -> None:

@@ -2,6 +2,8 @@
 // get right, and the program counts its own calls (the independent oracle the tests
 // compare the profile with). Compiled at test time with mono's mcs; run on CoreCLR.
 using System;
+using System.Reflection;
+using System.Reflection.Emit;
 using System.Threading;
 
 namespace ProfTest
@@ -111,6 +113,41 @@ namespace ProfTest
             Interlocked.Increment(ref Counters.Fast);
         }
 
+        // mcs never emits the IL "tail." prefix, so the tail calls are emitted at run time:
+        // Down(n) = n == 0 ? 7 : tail. Other(n - 1); Other(n) = tail. Down(n). Down(n) thus
+        // makes n + 1 calls of Down and n of Other, each replacing its caller's frame.
+        static int EmittedTailCalls(int n)
+        {
+            AssemblyBuilder ab = AssemblyBuilder.DefineDynamicAssembly(
+                new AssemblyName("ProfTestEmitted"), AssemblyBuilderAccess.Run);
+            ModuleBuilder mb = ab.DefineDynamicModule("ProfTestEmitted");
+            TypeBuilder tb = mb.DefineType("ProfTest.Emitted", TypeAttributes.Public | TypeAttributes.Class);
+            MethodAttributes attrs = MethodAttributes.Public | MethodAttributes.Static;
+            MethodBuilder down = tb.DefineMethod("Down", attrs, typeof(int), new Type[] { typeof(int) });
+            MethodBuilder other = tb.DefineMethod("Other", attrs, typeof(int), new Type[] { typeof(int) });
+            ILGenerator il = down.GetILGenerator();
+            Label more = il.DefineLabel();
+            il.Emit(OpCodes.Ldarg_0);
+            il.Emit(OpCodes.Brtrue_S, more);
+            il.Emit(OpCodes.Ldc_I4_7);
+            il.Emit(OpCodes.Ret);
+            il.MarkLabel(more);
+            il.Emit(OpCodes.Ldarg_0);
+            il.Emit(OpCodes.Ldc_I4_1);
+            il.Emit(OpCodes.Sub);
+            il.Emit(OpCodes.Tailcall);
+            il.Emit(OpCodes.Call, other);
+            il.Emit(OpCodes.Ret);
+            ILGenerator il2 = other.GetILGenerator();
+            il2.Emit(OpCodes.Ldarg_0);
+            il2.Emit(OpCodes.Tailcall);
+            il2.Emit(OpCodes.Call, down);
+            il2.Emit(OpCodes.Ret);
+            Type t = tb.CreateType();
+            Func<int, int> f = (Func<int, int>)Delegate.CreateDelegate(typeof(Func<int, int>), t.GetMethod("Down"));
+            return f(n);
+        }
+
         public static int Main(string[] args)
         {
             string mode = args.Length > 0 ? args[0] : "calls";
@@ -159,6 +196,9 @@ namespace ProfTest
                     break;
                 case "tail":
                     TailSum(1000, 0);
+                    break;
+                case "tailemit":
+                    Console.WriteLine("Emitted=" + EmittedTailCalls(n));
                     break;
                 case "slow":
                     for (int i = 0; i < 3; i++)
