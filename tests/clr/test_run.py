@@ -141,6 +141,22 @@ def test_real_tail_calls_keep_the_depth_and_the_counts(workload: Path, hooks: st
     assert outcome.result is not None and outcome.result.resyncs == 0
 
 
+def test_gc_loads_threads_and_code_map_are_recorded(workload: Path) -> None:
+    outcome, out, _ = run_captured(workload, "gc")
+    profile = outcome.profile
+    assert profile is not None and outcome.result is not None
+    assert calls(profile, P + "Leaf") == counters(out)["Leaf"] == 1000
+    events = profile.metadata["clr_events"]
+    induced = [e[3] for e in events if e[2] == "gc-start" and "induced" in e[3]]
+    assert induced == ["2 induced loh"]  # GC.Collect(): every generation and the LOH
+    assert profile.metadata["clr_event_counts"]["gc-end"] >= 1
+    assert any(e[2] == "assembly" and e[3] == "Workload" for e in events)
+    assert str(workload) in profile.metadata["modules"]
+    assert profile.metadata["clr_event_counts"]["thread-created"] >= 1
+    jitted = {c.name for c in outcome.result.code if c.kind == "jit"}
+    assert {P + "Main", P + "Leaf"} <= jitted
+
+
 def test_prefix_filter_keeps_only_matching_methods(workload: Path) -> None:
     outcome, out, _ = run_captured(workload, "calls", prefixes=("ProfTest.Outer",))
     profile = outcome.profile
@@ -242,6 +258,20 @@ def test_cli_run_keeps_stdout_and_exit_status(
     assert proc.stdout == bare.stdout
     assert "profile saved" in proc.stderr
     assert calls(profile_file.load(str(out)), P + "Leaf") == 1
+
+
+def test_stdin_and_stdout_pass_through(workload: Path, tmp_path: Path, dotnet_host: Host) -> None:
+    data = "first line\nsecond: ünïcode\n" * 100
+    bare = subprocess.run(
+        [dotnet_host.path, str(workload), "echo"], input=data, capture_output=True, text=True
+    )
+    proc = subprocess.run(
+        [*profkit_cli(), "clr", "run", "--prefix", "ProfTest", "-o", str(tmp_path / "p.json"),
+         "--no-tree", str(workload), "echo"],
+        input=data, capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode == bare.returncode == 0
+    assert proc.stdout == bare.stdout == data
 
 
 def test_uncaught_exception_keeps_status_and_saves_the_profile(

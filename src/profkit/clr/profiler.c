@@ -491,36 +491,50 @@ static int fmap_grow(void) {
     return 0;
 }
 
-/* Decide (once) whether fid is hooked; returns its client id, or UINT32_MAX if not. */
+static uint32_t fmap_find(FunctionID fid, int *found) { /* caller holds g_lock */
+    *found = 0;
+    if (!g_fmap_cap) return UINT32_MAX;
+    struct fent *e = fmap_slot(fid);
+    *found = e->fid == fid;
+    return *found ? e->id : UINT32_MAX;
+}
+
+/* Decide (once) whether fid is hooked; returns its client id, or UINT32_MAX if not.
+ * The name is read from metadata *outside* g_lock: the runtime may hold its own locks
+ * while calling us, and our lock must never be held across a call into the runtime. Two
+ * threads deciding the same function at once both read its name; the first to insert wins. */
 static uint32_t map_function(FunctionID fid) {
+    int found;
     pthread_mutex_lock(&g_lock);
-    if (g_fmap_cap) {
-        struct fent *e = fmap_slot(fid);
-        if (e->fid == fid) {
-            uint32_t id = e->id;
-            pthread_mutex_unlock(&g_lock);
-            return id;
-        }
-    }
+    uint32_t id = fmap_find(fid, &found);
+    pthread_mutex_unlock(&g_lock);
+    if (found) return id;
     char name[1024];
     function_name(fid, name, sizeof name);
-    uint32_t id = UINT32_MAX;
-    if ((S.events & EV_CALLS) && prefix_match(name) && g_n_methods < CHUNK * MAX_CHUNKS) {
+    int wanted = (S.events & EV_CALLS) && prefix_match(name);
+    char *copy = wanted ? strdup(name) : NULL;
+    pthread_mutex_lock(&g_lock);
+    id = fmap_find(fid, &found);
+    if (found) {
+        pthread_mutex_unlock(&g_lock);
+        free(copy);
+        return id;
+    }
+    if (copy && g_n_methods < CHUNK * MAX_CHUNKS) {
         char **chunk = atomic_load_explicit(&g_names[g_n_methods / CHUNK], memory_order_relaxed);
         if (!chunk) {
             chunk = calloc(CHUNK, sizeof(char *));
             if (chunk) atomic_store_explicit(&g_names[g_n_methods / CHUNK], chunk, memory_order_release);
         }
-        char *copy = strdup(name);
-        if (chunk && copy) {
+        if (chunk) {
             id = g_n_methods++;
             chunk[id % CHUNK] = copy;
-        } else {
-            free(copy);
+            copy = NULL;
         }
     }
+    free(copy);
     if ((g_fmap_n + 1) * 2 > g_fmap_cap && fmap_grow() < 0) {
-        pthread_mutex_unlock(&g_lock);
+        pthread_mutex_unlock(&g_lock); /* not remembered: decided again next time */
         return id;
     }
     struct fent *e = fmap_slot(fid);
@@ -1669,13 +1683,16 @@ static HRESULT cb_ExceptionUnwindFunctionLeave(void *self) {
     return S_OK;
 }
 
+/* "<generation> <induced|other>[ loh][ poh]": the highest of generations 0-2 collected,
+ * then the large (3) and pinned (4) object heaps when they are collected too. */
 static HRESULT cb_GarbageCollectionStarted(void *self, int n, BOOL *gens, int reason) {
     (void)self;
     int gen = -1;
-    for (int i = 0; i < n && i < 8; i++)
+    for (int i = 0; i < n && i < 3; i++)
         if (gens[i]) gen = i;
     char text[64];
-    snprintf(text, sizeof text, "%d %s", gen, reason == 1 ? "induced" : "other");
+    snprintf(text, sizeof text, "%d %s%s%s", gen, reason == 1 ? "induced" : "other",
+             n > 3 && gens[3] ? " loh" : "", n > 4 && gens[4] ? " poh" : "");
     record("gc-start", text);
     return S_OK;
 }

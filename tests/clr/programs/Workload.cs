@@ -206,6 +206,14 @@ namespace ProfTest
                     for (int i = 0; i < 5; i++)
                         Fast();
                     break;
+                case "gc":
+                    for (int i = 0; i < 1000; i++)
+                        Leaf(new byte[1024].Length);
+                    GC.Collect();
+                    break;
+                case "echo":
+                    Console.Out.Write(Console.In.ReadToEnd());
+                    return 0;
                 case "bench":
                     Console.WriteLine(Fib(n));
                     return 0;
