@@ -1,11 +1,22 @@
-"""The settings of ``profkit run`` and the ELT profiler: one table, one frozen dataclass.
+"""Every ``PROFKIT_*`` variable in one table: flag, variable, parser, formatter, default.
 
-Every setting is one row of :data:`SETTINGS`: the dataclass field, the ``PROFKIT_*``
-environment variable, the ``profkit run`` flag, a parser from text, a formatter back to
-text, and the default. Everything else is derived from that table — reading the
-environment, the CLI flags' help, validation messages, and :meth:`Settings.serialize`,
-which hands a child process the parent's *exact* settings through its environment
-(coverage.py's ``serialize()`` idea, but validated on the way back in).
+Two groups of rows of one :class:`Setting` type, read by the CLI, the start-up hook
+(:mod:`profkit.collect.startup`) and the runner alike:
+
+* :data:`SETTINGS` — what a profiler is configured with (``profkit run``'s flags, one
+  field each of the frozen :class:`Settings` dataclass, recorded in every saved profile);
+* :data:`ACTIVATION` — what the start-up hook reads to decide *whether* and *how* to
+  attach (``PROFKIT_ENABLE_PROFILING``, ``PROFKIT_PROFILER``, ``PROFKIT_BACKEND``, the
+  collector's own ``PROFKIT_SAMPLE_INTERVAL`` in seconds); no ``run`` flag, read one
+  variable at a time with :func:`read` so that a bad value of one never stops another
+  profiler from attaching.
+
+Everything else is derived from the table — reading the environment, the CLI flags'
+help, validation messages, the list of known variables (typo hints), and
+:meth:`Settings.serialize`, which hands a child process the parent's *exact* settings
+through its environment (coverage.py's ``serialize()`` idea, but validated on the way
+back in). One parser per kind of value (duration, interval, seconds, choice, bool,
+prefixes, address, text); nothing ever writes a parsed value back into ``os.environ``.
 
 Precedence, lowest first: defaults → ``PROFKIT_*`` environment → command-line flags.
 A bad value is never guessed at: it raises :class:`~profkit.errors.SettingsError` naming
@@ -21,6 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from profkit.api.names import prefix_matches
 from profkit.errors import SettingsError
 
 Mode = Literal["trace", "sample"]
@@ -129,6 +141,28 @@ def _interval(text: str) -> int:
     return value
 
 
+def parse_seconds(text: str) -> float:
+    """The collector's ``PROFKIT_SAMPLE_INTERVAL``: a positive number of seconds, at most a
+    week (``nan``, ``inf`` and ``1e400`` are refused, not slept on)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise _Invalid("expected a number of seconds like 0.001") from None
+    if not 0 < value <= _MAX_DURATION_NS / 1e9:
+        raise _Invalid("expected a number of seconds above 0 and at most a week, like 0.001")
+    return value
+
+
+def parse_enable(text: str) -> bool:
+    """``PROFKIT_ENABLE_PROFILING``: on for 1/true/yes/on; anything else is simply off (the
+    variable is tested by every Python process's start-up line, so it never complains)."""
+    return text.strip().lower() in _TRUE
+
+
+def _text(text: str) -> str:
+    return text.strip()
+
+
 # -- the table -------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class Setting:
@@ -142,6 +176,10 @@ class Setting:
     default: Any
     help: str
     metavar: str = ""  #: how ``--help`` names the flag's value
+
+
+def _str(value: Any) -> str:
+    return str(value)
 
 
 # fmt: off
@@ -185,9 +223,25 @@ SETTINGS: tuple[Setting, ...] = (
             "is not built), off (pure Python)",
             "{auto,on,off}"),
 )
+
+#: Variables of the start-up hook (environment activation). No ``run`` flag (``flag`` is
+#: empty): ``profkit run`` sets them for its children itself. Read with :func:`read`.
+ACTIVATION: tuple[Setting, ...] = (
+    Setting("enable", "PROFKIT_ENABLE_PROFILING", "", parse_enable, _bool_text, False,
+            "1 (true/yes/on) attaches PROFKIT_PROFILER at interpreter start-up"),
+    Setting("profiler", "PROFKIT_PROFILER", "", _text, _str, "",
+            "pkg.module:Class or a name in entry-point group profkit.profilers"),
+    Setting("backend", "PROFKIT_BACKEND", "", _text, _str, "",
+            "the collector backend: auto (default), monitoring, setprofile, sampler"),
+    Setting("sample_interval_s", "PROFKIT_SAMPLE_INTERVAL", "", parse_seconds, repr, None,
+            "the collector's sampling interval in seconds; wins over PROFKIT_INTERVAL"),
+    Setting("debug", "PROFKIT_DEBUG", "", _text, _str, "",
+            "1: a profkit bug shows its traceback"),
+)
 # fmt: on
 
 _BY_FIELD = {s.field: s for s in SETTINGS}
+_ANY_BY_FIELD = {s.field: s for s in (*SETTINGS, *ACTIVATION)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,9 +297,28 @@ class Settings:
         return {s.field: s.format(getattr(self, s.field)) for s in SETTINGS}
 
 
-#: The variable the collector's start-up hook reads the sampling interval from, in seconds
-#: (``profkit.collect.startup``). ``PROFKIT_INTERVAL`` is the user-facing one; see
-#: :func:`export_collector_interval`.
+def read(environ: Mapping[str, str], field: str) -> Any:
+    """One variable of either group, parsed by its row; its default when unset.
+
+    The start-up hook reads what it needs this way, one at a time: a bad
+    ``PROFKIT_BASETIME`` is no reason to refuse a user's own profiler that never reads it.
+    """
+    setting = _ANY_BY_FIELD[field]
+    text = environ.get(setting.env)
+    return setting.default if text is None else _parse(setting, text, setting.env)
+
+
+def sample_interval_s(environ: Mapping[str, str]) -> float:
+    """Seconds between samples for ``attach``: the collector's ``PROFKIT_SAMPLE_INTERVAL``
+    when set, else the user-facing ``PROFKIT_INTERVAL`` (a duration), else 1 ms."""
+    seconds: float | None = read(environ, "sample_interval_s")
+    if seconds is not None:
+        return seconds
+    return float(read(environ, "interval_ns")) / 1e9
+
+
+#: The collector's own interval variable (seconds). ``PROFKIT_INTERVAL`` is the user-facing
+#: one; both are rows of the table and :func:`sample_interval_s` says which wins.
 COLLECTOR_INTERVAL_VAR = "PROFKIT_SAMPLE_INTERVAL"
 
 
@@ -254,28 +327,25 @@ def collector_interval_text(settings: Settings) -> str:
     return repr(settings.interval_ns / 1e9)
 
 
-def export_collector_interval(environ: Any, settings: Settings) -> None:
-    """Make an environment-activated sampler honour ``PROFKIT_INTERVAL``.
+def export_collector_interval(environ: dict[str, str], settings: Settings) -> None:
+    """Put ``PROFKIT_INTERVAL`` into the collector's variable of a child's environment dict.
 
-    The start-up hook builds the profiler *first* and only then reads
-    ``PROFKIT_SAMPLE_INTERVAL`` for ``attach``, so a profiler constructed from the
-    environment writes the documented ``PROFKIT_INTERVAL`` through to it (children
-    inherit the same value). Without ``PROFKIT_INTERVAL`` the environment is left alone.
+    Kept for callers building an environment by hand. Nothing in profkit calls it on
+    ``os.environ`` any more (the start-up hook reads both variables through
+    :func:`sample_interval_s`); without ``PROFKIT_INTERVAL`` the dict is left alone.
     """
     if "PROFKIT_INTERVAL" in environ:
         environ[COLLECTOR_INTERVAL_VAR] = collector_interval_text(settings)
 
 
-#: ``PROFKIT_*`` variables read elsewhere (the collector's start-up hook, debugging).
-_OTHER_VARIABLES = frozenset(
-    {
-        "PROFKIT_ENABLE_PROFILING",
-        "PROFKIT_PROFILER",
-        "PROFKIT_BACKEND",
-        COLLECTOR_INTERVAL_VAR,
-        "PROFKIT_DEBUG",
-    }
-)
+#: ``PROFKIT_*`` variables that are not settings of a run: build-time switches of
+#: ``hatch_build.py`` (``PROFKIT_REQUIRE_NATIVE``, ``PROFKIT_NO_NATIVE``).
+_BUILD_VARIABLES = frozenset({"PROFKIT_REQUIRE_NATIVE", "PROFKIT_NO_NATIVE"})
+
+
+def known_variables() -> frozenset[str]:
+    """Every ``PROFKIT_*`` variable profkit reads."""
+    return frozenset(s.env for s in (*SETTINGS, *ACTIVATION)) | _BUILD_VARIABLES
 
 
 def misspelt_variables(environ: Mapping[str, str]) -> list[tuple[str, str]]:
@@ -285,7 +355,7 @@ def misspelt_variables(environ: Mapping[str, str]) -> list[tuple[str, str]]:
     Only near misses are reported, so variables other tools or later versions read are
     not flagged; a typo would otherwise be silently ignored.
     """
-    known = {s.env for s in SETTINGS} | _OTHER_VARIABLES
+    known = known_variables()
     out: list[tuple[str, str]] = []
     for name in sorted(environ):
         if name.startswith("PROFKIT_") and name not in known:
@@ -304,12 +374,20 @@ def _parse(setting: Setting, text: str, where: str) -> Any:
         raise SettingsError(f"{where}={text!r}: {exc}") from None
 
 
-def prefix_matches(module: str, prefixes: tuple[str, ...]) -> bool:
-    """True when ``module`` is one of ``prefixes`` or inside one (module-path boundaries).
-
-    ``myapp`` matches ``myapp`` and ``myapp.core`` but not ``myapplication``.
-    """
-    for prefix in prefixes:
-        if module == prefix or (module.startswith(prefix) and module[len(prefix)] == "."):
-            return True
-    return False
+__all__ = [
+    "ACTIVATION",
+    "COLLECTOR_INTERVAL_VAR",
+    "MIN_INTERVAL_NS",
+    "SETTINGS",
+    "Setting",
+    "Settings",
+    "collector_interval_text",
+    "export_collector_interval",
+    "format_duration",
+    "known_variables",
+    "misspelt_variables",
+    "parse_duration",
+    "prefix_matches",  # the one matcher lives in profkit.api.names (profilers use it)
+    "read",
+    "sample_interval_s",
+]

@@ -4,12 +4,16 @@ The analogue of ``CORECLR_ENABLE_PROFILING`` / ``CORECLR_PROFILER``. The wheel i
 ``profkit_startup.pth`` into site-packages; its one line tests
 ``PROFKIT_ENABLE_PROFILING`` in ``os.environ`` *before* importing anything, so a process
 that is not profiled pays one dict lookup. When the variable is set, it calls
-:func:`process_startup`, which reads:
+:func:`process_startup`, which reads (every variable is a row of the one settings table,
+:mod:`profkit.settings`, parsed by that row's parser):
 
 =============================  ==============================================================
 ``PROFKIT_ENABLE_PROFILING``   ``1`` (or ``true``/``yes``/``on``) to attach; anything else: off
 ``PROFKIT_PROFILER``           ``pkg.module:Class`` or a name in entry-point group
-                               ``profkit.profilers``; the class is called with no arguments
+                               ``profkit.profilers``; the class is called with no arguments,
+                               or, if it offers ``from_settings``, built by
+                               :func:`profkit.runner.activation.build` from the ``PROFKIT_*``
+                               settings (profkit's own profilers: they then save at exit)
 ``PROFKIT_BACKEND``            ``auto`` (default), ``monitoring``, ``setprofile``, ``sampler``
 ``PROFKIT_SAMPLE_INTERVAL``    seconds between samples (default ``0.001``)
 ``PROFKIT_INTERVAL``           the same as a duration (``1ms``, ``250us``), used when
@@ -21,7 +25,10 @@ that is not profiled pays one dict lookup. When the variable is set, it calls
 Child processes inherit the environment, so subprocesses and ``multiprocessing`` workers
 (spawn and forkserver start a new interpreter; for fork, :mod:`profkit.collect` re-attaches
 a fresh profiler in the child) are profiled too. Nothing here raises or prints to stdout:
-a bad setting is one ``profkit:`` line on stderr and the program runs unprofiled.
+a bad setting is one ``profkit:`` line on stderr and the program runs unprofiled. That
+holds for anything a profiler raises while it is built or attached, ``SystemExit`` and
+``KeyboardInterrupt`` included: escaping from a ``.pth`` line, any exception kills the
+interpreter with "Fatal Python error: init_import_site".
 """
 
 from __future__ import annotations
@@ -39,7 +46,6 @@ USER_INTERVAL_VAR = "PROFKIT_INTERVAL"
 CLOCK_VAR = "PROFKIT_SAMPLE_CLOCK"
 ENTRY_POINT_GROUP = "profkit.profilers"
 
-_TRUE = frozenset({"1", "true", "yes", "on"})
 _done = (
     False  #: process_startup ran in this process (a venv's lib64 → lib makes the .pth run twice)
 )
@@ -54,7 +60,12 @@ def _reset_after_fork() -> None:
 def enabled(environ: Any = None) -> bool:
     """Whether the environment asks for a profiler."""
     env = os.environ if environ is None else environ
-    return str(env.get(ENABLE_VAR, "")).strip().lower() in _TRUE
+    text = env.get(ENABLE_VAR)
+    if text is None:
+        return False
+    from profkit.settings import parse_enable
+
+    return parse_enable(str(text))
 
 
 def process_startup() -> Any:
@@ -74,18 +85,22 @@ def process_startup() -> Any:
         return None
     spec = os.environ.get(PROFILER_VAR, "").strip()
     try:
+        from profkit import settings
+
         if not spec:
             raise LookupError(f"{ENABLE_VAR} is set but {PROFILER_VAR} is empty")
         factory = load_profiler(spec)
-        profiler = factory()
-        interval = _sample_interval()
-        clock = os.environ.get(CLOCK_VAR, "") or "wall"
-        backend = os.environ.get(BACKEND_VAR, "") or "auto"
-        native = os.environ.get(NATIVE_VAR, "").strip().lower() != "off"
+        from profkit.runner import activation
+
+        profiler = activation.build(factory, os.environ)
         return attach(
-            profiler, backend, sample_interval=interval, sample_clock=clock, native=native
+            profiler,
+            settings.read(os.environ, "backend") or "auto",
+            sample_interval=_sample_interval(),
+            sample_clock=settings.read(os.environ, "sample_clock"),
+            native=settings.read(os.environ, "native") != "off",
         )
-    except (Exception, SystemExit) as exc:  # a profiler module calling sys.exit() included
+    except BaseException as exc:  # a profiler's SystemExit/KeyboardInterrupt too
         _report(f"profkit: cannot attach profiler {spec!r}: {type(exc).__name__}: {exc}")
         return None
 
@@ -94,15 +109,9 @@ def _sample_interval() -> float:
     """Seconds between samples: ``PROFKIT_SAMPLE_INTERVAL`` (seconds), else the user-facing
     ``PROFKIT_INTERVAL`` (a duration such as ``1ms``, as ``profkit run --interval`` takes),
     else 1 ms. A bad value raises, and is reported as a failure to attach."""
-    raw = os.environ.get(INTERVAL_VAR, "")
-    if raw:
-        return float(raw)
-    user = os.environ.get(USER_INTERVAL_VAR, "")
-    if user:
-        from profkit.settings import parse_duration
+    from profkit.settings import sample_interval_s
 
-        return parse_duration(user) / 1e9
-    return 0.001
+    return sample_interval_s(os.environ)
 
 
 def load_profiler(spec: str) -> Any:
@@ -130,5 +139,5 @@ def _report(line: str) -> None:
     try:
         sys.stderr.write(line + "\n")
         sys.stderr.flush()
-    except Exception:  # pragma: no cover - no stderr: stay silent
+    except BaseException:  # no stderr (or a hostile one): stay silent
         pass

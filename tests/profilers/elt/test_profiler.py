@@ -315,24 +315,6 @@ def test_paused_profiler_records_only_between_start_and_stop() -> None:
     assert flat(finish(prof)) == {"app.work": (1, 7, 7, 7, 7)}
 
 
-def test_standalone_profiler_saves_its_file(tmp_path: object, capsys: Any) -> None:
-    from pathlib import Path
-
-    from profkit.calltree import file as profile_file
-
-    out = Path(str(tmp_path)) / "p.{pid}.json"
-    clock = FakeClock()
-    prof = EltProfiler(Settings(output=str(out), tree=True), clock=clock)
-    d = FakeDriver(prof, clock)
-    d.leaf("app.work", 7)  # first event: attach has returned, recording starts
-    prof.shutdown()
-    assert prof.saved_path is not None and "{pid}" not in prof.saved_path
-    profile = profile_file.load(prof.saved_path)
-    assert [f.name for f in profile.frames] == ["app.work"]
-    err = capsys.readouterr().err
-    assert "app.work" in err and f"profile saved to {prof.saved_path}" in err
-
-
 def test_silent_thread_writes_no_lines() -> None:
     prof, d, lines = make()
     prof.quiet_this_thread()  # a silent thread, as profkit's own flusher thread is

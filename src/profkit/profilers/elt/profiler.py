@@ -32,12 +32,13 @@ from typing import Any
 
 from profkit.api import EventMask, FunctionInfo, ProfilerCallback, ProfilerInfo
 from profkit.api.ids import FunctionId, ThreadId
+from profkit.api.names import LAUNCHER_MODULES, PROFKIT_MODULES, prefix_matches
 from profkit.calltree.model import CallProfile, Frame, Span, ThreadTree
 from profkit.profilers.elt import flat, native
+from profkit.profilers.elt.config import EltSettings
 from profkit.profilers.elt.sinks import LineFlusher, Sink, TextSink, UdpSender
 from profkit.profilers.elt.trace import Stack, TraceHooks
 from profkit.profilers.elt.tree import Node, convert
-from profkit.settings import Settings, export_collector_interval, prefix_matches
 
 _perf_counter_ns = time.perf_counter_ns
 _time_ns = time.time_ns
@@ -48,17 +49,7 @@ _PERF_COUNTER_IS_MONOTONIC = (
 )
 
 #: profkit's own machinery, never shown (it runs the program; it is not the program).
-INTERNAL_MODULES = (
-    "runpy",
-    "profkit.cli",
-    "profkit.collect",
-    "profkit.api",
-    "profkit.profilers",
-    "profkit.settings",
-    "profkit.monitor",
-    "profkit.calltree",
-    "profkit.report",
-)
+INTERNAL_MODULES = LAUNCHER_MODULES + PROFKIT_MODULES
 
 
 #: ``python -m profkit``'s entry file: its ``<module>`` is named ``__main__`` by the collector,
@@ -96,34 +87,40 @@ def full_name(info: FunctionInfo, main_module: tuple[str, str] | None = None) ->
 class EltProfiler(TraceHooks, ProfilerCallback):
     """Call-tree profiler (``mode=trace``) or stack-sampling profiler (``mode=sample``).
 
-    Loadable by environment activation as ``profkit.profilers.elt:EltProfiler``; with no
-    arguments it reads its :class:`~profkit.settings.Settings` from ``PROFKIT_*``
-    variables. ``clock`` and ``on_line`` (receives each event line synchronously, instead
-    of the stream/UDP sinks) exist for tests and embedding. A ``paused`` profiler records
-    nothing until :meth:`start_events` (``profkit run`` starts it once ``attach`` has
-    returned, so the collector's own start-up work is not in the profile).
-    ``standalone`` profilers save (and optionally print) their profile in
-    :meth:`shutdown`; ``profkit run`` passes ``standalone=False`` and does that itself.
+    Loadable by environment activation as ``profkit.profilers.elt:EltProfiler``: the
+    start-up hook calls :meth:`from_settings` with the parsed ``PROFKIT_*`` settings and
+    a function that saves the profile (``profkit.runner.activation``). ``clock`` and
+    ``on_line`` (receives each event line synchronously, instead of the stream/UDP sinks)
+    exist for tests and embedding. A ``paused`` profiler records nothing until
+    :meth:`start_events` (``profkit run`` starts it once ``attach`` has returned, so the
+    collector's own start-up work is not in the profile); a ``standalone`` one (the
+    default) starts by itself once the collector's ``attach`` has returned.
+    ``on_profile`` receives the profile :meth:`shutdown` builds (saving it is the
+    caller's business, not the profiler's).
     """
 
     mode_override: str | None = None
 
     def __init__(
         self,
-        settings: Settings | None = None,
+        settings: EltSettings | None = None,
         *,
         clock: Callable[[], int] | None = None,
         standalone: bool = True,
         on_line: Callable[[str], None] | None = None,
         paused: bool = False,
+        on_profile: Callable[[CallProfile], None] | None = None,
     ) -> None:
         if settings is None:
-            settings = Settings.from_env(os.environ)
-            export_collector_interval(os.environ, settings)
+            raise TypeError(
+                f"{type(self).__name__} needs its settings, e.g. "
+                f"{type(self).__name__}(profkit.settings.Settings(...))"
+            )
         if self.mode_override is not None:
             settings = settings.replace(mode=self.mode_override)
         self.settings = settings
         self.standalone = standalone
+        self.on_profile = on_profile
         self._clock = clock or _perf_counter_ns
         self._basetime = settings.basetime_ns
         self._unit = settings.unit
@@ -155,25 +152,23 @@ class EltProfiler(TraceHooks, ProfilerCallback):
         self._recorder: Any = None
         self._native_wanted = settings.mode != "sample" and native.wanted(settings.native)
         self.profile: CallProfile | None = None
-        self.saved_path: str | None = None
-        #: working directory at ``initialize``: relative output paths are relative to it
-        self.start_dir = ""
         #: (file, module name) of a module run as ``__main__`` (``profkit run -m``)
         self.main_module: tuple[str, str] | None = None
         #: source files never shown whatever their module: profkit's entry points
         #: (``profkit run`` adds its console script)
         self.internal_files: frozenset[str] = frozenset({_PROFKIT_MAIN})
 
+    @classmethod
+    def from_settings(
+        cls, settings: EltSettings, on_profile: Callable[[CallProfile], None] | None = None
+    ) -> EltProfiler:
+        """The start-up hook's constructor: parsed settings in, the profile out at shutdown."""
+        return cls(settings, on_profile=on_profile)
+
     # -- lifecycle --------------------------------------------------------------------
     def initialize(self, info: ProfilerInfo) -> None:
         """Select events, install the namespace filter, open the line sinks."""
         self._info = info
-        try:
-            # A relative output path means "here": where the process was when profiling
-            # began, not wherever the program has chdir'ed to by the time it exits.
-            self.start_dir = os.getcwd()
-        except OSError:  # the working directory was deleted
-            self.start_dir = ""
         self._started_ns = self._clock()
         self._started_wall_ns = _time_ns()
         if self.standalone and not self._paused and self.settings.mode != "sample":
@@ -248,14 +243,12 @@ class EltProfiler(TraceHooks, ProfilerCallback):
         self._local.stack = [silent]
 
     def shutdown(self) -> None:
-        """Build :attr:`profile`; a standalone profiler also saves (and prints) it."""
+        """Build :attr:`profile` and hand it to ``on_profile``."""
         if self._flusher is not None:
             self._flusher.close()
         self.profile = self.build_profile()
-        if self.standalone:
-            from profkit.profilers.elt.output import finish_standalone
-
-            finish_standalone(self)
+        if self.on_profile is not None:
+            self.on_profile(self.profile)
 
     def _attach_done(self) -> bool:
         """True once the collector's ``attach`` call has returned.

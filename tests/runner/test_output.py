@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from profkit.calltree.model import CallNode, CallProfile, Frame, ThreadTree
-from profkit.profilers.elt.output import MAX_THREADS_SHOWN, child_template, output_path, render
+from profkit.runner.output import MAX_THREADS_SHOWN, child_template, output_path, render
 
 
 def _profile(threads: int) -> CallProfile:

@@ -19,12 +19,10 @@ import dataclasses
 import os
 import re
 import sys
-from typing import TYPE_CHECKING, TextIO
+from collections.abc import Iterator
+from typing import TextIO
 
 from profkit.calltree.model import CallProfile
-
-if TYPE_CHECKING:
-    from profkit.profilers.elt.profiler import EltProfiler
 
 PID = "{pid}"
 
@@ -138,26 +136,48 @@ def _isatty(stream: TextIO) -> bool:
         return False
 
 
-def finish_standalone(profiler: EltProfiler) -> None:
-    """Save (and print, if the settings say so) an environment-activated profiler's profile.
+def save(profile: CallProfile, path: str) -> str | None:
+    """Write ``profile`` to ``path`` (atomically, streaming); why it could not be, else None.
 
-    Runs inside ``shutdown``, where raising would only get the profiler reported as
-    faulty: a failure to write is one line on stderr instead.
+    On a terminal, a save taking over a second says so on stderr while it runs.
     """
-    profile = profiler.profile
-    if profile is None:
-        return
-    settings = profiler.settings
-    label = program_label(sys.argv[0] if sys.argv else "")
-    path = output_path(settings.output, label, profiler.start_dir)
-    from profkit.calltree import file as profile_file  # only at the end: it imports json, gzip
+    from profkit.calltree import stream_writer  # only at the end: it imports json, gzip
 
+    err = stderr()
     try:
-        profile_file.save(profile, path)
-        profiler.saved_path = path
+        stream_writer.save(profile, path, announce=err if _isatty(err) else None)
     except OSError as exc:
-        print(f"profkit: cannot write profile {path}: {exc.strerror or exc}", file=sys.stderr)
-        return
-    if settings.tree:
-        sys.stderr.write(render(profile, sys.stderr))
-        print(f"profkit: profile saved to {path}", file=sys.stderr)
+        return str(exc.strerror or exc)
+    return None
+
+
+#: The depth profkit's own end-of-run work (building, saving, printing a tree) may need.
+_ORDINARY_RECURSION_LIMIT = 1000
+
+
+@contextlib.contextmanager
+def ordinary_recursion_limit() -> Iterator[None]:
+    """Run profkit's own end-of-run work at an ordinary recursion limit.
+
+    A program may set ``sys.setrecursionlimit(30)`` and leave it so: the profile must
+    still be saved (it used to be lost to a ``RecursionError``). The program's limit is
+    put back afterwards (its ``atexit`` handlers may count on it).
+    """
+    limit = sys.getrecursionlimit()
+    if limit < _ORDINARY_RECURSION_LIMIT:
+        sys.setrecursionlimit(_ORDINARY_RECURSION_LIMIT)
+    try:
+        yield
+    finally:
+        if limit < _ORDINARY_RECURSION_LIMIT:
+            with contextlib.suppress(RecursionError, ValueError):
+                sys.setrecursionlimit(limit)
+
+
+def stderr() -> TextIO:
+    """Where profkit's end-of-run lines go: the program may have replaced or closed
+    ``sys.stderr``; then the original."""
+    stream = sys.stderr
+    if stream is None or getattr(stream, "closed", False):
+        stream = sys.__stderr__
+    return stream  # type: ignore[return-value]

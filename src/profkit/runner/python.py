@@ -18,7 +18,6 @@ import importlib.util
 import io
 import os
 import runpy
-import signal
 import sys
 import threading
 import types
@@ -27,25 +26,13 @@ from dataclasses import dataclass
 from types import FrameType, TracebackType
 from typing import Any, Literal
 
+from profkit.api.names import is_profkit_module
 from profkit.errors import UsageError
+from profkit.runner import signals
+from profkit.runner.outcome import Outcome, Terminated, outcome_of
 
 Kind = Literal["script", "module", "code"]
 _OWN_FILES = frozenset({os.path.abspath(__file__), os.path.abspath(runpy.__file__)})
-
-
-class Terminated(SystemExit):
-    """Raised in the main thread by our SIGTERM handler, so ``finally`` blocks run."""
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """How the program ended: ``status`` is what ``python`` would have exited with."""
-
-    status: int
-    exception: BaseException | None = None  #: an uncaught exception (not SystemExit)
-    system_exit: SystemExit | None = None
-    interrupted: bool = False  #: Ctrl-C (KeyboardInterrupt) ended it
-    terminated: bool = False  #: SIGTERM ended it
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +110,8 @@ class Program:
         sys.argv = [argv0, *self.args]
         if not sys.flags.safe_path and sys.path:
             sys.path[0] = self._path0()
-        previous = _install_sigterm()
+        limit = sys.getrecursionlimit()
+        signals.install()
         try:
             start()  # a failure to attach is profkit's error, not the program's: it propagates
             ended: BaseException | None = None
@@ -132,10 +120,14 @@ class Program:
             except BaseException as exc:
                 ended = exc
             finally:
+                # A program may have set a recursion limit of 30: profkit's own work from
+                # here on (detach, building and saving the tree) needs ordinary depth.
+                if sys.getrecursionlimit() < limit:
+                    sys.setrecursionlimit(limit)
                 stop()  # first: nothing of ours below is profiled
-            return _outcome(ended)
+            return outcome_of(None if ended is None else _trim(ended))
         finally:
-            _restore_sigterm(previous)
+            signals.uninstall()
             sys.argv = saved_argv
             if saved_path0 is not None and not sys.flags.safe_path and sys.path:
                 sys.path[0] = saved_path0
@@ -248,33 +240,12 @@ def _syntax_error(exc: SyntaxError, shown: str) -> str:
     return f"{where}: {type(exc).__name__}: {exc.msg}"
 
 
-def _outcome(ended: BaseException | None) -> Outcome:
-    if ended is None:
-        return Outcome(0)
-    if isinstance(ended, Terminated):
-        return Outcome(128 + signal.SIGTERM, system_exit=ended, terminated=True)
-    if isinstance(ended, SystemExit):
-        return Outcome(_status_of(ended), system_exit=ended)
-    if isinstance(ended, KeyboardInterrupt):
-        return Outcome(130, exception=_trim(ended), interrupted=True)
-    return Outcome(1, exception=_trim(ended))
-
-
 def _join_threads() -> None:
     """Wait for non-daemon threads, as the interpreter does before it exits."""
     current = threading.current_thread()
     for thread in threading.enumerate():
         if thread is not current and not thread.daemon and thread.is_alive():
             thread.join()
-
-
-def _status_of(exc: SystemExit) -> int:
-    code = exc.code
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xFF  # what the OS reports for exit(-1), exit(256), ...
-    return 1
 
 
 def _trim(exc: BaseException) -> BaseException:
@@ -289,34 +260,4 @@ def _trim(exc: BaseException) -> BaseException:
 
 def _is_profkit_frame(frame: FrameType) -> bool:
     name = frame.f_globals.get("__name__", "")
-    return isinstance(name, str) and name.startswith(("profkit.collect", "profkit.profilers"))
-
-
-def _sigterm(signum: int, frame: FrameType | None) -> None:
-    raise Terminated(128 + signum)
-
-
-def _install_sigterm() -> Any:
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    try:
-        return signal.signal(signal.SIGTERM, _sigterm)
-    except (ValueError, OSError):
-        return None
-
-
-def _restore_sigterm(previous: Any) -> None:
-    if previous is None:
-        return
-    try:
-        if signal.getsignal(signal.SIGTERM) is _sigterm:
-            signal.signal(signal.SIGTERM, previous)
-    except (ValueError, OSError):
-        pass
-
-
-def report_exception(outcome: Outcome) -> None:
-    """Print the program's uncaught exception as the interpreter would (``sys.excepthook``)."""
-    exc = outcome.exception
-    if exc is not None:
-        sys.excepthook(type(exc), exc, exc.__traceback__)
+    return isinstance(name, str) and is_profkit_module(name)

@@ -1,0 +1,40 @@
+"""What the ELT profiler reads from its settings: a protocol, not an import.
+
+Profilers are built on :mod:`profkit.api` and the call-tree model alone; they do not import
+:mod:`profkit.settings` (the table of ``PROFKIT_*`` variables, owned by the runner side).
+Whoever builds the profiler — ``profkit run``, the start-up hook, a test, your code — hands
+it an object with these attributes; :class:`profkit.settings.Settings` is one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class EltSettings(Protocol):
+    """The settings the ELT profiler reads (see :data:`profkit.settings.SETTINGS`)."""
+
+    @property
+    def mode(self) -> str: ...
+    @property
+    def prefixes(self) -> tuple[str, ...]: ...
+    @property
+    def basetime_ns(self) -> int: ...
+    @property
+    def unit(self) -> str: ...
+    @property
+    def stream(self) -> str | None: ...
+    @property
+    def udp(self) -> tuple[str, int] | None: ...
+    @property
+    def timeline(self) -> bool: ...
+    @property
+    def native(self) -> str: ...
+
+    def replace(self, **changes: Any) -> EltSettings:
+        """A copy with some values changed (``mode`` for :class:`SamplingProfiler`)."""
+        ...
+
+    def as_dict(self) -> dict[str, str]:
+        """Every setting as text: recorded in the profile's metadata."""
+        ...

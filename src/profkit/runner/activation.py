@@ -1,0 +1,96 @@
+"""Environment activation of profkit's own profilers: build them from the settings table,
+save their profile when the collector shuts them down.
+
+The start-up hook (:mod:`profkit.collect.startup`) loads ``PROFKIT_PROFILER``. A profiler
+class that offers ``from_settings(settings, on_profile)`` (the ELT and sampling profilers
+do) is built through :func:`build` with the :class:`~profkit.settings.Settings` parsed from
+the ``PROFKIT_*`` variables and a :class:`ProfileSaver`; anything else is called with no
+arguments, as the API documents. The saver writes ``PROFKIT_OUTPUT`` (default
+``profkit-<program>-<pid>-<random>.json``; relative to the directory the process *started*
+in) and prints the tree unless ``PROFKIT_TREE=0``. It runs inside the profiler's
+``shutdown``, where raising would only get the profiler reported as faulty: a failure to
+write is one line on stderr instead.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from profkit.calltree.model import CallProfile
+from profkit.settings import Settings
+
+#: The saver of the profiler the start-up hook attached in this process, if any.
+_current: ProfileSaver | None = None
+
+
+class ProfileSaver:
+    """Saves (and, if the settings say so, prints) an environment-activated profile."""
+
+    def __init__(self, settings: Settings, base_dir: str) -> None:
+        self.settings = settings
+        self.base_dir = base_dir
+        self.saved_path: str | None = None
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        """Save nothing: ``profkit run`` replaces this profiler with its own."""
+        self.cancelled = True
+
+    def __call__(self, profile: CallProfile) -> None:
+        if self.cancelled:
+            return
+        from profkit.runner import output
+
+        label = output.program_label(sys.argv[0] if sys.argv else "")
+        path = output.output_path(self.settings.output, label, self.base_dir)
+        with output.ordinary_recursion_limit():
+            error = output.save(profile, path)
+            if error is not None:
+                _say(f"profkit: cannot write profile {path}: {error}\n")
+                return
+            self.saved_path = path
+            if self.settings.tree:
+                _say(output.render(profile, sys.stderr))
+                _say(f"profkit: profile saved to {path}\n")
+
+
+def build(factory: Callable[..., Any], environ: Mapping[str, str]) -> Any:
+    """The profiler the start-up hook attaches: ``factory.from_settings(...)`` when offered
+    (settings from ``environ``; a bad value raises :class:`~profkit.errors.SettingsError`),
+    else ``factory()``."""
+    global _current
+    from_settings = getattr(factory, "from_settings", None)
+    if from_settings is None:
+        return factory()
+    settings = Settings.from_env(environ)
+    try:
+        # A relative output path means "here": where the process was when profiling
+        # began, not wherever the program has chdir'ed to by the time it exits.
+        base_dir = os.getcwd()
+    except OSError:  # the working directory was deleted
+        base_dir = ""
+    saver = ProfileSaver(settings, base_dir)
+    profiler = from_settings(settings, on_profile=saver)
+    _current = saver
+    return profiler
+
+
+def disown() -> None:
+    """The start-up hook's profiler in this process will save nothing (see :meth:`cancel`)."""
+    global _current
+    if _current is not None:
+        _current.cancel()
+        _current = None
+
+
+def _say(text: str) -> None:
+    stream = sys.stderr if sys.stderr is not None else sys.__stderr__
+    try:
+        if stream is not None:
+            stream.write(text)
+            stream.flush()
+    except (OSError, ValueError):
+        pass

@@ -1,0 +1,95 @@
+"""The in-process engine: a Python program run in this interpreter under a profkit profiler.
+
+The program runs as ``python`` would run it (:mod:`profkit.runner.python`); the profiler
+named by the chosen row (:mod:`profkit.runner.choice`) is attached just before the program's
+first line and detached just after its end, so profkit's own start-up and saving are never
+in the profile.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from profkit.runner.choice import Finished, Job
+from profkit.runner.python import Prepared, Program
+
+
+class InProcessEngine:
+    """:class:`~profkit.runner.choice.Engine` for ``script``, ``module`` and ``code``."""
+
+    def __init__(self) -> None:
+        self._prepared: Prepared | None = None
+
+    def unavailable(self, job: Job) -> str | None:
+        return None
+
+    def prepare(self, job: Job) -> tuple[str, ...]:
+        program = job.target
+        assert isinstance(program, Program)
+        self._prepared = program.prepare()
+        if program.kind == "script":
+            return (program.target,)
+        origin = self._prepared.globals.get("__file__")
+        return (origin,) if isinstance(origin, str) else ()
+
+    def run(self, job: Job) -> Finished:
+        program = job.target
+        assert isinstance(program, Program) and self._prepared is not None
+        prepared = self._prepared
+        settings = job.settings
+        profiler: Any = job.choice.load_profiler()(settings, standalone=False, paused=True)
+        if sys.argv and sys.argv[0]:  # the `profkit` console script, seen by the stack sampler
+            launcher = sys.argv[0]
+            profiler.internal_files |= {launcher, os.path.abspath(launcher)}
+        spec = prepared.globals.get("__spec__")
+        if spec is not None and spec.origin:
+            profiler.main_module = (spec.origin, spec.name)  # -m: name its code after the module
+        elif program.kind == "script" and prepared.code is not None:
+            # A script's code is __main__'s, always: the collector's file -> module lookup
+            # may name it after the file's stem or __main__ depending on when it first saw it.
+            profiler.main_module = (prepared.code.co_filename, "__main__")
+        parent_pid = os.getpid()
+
+        from profkit.collect import attach, current_session, detach
+
+        def ours() -> Any:
+            """The profiler recording this process: in a forked child returning through
+            this code, the fresh one the collector attached at the fork, not our copy."""
+            if os.getpid() != parent_pid:
+                session = current_session()
+                if session is not None and hasattr(session.profiler, "quiet_this_thread"):
+                    return session.profiler
+            return profiler
+
+        def start() -> None:
+            if current_session() is not None:
+                # Started by a profiled parent: our own start-up hook attached a profiler
+                # to this (profkit) process; ours replaces it. What it recorded is profkit's
+                # own start-up: it must not save (or print) that as a profile.
+                from profkit.runner import activation
+
+                activation.disown()
+                detach()
+            attach(
+                profiler,
+                sample_interval=settings.interval_ns / 1e9,
+                sample_clock=settings.sample_clock,
+                native=settings.native != "off",
+            )
+            profiler.start_events()
+
+        def stop() -> None:
+            """Stop recording, then detach: profkit's own detach work stays out of the profile."""
+            current = ours()
+            current.stop_events()
+            detach()
+
+        outcome = program.run(prepared, start, stop, main_done=lambda: ours().quiet_this_thread())
+        if os.getpid() != parent_pid:
+            return Finished(outcome, None, forked_child=True)
+        profile = profiler.profile if profiler.profile is not None else profiler.build_profile()
+        if program.kind == "code":
+            profile.metadata["argv"] = ["-c", *program.args]
+        return Finished(outcome, profile)

@@ -1,0 +1,162 @@
+"""One ``profkit run``: choose, prepare, run, save, report — for any kind of target.
+
+:func:`run` is what the CLI calls. It never prints itself: every line for the user goes
+through the ``say`` function it is given (the CLI passes stderr). It returns a
+:class:`Result`; ending the process the way the program ended (its status, or death by
+its signal) is the caller's business.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from profkit._atomic import refuse_input_as_output
+from profkit.errors import UsageError
+from profkit.runner import output
+from profkit.runner.choice import Job, Target, choose
+from profkit.runner.outcome import Outcome, report_exception
+from profkit.settings import Settings
+
+#: Status of a run whose program succeeded but whose profile could not be written.
+EXIT_NOT_SAVED = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """How a run ended: the program's :class:`Outcome`, where the profile went."""
+
+    outcome: Outcome
+    path: str | None  #: the profile file (None in a forked child of the program)
+    save_error: str | None = None
+    forked_child: bool = False
+
+    @property
+    def status(self) -> int:
+        """The exit status ``profkit run`` reports: the program's, unless it succeeded and
+        its profile was lost (then :data:`EXIT_NOT_SAVED`)."""
+        if self.save_error is not None and self.outcome.status == 0:
+            return EXIT_NOT_SAVED
+        return self.outcome.status
+
+
+def run(target: Target, settings: Settings, say: Callable[[str], None]) -> Result:
+    """Run ``target`` under the profiler ``settings`` choose; save and report the profile."""
+    check_sinks(settings)
+    if settings.mode == "sample" and (settings.udp or settings.stream or settings.timeline):
+        say("profkit: note: --udp, --stream and --timeline record calls: trace mode only\n")
+    path = output.output_path(settings.output, target.label)
+    absolute = os.path.abspath(path)
+    settings = settings.replace(output=path)
+    choice, engine = choose(target, settings, say)
+    job = Job(target, settings, choice, say)
+    inputs = engine.prepare(job)
+    refuse_overwrite(path, settings.stream, inputs)
+    # Children write next to our file: if that directory is not writable, each would
+    # print its own failure; profile none of them, and say it once, at the end.
+    out_dir = os.path.dirname(absolute)
+    if not (os.path.isdir(out_dir) and os.access(out_dir, os.W_OK)):
+        settings = settings.replace(subprocesses=False)
+        job = Job(target, settings, choice, say)
+    started = time.time()
+    if settings.subprocesses and choice.profiler:
+        from profkit.runner import children
+
+        variables = children.child_environment(settings, path, choice.profiler)
+        with children.environment(variables):
+            finished = engine.run(job)
+    else:
+        finished = engine.run(job)
+    if finished.forked_child:
+        return Result(finished.outcome, None, forked_child=True)
+    profile = finished.profile
+    save_error = "no profile was recorded" if profile is None else None
+    with output.ordinary_recursion_limit():
+        # First: the profile matters more than the messages. Absolute, as decided at the
+        # start, in case the program changed directory.
+        if profile is not None:
+            save_error = output.save(profile, absolute)
+        report_exception(finished.outcome)
+        if profile is not None and settings.tree:
+            say(output.render(profile, output.stderr()))
+    if (
+        profile is not None
+        and settings.prefixes
+        and not any(t.root.children for t in profile.threads)
+    ):
+        hint = " (a script's own code is __main__)" if target.kind == "script" else ""
+        say(f"profkit: note: no function matched --prefix {','.join(settings.prefixes)}{hint}\n")
+    if save_error:
+        say(
+            f"profkit: error: cannot write profile {path}: {save_error} "
+            f"(the program {_ending(finished.outcome)})\n"
+        )
+    else:
+        say(f"profkit: profile saved to {path}\n")
+    if settings.subprocesses:
+        from profkit.runner import children
+
+        found = children.child_files(absolute, started)
+        if found:
+            shown = ", ".join(found[:3]) + (", …" if len(found) > 3 else "")
+            say(f"profkit: {len(found)} child process profile(s): {shown}\n")
+    return Result(finished.outcome, path, save_error)
+
+
+def _ending(outcome: Outcome) -> str:
+    """How the program ended, for the line saying its profile was lost."""
+    if outcome.terminated:
+        return "was terminated by SIGTERM"
+    if outcome.interrupted:
+        return "was interrupted (SIGINT)"
+    return f"exited with status {outcome.status}"
+
+
+def check_sinks(settings: Settings) -> None:
+    """Refuse an unusable --udp/--stream before the program starts, not inside the profiler."""
+    if settings.udp is not None:
+        import socket
+
+        host, port = settings.udp
+        try:
+            socket.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
+        except OSError as exc:
+            raise UsageError(f"--udp {host}:{port}: cannot resolve {host!r}: {exc}") from None
+
+
+def refuse_overwrite(path: str, stream: str | None, inputs: tuple[str, ...]) -> None:
+    """Refuse an output (profile or ``--stream`` file) that is the program or another input,
+    or the other output, before anything runs: ``run -o app.py app.py`` used to replace
+    the script with JSON."""
+    outputs = [("-o", path)] + ([("--stream", stream)] if stream and stream != "stderr" else [])
+    for flag, out in outputs:
+        clash = refuse_input_as_output(out, list(inputs)) or _same_name(out, inputs)
+        if clash is not None:
+            raise UsageError(
+                f"{flag} {out} is the program being run ({clash}); inputs are never "
+                "modified, choose another output"
+            )
+    if stream and stream != "stderr" and _same_path(stream, path):
+        raise UsageError(f"--stream {stream} and -o {path} are the same file")
+    if stream and stream != "stderr":
+        _check_stream(stream)
+
+
+def _same_name(out: str, inputs: tuple[str, ...]) -> str | None:
+    return next((p for p in inputs if _same_path(out, p)), None)
+
+
+def _same_path(a: str, b: str) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _check_stream(stream: str) -> None:
+    """Open the ``--stream`` file as the profiler will (created or truncated) — after the
+    overwrite checks, never before (opening it truncates it)."""
+    try:
+        with open(stream, "w", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"--stream {stream}: {exc.strerror or exc}") from None

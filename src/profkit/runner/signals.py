@@ -1,0 +1,118 @@
+"""SIGTERM while a program runs in-process: save the profile, then die of it as python would.
+
+``python`` dies of SIGTERM at once. Under ``profkit run`` the profile must be saved first,
+so the main thread gets a handler that raises :class:`~profkit.runner.outcome.Terminated`
+(a ``SystemExit``: ``finally`` blocks run, the runner saves, then re-sends SIGTERM to
+itself). That handler must never reach a *forked* child: a ``multiprocessing`` fork worker
+that inherited it turned ``Pool.terminate()``'s SIGTERM into an exception — swallowed if it
+arrived while the worker was still inside an after-fork hook — and the parent waited for
+it forever (issue #17, item 1).
+
+So around every ``os.fork()`` while the handler is installed: SIGTERM is *blocked* in the
+forking thread just before the fork (the child inherits the blocked mask, so no handler of
+ours can run in it, however early the signal comes); the child puts back the disposition
+the program had before ``profkit run`` (normally the default) and only then unblocks, so a
+pending SIGTERM kills it exactly as it would kill a bare python child; the parent just
+unblocks, and a SIGTERM that arrived meanwhile is delivered to it as usual.
+"""
+
+from __future__ import annotations
+
+import _signal  # type: ignore[import-not-found]  # the C functions: the fork hooks run while the program is profiled, and
+import os  # signal.py's Python wrappers would show up in its profile
+import signal
+import threading
+from types import FrameType
+from typing import Any
+
+from profkit.runner.outcome import Terminated
+
+_TERM = int(signal.SIGTERM)
+#: The disposition before ours (restored at the end and in forked children); None: not ours.
+_previous: Any = None
+_fork_hooks_registered = False
+_blocked_for_fork = threading.local()
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise Terminated(128 + signum)
+
+
+def install() -> bool:
+    """Install the SIGTERM handler (main thread only); True if it is now ours."""
+    global _previous, _fork_hooks_registered
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    try:
+        previous = signal.signal(_TERM, _on_sigterm)
+    except (ValueError, OSError):
+        return False
+    _previous = signal.SIG_DFL if previous is None else previous
+    if not _fork_hooks_registered and hasattr(os, "register_at_fork"):
+        os.register_at_fork(
+            before=_before_fork,
+            after_in_parent=_after_fork_in_parent,
+            after_in_child=_after_fork_in_child,
+        )
+        _fork_hooks_registered = True
+    return True
+
+
+def uninstall() -> None:
+    """Put back the disposition from before :func:`install`, if the handler is still ours
+    (a program that installed its own SIGTERM handler keeps it)."""
+    global _previous
+    previous, _previous = _previous, None
+    if previous is None:
+        return
+    try:
+        if signal.getsignal(_TERM) is _on_sigterm:
+            signal.signal(_TERM, previous)
+    except (ValueError, OSError):
+        pass
+
+
+def installed() -> bool:
+    """Whether SIGTERM currently raises :class:`Terminated` (the program may have replaced it)."""
+    return _previous is not None and _signal.getsignal(_TERM) is _on_sigterm
+
+
+def _before_fork() -> None:
+    if installed():
+        _signal.pthread_sigmask(_signal.SIG_BLOCK, (_TERM,))
+        _blocked_for_fork.active = True
+
+
+def _after_fork_in_parent() -> None:
+    if getattr(_blocked_for_fork, "active", False):
+        _blocked_for_fork.active = False
+        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, (_TERM,))
+
+
+def _after_fork_in_child() -> None:
+    global _previous
+    if not getattr(_blocked_for_fork, "active", False):
+        return
+    _blocked_for_fork.active = False
+    previous, _previous = _previous, None
+    try:
+        if previous is not None and _signal.getsignal(_TERM) is _on_sigterm:
+            _signal.signal(_TERM, previous)
+    except (ValueError, OSError):  # pragma: no cover - the forking thread is the child's main
+        pass
+    finally:
+        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, (_TERM,))
+
+
+def die_of(signum: int) -> None:
+    """End this process by ``signum`` (after the caller has saved and flushed everything).
+
+    The disposition is reset to the default and the signal unblocked first, so it cannot be
+    caught or ignored; returns only if the process somehow survived it.
+    """
+    try:
+        signal.signal(signum, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
+    except (ValueError, OSError):
+        pass
+    os.kill(os.getpid(), signum)
