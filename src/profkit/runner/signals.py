@@ -47,7 +47,10 @@ def install() -> bool:
         previous = signal.signal(_TERM, _on_sigterm)
     except (ValueError, OSError):
         return False
-    _previous = signal.SIG_DFL if previous is None else previous
+    # As _signal takes it (the fork hook uses the C function): SIG_DFL/SIG_IGN as plain ints.
+    _previous = int(signal.SIG_DFL) if previous is None else previous
+    if isinstance(_previous, int):
+        _previous = int(_previous)
     if not _fork_hooks_registered and hasattr(os, "register_at_fork"):
         os.register_at_fork(
             before=_before_fork,
