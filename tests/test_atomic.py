@@ -101,3 +101,64 @@ def test_stdout_without_a_binary_layer(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("sys.stdout", text)
     write_stdout("naïve\n".encode())
     assert text.getvalue() == "naïve\n"
+
+
+needs_root = pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0,
+    reason="planting another user's symlink needs root (lchown)",
+)
+
+
+def _shared_dir(tmp_path: Path) -> Path:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)  # like /tmp: sticky and world-writable
+    return shared
+
+
+@needs_root
+@pytest.mark.parametrize("dangling", [False, True])
+def test_a_symlink_planted_by_another_user_in_a_sticky_dir_is_not_followed(
+    tmp_path: Path, dangling: bool
+) -> None:
+    shared = _shared_dir(tmp_path)
+    victim = tmp_path / "victim.txt"
+    if not dangling:
+        victim.write_bytes(b"precious")
+    link = shared / "out.json"
+    link.symlink_to(victim)
+    os.lchown(link, 4242, 4242)  # planted by someone else
+    with pytest.raises(PermissionError, match="protected_symlinks"):
+        write_atomic(link, b"x")
+    assert victim.read_bytes() == b"precious" if not dangling else not victim.exists()
+    # Our own link (or the directory owner's) is followed as before.
+    os.lchown(link, os.geteuid(), os.getegid())
+    write_atomic(link, b"mine")
+    assert victim.read_bytes() == b"mine"
+
+
+def test_own_symlink_in_a_sticky_dir_is_followed(tmp_path: Path) -> None:
+    shared = _shared_dir(tmp_path)
+    real = tmp_path / "real.txt"
+    (shared / "link").symlink_to(real)
+    write_atomic(shared / "link", b"ok")
+    assert real.read_bytes() == b"ok"
+
+
+def test_a_new_file_gets_the_umask_without_changing_it(tmp_path: Path) -> None:
+    calls: list[int] = []
+    real_umask = os.umask
+
+    def spy(mask: int) -> int:
+        calls.append(mask)
+        return real_umask(mask)
+
+    old = real_umask(0o027)
+    try:
+        os.umask = spy  # type: ignore[assignment]
+        write_atomic(tmp_path / "new.txt", b"x")
+    finally:
+        os.umask = real_umask
+        real_umask(old)
+    assert calls == []  # the process umask was never touched (it raced other threads)
+    assert stat.S_IMODE((tmp_path / "new.txt").stat().st_mode) == 0o640

@@ -13,6 +13,13 @@ Two cases where a rename would be wrong, found by pointing ``-o`` at them:
   it would swap the device node for a regular file (as root: ``/dev/full`` became a file).
   Those are opened and written in place; atomicity means nothing for them.
 
+Shared directories (``/tmp``): a symlink in a sticky, world-writable directory is followed
+only if it belongs to us or to the directory's owner — the rule Linux applies itself with
+``fs.protected_symlinks`` — so another user cannot plant ``/tmp/out.json -> ~/.bashrc``
+(dangling or not) and have profkit write through it. The temp file is created with
+``O_EXCL | O_NOFOLLOW``; a new file's permissions come from the kernel applying the umask
+at creation (the umask is never changed, not even briefly: that raced other threads).
+
 File errors are plain :class:`OSError` (callers add the file name and their own
 wording); this module imports only :mod:`profkit.errors` and :mod:`profkit._output`, so any
 layer may use it.
@@ -52,6 +59,7 @@ class AtomicOutput:
             st: os.stat_result | None = os.stat(self.path)  # follows symlinks
         except FileNotFoundError:
             st = None
+        _refuse_planted_symlinks(self.path)
         if (st is not None and stat.S_ISDIR(st.st_mode)) or self.path.endswith(os.sep):
             # "out/" names a directory even when it does not exist: never a file "out"
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), self.path)
@@ -60,8 +68,11 @@ class AtomicOutput:
             self._fh = _checked(fd, self.path)  # a device or FIFO: written in place
             return self._fh
         target = os.path.realpath(self.path)  # replace what a symlink points to, keep the link
-        self._mode = st.st_mode & 0o7777 if st is not None else 0o666 & ~_umask()
-        fd, self._tmp = _make_temp(os.path.dirname(target), os.path.basename(target))
+        # An existing file keeps its bits (set on the temp before the rename); a new one is
+        # created 0666 and the kernel applies the umask, as open() would.
+        self._mode = st.st_mode & 0o7777 if st is not None else None
+        create_mode = 0o600 if st is not None else 0o666
+        fd, self._tmp = _make_temp(os.path.dirname(target), os.path.basename(target), create_mode)
         self._target = target
         self._fh = _checked(fd, self._tmp)
         return self._fh
@@ -78,7 +89,8 @@ class AtomicOutput:
                 self._fh.flush()
                 if self._fsync:
                     os.fsync(self._fh.fileno())
-                os.fchmod(self._fh.fileno(), self._mode)  # mkstemp made it 0600
+                if self._mode is not None:
+                    os.fchmod(self._fh.fileno(), self._mode)  # the temp was made 0600
             self._fh.close()  # a device's write error (ENOSPC) surfaces here at the latest
             if exc_type is None and self._tmp is not None:
                 os.replace(self._tmp, self._target)
@@ -95,8 +107,9 @@ def _checked(fd: int, name: str) -> BinaryIO:
     return cast(BinaryIO, _output.CheckedFile(fd, name=name))
 
 
-def _make_temp(directory: str, base: str) -> tuple[int, str]:
-    """``tempfile.mkstemp`` in ``directory`` as ``.<base>.<random>.tmp`` (mode 0600).
+def _make_temp(directory: str, base: str, mode: int = 0o600) -> tuple[int, str]:
+    """``tempfile.mkstemp`` in ``directory`` as ``.<base>.<random>.tmp`` (``mode`` minus the
+    umask).
 
     Written out because importing :mod:`tempfile` (with :mod:`shutil` and :mod:`random`)
     costs several ms of every ``profkit run`` start-up, for one file name.
@@ -106,7 +119,7 @@ def _make_temp(directory: str, base: str) -> tuple[int, str]:
     for _ in range(100):
         name = os.path.join(directory, f".{base}.{os.urandom(6).hex()}.tmp")
         try:
-            return os.open(name, flags, 0o600), name
+            return os.open(name, flags, mode), name
         except FileExistsError:
             continue
     raise FileExistsError(errno.EEXIST, "no free temporary file name", directory)
@@ -169,7 +182,36 @@ def write_stdout(data: bytes) -> None:
         _output.write_stdout(data)
 
 
-def _umask() -> int:
-    mask = os.umask(0o22)
-    os.umask(mask)
-    return mask
+#: Longest chain of symlinks followed (the kernel's own limit is 40).
+_MAX_LINKS = 40
+
+
+def _refuse_planted_symlinks(path: str) -> None:
+    """Refuse to write through a symlink that ``fs.protected_symlinks`` would not follow.
+
+    Every link of the chain at ``path`` is checked: in a sticky, world-writable directory
+    (``/tmp``) it must belong to us or to the directory's owner. Raises
+    :class:`PermissionError` naming the link.
+    """
+    uid = os.geteuid() if hasattr(os, "geteuid") else None
+    for _ in range(_MAX_LINKS):
+        try:
+            link = os.lstat(path)
+        except OSError:
+            return  # nothing there (or not reachable): no link to follow
+        if not stat.S_ISLNK(link.st_mode) or uid is None:
+            return
+        directory = os.path.dirname(path) or "."
+        try:
+            parent = os.stat(directory)
+        except OSError:
+            return
+        shared = parent.st_mode & stat.S_ISVTX and parent.st_mode & stat.S_IWOTH
+        if shared and link.st_uid not in (uid, parent.st_uid):
+            raise PermissionError(
+                errno.EACCES,
+                "refusing to follow a symlink another user owns in a shared sticky "
+                "directory (as fs.protected_symlinks does)",
+                path,
+            )
+        path = os.path.join(directory, os.readlink(path))

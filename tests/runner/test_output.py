@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from pathlib import Path
 
 from profkit.calltree.model import CallNode, CallProfile, Frame, ThreadTree
@@ -47,12 +48,17 @@ def test_child_template() -> None:
 
 def test_output_path(tmp_path: Path) -> None:
     pid = os.getpid()
-    assert output_path(None, "app") == f"profkit-app-{pid}.json"
+    # The default name: program, pid and 8 random hex digits (issue #17 item 5: a name
+    # that can be predicted can be planted in a shared directory).
+    default = re.compile(rf"profkit-app-{pid}-[0-9a-f]{{8}}\.json")
+    assert default.fullmatch(output_path(None, "app"))
+    assert output_path(None, "app") != output_path(None, "app")
     assert output_path("o.{pid}.json", "app", "/base") == f"/base/o.{pid}.json"
     assert output_path("/abs/o.json", "app", "/base") == "/abs/o.json"
     # a directory gets the default name inside it: existing, or named with a trailing /
     (tmp_path / "runs").mkdir()
-    assert output_path(str(tmp_path / "runs"), "app") == str(
-        tmp_path / "runs" / f"profkit-app-{pid}.json"
-    )
-    assert output_path("missing/", "c", "/b") == f"/b/missing/profkit-c-{pid}.json"
+    inside = output_path(str(tmp_path / "runs"), "app")
+    assert os.path.dirname(inside) == str(tmp_path / "runs")
+    assert default.fullmatch(os.path.basename(inside))
+    missing = output_path("missing/", "c", "/b")
+    assert re.fullmatch(rf"/b/missing/profkit-c-{pid}-[0-9a-f]{{8}}\.json", missing)

@@ -124,7 +124,7 @@ def register(sub: Any, name: str, help_text: str) -> None:
 
 
 def _handler(args: argparse.Namespace) -> int:
-    from profkit.profilers.elt import output as out
+    from profkit.runner import output as out
     from profkit.sampler import SamplerSession, save_profiles
 
     pid = parse_pid(args.pid)

@@ -151,7 +151,7 @@ def run_assembly(
     """``profkit run app.dll`` / ``profkit clr run app.dll``: run, save, report; returns the
     program's exit status (a command-line entry: it prints to stderr)."""
     from profkit.clr.launch import run_dotnet
-    from profkit.profilers.elt import output as out
+    from profkit.runner import output as out
 
     if not program:
         raise UsageError("no assembly to run (usage: profkit clr run [options] app.dll [args])")

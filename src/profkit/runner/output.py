@@ -2,14 +2,16 @@
 
 Naming (documented in ``docs/elt.md``):
 
-* ``profkit run`` writes ``-o FILE`` or, by default, ``profkit-<program>-<pid>.json`` in the
-  current directory (``<program>`` is the script's stem, the module name, or ``c``); with
-  ``-o DIR/`` (or an existing directory), the default name in that directory.
+* ``profkit run`` writes ``-o FILE`` or, by default, ``profkit-<program>-<pid>-<random>.json``
+  in the current directory (``<program>`` is the script's stem, the module name, or ``c``;
+  ``<random>`` is 8 hex digits, so that nobody can plant a file or link at the name in a
+  shared directory before the run ends); with ``-o DIR/`` (or an existing directory), the
+  default name in that directory.
 * Child processes profiled through environment activation write
   ``<stem>.<pid><suffix>`` next to the parent's file: ``PROFKIT_OUTPUT`` may hold the
   placeholder ``{pid}``, which every process replaces with its own id.
 * An environment-activated profiler without ``PROFKIT_OUTPUT`` writes
-  ``profkit-<program>-<pid>.json`` in its working directory.
+  ``profkit-<program>-<pid>-<random>.json`` in its working directory.
 """
 
 from __future__ import annotations
@@ -39,8 +41,12 @@ def program_label(argv0: str) -> str:
 
 
 def default_output(label: str) -> str:
-    """``profkit-<label>-{pid}.json`` (``{pid}`` replaced by :func:`resolve_output`)."""
-    return f"profkit-{label}-{PID}.json"
+    """``profkit-<label>-{pid}-<random>.json`` (``{pid}`` replaced by :func:`resolve_output`).
+
+    The random part makes the name unpredictable: a pid alone can be guessed, and a file
+    or symlink planted at the name in a shared directory would receive the profile.
+    """
+    return f"profkit-{label}-{PID}-{os.urandom(4).hex()}.json"
 
 
 def child_template(path: str, default_suffix: str = ".json") -> str:

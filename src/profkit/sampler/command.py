@@ -118,7 +118,7 @@ def save_profiles(profiles: dict[int, CallProfile], path: str, main_pid: int) ->
     so ``profkit report path`` and the child files combine the usual way.
     """
     from profkit.calltree.file import save
-    from profkit.profilers.elt.output import PID, child_template
+    from profkit.runner.output import PID, child_template
 
     written = []
     for pid, profile in profiles.items():

@@ -1,0 +1,134 @@
+"""``profkit run`` end to end: what it refuses, what it survives (issue #17 items 3, 5, 6)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from profkit.calltree import file as profile_file
+
+RUN = [sys.executable, "-m", "profkit", "run", "--no-tree"]
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROFKIT_")}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env | extra
+
+
+def _run(cmd: list[str], cwd: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        cmd, cwd=cwd, env=_env(**extra), capture_output=True, text=True, timeout=120
+    )
+
+
+def _startup_hook_installed() -> bool:
+    import importlib.util
+    import site
+
+    dirs = [*site.getsitepackages(), site.getusersitepackages()]
+    installed = any((Path(d) / "profkit_startup.pth").exists() for d in dirs)
+    return installed and importlib.util.find_spec("profkit.collect.startup") is not None
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-o", "app.py", "app.py"],
+        ["-o", "./app.py", "app.py"],
+        ["-o", "link.py", "app.py"],
+        ["--stream", "app.py", "app.py"],
+        ["-o", "pkg/__main__.py", "-m", "pkg"],
+    ],
+    ids=["same", "dot-slash", "symlink", "stream", "module-file"],
+)
+def test_an_output_that_is_the_program_is_refused(args: list[str], tmp_path: Path) -> None:
+    source = "print('hello')\n"
+    (tmp_path / "app.py").write_text(source)
+    (tmp_path / "link.py").symlink_to("app.py")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "__main__.py").write_text(source)
+    out = _run([*RUN, *args], tmp_path)
+    assert out.returncode == 2
+    assert out.stdout == ""  # refused before the program ran
+    lines = out.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("profkit: error: ") and "program" in lines[0]
+    assert (tmp_path / "app.py").read_text() == source
+    assert (tmp_path / "pkg" / "__main__.py").read_text() == source
+
+
+def test_stream_and_output_cannot_be_one_file(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text("pass\n")
+    out = _run([*RUN, "-o", "x.json", "--stream", "x.json", "app.py"], tmp_path)
+    assert out.returncode == 2 and "same file" in out.stderr
+
+
+@pytest.mark.parametrize("mode", ["trace", "sample"])
+@pytest.mark.parametrize("limit", [30, 50])
+def test_a_low_recursion_limit_does_not_lose_the_profile(
+    mode: str, limit: int, tmp_path: Path
+) -> None:
+    (tmp_path / "rec.py").write_text(
+        "import sys\n"
+        f"sys.setrecursionlimit({limit})\n"
+        "def f(n):\n    return 0 if n == 0 else 1 + f(n - 1)\n"
+        "print(f(5), sys.getrecursionlimit())\n"
+    )
+    bare = _run([sys.executable, "rec.py"], tmp_path)
+    out = _run([*RUN[:-1], "--mode", mode, "-o", "r.json", "rec.py"], tmp_path)
+    assert out.returncode == bare.returncode == 0, out.stderr
+    assert out.stdout == bare.stdout
+    assert "RecursionError" not in out.stderr
+    profile = profile_file.load(tmp_path / "r.json")
+    if mode == "trace":
+        assert any(f.name == "__main__.f" for f in profile.frames)
+
+
+BAD_PROFILERS = """\
+from profkit.api import EventMask, ProfilerCallback
+
+class Interrupting(ProfilerCallback):
+    def __init__(self):
+        raise KeyboardInterrupt
+
+class Exiting(ProfilerCallback):
+    def initialize(self, info):
+        raise SystemExit(7)
+
+class Odd(BaseException):
+    pass
+
+class RaisesOdd(ProfilerCallback):
+    def initialize(self, info):
+        raise Odd("odd")
+"""
+
+
+@pytest.mark.skipif(
+    not _startup_hook_installed(), reason="profkit's start-up .pth is not installed"
+)
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [("Interrupting", "KeyboardInterrupt"), ("Exiting", "SystemExit: 7"), ("RaisesOdd", "Odd")],
+)
+def test_the_start_up_hook_contains_base_exceptions(name: str, why: str, tmp_path: Path) -> None:
+    """A profiler raising SystemExit/KeyboardInterrupt/any BaseException while it is built or
+    attached used to kill every process: "Fatal Python error: init_import_site"."""
+    (tmp_path / "pk_bad_profilers.py").write_text(BAD_PROFILERS)
+    out = _run(
+        [sys.executable, "-c", "print('ran'); raise SystemExit(3)"],
+        tmp_path,
+        PROFKIT_ENABLE_PROFILING="1",
+        PROFKIT_PROFILER=f"pk_bad_profilers:{name}",
+        PYTHONPATH=str(tmp_path),
+    )
+    assert out.returncode == 3, out.stderr
+    assert out.stdout == "ran\n"
+    lines = out.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("profkit: cannot attach profiler"), lines
+    assert why in lines[0] and "Fatal" not in out.stderr
