@@ -53,15 +53,11 @@ class ImageLookup(Protocol):
 ImageFinder = Callable[[str], ImageLookup | None]
 
 
-def _dso_of(block: bytes, end: int) -> bytes | None:
-    """The ``(dso)`` text right after a frame's ``[unknown]`` (perf's last column)."""
-    if block[end : end + 2] != b" (":
-        return None
-    eol = block.find(b"\n", end)
-    if eol < 0:
-        eol = len(block)
-    close = block.rfind(b")", end, eol)
-    return block[end + 2 : close] if close > end else None
+#: The same frame, also capturing the ``(dso)`` perf prints after it (its last column).
+_FRAME_DSO = re.compile(
+    rb"(?:(?<=[ \t])|^)([0-9a-fA-F]{1,16}) \[unknown\](?=[ \t\r\n]|$)(?: \(([^\r\n]*)\))?",
+    re.MULTILINE,
+)
 
 
 def symbolize_block(
@@ -78,58 +74,56 @@ def symbolize_block(
     own table (absolute or DSO-relative address, see ``profkit.formats.r2r.imagemaps``)
     before the address-space-wide ``symbolizer``.
     """
-    matches = list(_FRAME.finditer(block))
+    by_dso = images is not None or stats.per_dso is not None
+    matches = list((_FRAME_DSO if by_dso else _FRAME).finditer(block))
     if not matches:
         return block
     stats.unknown += len(matches)
     addrs = np.fromiter((int(m.group(1), 16) for m in matches), dtype=np.uint64, count=len(matches))
     batch = symbolizer.lookup_many(addrs)
-    entries = batch.entries.tolist()
-    offs = batch.offsets.tolist()
-    # per frame: (symbolizer, entry) when named
-    owner: list[Symbolizer | None] = [symbolizer if e >= 0 else None for e in entries]
-    dsos: list[bytes | None] = []
-    if images is not None or stats.per_dso is not None:
-        dsos = [_dso_of(block, m.end()) for m in matches]
-    if images is not None:
-        groups: dict[bytes, list[int]] = {}
-        for i, dso in enumerate(dsos):
-            if dso is not None:
-                groups.setdefault(dso, []).append(i)
-        for dso, idx in groups.items():
-            table = images(dso.decode("utf-8", "surrogateescape"))
-            if table is None:
-                continue
-            rvas = table.rvas(addrs[idx])
-            ok = rvas >= 0
-            found = table.symbolizer.lookup_many(np.where(ok, rvas, 0).astype(np.uint64))
-            for j, i in enumerate(idx):
-                if ok[j] and found.entries[j] >= 0:
-                    owner[i] = table.symbolizer
-                    entries[i] = int(found.entries[j])
-                    offs[i] = int(found.offsets[j])
+    entries = batch.entries.copy()
+    offs = batch.offsets.copy()
+    # which symbolizer named each frame: 0 = the address-space one, k = tables[k-1], -1 none
+    owner = np.where(entries >= 0, 0, -1)
+    tables: list[Symbolizer] = [symbolizer]
+    if by_dso:
+        groups: dict[bytes | None, list[int]] = {}
+        for i, m in enumerate(matches):
+            groups.setdefault(m.group(2), []).append(i)
+        for dso, members in groups.items():
+            idx = np.array(members, dtype=np.int64)
+            table = images(dso.decode("utf-8", "surrogateescape")) if images and dso else None
+            if table is not None:
+                rvas = table.rvas(addrs[idx])
+                ok = rvas >= 0
+                found = table.symbolizer.lookup_many(np.where(ok, rvas, 0).astype(np.uint64))
+                hit = ok & (found.entries >= 0)
+                tables.append(table.symbolizer)
+                entries[idx[hit]] = found.entries[hit]
+                offs[idx[hit]] = found.offsets[hit]
+                owner[idx[hit]] = len(tables) - 1
+            if stats.per_dso is not None:
+                key = (dso or b"").decode("utf-8", "surrogateescape")
+                counts = stats.per_dso.setdefault(key, [0, 0])
+                counts[0] += len(members)
+                counts[1] += int((owner[idx] >= 0).sum())
     names: dict[tuple[int, int], bytes] = {}
     out: list[bytes] = []
     last = 0
-    for i, (m, entry, off) in enumerate(zip(matches, entries, offs, strict=True)):
-        sym = owner[i]
-        if stats.per_dso is not None:
-            key = (dsos[i] or b"").decode("utf-8", "surrogateescape")
-            counts = stats.per_dso.setdefault(key, [0, 0])
-            counts[0] += 1
-            counts[1] += sym is not None
-        if sym is None:
+    for m, k, entry, off in zip(matches, owner.tolist(), entries.tolist(), offs.tolist(),
+                                strict=True):  # fmt: skip
+        if k < 0:
             continue
-        name = names.get((id(sym), entry))
+        name = names.get((k, entry))
         if name is None:
             # only the name: symbol() would build the table's Python-list twins (six
             # lists as long as the maps, ~2x the time of a short transcript on a big map)
-            name = sym.name(entry).encode("utf-8", "surrogateescape")
-            names[(id(sym), entry)] = name
-        sym_at = m.end() - _UNKNOWN_LEN
+            name = tables[k].name(entry).encode("utf-8", "surrogateescape")
+            names[(k, entry)] = name
+        sym_at = m.end(1) + 1
         out.append(block[last:sym_at])
         out.append(name + (b"+0x%x" % off if offsets else b""))
-        last = m.end()
+        last = sym_at + _UNKNOWN_LEN
         stats.resolved += 1
     out.append(block[last:])
     return b"".join(out)
