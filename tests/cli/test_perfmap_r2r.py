@@ -122,3 +122,27 @@ def test_symbolize_cache_is_rebuilt_when_damaged(
     entry.write_bytes(b"FFFFFFFF 00 00000000000000000000000000000000\n00001000 10 wrong\n")
     rc2, second, _ = run(capsys, "symbolize", str(script), "--cache-dir", str(cache))
     assert rc == rc2 == 0 and first == second and CONCAT in first
+
+
+def test_symbolize_image_at_several_bases(
+    capsys: pytest.CaptureFixture[str],
+    framework: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two processes, two bases: absolute IPs are ambiguous (warned), DSO-relative ones not."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path, rva, offset, base = _corelib_frames(framework)
+    infos = []
+    for pid, b in ((7, base), (8, base + 0x10000000)):
+        info = tmp_path / f"perfinfo-{pid}.map"
+        info.write_text(f"ImageLoad;{path};{{82d8e023-e6b4-4028-a9dc-44dee6b6a537}};{b:016X};\n")
+        infos += ["--perfinfo", str(info)]
+    script = tmp_path / "s.txt"
+    script.write_text(
+        f"x 7 1.0: 1 cpu-clock:\n\t    {offset:x} [unknown] ({path})\n"
+        f"\t    {base + rva:x} [unknown] ({path})\n"
+    )
+    rc, out, err = run(capsys, "symbolize", str(script), *infos)
+    assert rc == 0 and "loaded at several bases" in err and err.count("\n") == 1
+    assert f"{offset:x} {CONCAT}+0x0" in out and f"{base + rva:x} [unknown]" in out

@@ -249,12 +249,14 @@ def _add_image_maps(
     """Build (or take from the cache) the map of every R2R image perfinfo or the MMAP
     events name, and place it at its base, unless a --map already covers it."""
     for path, bases in sorted(_image_bases(args).items()):
-        if len(bases) > 1:
-            raise UsageError(
-                f"{path}: loaded at several bases "
-                f"({', '.join(f'{b:#x}' for b in sorted(bases))}); "
-                "select one process with `perf script --pid`"
+        if len(bases) > 1:  # several processes: only DSO-relative frames can be named
+            shown = ", ".join(f"{b:#x}" for b in sorted(bases))
+            line = (
+                f"profkit: warning: {path}: loaded at several bases ({shown}); absolute "
+                "addresses in it stay unknown (select one process with perf script --pid)"
             )
+            print(escape(line, MAX_MESSAGE_CHARS), file=sys.stderr)
+            continue
         (base,) = bases
         images.add_base(path, base)
         if image_stem(path) in covered:
