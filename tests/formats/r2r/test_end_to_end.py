@@ -6,10 +6,14 @@ dotnetcore2's CoreCLR 3.1 under ``perf record -g`` with ``COMPlus_PerfMapEnabled
 must name at least 99 % of the frames inside R2R framework images (perf names none of
 them), and every managed frame directly under ``Main`` must be a method ``Main`` calls.
 
-Frame-pointer unwinding (``-g``) cannot see the caller of a frameless leaf: when the
-sampled instruction is in such a leaf, perf shows the leaf directly under its caller's
-caller. So the "directly under Main" check looks at frames perf took from the stack
-(return addresses), not at the sampled instruction itself.
+Frame-pointer unwinding (``-g``) cannot see the caller of a method that keeps no frame
+pointer (the JIT and crossgen omit it in small methods): perf then shows that method
+directly under its caller's caller. So a managed frame directly under ``Main`` can be a
+callee of one of ``Main``'s helpers whose own frame perf could not see (seen here:
+``CultureInfo.get_InvariantCulture`` under ``Main`` once in ~1,500 samples). The test
+therefore requires that at least 95 % of those frames be methods ``Main`` calls, and
+that every long-running helper be among them; the sampled instruction itself (index 0)
+is left out, since its caller is exactly what an unwinder without a frame cannot see.
 """
 
 from __future__ import annotations
@@ -112,9 +116,10 @@ def test_perf_record_of_a_dotnet_program(framework: Path, tmp_path: Path) -> Non
             m = _METHOD.search(sym)
             if m is not None and (dso.endswith(".map") or dso.endswith(".dll")):
                 under_main.append(m.group(1))
-        assert under_main, "no managed frame under Main"
-        assert set(under_main) <= MAIN_CALLS, set(under_main) - MAIN_CALLS
-        assert {"SortNumbers", "CountWords"} <= set(under_main)
+        assert len(under_main) >= 100, "too few managed frames under Main"
+        callees = [name for name in under_main if name in MAIN_CALLS]
+        assert len(callees) >= 0.95 * len(under_main), set(under_main) - MAIN_CALLS
+        assert {"SortNumbers", "BuildText", "CountWords", "ParseNumbers"} <= set(callees)
     finally:
         for leftover in (perf_map, perfinfo):
             leftover.unlink(missing_ok=True)
