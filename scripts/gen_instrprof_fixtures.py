@@ -159,6 +159,13 @@ VARIANTS: tuple[Variant, ...] = (
         note="function-entry-only coverage (1-byte counters)",
     ),
     Variant(
+        "ir_funcentry_unpadded",
+        (*IR, *_mllvm("-pgo-function-entry-coverage", "-enable-name-compression=false")),
+        source="entry_cov.c",
+        note="function-entry coverage, 3 counter bytes: clang 16 writes no padding after the "
+        "counters, so the names section ends the file unaligned (llvm-profdata-16 reads it)",
+    ),
+    Variant(
         "ir_blockcov",
         (*IR, *_mllvm("-pgo-block-coverage")),
         note="IR block coverage (1-byte counters)",

@@ -3,8 +3,9 @@
 A raw file is one or more complete profiles back to back (an executable and its
 instrumented shared libraries append to one file); all are merged into one
 :class:`Profile` with records in file order. Sections have no stored offsets, so each
-profile is walked section by section with a bounds-checked :class:`Cursor`; every size
-taken from the file is checked against the bytes that remain before it is used.
+profile is walked section by section (:mod:`.raw_sections`, shared with the merge fast
+path) with a bounds-checked :class:`Cursor`; every size taken from the file is checked
+against the bytes that remain before it is used.
 """
 
 from __future__ import annotations
@@ -17,9 +18,6 @@ from collections.abc import Sequence
 from profkit.errors import ProfileFormatError
 from profkit.formats._binary import Cursor
 from profkit.formats.instrprof.layouts import (
-    RAW_HEADER,
-    RAW_RECORD,
-    RAW_VERSIONS,
     RELATIVE_POINTERS_FROM,
     VTABLE_RECORD,
     Layout,
@@ -35,6 +33,7 @@ from profkit.formats.instrprof.model import (
     ValueSite,
 )
 from profkit.formats.instrprof.names import add_names, decode_names
+from profkit.formats.instrprof.raw_sections import locate, next_profile
 from profkit.formats.instrprof.values import read_value_block
 
 _NATIVE = "<" if sys.byteorder == "little" else ">"
@@ -54,19 +53,7 @@ def parse_raw(data: bytes, path: str | None = None) -> Profile:
     profile = Profile(kind=ProfileKind.NONE, format="raw")
     timestamps: list[tuple[int, int]] = []
     first = True
-    while True:
-        if not first:
-            # Zero padding may separate profiles; anything else must be a full header.
-            while cur.pos < cur.end and data[cur.pos] == 0:
-                cur.pos += 1
-            if cur.pos >= cur.end:
-                break
-            if cur.pos % 8:
-                raise cur.fail("malformed", "next profile is not 8-byte aligned")
-            if bytes(data[cur.pos : cur.pos + 8]) != magic:
-                raise cur.fail(
-                    "bad_magic", "trailing data is not another profile with the same magic"
-                )
+    while first or next_profile(cur, magic):
         _read_one(cur, magic, profile, timestamps, first)
         first = False
     if timestamps:
@@ -84,22 +71,9 @@ def _read_one(
     first: bool,
 ) -> None:
     order, psize = RAW_MAGICS[magic]
-    start = cur.pos
-    cur.need(16, "raw header")
-    word = cur.unpack(order + "8xQ", "raw header")[0]
-    cur.pos = start
-    version = word & 0xFFFFFFFF
-    if version not in RAW_HEADER:
-        supported = ", ".join(str(v) for v in RAW_VERSIONS)
-        raise cur.fail(
-            "unsupported_version",
-            f"raw profile version {version} (supported: {supported})",
-            start + 8,
-        )
-    hdr_layout = compile_layout(RAW_HEADER[version], order, 8)
-    values = cur.unpack(hdr_layout.struct.format, f"raw v{version} header")
-    h = {name: values[i] for name, (i, _) in hdr_layout.index.items()}
-    kind = ProfileKind.from_version_word(word)
+    where = locate(cur, order, psize)
+    start, version, word, kind, h = where.start, where.version, where.word, where.kind, where.header
+    values_pos = cur.pos
     if first:
         profile.kind = kind
         profile.version = version
@@ -121,43 +95,26 @@ def _read_one(
             "function records: it was written for correlation "
             "(-profile-correlate=debug-info|binary) and needs the binary to be read"
         )
-    ids_size = h.get("binary_ids_size", 0)
-    if ids_size:
-        if ids_size % 8:
-            raise cur.fail("malformed", f"binary IDs size {ids_size} is not a multiple of 8")
-        ids = cur.sub(ids_size, "binary IDs")
-        while ids.remaining:
-            n = ids.u64("binary ID length", order)
-            if n == 0:
-                raise ids.fail("malformed", "binary ID of length 0", ids.pos - 8)
-            profile.binary_ids.append(bytes(ids.take(n, "binary ID")))
-            ids.align(8, "binary ID padding")
+    ids = Cursor(cur.data, *where.binary_ids, path=cur.path, error=ProfileFormatError)
+    while ids.remaining:
+        n = ids.u64("binary ID length", order)
+        if n == 0:
+            raise ids.fail("malformed", "binary ID of length 0", ids.pos - 8)
+        profile.binary_ids.append(bytes(ids.take(n, "binary ID")))
+        ids.align(8, "binary ID padding")
 
-    rec_layout = compile_layout(RAW_RECORD[version], order, psize)
+    rec_layout = where.record
     num_data = h["num_data"]
-    cur.need(num_data * rec_layout.size, "data-record section")
-    data_pos = cur.pos
-    cur.pos += num_data * rec_layout.size
-    cur.skip(h["padding_before_counters"], "padding before counters")
-    byte_cov = bool(kind & ProfileKind.SINGLE_BYTE_COVERAGE)
-    cell = 1 if byte_cov else 8
-    num_counters = h["num_counters"]
-    counters = cur.take(num_counters * cell, "counter section")
-    cur.skip(h["padding_after_counters"], "padding after counters")
-    bitmap = cur.take(h.get("num_bitmap_bytes", 0), "bitmap section")
-    cur.skip(h.get("padding_after_bitmap", 0), "padding after bitmap bytes")
-    num_uniform = h.get("num_uniform_counters", 0)
-    cur.skip(num_uniform * 8, "uniform-counter section")
-    cur.skip(h.get("padding_after_uniform", 0), "padding after uniform counters")
+    data_pos = where.data[0]
+    counters = memoryview(cur.data)[where.counters[0] : where.counters[1]]
+    bitmap = memoryview(cur.data)[where.bitmap[0] : where.bitmap[1]]
+    cur.pos = where.names[0]
     names = decode_names(cur, h["names_size"], "names section")
-    cur.align(8, "padding after names")
     vt_layout = compile_layout(VTABLE_RECORD, order, psize)
-    num_vtables = h.get("num_vtables", 0)
-    cur.need(num_vtables * vt_layout.size, "vtable section")
-    vtables = list(vt_layout.struct.iter_unpack(cur.take(num_vtables * vt_layout.size, "vtables")))
-    cur.align(8, "padding after vtables")
+    vtables = list(vt_layout.struct.iter_unpack(cur.data[where.vtables[0] : where.vtables[1]]))
+    cur.pos = where.vnames[0]
     vnames = decode_names(cur, h.get("vnames_size", 0), "vtable-names section")
-    cur.align(8, "padding after vtable names")
+    cur.pos = values_pos
 
     symtab: dict[int, str] = {}
     add_names(symtab, names)

@@ -1,7 +1,8 @@
 """The "shape" of a raw file: what must be equal for two files to merge as arrays.
 
 :func:`probe` walks the profiles of a raw file (one, or an executable's followed by
-its shared libraries') with the ordinary layout tables, records where the parts that
+its shared libraries') with the reader's own walker (:mod:`..raw_sections`, so both
+agree on every offset and padding rule), records where the parts that
 vary between runs live (counters, bitmap bytes, value blocks), and fingerprints the
 rest with run-time addresses masked. Used by :mod:`~profkit.formats.instrprof.merge.raw_arrays`.
 """
@@ -14,14 +15,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from profkit.formats.instrprof.layouts import (
-    RAW_HEADER,
-    RAW_RECORD,
-    RELATIVE_POINTERS_FROM,
-    compile_layout,
-)
+from profkit.errors import ProfileFormatError
+from profkit.formats._binary import Cursor
+from profkit.formats.instrprof.layouts import RAW_HEADER, RAW_RECORD, RELATIVE_POINTERS_FROM
+from profkit.formats.instrprof.magics import RAW_MAGICS
 from profkit.formats.instrprof.model import ProfileKind
-from profkit.formats.instrprof.raw import RAW_MAGICS
+from profkit.formats.instrprof.raw_sections import locate, next_profile
+
+#: version → header field → its u64 slot (headers are flat lists of u64s).
+_HEADER_SLOT = {v: {f.split(":")[0]: i for i, f in enumerate(fs)} for v, fs in RAW_HEADER.items()}
 
 #: Raw variants the array path does not take (counters are bytes, carry timestamps, or
 #: the data lives elsewhere).
@@ -97,22 +99,22 @@ def probe(data: bytes) -> RawShape | None:
     segments: list[Segment] = []
     parts: list[bytes] = []
     kind = ProfileKind.NONE
-    pos = 0
-    while True:
-        found = _probe_segment(data, pos, order, psize, parts)
-        if found is None:
-            return None
-        segment, seg_kind = found
-        segments.append(segment)
-        kind |= seg_kind
-        pos = segment.end
-        while pos < len(data) and data[pos] == 0:  # padding between profiles
-            pos += 1
-        if pos >= len(data):
-            break
-        if pos % 8 or bytes(data[pos : pos + 8]) != magic or len(segments) >= MAX_SEGMENTS:
-            return None
-        parts.append(pos.to_bytes(8, "little"))
+    cur = Cursor(data, 0, error=ProfileFormatError)
+    try:
+        while not segments or next_profile(cur, magic):
+            if len(segments) >= MAX_SEGMENTS:
+                return None
+            if segments:
+                parts.append(cur.pos.to_bytes(8, "little"))
+            found = _probe_segment(data, cur.pos, order, psize, parts)
+            if found is None:
+                return None
+            segment, seg_kind = found
+            segments.append(segment)
+            kind |= seg_kind
+            cur.pos = segment.end
+    except ProfileFormatError:
+        return None
     joined = b"".join(parts)
     key = zlib.crc32(joined).to_bytes(4, "little") + len(joined).to_bytes(8, "little")
     return RawShape(key, joined, kind, order, psize, segments)
@@ -121,38 +123,23 @@ def probe(data: bytes) -> RawShape | None:
 def _probe_segment(
     data: bytes, start: int, order: str, psize: int, parts: list[bytes]
 ) -> tuple[Segment, ProfileKind] | None:
-    if start + 16 > len(data):
-        return None
-    word = struct.unpack_from(order + "Q", data, start + 8)[0]
-    version = word & 0xFFFFFFFF
-    if version not in RAW_HEADER or version < RELATIVE_POINTERS_FROM:
+    cur = Cursor(data, start, error=ProfileFormatError)
+    try:
+        where = locate(cur, order, psize)
+    except ProfileFormatError:
+        return None  # the record path reports it
+    version, kind, h = where.version, where.kind, where.header
+    if version < RELATIVE_POINTERS_FROM or kind & SLOW_KINDS:
         return None  # absolute pointers before v8 differ from run to run
-    kind = ProfileKind.from_version_word(word)
-    if kind & SLOW_KINDS:
-        return None
-    hdr = compile_layout(RAW_HEADER[version], order, 8)
-    if start + hdr.size > len(data):
-        return None
-    values = hdr.struct.unpack_from(data, start)
-    h = {name: values[i] for name, (i, _) in hdr.index.items()}
     if h.get("num_vtables", 0) or h.get("num_uniform_counters", 0):
         return None
-    rec_fields = RAW_RECORD[version]
-    rec = compile_layout(rec_fields, order, psize)
-    offs = _field_offsets(rec_fields, order, psize)
-    pos = start + hdr.size + h.get("binary_ids_size", 0)
-    data_pos = pos
-    pos += h["num_data"] * rec.size + h["padding_before_counters"]
-    counters = (pos, pos + h["num_counters"] * 8)
-    pos = counters[1] + h["padding_after_counters"]
-    bitmap = (pos, pos + h.get("num_bitmap_bytes", 0))
-    pos = bitmap[1] + h.get("padding_after_bitmap", 0)
-    pos += h["names_size"]
-    pos += -(pos - start) % 8
-    pos += h.get("vnames_size", 0)
-    pos += -(pos - start) % 8
-    if pos > len(data) or counters[0] % 8:
+    rec = where.record
+    offs = _field_offsets(RAW_RECORD[version], order, psize)
+    data_pos = where.data[0]
+    counters, bitmap = where.counters, where.bitmap
+    if counters[0] % 8:
         return None
+    pos = where.values
     value_start = pos
     records = np.frombuffer(data, np.uint8, h["num_data"] * rec.size, data_pos).reshape(
         h["num_data"], rec.size
@@ -178,16 +165,16 @@ def _probe_segment(
     masked = records.copy()
     for name in ("function_ptr", "values"):
         masked[:, offs[name] : offs[name] + psize] = 0
-    header = bytearray(data[start : start + hdr.size])
+    header = bytearray(data[start : start + where.header_size])
     volatile = ["names_delta"]  # an absolute address
-    if not h.get("num_bitmap_bytes", 0) and hdr.has("bitmap_delta"):
+    if not h.get("num_bitmap_bytes", 0) and "bitmap_delta" in h:
         volatile.append("bitmap_delta")  # no bitmap section: 0 − DataBegin, run-dependent
     for name in volatile:
-        at = 8 * hdr.pos(name)
+        at = 8 * _HEADER_SLOT[version][name]
         header[at : at + 8] = bytes(8)
     parts += (
         bytes(header),
-        data[start + hdr.size : data_pos],
+        data[start + where.header_size : data_pos],
         masked.tobytes(),
         data[counters[1] : bitmap[0]],
         data[bitmap[1] : value_start],
