@@ -13,10 +13,14 @@ level imports stay minimal; readers, writers and file helpers load in the handle
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from typing import Any, TextIO
 
 from profkit.errors import ProfkitError, UsageError
@@ -112,13 +116,28 @@ def _register_merge(sub: Any) -> None:
     p.set_defaults(handler=run_merge)
 
 
+#: llvm-profdata's weights are uint64_t.
+_MAX_WEIGHT = (1 << 64) - 1
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    """``text`` cut for an error line (a 5,000-digit weight is not echoed back whole)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _parse_weight(text: str, where: str) -> int:
+    digits = text.strip().lstrip("+")
+    if digits.isascii() and digits.isdigit() and len(digits.lstrip("0")) > len(str(_MAX_WEIGHT)):
+        # (int() refuses over 4,300 digits with a ValueError: judge by length first)
+        raise UsageError(f"{where}: weight must be below 2^64 ({len(digits)} digits given)")
     try:
         weight = int(text)
     except ValueError:
-        raise UsageError(f"{where}: weight {text!r} is not an integer") from None
+        raise UsageError(f"{where}: weight {text[:40]!r} is not an integer") from None
     if weight < 1:
         raise UsageError(f"{where}: weight must be at least 1, not {weight}")
+    if weight > _MAX_WEIGHT:
+        raise UsageError(f"{where}: weight must be below 2^64, not {weight}")
     return weight
 
 
@@ -148,8 +167,8 @@ def gather_inputs(args: argparse.Namespace) -> list[tuple[str, int]]:
     for item in args.weighted_input:
         weight_text, sep, path = item.partition(",")
         if not sep or not path:
-            raise UsageError(f"--weighted-input={item}: expected W,FILE")
-        _expand(path, _parse_weight(weight_text, f"--weighted-input={item}"), found)
+            raise UsageError(f"--weighted-input={_clip(item)}: expected W,FILE")
+        _expand(path, _parse_weight(weight_text, f"--weighted-input={_clip(item)}"), found)
     for listing in args.input_files:
         try:
             with open(listing, encoding="utf-8", errors="surrogateescape") as fh:
@@ -203,8 +222,46 @@ def _llvm_release(llvm_version: int | None, indexed_version: int | None) -> int:
     return by_indexed.get(indexed_version or 13, 22)
 
 
+class _Terminated(BaseException):
+    """SIGTERM during a merge, raised so that it unwinds like Ctrl-C does."""
+
+
+@contextlib.contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """Turn SIGTERM into an exception for the duration of a merge, then die of it.
+
+    By default SIGTERM ends the process on the spot: ``-j`` workers were left running
+    (65-80 MB each) and a temp output behind. Unwinding runs the cleanup (the pool is
+    killed, the atomic writer removes its temp file); then the process ends by SIGTERM
+    itself, so the caller sees the status it expects (-15, 143 in a shell).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be set from the main thread
+        return
+
+    def raise_terminated(signum: int, frame: object) -> None:
+        raise _Terminated
+
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        yield
+    except _Terminated:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.flush()
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise SystemExit(128 + signal.SIGTERM) from None  # only if the kill was delayed
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run_merge(args: argparse.Namespace) -> int:
-    """The ``merge`` handler."""
+    """The ``merge`` handler (SIGTERM tears the merge down cleanly)."""
+    with _sigterm_unwinds():
+        return _run_merge(args)
+
+
+def _run_merge(args: argparse.Namespace) -> int:
     from profkit._atomic import ensure_not_an_input, write_errors
     from profkit.formats.instrprof.indexed_writer import build_indexed, write_indexed
     from profkit.formats.instrprof.merge import drop_all_zero

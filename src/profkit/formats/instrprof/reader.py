@@ -20,6 +20,9 @@ _OTHER_MAGICS = {
     bytes.fromhex("8172666f72706dff"): "it is a MemProf raw heap profile, .memprofraw",
     bytes.fromhex("ff6d70726f667281"): "it is a big-endian MemProf raw heap profile",
 }
+#: Largest profile read whole. Indexed profiles of the largest programs (browsers, with
+#: value profiles) are a few hundred MB; a raw file of many merged DSOs stays well below.
+MAX_PROFILE_BYTES = 4 << 30
 _TEXTISH = frozenset(range(0x20, 0x7F)) | frozenset(b"\t\n\v\f\r")
 
 
@@ -61,8 +64,13 @@ def parse_profile(data: bytes, path: str | None = None) -> Profile:
             ) from None
         result: Profile = parse_text(data, path)
         return result
+    raise not_a_profile(data, path)
+
+
+def not_a_profile(data: bytes, path: str | None) -> ProfileFormatError:
+    """The "bad magic" error for a file no reader fits (judged by its first 8 bytes)."""
     what = _OTHER_MAGICS.get(bytes(data[:8]), f"first bytes {bytes(data[:8]).hex()}")
-    raise ProfileFormatError(
+    return ProfileFormatError(
         "bad_magic",
         f"not an LLVM instrumentation profile ({what})",
         path=path,
@@ -70,8 +78,27 @@ def parse_profile(data: bytes, path: str | None = None) -> Profile:
     )
 
 
+def read_profile_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of the profile file at ``path`` (``-``: stdin), read under safe-input rules.
+
+    Through :func:`profkit._inputs.open_input`: a directory, a device (``/dev/zero``,
+    ``/dev/urandom``), a dangling symlink or a FIFO nobody writes to is refused with one
+    line instead of hanging or reading gigabytes; the first 8 bytes are sniffed before
+    the rest is read, so a 4 GB file that is not a profile costs one small read; files
+    over :data:`MAX_PROFILE_BYTES` are refused before reading.
+    """
+    from profkit._inputs import open_input
+
+    name = os.fspath(path)
+    with open_input(name, what="profile") as inp:
+        head = inp.prefix(8)
+        if head and sniff(head) is None:
+            raise not_a_profile(head, inp.name)
+        return inp.read_all(MAX_PROFILE_BYTES, ProfileFormatError)
+
+
 def read_profile(path: str | os.PathLike[str]) -> Profile:
-    """Read the profile file at ``path`` (any of the three formats)."""
-    with open(path, "rb") as fh:
-        data = fh.read()
-    return parse_profile(data, os.fspath(path))
+    """Read the profile file at ``path`` (any of the three formats; ``-`` is stdin)."""
+    data = read_profile_bytes(path)
+    name = os.fspath(path)
+    return parse_profile(data, "stdin" if name == "-" else name)

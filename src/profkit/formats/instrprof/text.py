@@ -58,13 +58,31 @@ def _digits(text: bytes, radix: int) -> int | None:
     return int(text, radix)
 
 
+def _decimal(text: bytes) -> int | None:
+    """Decimal digits only; None when the value cannot fit in 64 bits.
+
+    Leading zeros are allowed (as ``getAsInteger`` allows them) but do not count:
+    ``int()`` refuses more than 4,300 decimal digits with a ValueError, so a long number
+    is judged by its length before it is converted.
+    """
+    if not text.isdigit():
+        return None
+    significant = text.lstrip(b"0")
+    if len(significant) > _U64_DIGITS:
+        return None
+    return int(significant or b"0")
+
+
+_U64_DIGITS = len(str(U64_MAX))
+
+
 def parse_uint(text: bytes, radix: int, limit: int = U64_MAX) -> int | None:
     """``getAsInteger`` for unsigned types: radix 0 = auto (0x, 0b, 0o, leading 0 → octal).
 
     Returns None where LLVM's call reports failure (bad digit, empty, overflow).
     """
     if radix == 10:
-        value = int(text) if text.isdigit() else None
+        value = _decimal(text)
     elif radix == 0:
         low = text[:2].lower()
         if low == b"0x":
@@ -76,7 +94,7 @@ def parse_uint(text: bytes, radix: int, limit: int = U64_MAX) -> int | None:
         elif len(text) > 1 and text[:1] == b"0" and text[1:2].isdigit():
             value = _digits(text[1:], 8)
         else:
-            value = int(text) if text.isdigit() else None
+            value = _decimal(text)
     else:  # pragma: no cover - not used
         value = _digits(text, radix)
     if value is None or value > limit:

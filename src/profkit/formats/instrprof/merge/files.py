@@ -11,7 +11,9 @@ a serial merge.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -28,7 +30,7 @@ from profkit.formats.instrprof.merge.accumulator import (
 )
 from profkit.formats.instrprof.model import Profile, ProfileKind
 from profkit.formats.instrprof.raw import RAW_MAGICS, parse_raw
-from profkit.formats.instrprof.reader import parse_profile
+from profkit.formats.instrprof.reader import parse_profile, read_profile_bytes
 
 if TYPE_CHECKING:
     # numpy (~80 ms of start-up) comes with the raw-file fast path: imported only when a
@@ -80,9 +82,49 @@ class _ShareResult:
 _counter: Any = None  # a multiprocessing.Value in workers: inputs done, for the progress bar
 
 
-def _init_worker(counter: Any) -> None:
+def _init_worker(counter: Any, parent: int) -> None:
     global _counter
     _counter = counter
+    # A worker must never outlive the merge: it dies with its parent (kill -9 included),
+    # leaves Ctrl-C (sent to the whole process group) to the parent, which tears the
+    # pool down, and takes SIGTERM as an ordinary process does, whatever handler the
+    # parent had installed when it forked.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _die_with_parent(parent)
+
+
+#: ``prctl(PR_SET_PDEATHSIG, sig)``: the kernel sends ``sig`` when the parent exits.
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent: int) -> None:
+    """Ask Linux to SIGKILL this process when its parent dies; exit if it already has."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):  # pragma: no cover - no prctl in this libc
+            pass
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def _kill_workers(pool: Any) -> None:
+    """Stop every worker of ``pool`` now (the merge was interrupted or failed).
+
+    ``ProcessPoolExecutor`` has no public way to do this; its ``_processes`` map (pid →
+    process) exists in every supported Python (3.11-3.13).
+    """
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    for proc in workers:
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # already gone
+            proc.kill()
+    for proc in workers:
+        with contextlib.suppress(OSError, ValueError, AttributeError, AssertionError):
+            proc.join(timeout=5)
 
 
 def _merge_share(
@@ -109,8 +151,7 @@ def _merge_share(
             warnings.append(message if message.startswith(path) else f"{path}: {message}")
 
         try:
-            with open(path, "rb") as handle:
-                data = handle.read()
+            data = read_profile_bytes(path)
             if not data:
                 continue  # an empty file is skipped, as llvm-profdata does
             if not _merge_fast(data, index, item, shapes, kinds, warn):
@@ -251,9 +292,13 @@ def _run_parallel(
     method = "fork" if sys.platform.startswith("linux") else "spawn"
     ctx = multiprocessing.get_context(method)
     counter = ctx.Value("l", 0)
-    with ProcessPoolExecutor(
-        max_workers=jobs - 1, mp_context=ctx, initializer=_init_worker, initargs=(counter,)
-    ) as pool:
+    pool = ProcessPoolExecutor(
+        max_workers=jobs - 1,
+        mp_context=ctx,
+        initializer=_init_worker,
+        initargs=(counter, os.getpid()),
+    )
+    try:
         futures: list[Future[_ShareResult]] = [
             pool.submit(_merge_share, s, None, traces) for s in shares[1:]
         ]
@@ -268,6 +313,13 @@ def _run_parallel(
             _, pending = wait(pending, timeout=0.1)
             progress(len(shares[0]) + counter.value)
         results = [first] + [f.result() for f in futures]
+    except BaseException:
+        # Interrupted (Ctrl-C, a SIGTERM the caller turned into an exception) or failed:
+        # the workers stop now instead of finishing their shares (shutdown would wait).
+        _kill_workers(pool)
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
     if progress is not None:
         progress(sum(map(len, shares)))
     return results
@@ -303,8 +355,7 @@ def _replay(
     merged = sum(r.merged for r in results)
     for index, kind, item in sorted(steps, key=lambda step: (step[0], step[1])):
         if kind == 0:  # a ShapeAccumulator (tie-break 0), else a record segment
-            with open(item.first_path, "rb") as handle:
-                data = handle.read()
+            data = read_profile_bytes(item.first_path)
             try:
                 final.add(item.materialize(data), 1, warn, source=item.first_path, take=True)
             except KindMismatchError as exc:  # shares disagree: drop this shape's files
