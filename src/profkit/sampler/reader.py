@@ -8,11 +8,12 @@ current ``_PyInterpreterFrame`` chain (``previous``), with ``process_vm_readv``.
 keeps running, so any chain may be torn mid-read: walks are bounded, every pointer is
 checked, and a thread whose walk fails is simply left out of that sample.
 
-Code objects are cached by address (name, file, first line, location table): a code object
-lives as long as any frame runs it, so an address seen in a live frame names the same code
-until that code is freed; a freed-and-reused address is re-validated through its type
-pointer and first line on each cache miss of the (address, line) table only. That is the
-same trade py-spy and austin make, and what makes ~10 kHz possible from Python.
+Code objects are cached by address (name, file, first line, location table), and whole
+stacks by their raw (code, instruction) words. A code object lives as long as a frame runs
+it, but its address is reused once it is freed (start-up frees many): each time a stack
+not seen before is named, every code address in it is checked against the cached code's
+signature (type, name, file and table pointers, first line), and a mismatch drops the
+stack cache. A stack seen before is trusted: that is the trade that keeps a sample cheap.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ class CodeInfo:
     first_line: int
     linetable: bytes
     frame: Frame  #: the profile's frame (first line, as in-process profiles have it)
+    signature: tuple[int, ...] = ()  #: see StackReader._signature
     lines: dict[int, int] = field(default_factory=dict)  #: code-unit offset → line
 
     def line(self, offset: int) -> int:
@@ -212,6 +214,7 @@ class StackReader:
         )
         self.torn = 0  #: thread walks abandoned on a failed or inconsistent read
         self.retries = 0  #: walks read again because a yield cut them
+        self.reused = 0  #: code addresses found holding another code object than cached
 
     @classmethod
     def attach(cls, pid: int) -> StackReader:
@@ -371,10 +374,18 @@ class StackReader:
         codes = self._codes
         adaptive = self.layout.code_adaptive
         out = []
+        checked: set[int] = set()
         for code, instr in _pairs(key):
             info = codes.get(code)
+            # A new stack: make sure each code address still holds the code we named
+            # (start-up frees many code objects, and their addresses are reused).
+            if info is not None and code not in checked and self._signature(code) != info.signature:
+                self._stacks.clear()
+                self.reused += 1
+                info = None
             if info is None:
                 info = self._code(code)
+            checked.add(code)
             offset = (instr - code - adaptive) >> 1
             out.append((info, info.line(offset if offset >= 0 else 0)))
         stack = tuple(out)
@@ -459,6 +470,20 @@ class StackReader:
         regions.append((chunk, chunk + size, data))
         return _u64(data, lay.chunk_previous)[0]
 
+    def _signature(self, address: int, raw: bytes | None = None) -> tuple[int, ...]:
+        """What identifies the code object at ``address``: its type, name, file and table
+        pointers and first line (a new code object at a reused address differs in them)."""
+        lay = self.layout
+        if raw is None:
+            raw = self.mem.read(address, lay.code_span)
+        return (
+            _u64(raw, lay.object_type)[0],
+            _u64(raw, lay.code_filename)[0],
+            _u64(raw, lay.code_qualname)[0],
+            _u64(raw, lay.code_linetable)[0],
+            _i32(raw, lay.code_firstlineno)[0],
+        )
+
     def _code(self, address: int) -> CodeInfo:
         lay = self.layout
         raw = self.mem.read(address, lay.code_span)
@@ -473,7 +498,9 @@ class StackReader:
             self.mem.read(table_at + lay.bytes_data, size) if 0 < size <= _MAX_LINETABLE else b""
         )
         name = self.namer.full_name(filename, qualname)
-        info = CodeInfo(name, filename, first, table, Frame(name, filename, first))
+        info = CodeInfo(
+            name, filename, first, table, Frame(name, filename, first), self._signature(0, raw)
+        )
         if len(self._codes) > 200_000:
             self._codes.clear()
         self._codes[address] = info

@@ -46,10 +46,15 @@ Mode = Literal["wall", "cpu", "gil", "active"]
 MODES: tuple[Mode, ...] = ("wall", "cpu", "gil", "active")
 #: Seconds between scans for new child processes and exec checks.
 CHILD_SCAN_S = 0.1
-#: Intervals the loop may fall behind and still catch up (a late wake-up under load is
-#: made good by sampling at once; each sample's weight is the time since the previous one,
-#: so the totals stay true). Further behind, the schedule starts again from now.
-CATCH_UP = 20
+#: How far (ns) the loop may fall behind and still catch up: a late wake-up under load is
+#: made good by sampling at once, without sleeping, until back on schedule (each sample's
+#: weight is the time since the previous one, so the totals stay true). Further behind
+#: (a stall: the machine suspended, the sampler stopped), the schedule restarts from now.
+CATCH_UP_NS = 50_000_000
+#: Most intervals one sample stands for (wall-based modes). After a stall of the sampler
+#: the next sample would otherwise carry the whole stall; its excess is counted as
+#: ``unsampled_ns`` instead.
+MAX_WEIGHT_INTERVALS = 2
 #: Distinct (thread, stack) entries kept per process before new ones go to a catch-all.
 MAX_STACKS = 500_000
 _monotonic_ns = time.monotonic_ns
@@ -204,6 +209,7 @@ class SamplerStats:
     asked: int = 0  #: ticks the schedule asked for (elapsed * rate)
     ticks: int = 0  #: ticks done
     late: int = 0  #: ticks that started more than one interval late
+    unsampled_ns: int = 0  #: wall time the sampler was kept from running (not in any weight)
     busy_ns: int = 0  #: time spent sampling (not sleeping)
     elapsed_ns: int = 0
 
@@ -221,6 +227,7 @@ class SamplerStats:
             "asked": self.asked,
             "ticks": self.ticks,
             "late": self.late,
+            "unsampled_ns": self.unsampled_ns,
             "cost_us_per_tick": round(self.cost_us, 2),
             "elapsed_ns": self.elapsed_ns,
         }
@@ -315,7 +322,13 @@ class SamplerSession:
                 if now - next_tick > interval:
                     stats.late += 1
                 t0 = _perf_ns()
-                self.tick(now - last if stats.ticks else interval)
+                gap = now - last if stats.ticks else interval
+                if gap > MAX_WEIGHT_INTERVALS * interval:
+                    # The sampler itself did not run (a loaded machine): nobody looked, so
+                    # the gap is not charged to whatever happens to run when we wake.
+                    stats.unsampled_ns += gap - MAX_WEIGHT_INTERVALS * interval
+                    gap = MAX_WEIGHT_INTERVALS * interval
+                self.tick(gap)
                 last = now
                 if now >= next_scan:
                     self.scan()
@@ -329,7 +342,7 @@ class SamplerSession:
                     next_call = now + int(every_s * 1e9)
                 next_tick += interval
                 after = _monotonic_ns()
-                if next_tick < after - CATCH_UP * interval:
+                if next_tick < after - max(CATCH_UP_NS, 20 * interval):
                     next_tick = after  # far behind (a stall): start the schedule again
                 wait = next_tick - after
                 if deadline is not None:
