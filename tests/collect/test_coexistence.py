@@ -76,3 +76,53 @@ def test_getprofile_shows_the_dispatcher_and_none_after_detach(native: bool) -> 
     else:
         assert getattr(hook, "__module__", None) == _pyhook.__name__
     assert sys.getprofile() is None
+
+
+def pk_outer(tool: int, name: str) -> int:
+    MON.use_tool_id(tool, name)  # the program claims profkit's id in the middle of a call
+    return pk_leaf(1)
+
+
+@needs_monitoring
+@pytest.mark.parametrize("tool", [4, 3])
+def test_a_program_claiming_a_profkit_id_gets_it_and_nothing_is_lost(tool: int) -> None:
+    rec = Recorder(EventMask.ENTER_LEAVE)
+    attach(rec, "monitoring")
+    try:
+        pk_leaf(0)  # armed on the main tool before the move
+        pk_outer(tool, "program")
+        assert MON.get_tool(tool) == "program"
+        assert sorted(_profkit_tools()) == sorted({3, 4, 5} - {tool})
+        pk_leaf(2)  # already armed: still reported
+        new_code = compile("def pk_new():\n    return 1\n", "<test>", "exec")
+        ns: dict[str, Any] = {}
+        exec(new_code, ns)
+        ns["pk_new"]()  # first seen after the move: the discovery tool still works
+    finally:
+        detach()
+        if MON.get_tool(tool) == "program":
+            MON.free_tool_id(tool)
+    names = [(e[0], e[1]) for e in rec.events if e[0] in ("enter", "leave")]
+    assert names.count(("enter", "pk_leaf")) == names.count(("leave", "pk_leaf")) == 3
+    assert ("enter", "pk_outer") in names and ("leave", "pk_outer") in names
+    assert ("enter", "pk_new") in names and ("leave", "pk_new") in names
+    assert _profkit_tools() == []
+    assert type(MON.use_tool_id).__name__ == "builtin_function_or_method"
+
+
+@needs_monitoring
+def test_with_no_id_left_the_programs_claim_fails_as_without_profkit() -> None:
+    mine = [t for t in (5, 2, 1, 0) if MON.get_tool(t) is None]
+    for t in mine:
+        MON.use_tool_id(t, "program")
+    try:
+        attach(Recorder(EventMask.ENTER_LEAVE), "monitoring")
+        try:
+            with pytest.raises(ValueError):
+                MON.use_tool_id(4, "program")
+            assert MON.get_tool(4) == "profkit-discovery"  # unchanged
+        finally:
+            detach()
+    finally:
+        for t in mine:
+            MON.free_tool_id(t)

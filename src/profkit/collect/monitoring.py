@@ -1,6 +1,7 @@
 """The ``sys.monitoring`` backend (Python 3.12+): the fast tracing collector.
 
-Two tool ids are used (PEP 669):
+Two tool ids are used (PEP 669; which ones, and how one is given up when the program
+claims it, is ``monitoring_ids.py``'s):
 
 * the *discovery* tool has one global ``PY_START`` callback. It sees a code object's
   first call, registers it (``function_first_execution``), asks the filter, and answers
@@ -33,6 +34,7 @@ from typing import Any
 from profkit.collect.base import Capabilities
 from profkit.collect.context import BackendContext
 from profkit.collect.hot_monitoring import ALL_MONITORING_EVENTS, main_callbacks
+from profkit.collect.monitoring_ids import ClaimWatcher, free_ids, transplant
 from profkit.collect.plan import ALL_EVENTS
 from profkit.collect.registry import GENERATOR_FLAGS
 from profkit.collect.transitions import arguments_of
@@ -47,24 +49,13 @@ CAPABILITIES = Capabilities(
     full_exceptions=True,
 )
 
-#: PEP 669 names 0 (DEBUGGER_ID), 1 (COVERAGE_ID), 2 (PROFILER_ID: cProfile on 3.12+) and
-#: 5 (OPTIMIZER_ID) and leaves 3 and 4 to other tools: take those first, then 5 (nothing in
-#: CPython or the usual tools claims it), so a program's debugger, coverage and cProfile
-#: find their ids free; 2, 1, 0 only when the program already holds the others. What stays
-#: visible: ``sys.monitoring.get_tool(4)`` says ``"profkit"`` and ``get_tool(3)``
-#: ``"profkit-discovery"`` while a session runs, and a program that claims a taken id by
-#: number gets ``ValueError`` as with any other tool holding it (``PROFKIT_BACKEND=setprofile``
-#: leaves every id free).
-_PREFERRED_TOOLS = (4, 3, 5, 2, 1, 0)
-
 
 def reason_unavailable() -> str | None:
     """Why this backend cannot run here, or None."""
     mon = MON
     if mon is None:
         return "sys.monitoring needs Python 3.12+"
-    free = [t for t in _PREFERRED_TOOLS if mon.get_tool(t) is None]
-    if len(free) < 2:
+    if len(free_ids()) < 2:
         return "fewer than two sys.monitoring tool ids are free"
     return None
 
@@ -85,12 +76,14 @@ class MonitoringBackend:
         self.local_events = 0
         self.pre_codes: set[int] = set()  #: code ids running at attach (slow path)
         self.pre_frames: set[int] = set()  #: frames of those codes entered after attach
+        #: moves our tool off an id the program claims (``monitoring_ids.py``)
+        self._watcher = ClaimWatcher(lambda: self.tools or (), self._move)
 
     # -- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
         """Claim two tool ids and arm the events the plan needs."""
         mon = MON
-        free = [t for t in _PREFERRED_TOOLS if mon.get_tool(t) is None][:2]
+        free = free_ids()[:2]
         if len(free) < 2:
             raise RuntimeError("profkit: no free sys.monitoring tool ids")
         disc, main = free
@@ -98,9 +91,11 @@ class MonitoringBackend:
         mon.use_tool_id(main, "profkit")
         self.tools = (disc, main)
         self._arm()
+        self._watcher.install()
 
     def stop(self) -> None:
         """Release both tool ids (clears their events and callbacks)."""
+        self._watcher.uninstall()
         tools, self.tools = self.tools, None
         if tools is None:
             return
@@ -132,6 +127,19 @@ class MonitoringBackend:
         self.tools = tools
         self._arm()
         mon.restart_events()
+        self._watcher.install()
+
+    def _move(self, tool: int, spare: int) -> None:
+        """The program claims our ``tool``: carry on from ``spare`` (already claimed)."""
+        tools = self.tools
+        if tools is None:
+            return
+        disc, main = tools
+        codes = self.ctx.functions.codes
+        armed = self.pre_codes if tool == disc else self.enabled
+        armed_codes = [codes[c] for c in list(armed) if c in codes]
+        transplant(tool, spare, ALL_MONITORING_EVENTS, armed_codes)
+        self.tools = (spare, main) if tool == disc else (disc, spare)
 
     # -- wiring ----------------------------------------------------------------------
     def _arm(self) -> None:

@@ -1,0 +1,105 @@
+"""The ``sys.monitoring`` tool ids profkit holds, and giving one up when the program wants it.
+
+PEP 669 has six tool ids. profkit takes two free ones (4 and 3 first: PEP 669 names 0
+debuggers', 1 coverage's, 2 profilers' (cProfile's on 3.12+) and 5 optimizers', and leaves
+3 and 4 to other tools; then 5, which nothing in CPython or the usual tools claims; 2, 1, 0
+only when the program holds the others).
+
+A program that claims one of profkit's ids *by number* after profkit attached
+(``sys.monitoring.use_tool_id(4, "mytool")``) would get ``ValueError``. While a session
+runs, ``use_tool_id`` is wrapped: such a claim first moves profkit's tool to a free id
+(its callbacks, global events and the local events of every code object it armed are
+copied over, then the old id is cleared and freed), and then the program's claim goes
+through. When no id is free the claim fails as it would with any other tool holding it.
+The move runs with a long thread switch interval so other threads do not run events
+halfway through it. What stays visible: ``get_tool`` names profkit's ids
+(``"profkit"``, ``"profkit-discovery"``), and ``sys.monitoring.use_tool_id`` is a Python
+function while a session runs.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable
+from types import CodeType
+from typing import Any
+
+#: ``sys.monitoring`` (3.12+), bound once; typed Any so mypy at 3.11 accepts it.
+MON: Any = getattr(sys, "monitoring", None)
+
+#: Preference order (see the module docstring).
+PREFERRED = (4, 3, 5, 2, 1, 0)
+
+
+def free_ids() -> list[int]:
+    """Tool ids nobody holds, in preference order."""
+    return [t for t in PREFERRED if MON.get_tool(t) is None]
+
+
+class ClaimWatcher:
+    """Wraps ``sys.monitoring.use_tool_id`` while installed; see the module docstring.
+
+    ``move(tool, spare)`` is the backend's: it moves everything from ``tool`` to the
+    already claimed ``spare`` and frees ``tool``.
+    """
+
+    def __init__(
+        self, held: Callable[[], tuple[int, ...]], move: Callable[[int, int], None]
+    ) -> None:
+        self._held = held
+        self._move = move
+        self._original: Any = None
+        self._wrapper: Any = None
+
+    def install(self) -> None:
+        """Put the wrapper in place (once)."""
+        if self._wrapper is not None:
+            return
+        original = self._original = MON.use_tool_id
+        held, move = self._held, self._move
+
+        def use_tool_id(tool_id: int, name: str, /) -> None:
+            tools = held()
+            if tool_id in tools and MON.get_tool(tool_id) is not None:
+                spare = next((t for t in free_ids() if t != tool_id), None)
+                if spare is not None:
+                    original(spare, MON.get_tool(tool_id))
+                    _without_switches(lambda: move(tool_id, spare))
+            original(tool_id, name)
+
+        self._wrapper = use_tool_id
+        MON.use_tool_id = use_tool_id
+
+    def uninstall(self) -> None:
+        """Restore the real ``use_tool_id`` (unless someone wrapped it after us)."""
+        wrapper, self._wrapper = self._wrapper, None
+        if wrapper is not None and MON.use_tool_id is wrapper:
+            MON.use_tool_id = self._original
+
+
+def transplant(tool: int, spare: int, events: Iterable[int], codes: Iterable[CodeType]) -> None:
+    """Move callbacks, global events and ``codes``' local events from ``tool`` to ``spare``
+    (already claimed), then clear and free ``tool``."""
+    mon = MON
+    for event in events:
+        callback = mon.register_callback(tool, event, None)
+        if callback is not None:
+            mon.register_callback(spare, event, callback)
+    for code in codes:
+        local = mon.get_local_events(tool, code)
+        if local:
+            mon.set_local_events(spare, code, local)
+            mon.set_local_events(tool, code, 0)
+    mon.set_events(spare, mon.get_events(tool))
+    mon.set_events(tool, 0)
+    mon.free_tool_id(tool)
+
+
+def _without_switches(body: Callable[[], None]) -> None:
+    """Run ``body`` with no thread switch in between (short and non-blocking)."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1.0)
+    try:
+        body()
+    finally:
+        sys.setswitchinterval(interval)
