@@ -209,10 +209,10 @@ def run_one(config: str, workload: str, repeat: int) -> float | None:
         profiler = _profkit_profiler("el+shadow")
         attached = attach(profiler, "monitoring")
         mon = sys.monitoring
-        main_tool = attached.info.backend.tools[1]  # type: ignore[union-attr]
+        main_tool = attached._session.backend.tools[1]  # type: ignore[union-attr]
 
         def on_error(exc: BaseException) -> None:
-            attached.info.fail(exc, "function_enter")
+            attached._session.fail(exc, "function_enter")
 
         mon.register_callback(
             main_tool, mon.events.PY_START, native.Trampoline(profiler.function_enter, on_error)

@@ -359,7 +359,7 @@ def sampling_ab(rounds: int, names: list[str], scale: int = 1, pending_call: boo
             for _ in range(scale):
                 exec(code, {"__name__": "__bench__"})
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-            extras = session.info.extras
+            extras = session._session.extras
             rates["cpu"].append(sum(getattr(x, "samples", 0) for x in extras) / wall)
             detach()
             ratios_cpu.append(cpu / bare_cpu)
@@ -396,7 +396,7 @@ def _pending_call_sampler(native: Any) -> Iterator[list[int]]:
     original = sampler.Sampler.start, sampler.Sampler.stop
 
     def start(self: sampler.Sampler) -> None:
-        deliver = self.session.profiler.stack_sample
+        deliver = self.ctx.method("stack_sample")
         self._last, self._last_tick = {}, time.monotonic_ns()
         self._last_proc = time.process_time_ns()
 
