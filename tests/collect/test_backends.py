@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from profkit.api.errors import UnsupportedEventError
@@ -38,3 +40,24 @@ def test_a_forced_backend_is_checked_against_its_capabilities() -> None:
     with pytest.raises(UnsupportedEventError, match="the sampler backend cannot deliver"):
         select.choose("sampler", EventMask.ENTER_LEAVE | EventMask.SAMPLING)
     assert select.choose("sampler", EventMask.SAMPLING).reason == "forced"
+
+
+def test_backends_get_the_narrow_context_not_the_session(backend: str) -> None:
+    from profkit.collect import attach, detach
+    from profkit.collect.context import BackendContext
+    from tests.collect.recording import Recorder
+
+    attached = attach(Recorder(EventMask.ENTER_LEAVE), backend)
+    try:
+        session: Any = attached._session
+        parts = [session.backend, *session.extras]
+        for part in parts:
+            ctx = getattr(part, "ctx", None)
+            assert ctx is None or isinstance(ctx, BackendContext)
+        ctx = session.backend.ctx
+        assert ctx.plan is session.plan and ctx.mask == session.mask and ctx.active
+        for lifecycle in ("detach", "start", "profiler", "info", "catalog"):
+            assert not hasattr(ctx, lifecycle)
+    finally:
+        detach()
+    assert not ctx.active
