@@ -4,6 +4,7 @@ line and exit status 2 (issue #17: full disks, special files, bombs, hostile nam
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import stat
 import subprocess
@@ -240,3 +241,26 @@ def test_perfmap_lookup_escapes_map_names(
     assert "\x1b" not in out and "\\x1b]0;pwned\\x07" in out
     assert main(["perfmap", "show", str(m)]) == 0
     assert "\x1b" not in capsys.readouterr().out
+
+
+def test_export_from_stdin_needs_an_output(saved: Path) -> None:
+    with open(saved, "rb") as fh:
+        done = _profkit("export", "-", "-F", "collapsed", stdin=fh)
+    assert done.returncode == 2 and b"-o" in done.stderr
+    with open(saved, "rb") as fh:
+        done = _profkit("export", "-", "-F", "collapsed", "-o", "-", stdin=fh)
+    assert done.returncode == 0 and b"myapp.main" in done.stdout
+
+
+def test_huge_integers_in_a_profile_are_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = file.to_json(sample_profile())
+    text = json.dumps(doc).replace('"version": 1', '"version": ' + "9" * 5000, 1)
+    for i, body in enumerate((text, json.dumps(doc).replace("10000000", "1" * 30, 1))):
+        path = tmp_path / f"big{i}.json"
+        path.write_text(body)
+        for argv in (["report", str(path)], ["export", str(path), "-F", "chrome", "-o", "-"]):
+            assert main(argv) == 2, argv
+            err = capsys.readouterr().err
+            assert err.count("\n") == 1 and len(err) < 3000

@@ -46,6 +46,8 @@ def _handler(args: argparse.Namespace) -> int:
     fmt = registry.get(args.format)
     if args.output == "":
         raise UsageError("-o needs a file name ('-' for stdout)")
+    if not args.output and args.files[0] == "-":
+        raise UsageError("reading the profile from stdin: name the output with -o (or -o -)")
     out = args.output or registry.default_output(args.files[0], fmt)
     ensure_not_an_input(out, args.files)
     if out == "-" and fmt.binary and sys.stdout.isatty():
