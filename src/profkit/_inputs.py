@@ -32,7 +32,7 @@ import os
 import stat
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import Any, BinaryIO
 
@@ -285,10 +285,21 @@ def _tell(fd: int) -> int:
 
 
 def read_input(
-    path: str, limit: int, error: type[FormatError] = FormatError, *, what: str = "file"
+    path: str,
+    limit: int,
+    error: type[FormatError] = FormatError,
+    *,
+    what: str = "file",
+    sniff: Callable[[bytes, str], None] | None = None,
 ) -> bytes:
-    """The whole of ``path`` (or stdin), at most ``limit`` bytes, under the module's rules."""
+    """The whole of ``path`` (or stdin), at most ``limit`` bytes, under the module's rules.
+
+    ``sniff(prefix, name)``, when given, sees the first :data:`PREFIX_BYTES` and raises to
+    refuse the input before the rest is read (``cat /dev/zero | profkit ...``)."""
     with open_input(path, what=what) as inp:
+        inp.check_size(limit, error)
+        if sniff is not None:
+            sniff(inp.prefix(), inp.name)
         return inp.read_all(limit, error)
 
 

@@ -151,6 +151,15 @@ def test_stdin_devices_and_garbage_refused_early() -> None:
         feeder.kill()
         feeder.wait()
     assert done.returncode == 2 and b"stdin" in done.stderr
+    # the same for a perf map: NUL bytes in the first 64 KiB, refused before 1 GiB is read
+    for command in (["perfmap", "show", "-"], ["export", "-", "-F", "chrome", "-o", "-"]):
+        feeder = subprocess.Popen(["cat", "/dev/zero"], stdout=subprocess.PIPE)
+        try:
+            done = _profkit(*command, stdin=feeder.stdout, timeout=20)
+        finally:
+            feeder.kill()
+            feeder.wait()
+        assert done.returncode == 2 and done.stderr.count(b"\n") == 1, (command, done.stderr)
 
 
 def test_report_reads_a_profile_from_stdin(saved: Path) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import BinaryIO, Protocol
 
 from profkit import _atomic, _inputs
@@ -38,7 +38,25 @@ def read_input(path: str, error: type[FormatError]) -> bytes:
     """Read ``path`` (or stdin for ``-``), at most :data:`MAX_INPUT_BYTES`, through
     :func:`profkit._inputs.open_input`: devices and directories are refused, a FIFO
     without a writer never blocks, a regular file's size is checked before reading."""
-    return _inputs.read_input(path, MAX_INPUT_BYTES, error, what="map or image")
+    return _inputs.read_input(
+        path, MAX_INPUT_BYTES, error, what="map or image", sniff=_text_or_image(error)
+    )
+
+
+def _text_or_image(error: type[FormatError]) -> Callable[[bytes, str], None]:
+    """Maps are text and images start with ``MZ``: NUL bytes in the first 64 KiB of
+    anything else (``cat /dev/zero |``) refuse it before 1 GiB is read."""
+
+    def sniff(prefix: bytes, name: str) -> None:
+        if not prefix.startswith(b"MZ") and b"\0" in prefix:
+            raise error(
+                "malformed",
+                "binary data (a NUL byte) in the first 64 KiB: not a perf map",
+                path=name,
+                offset=prefix.index(b"\0"),
+            )
+
+    return sniff
 
 
 def open_stream(path: str) -> _inputs.Input:
