@@ -39,6 +39,7 @@ EXTENSIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     ("profkit.collect._profhook", ("src/profkit/collect/_profhook.c",)),
     ("profkit.sampler._walker", ("src/profkit/sampler/_walker.c",)),
+    ("profkit.heap._heaphook", ("src/profkit/heap/_heaphook.c",)),
 )
 
 

@@ -1,0 +1,107 @@
+"""From allocation events to a memory profile: bytes by stack, three ways.
+
+* **allocated**: every byte allocated while sampling ran, freed or not (the estimate: the sum of
+  sample weights), by the stack that allocated it;
+* **peak**: the bytes alive at the moment the estimated live total was highest, by stack, and
+  that total (``peak_bytes``);
+* **leaked**: the bytes still alive when sampling stopped (leak candidates), by stack.
+
+Events are few (one per ``mean_bytes`` allocated, on average), so the profile is built in two
+passes over them at the end rather than by keeping snapshots while the program runs: the first
+pass finds the event at which the live estimate peaks, the second replays up to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from types import CodeType
+
+from profkit.heap.sampler import Allocation, Event, Free, StackFrame
+
+#: A stack as reports show it: outermost frame first, each frame a display name.
+NamedStack = tuple[str, ...]
+
+
+@dataclass
+class MemoryProfile:
+    """Estimated bytes by stack (outermost first) for the three metrics, and the totals."""
+
+    allocated: dict[NamedStack, float] = field(default_factory=dict)
+    peak: dict[NamedStack, float] = field(default_factory=dict)
+    leaked: dict[NamedStack, float] = field(default_factory=dict)
+    allocated_bytes: float = 0.0
+    peak_bytes: float = 0.0
+    leaked_bytes: float = 0.0
+    samples: int = 0
+
+    def metric(self, name: str) -> dict[NamedStack, float]:
+        """``alloc``, ``peak`` or ``leaked``: the table reports and exports weigh by."""
+        tables = {"alloc": self.allocated, "peak": self.peak, "leaked": self.leaked}
+        if name not in tables:
+            raise ValueError(f"unknown memory metric {name!r} (alloc, peak, leaked)")
+        return tables[name]
+
+    def by_function(self, name: str = "alloc") -> dict[str, float]:
+        """Self bytes per innermost function: who called the allocator."""
+        out: dict[str, float] = {}
+        for stack, weight in self.metric(name).items():
+            leaf = stack[-1] if stack else "<no Python frame>"
+            out[leaf] = out.get(leaf, 0.0) + weight
+        return out
+
+
+def frame_name(code: CodeType, line: int) -> str:
+    """``module.qualname`` as the rest of profkit names functions (the line is not part of
+    the name, so one function's allocations add up in one node)."""
+    from profkit.collect.registry import module_of
+
+    module = module_of(code.co_filename)
+    return f"{module}.{code.co_qualname}" if module else code.co_qualname
+
+
+def build_profile(
+    events: Iterable[Event], name: Callable[[CodeType, int], str] = frame_name
+) -> MemoryProfile:
+    """Aggregate events (as :meth:`AllocationSampler.drain` returns them, in order)."""
+    events = list(events)
+    names: dict[tuple[StackFrame, ...], NamedStack] = {}
+
+    def named(stack: tuple[StackFrame, ...]) -> NamedStack:
+        found = names.get(stack)
+        if found is None:
+            found = names[stack] = tuple(name(code, line) for code, line in reversed(stack))
+        return found
+
+    profile = MemoryProfile()
+    live: dict[int, Allocation] = {}
+    live_bytes = 0.0
+    peak_at = -1
+    for index, event in enumerate(events):
+        if isinstance(event, Allocation):
+            profile.samples += 1
+            key = named(event.stack)
+            profile.allocated[key] = profile.allocated.get(key, 0.0) + event.weight
+            profile.allocated_bytes += event.weight
+            live[event.id] = event
+            live_bytes += event.weight
+            if live_bytes > profile.peak_bytes:
+                profile.peak_bytes, peak_at = live_bytes, index
+        elif isinstance(event, Free):
+            gone = live.pop(event.id, None)
+            if gone is not None:
+                live_bytes -= gone.weight
+    for alloc in live.values():
+        key = named(alloc.stack)
+        profile.leaked[key] = profile.leaked.get(key, 0.0) + alloc.weight
+        profile.leaked_bytes += alloc.weight
+    at_peak: dict[int, Allocation] = {}
+    for event in events[: peak_at + 1]:
+        if isinstance(event, Allocation):
+            at_peak[event.id] = event
+        else:
+            at_peak.pop(event.id, None)
+    for alloc in at_peak.values():
+        key = named(alloc.stack)
+        profile.peak[key] = profile.peak.get(key, 0.0) + alloc.weight
+    return profile
