@@ -10,7 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from profkit.clr.convert import perf_map_entries, r2r_rvas, to_profile
-from profkit.clr.result import ClrResult, CodeRange, Event, Module, Node, parse_result
+from profkit.clr.result import (
+    ClrResult,
+    CodeRange,
+    Event,
+    Module,
+    Node,
+    SpanRecord,
+    parse_result,
+)
 from profkit.errors import FormatError
 
 names = st.text(
@@ -31,7 +39,7 @@ def render(r: ClrResult) -> bytes:
     ]
     out += [f"basetime\t{r.basetime_ns}", f"lost\t{r.lost}", f"resyncs\t{r.resyncs}"]
     out += [f"records_dropped\t{r.records_dropped}", f"lines\t{r.lines}"]
-    out += [f"udp\t{r.udp_datagrams}\t{r.udp_dropped}"]
+    out += [f"udp\t{r.udp_datagrams}\t{r.udp_dropped}", f"spans_dropped\t{r.spans_dropped}"]
     out += [f"prefix\t{p}" for p in r.prefixes]
     out += [f"method\t{i}\t{n}" for i, n in r.methods.items()]
     for tid, name in r.threads.items():
@@ -42,6 +50,7 @@ def render(r: ClrResult) -> bytes:
             )
     out += [f"module\t{m.id:x}\t{m.base:x}\t{m.flags}\t{m.path}" for m in r.modules]
     out += [f"code\t{c.start:x}\t{c.size:x}\t{c.kind}\t{c.module:x}\t{c.name}" for c in r.code]
+    out += [f"span\t{p.tid}\t{p.method}\t{p.start_ns}\t{p.end_ns}\t{p.depth}" for p in r.spans]
     out += [f"event\t{e.t_ns}\t{e.tid}\t{e.kind}\t{e.text}" for e in r.events]
     out.append("end")
     return ("\n".join(out) + "\n").encode()
@@ -71,6 +80,17 @@ def results(draw: st.DrawFn) -> ClrResult:
         for _ in range(draw(st.integers(0, 4)))
     ]
     r.events = [Event(draw(u64), draw(u64), "exception", draw(names))]
+    for _ in range(draw(st.integers(0, 4)) if r.methods and r.threads else 0):
+        start = draw(st.integers(0, 10**12))
+        r.spans.append(
+            SpanRecord(
+                draw(st.sampled_from(sorted(r.threads))),
+                draw(st.sampled_from(sorted(r.methods))),
+                start,
+                start + draw(st.integers(0, 10**9)),
+                draw(st.integers(0, 50)),
+            )
+        )
     return r
 
 

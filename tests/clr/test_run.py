@@ -157,6 +157,23 @@ def test_gc_loads_threads_and_code_map_are_recorded(workload: Path) -> None:
     assert {P + "Main", P + "Leaf"} <= jitted
 
 
+def test_timeline_keeps_every_shown_call(workload: Path, tmp_path: Path) -> None:
+    from profkit.export import registry
+
+    outcome, out, _ = run_captured(workload, "calls", timeline=True)
+    profile = outcome.profile
+    assert profile is not None
+    frames = [profile.frames[s.frame].name for s in profile.spans]
+    assert frames.count(P + "Fib") == counters(out)["Fib"]
+    assert frames.count(P + "Leaf") == counters(out)["Leaf"]
+    main = [s for s in profile.spans if profile.frames[s.frame].name == P + "Main"]
+    assert len(main) == 1 and main[0].depth == 0
+    for span in profile.spans:  # every call inside Main's span
+        assert main[0].start_ns <= span.start_ns <= span.end_ns <= main[0].end_ns
+    registry.export(profile, "chrome", tmp_path / "trace.json")
+    assert (tmp_path / "trace.json").stat().st_size > 0
+
+
 def test_prefix_filter_keeps_only_matching_methods(workload: Path) -> None:
     outcome, out, _ = run_captured(workload, "calls", prefixes=("ProfTest.Outer",))
     profile = outcome.profile

@@ -22,7 +22,7 @@ from profkit.errors import UsageError
 from profkit.settings import SETTINGS, Settings
 
 #: The ``profkit run`` settings that mean something for a .NET program.
-_CLR_FIELDS = ("prefixes", "basetime_ns", "output", "udp", "stream", "unit", "tree")
+_CLR_FIELDS = ("prefixes", "basetime_ns", "output", "udp", "stream", "unit", "tree", "timeline")
 
 
 def register(sub: Any, name: str, help_text: str) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from profkit.calltree.model import CallNode, CallProfile, Frame, ThreadTree
+from profkit.calltree.model import CallNode, CallProfile, Frame, Span, ThreadTree
 from profkit.clr.result import ClrResult, Node
 
 #: How many of the process's events (exceptions, GCs, loads, ...) the metadata keeps.
@@ -65,6 +65,12 @@ def to_profile(result: ClrResult, metadata: dict[str, Any] | None = None) -> Cal
         root = _tree(nodes, result, profile)
         if root.children:
             profile.threads.append(ThreadTree(tid, _thread_name(tid, name, result.pid), root))
+    index = {t.thread_id: i for i, t in enumerate(profile.threads)}
+    for sp in sorted(result.spans, key=lambda s: (index.get(s.tid, -1), s.start_ns, s.depth)):
+        thread = index.get(sp.tid)
+        if thread is not None:
+            frame = profile.frame_id(Frame(result.methods[sp.method]))
+            profile.spans.append(Span(thread, frame, sp.start_ns, sp.end_ns, sp.depth))
     counts: dict[str, int] = {}
     for event in result.events:
         counts[event.kind] = counts.get(event.kind, 0) + 1
@@ -79,6 +85,7 @@ def to_profile(result: ClrResult, metadata: dict[str, Any] | None = None) -> Cal
         "lines": result.lines,
         "udp": {"datagrams": result.udp_datagrams, "dropped_lines": result.udp_dropped},
         "methods_hooked": len(result.methods),
+        "timeline_spans_dropped": result.spans_dropped,
         "clr_event_counts": counts,
         "clr_events": [[e.t_ns, e.tid, e.kind, e.text] for e in result.events[:MAX_EVENTS_KEPT]],
         "modules": [m.path for m in result.modules],

@@ -88,6 +88,8 @@ def profiler_environment(
         env["PROFKIT_STREAM"] = stream if stream == "stderr" else os.path.abspath(stream)
     if settings.unit != "us":
         env["PROFKIT_UNIT"] = settings.unit
+    if settings.timeline:
+        env["PROFKIT_TIMELINE"] = "1"
     if events is not None:
         env["PROFKIT_CLR_EVENTS"] = ",".join(events)
     if output is not None:

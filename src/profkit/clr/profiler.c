@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -117,6 +118,7 @@ static struct {
     uint32_t events;
     uint32_t ring_events; /* per thread, a power of two */
     int fast_hooks;       /* SetEnterLeaveFunctionHooks3 with our stubs, not WithInfo */
+    int timeline;         /* keep every shown call's start and end (PROFKIT_TIMELINE) */
 } S;
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -280,6 +282,16 @@ static int read_settings(void) {
         if (!strcmp(v, "info")) S.fast_hooks = 0;
         else if (strcmp(v, "fast") || !HAVE_FAST_HOOKS || (S.events & EV_ARGS)) {
             say("profkit: clr: PROFKIT_CLR_HOOKS='%s': expected fast (x86-64, not with args) or info; "
+                "the program runs unprofiled", v);
+            return -1;
+        }
+    }
+    v = getenv("PROFKIT_TIMELINE");
+    if (v) {
+        if (!strcasecmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcasecmp(v, "on"))
+            S.timeline = 1;
+        else if (*v && strcasecmp(v, "0") && strcasecmp(v, "false") && strcasecmp(v, "no") && strcasecmp(v, "off")) {
+            say("profkit: clr: PROFKIT_TIMELINE='%s': expected 1 or 0 (true/false, yes/no, on/off); "
                 "the program runs unprofiled", v);
             return -1;
         }
@@ -1099,6 +1111,26 @@ static int stack_push(thr_t *t, uint32_t id, uint64_t start) {
     return 0;
 }
 
+/* The timeline (PROFKIT_TIMELINE): every shown call's start and end, as profkit run
+ * --timeline keeps them, up to MAX_SPANS; later calls are counted, not kept. */
+#define MAX_SPANS 1000000
+typedef struct {
+    uint32_t tid, method, depth;
+    uint64_t start, end;
+} span_t;
+static span_t *g_spans;
+static size_t g_n_spans, g_cap_spans;
+static uint64_t g_spans_dropped;
+
+static void add_span(uint32_t tid, uint32_t method, uint64_t start, uint64_t end, uint32_t depth) {
+    if (g_n_spans >= MAX_SPANS || grow((void **)&g_spans, &g_cap_spans, g_n_spans, sizeof *g_spans) < 0) {
+        g_spans_dropped++;
+        return;
+    }
+    span_t *sp = &g_spans[g_n_spans++];
+    sp->tid = tid, sp->method = method, sp->depth = depth, sp->start = start, sp->end = end;
+}
+
 /* drop the top frame without recording it (only after lost events) */
 static void stack_discard(thr_t *t) {
     t->n_stack--;
@@ -1131,6 +1163,7 @@ static void consume(thr_t *t, const ev_t *e) {
     uint32_t index = t->n_stack - 1;
     t->n_stack--;
     if (dur >= S.basetime_ns) {
+        if (S.timeline) add_span(t->tid, e->id, f->start, f->start + dur, index - 1);
         node_t *n = &t->nodes[f->node];
         if (n->calls == 0 || dur < n->min) n->min = dur;
         if (dur > n->max) n->max = dur;
@@ -1238,6 +1271,7 @@ static void write_output(void) {
     fprintf(f, "records_dropped\t%llu\n", (unsigned long long)g_recs_dropped);
     fprintf(f, "lines\t%llu\n", (unsigned long long)g_lines);
     fprintf(f, "udp\t%llu\t%llu\n", (unsigned long long)g_udp_seq, (unsigned long long)g_udp_dropped);
+    fprintf(f, "spans_dropped\t%llu\n", (unsigned long long)g_spans_dropped);
     for (int i = 0; i < S.n_prefixes; i++) fprintf(f, "prefix\t%s\n", S.prefixes[i]);
     for (uint32_t id = 1; id < g_n_methods; id++) fprintf(f, "method\t%u\t%s\n", id, method_name(id));
     for (thr_t *t = atomic_load(&g_threads); t; t = t->next) {
@@ -1263,6 +1297,9 @@ static void write_output(void) {
         fprintf(f, "code\t%lx\t%lx\t%s\t%lx\t%s\n", (unsigned long)c->start, (unsigned long)c->size,
                 c->kind == 'r' ? "r2r" : "jit", (unsigned long)c->module, c->name ? c->name : "");
     }
+    for (size_t i = 0; i < g_n_spans; i++)
+        fprintf(f, "span\t%u\t%u\t%llu\t%llu\t%u\n", g_spans[i].tid, g_spans[i].method,
+                (unsigned long long)g_spans[i].start, (unsigned long long)g_spans[i].end, g_spans[i].depth);
     for (size_t i = 0; i < g_n_recs; i++)
         fprintf(f, "event\t%llu\t%u\t%s\t%s\n", (unsigned long long)g_recs[i].t, g_recs[i].tid, g_recs[i].kind,
                 g_recs[i].text ? g_recs[i].text : "");

@@ -8,6 +8,7 @@ cut short). docs/clr.md documents every record; in short::
     thread <tid> <name>  node <tid> <n> <parent> <method> <calls> <incl> <min> <max>
     module <id> <base> <flags> <path>      code <start> <size> jit|r2r <module id> <name>
     event <t> <tid> <kind> <text>          (exception, catch, thread-*, module, assembly, gc-*)
+    span <tid> <method> <start> <end> <depth>              (with PROFKIT_TIMELINE)
 
 Every field is checked; a bad line is one :class:`~profkit.errors.FormatError` naming the
 file and the line. Nodes are in creation order, so a parent always precedes its children.
@@ -65,6 +66,17 @@ class Event:
 
 
 @dataclass(slots=True)
+class SpanRecord:
+    """One shown call on the timeline (``PROFKIT_TIMELINE``); times since the start."""
+
+    tid: int
+    method: int
+    start_ns: int
+    end_ns: int
+    depth: int  #: 0 = a call with no hooked caller
+
+
+@dataclass(slots=True)
 class ClrResult:
     """Everything one profiled .NET process reported."""
 
@@ -85,6 +97,8 @@ class ClrResult:
     modules: list[Module] = field(default_factory=list)
     code: list[CodeRange] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
+    spans: list[SpanRecord] = field(default_factory=list)
+    spans_dropped: int = 0
 
 
 def _int(text: str, base: int, what: str, path: str, line: int) -> int:
@@ -121,6 +135,8 @@ _FIELDS = {
     "module": 4,
     "code": 5,
     "event": 4,
+    "span": 5,
+    "spans_dropped": 1,
 }
 _SCALARS = {
     "pid": "pid",
@@ -131,6 +147,7 @@ _SCALARS = {
     "resyncs": "resyncs",
     "records_dropped": "records_dropped",
     "lines": "lines",
+    "spans_dropped": "spans_dropped",
 }
 
 
@@ -231,6 +248,13 @@ def parse_result(data: bytes, path: str = "<clr result>") -> ClrResult:
                     f[4],
                 )
             )
+        elif record == "span":
+            tid, method, start, end, depth = (_int(v, 10, "span field", path, number) for v in f)
+            if method not in out.methods or end < start:
+                raise FormatError(
+                    "malformed", f"span of method {method} ({start}..{end})", path=path, line=number
+                )
+            out.spans.append(SpanRecord(tid, method, start, end, depth))
         else:  # event
             out.events.append(
                 Event(
