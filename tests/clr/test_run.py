@@ -402,3 +402,38 @@ def test_withinfo_hooks_give_the_same_counts(workload: Path) -> None:
     assert calls(profile, P + "Thrower") == expected["Thrower"]
     assert calls(profile, P + "Cleanup") == expected["Cleanup"]
     assert calls(profile, P + "Leaf") == expected["Leaf"]
+
+
+def test_profkit_run_takes_an_assembly(workload: Path, tmp_path: Path) -> None:
+    """``profkit run app.dll``: the runner's choice table sends it to the .NET engine."""
+    out = tmp_path / "p.json"
+    proc = subprocess.run(
+        [*profkit_cli(), "run", "--prefix", "ProfTest", "-o", str(out), "--no-tree",
+         str(workload), "exit", "5"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode == 5, proc.stderr
+    assert counters(proc.stdout)["Leaf"] == 1
+    profile = profile_file.load(str(out))
+    assert calls(profile, P + "Leaf") == 1
+    assert profile.metadata["runtime"] == "CoreCLR"
+
+
+def test_profkit_run_refuses_what_dotnet_cannot_do(workload: Path, tmp_path: Path) -> None:
+    sample = subprocess.run(
+        [*profkit_cli(), "run", "--mode", "sample", str(workload)], capture_output=True, text=True
+    )
+    assert sample.returncode == 2 and sample.stderr.count("\n") == 1
+    assert "cannot run a dotnet target" in sample.stderr
+    script = tmp_path / "x.py"
+    script.write_text("print(1)\n")
+    flag = subprocess.run(
+        [*profkit_cli(), "run", "--dotnet", "/bin/true", str(script)],
+        capture_output=True,
+        text=True,
+    )
+    assert flag.returncode == 2 and "for .NET assemblies" in flag.stderr
+    same = subprocess.run(
+        [*profkit_cli(), "run", "-o", str(workload), str(workload)], capture_output=True, text=True
+    )
+    assert same.returncode == 2 and "inputs are never modified" in same.stderr

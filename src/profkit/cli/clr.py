@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import sys
@@ -129,15 +130,22 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def _events(args: argparse.Namespace) -> tuple[str, ...] | None:
-    from profkit.clr.environment import EVENT_GROUPS, parse_events
+    from profkit.clr.environment import parse_events
 
     if args.clr_events is not None:
         return parse_events(args.clr_events)
-    if getattr(args, "perf_map", None):
-        # Hooked calls make the runtime refuse precompiled code (everything is JIT'd);
-        # a perf map is for sampling the program as it normally runs.
-        return tuple(g for g in EVENT_GROUPS if g not in ("calls", "args"))
-    return None
+    return perf_map_events(getattr(args, "perf_map", None))
+
+
+def perf_map_events(perf_map: str | None) -> tuple[str, ...] | None:
+    """The event groups for a run with ``--perf-map``: everything but calls (hooked calls
+    make the runtime refuse precompiled code, so every method would be JIT'd), else the
+    profiler's default (None)."""
+    from profkit.clr.environment import EVENT_GROUPS
+
+    if not perf_map:
+        return None
+    return tuple(g for g in EVENT_GROUPS if g not in ("calls", "args"))
 
 
 def run_assembly(
@@ -148,43 +156,23 @@ def run_assembly(
     perf_map: str | None = None,
     events: tuple[str, ...] | None = None,
 ) -> int:
-    """``profkit run app.dll`` / ``profkit clr run app.dll``: run, save, report; returns the
-    program's exit status (a command-line entry: it prints to stderr)."""
-    from profkit.clr.launch import run_dotnet
-    from profkit.runner import output as out
+    """``profkit clr run app.dll`` (and ``profkit run app.dll``): the runner's session with
+    the .NET engine; returns the program's exit status, or ends by its signal."""
+    from profkit.clr.engine import DotnetTarget
+    from profkit.runner import session, signals
+    from profkit.runner.outcome import exit_signal
 
     if not program:
         raise UsageError("no assembly to run (usage: profkit clr run [options] app.dll [args])")
-    assembly, *rest = program
-    label = out.program_label(assembly)
-    path = out.output_path(settings.output, label)
-    absolute = os.path.abspath(path)
-    outcome = run_dotnet(
-        assembly, rest, settings=settings, dotnet=dotnet, events=events, perf_map=perf_map
-    )
-    for note in outcome.notes:
-        _say(f"profkit: note: {note}\n")
-    if outcome.profile is None:
-        _say(f"profkit: error: no profile: {outcome.problem}\n")
-        return outcome.status
-    from profkit.calltree import file as profile_file
-
-    try:
-        profile_file.save(outcome.profile, absolute)
-        saved = True
-    except OSError as exc:
-        _say(f"profkit: error: cannot write profile {path}: {exc.strerror or exc}\n")
-        saved = False
-    calls = events is None or "calls" in events
-    if settings.tree and calls:
-        _say(out.render(outcome.profile, sys.stderr))
-    if calls and settings.prefixes and not outcome.profile.threads:
-        _say(f"profkit: note: no method matched --prefix {','.join(settings.prefixes)}\n")
-    if saved:
-        _say(f"profkit: profile saved to {path}\n")
-    if outcome.perf_map:
-        _say(f"profkit: perf map saved to {outcome.perf_map}\n")
-    return outcome.status
+    target = DotnetTarget(program[0], tuple(program[1:]), dotnet, perf_map, events)
+    result = session.run(target, settings, _say)
+    signum = exit_signal(result.outcome)
+    if signum is not None:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        signals.die_of(signum)
+    return result.status
 
 
 def _say(text: str) -> None:

@@ -1,6 +1,7 @@
 """``profkit run``: run a Python program under the ELT profiler (trace) or the sampler.
 
-``profkit run [options] script.py args`` / ``-m module args`` / ``-c code args``. The
+``profkit run [options] script.py args`` / ``-m module args`` / ``-c code args`` (and
+``app.dll args``: a .NET assembly, run by :mod:`profkit.clr`'s engine; docs/clr.md). The
 program sees what ``python`` would give it (argv, ``__main__``, ``sys.path[0]``, stdin and
 stdout untouched); profkit writes only to stderr. The profile is saved however the
 program ends — normally, by an uncaught exception, ``SystemExit``, Ctrl-C or SIGTERM —
@@ -66,9 +67,22 @@ def register(sub: Any, name: str, help_text: str) -> None:
         help="run a program passed in as a string (like python -c)",
     )
     parser.add_argument(
+        "--dotnet",
+        metavar="PATH",
+        help="for a .NET assembly (app.dll): the dotnet host to run (docs/clr.md)",
+    )
+    parser.add_argument(
+        "--perf-map",
+        dest="perf_map",
+        nargs="?",
+        const="/tmp/perf-{pid}.map",
+        metavar="FILE",
+        help="for a .NET assembly: write a perf map with JIT'd and precompiled code",
+    )
+    parser.add_argument(
         "program",
         nargs=argparse.REMAINDER,
-        help="the script (or module, or code) and its arguments",
+        help="the script (or module, or code, or .NET assembly) and its arguments",
     )
     parser.set_defaults(handler=_handler)
 
@@ -134,6 +148,17 @@ def _program(args: argparse.Namespace) -> Any:
         what = "module" if args.as_module else "code" if args.as_code else "script"
         raise UsageError(f"no {what} to run (usage: profkit run [options] script.py [args])")
     kind: Kind = "module" if args.as_module else "code" if args.as_code else "script"
+    from profkit.clr.assembly import looks_like_assembly_name
+
+    if kind == "script" and looks_like_assembly_name(rest[0]):
+        from profkit.cli.clr import perf_map_events
+        from profkit.clr.engine import DotnetTarget
+
+        return DotnetTarget(
+            rest[0], tuple(rest[1:]), args.dotnet, args.perf_map, perf_map_events(args.perf_map)
+        )
+    if args.dotnet or args.perf_map:
+        raise UsageError("--dotnet and --perf-map are for .NET assemblies (app.dll)")
     return Program(kind, rest[0], tuple(rest[1:]))
 
 

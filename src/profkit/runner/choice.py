@@ -113,6 +113,7 @@ _IN_PROCESS = "profkit.runner.inprocess:InProcessEngine"
 CHOICES: tuple[ProfilerChoice, ...] = (
     ProfilerChoice("trace", PYTHON_KINDS, _IN_PROCESS, "profkit.profilers.elt:EltProfiler"),
     ProfilerChoice("sample", PYTHON_KINDS, _IN_PROCESS, "profkit.profilers.elt:SamplingProfiler"),
+    ProfilerChoice("trace", ("dotnet",), "profkit.clr.engine:DotnetEngine", profiler=""),
 )
 
 

@@ -1,0 +1,86 @@
+"""The .NET engine of ``profkit run`` (a row of :data:`profkit.runner.choice.CHOICES`).
+
+``profkit run app.dll ARGS`` and ``profkit clr run app.dll ARGS`` both come here through
+:func:`profkit.runner.session.run`, which does everything after the engine returns —
+saving ``-o``, the tree, refusing to overwrite an input, ending with the program's status.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from profkit.clr.assembly import check_assembly
+from profkit.runner.choice import Finished, Job
+from profkit.runner.outcome import Outcome
+from profkit.runner.output import program_label
+
+
+@dataclass(frozen=True, slots=True)
+class DotnetTarget:
+    """A .NET assembly to run with ``dotnet``, and how."""
+
+    assembly: str
+    args: tuple[str, ...] = ()
+    dotnet: str | None = None  #: ``--dotnet``: the host (else found; see profkit.clr.host)
+    perf_map: str | None = None  #: ``--perf-map``: where to write it (``{pid}`` allowed)
+    events: tuple[str, ...] | None = None  #: ``--clr-events``: None = the profiler's default
+    kind: str = "dotnet"
+
+    @property
+    def label(self) -> str:
+        return program_label(self.assembly)
+
+
+def _target(job: Job) -> DotnetTarget:
+    target = job.target
+    assert isinstance(target, DotnetTarget)
+    return target
+
+
+class DotnetEngine:
+    """Runs a :class:`DotnetTarget` under libprofkit_clr.so (trace mode)."""
+
+    def unavailable(self, job: Job) -> str | None:
+        from profkit.clr.host import find_host
+        from profkit.errors import UsageError
+
+        try:
+            find_host(_target(job).dotnet)
+        except UsageError as exc:
+            return str(exc)
+        return None
+
+    def prepare(self, job: Job) -> tuple[str, ...]:
+        from profkit.clr.environment import library_path
+
+        target = _target(job)
+        check_assembly(target.assembly)
+        library_path()  # built? (a UsageError saying why not)
+        return (target.assembly,)
+
+    def run(self, job: Job) -> Finished:
+        from profkit.clr.launch import run_dotnet
+
+        target = _target(job)
+        outcome = run_dotnet(
+            target.assembly,
+            target.args,
+            settings=job.settings,
+            dotnet=target.dotnet,
+            events=target.events,
+            perf_map=target.perf_map,
+        )
+        for note in outcome.notes:
+            job.say(f"profkit: note: {note}\n")
+        if outcome.profile is None:
+            job.say(f"profkit: error: {outcome.problem}\n")
+        if outcome.perf_map:
+            job.say(f"profkit: perf map saved to {outcome.perf_map}\n")
+        import signal
+
+        ended = Outcome(
+            outcome.status,
+            interrupted=outcome.signal == signal.SIGINT,
+            terminated=outcome.signal == signal.SIGTERM,
+        )
+        return Finished(ended, outcome.profile)
