@@ -305,7 +305,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         elif inproc.error:
             print(f"{'  (profkit in-process)':<34} not available ({inproc.error})")
-        merge_opts = ["merge", "-j", str(args.jobs), "-o"]
+        merge_opts = ["merge", "--llvm-default", "-j", str(args.jobs), "-o"]
         llvm = time_cmd(
             [tool, *merge_opts, str(out / "merged.llvm.profdata"), *map(str, raws)],
             args.repeat,

@@ -91,12 +91,16 @@ def test_input_list_directories_and_weights(ir_inputs: Path) -> None:
     (d / "sub").mkdir()
     shutil.copy(d / "ir_alt.profraw", d / "sub" / "x.profraw")
     (d / "list.txt").write_text("# inputs\n\n3,ir.profraw\n")
-    rc, _, err = run(["profdata", "merge", "-f", "list.txt", "sub", "-o", "a.profdata"], d)
+    # --llvm-default: compared with llvm-profdata-22's default output (indexed v13)
+    rc, _, err = run(
+        ["profdata", "merge", "--llvm-default", "-f", "list.txt", "sub", "-o", "a.profdata"], d
+    )
     assert rc == 0, err
     rc, _, err = run(
         [
             "profdata",
             "merge",
+            "--llvm-default",
             "--weighted-input=3,ir.profraw",
             "ir_alt.profraw",
             "-o",
@@ -225,3 +229,31 @@ def test_input_order_is_llvms(tmp_path: Path) -> None:
         assert rc == 0
         assert "counter mismatch" in err
         assert "# Counter Values:\n5\n" in (tmp_path / "o.proftext").read_text()
+
+
+@pytest.mark.parametrize(
+    ("inputs", "version", "why"),
+    [
+        (["clang14/ir.profraw"], 7, "raw v8 inputs come from clang 14-17"),
+        (["clang22/ir.profraw"], 12, "raw v10 inputs come from clang 19-22"),
+        (["clang22/ir.profraw", "clang16/ir.profdata"], 9, "an indexed v9 input"),
+        (["clang22/ir.proftext"], 13, "text only"),
+        (["clang22/ir_loopentries.profraw"], 13, "loop-entry profiles need v13"),
+    ],
+)
+def test_default_version_is_what_the_producer_reads(
+    inputs: list[str], version: int, why: str, tmp_path: Path
+) -> None:
+    """#16 item 3: no --indexed-version/--llvm-version: the newest version the clang that
+    made the inputs can read (a Debian 12 clang 14 could not read llvm-profdata-22's v13),
+    said on stderr once written; --llvm-default keeps llvm-profdata's v13."""
+    from profkit.formats.instrprof import read_profile
+
+    out = tmp_path / "o.profdata"
+    rc, _, err = run(["profdata", "merge", "-o", str(out), *[str(FIX / i) for i in inputs]])
+    assert rc == 0, err
+    assert read_profile(out).version == version
+    assert f"note: wrote indexed v{version}: " in err and why in err
+    rc, _, err = run(["profdata", "merge", "--llvm-default", "-o", str(out), str(FIX / inputs[0])])
+    assert rc == 0 and read_profile(out).version == 13
+    assert "note:" not in err

@@ -310,7 +310,12 @@ def test_failure_modes_match_live_llvm(
         text=True,
     )
     rc, err = _profkit(
-        ["profdata", "merge", "-j", "1", f"--failure-mode={mode}", "-o", str(ours), *inputs],
+        # (--llvm-default: llvm-profdata's own default version, not the one its inputs'
+        # producer reads)
+        [
+            *("profdata", "merge", "--llvm-default", "-j", "1", f"--failure-mode={mode}"),
+            *("-o", str(ours), *inputs),
+        ],
         cwd,
         monkeypatch,
     )

@@ -58,7 +58,14 @@ def _register_merge(sub: Any) -> None:
         "--indexed-version",
         type=int,
         metavar="N",
-        help="indexed format version to write: 7 (LLVM 14) … 13 (LLVM 22, default)",
+        help="indexed format version to write: 7 (LLVM 14) … 13 (LLVM 22); default: the "
+        "newest the producer of the inputs reads (said on stderr)",
+    )
+    p.add_argument(
+        "--llvm-default",
+        action="store_true",
+        help="write llvm-profdata's default, its newest indexed version (13), whatever "
+        "produced the inputs",
     )
     p.add_argument(
         "--llvm-version",
@@ -297,6 +304,12 @@ def _run_merge(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
+    chosen = None
+    if version is None and not args.text and not args.llvm_default:
+        from profkit.formats.instrprof.compat import readable_version
+
+        chosen = readable_version(outcome.input_versions, outcome.profile)
+        version = chosen.version
     for warning in outcome.warnings:
         print(f"profkit: warning: {warning}", file=sys.stderr)
     for path, message in outcome.failures:
@@ -329,7 +342,19 @@ def _run_merge(args: argparse.Namespace) -> int:
                 write_text(outcome.profile, args.output, llvm_version=dialect)
             else:
                 write_indexed(outcome.profile, args.output, version, sparse=args.sparse)
+    if chosen is not None:
+        _say_version(chosen)
     return 0
+
+
+def _say_version(choice: Any) -> None:
+    """Which indexed version the default chose, and why (once it is written)."""
+    print(
+        f"profkit: note: wrote indexed v{choice.version}: {choice.reason} "
+        "(--indexed-version N or --llvm-version N to choose; --llvm-default for v13 "
+        "as llvm-profdata writes)",
+        file=sys.stderr,
+    )
 
 
 def _filter_functions(profile: Any, keep: str | None, drop: str | None) -> None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from profkit.errors import ProfkitError
+from profkit.formats.instrprof.compat import InputVersion, input_version
 from profkit.formats.instrprof.merge.accumulator import (
     MAX_TRACE_LENGTH,
     TRACE_RESERVOIR_SIZE,
@@ -59,6 +60,8 @@ class MergeOutcome:
     merged: int
     failures: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: Format and version of every input merged: what their producers can read back.
+    input_versions: set[InputVersion] = field(default_factory=set)
 
 
 @dataclass
@@ -77,6 +80,7 @@ class _ShareResult:
     merged: int
     failures: list[tuple[int, str, str]]
     warnings: list[str]
+    versions: set[InputVersion]
 
 
 _counter: Any = None  # a multiprocessing.Value in workers: inputs done, for the progress bar
@@ -143,6 +147,7 @@ def _merge_share(
     kinds = ProfileMerger()  # kind checks across the whole share
     failures: list[tuple[int, str, str]] = []
     warnings: list[str] = []
+    versions: set[InputVersion] = set()
     merged = 0
     for done, (index, item) in enumerate(share, start=1):
         path, weight = item.path, item.weight
@@ -154,6 +159,7 @@ def _merge_share(
             data = read_profile_bytes(path)
             if not data:
                 continue  # an empty file is skipped, as llvm-profdata does
+            version = input_version(data)
             if not _merge_fast(data, index, item, shapes, kinds, warn):
                 profile = parse_profile(data, path)
                 kinds.merge_kind(profile.kind & ~ProfileKind.MEMPROF, path)
@@ -166,6 +172,7 @@ def _merge_share(
                 segments[-1].merger.add(profile, weight, warn, source=path, take=True)
                 segments[-1].inputs += 1
             merged += 1
+            versions.add(version)
         except OSError as exc:
             failures.append((index, path, exc.strerror or str(exc)))
         except ProfkitError as exc:
@@ -182,6 +189,7 @@ def _merge_share(
         merged,
         failures,
         warnings,
+        versions,
     )
 
 
@@ -272,6 +280,7 @@ def merge_files(
         merged=merged,
         failures=[(path, message) for _, path, message in failures],
         warnings=warnings,
+        input_versions={v for r in results for v in r.versions},
     )
 
 
