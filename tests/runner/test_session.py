@@ -69,7 +69,7 @@ def test_stream_and_output_cannot_be_one_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("mode", ["trace", "sample"])
-@pytest.mark.parametrize("limit", [30, 50])
+@pytest.mark.parametrize("limit", [20, 30, 50])
 def test_a_low_recursion_limit_does_not_lose_the_profile(
     mode: str, limit: int, tmp_path: Path
 ) -> None:
@@ -132,3 +132,35 @@ def test_the_start_up_hook_contains_base_exceptions(name: str, why: str, tmp_pat
     lines = out.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("profkit: cannot attach profiler"), lines
     assert why in lines[0] and "Fatal" not in out.stderr
+
+
+STACK = """\
+import inspect, json
+print(json.dumps([(f.function, f.frame.f_globals.get("__name__")) for f in inspect.stack()]))
+"""
+
+
+@pytest.mark.parametrize(
+    "launcher",
+    [[sys.executable, "-m", "profkit"], [str(Path(sys.executable).parent / "profkit")]],
+    ids=["python-m", "console-script"],
+)
+def test_the_program_sees_few_profkit_frames(launcher: list[str], tmp_path: Path) -> None:
+    """``inspect.stack()`` at a script's top level is 1 frame under python; under profkit
+    run it was 11-13 (the runner's own frames). The code now runs in the CLI handler's
+    frame: what remains is that handler and profkit's launcher (console script or
+    ``python -m``: cli.main's three frames, the entry module, runpy's two)."""
+    if not Path(launcher[0]).exists():
+        pytest.skip("no profkit console script installed")
+    (tmp_path / "stack.py").write_text(STACK)
+    import json
+
+    bare = json.loads(_run([sys.executable, "stack.py"], tmp_path).stdout)
+    out = _run([*launcher, "run", "--no-tree", "-o", "s.json", "stack.py"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    frames = json.loads(out.stdout)
+    assert frames[: len(bare)] == bare == [["<module>", "__main__"]]
+    below = frames[len(bare) :]
+    assert not any(str(module).startswith("profkit.runner") for _, module in below), below
+    assert below[0] == ["_handler", "profkit.cli.run"]
+    assert len(below) <= (5 if "-m" not in launcher else 7), below

@@ -96,7 +96,23 @@ def _handler(args: argparse.Namespace) -> int:
     settings = Settings.from_env(os.environ).with_flags(flags)
     for name, meant in misspelt_variables(os.environ):
         _say(f"profkit: note: {name} is not a profkit setting (did you mean {meant}?)\n")
-    result = session.run(program, settings, _say)
+    run = session.Run(program, settings, _say)
+    running = run.start()
+    ended: BaseException | None = None
+    if running is not None:
+        # The program's main code runs here, not deeper in the runner: every frame of ours
+        # under its <module> shows in inspect.stack() and counts against its recursion
+        # limit (this frame and the launcher's few remain; python has none).
+        try:
+            if running.code is not None:
+                exec(running.code, running.globals)
+            else:  # a directory or zip app
+                import runpy
+
+                runpy.run_path(running.path, run_name="__main__")
+        except BaseException as exc:
+            ended = exc
+    result = run.finish(ended)
     outcome = result.outcome
     signum = exit_signal(outcome)
     if signum is not None and not result.forked_child:

@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from profkit.runner.choice import Finished, Job
-from profkit.runner.python import Prepared, Program
+from profkit.runner.python import Prepared, Program, Running
 
 
 class InProcessEngine:
@@ -21,6 +21,10 @@ class InProcessEngine:
 
     def __init__(self) -> None:
         self._prepared: Prepared | None = None
+        self._profiler: Any = None
+        self._program: Program | None = None
+        self._running: Running | None = None
+        self._parent_pid = 0
 
     def unavailable(self, job: Job) -> str | None:
         return None
@@ -35,6 +39,20 @@ class InProcessEngine:
         return (origin,) if isinstance(origin, str) else ()
 
     def run(self, job: Job) -> Finished:
+        running = self.begin(job)
+        ended: BaseException | None = None
+        try:
+            running.execute()
+        except BaseException as exc:
+            ended = exc
+        return self.end(ended)
+
+    def begin(self, job: Job) -> Running:
+        """Build and attach the profiler, set the program up; the code to execute.
+
+        Split from :meth:`end` so that ``profkit run`` can execute the program's code in its
+        own shallowest frame (see :class:`~profkit.runner.python.Running`).
+        """
         program = job.target
         assert isinstance(program, Program) and self._prepared is not None
         prepared = self._prepared
@@ -50,18 +68,11 @@ class InProcessEngine:
             # A script's code is __main__'s, always: the collector's file -> module lookup
             # may name it after the file's stem or __main__ depending on when it first saw it.
             profiler.main_module = (prepared.code.co_filename, "__main__")
-        parent_pid = os.getpid()
+        self._profiler = profiler
+        self._program = program
+        self._parent_pid = os.getpid()
 
         from profkit.collect import attach, current_session, detach
-
-        def ours() -> Any:
-            """The profiler recording this process: in a forked child returning through
-            this code, the fresh one the collector attached at the fork, not our copy."""
-            if os.getpid() != parent_pid:
-                session = current_session()
-                if session is not None and hasattr(session.profiler, "quiet_this_thread"):
-                    return session.profiler
-            return profiler
 
         def start() -> None:
             if current_session() is not None:
@@ -80,13 +91,33 @@ class InProcessEngine:
             )
             profiler.start_events()
 
+        self._running = program.begin(prepared, start)
+        return self._running
+
+    def end(self, ended: BaseException | None) -> Finished:
+        """After the program's main code: stop, detach, and the profile."""
+        from profkit.collect import current_session, detach
+
+        profiler = self._profiler
+        parent_pid = self._parent_pid
+        assert self._running is not None and self._program is not None
+        running, program = self._running, self._program
+
+        def ours() -> Any:
+            """The profiler recording this process: in a forked child returning through
+            this code, the fresh one the collector attached at the fork, not our copy."""
+            if os.getpid() != parent_pid:
+                session = current_session()
+                if session is not None and hasattr(session.profiler, "quiet_this_thread"):
+                    return session.profiler
+            return profiler
+
         def stop() -> None:
             """Stop recording, then detach: profkit's own detach work stays out of the profile."""
-            current = ours()
-            current.stop_events()
+            ours().stop_events()
             detach()
 
-        outcome = program.run(prepared, start, stop, main_done=lambda: ours().quiet_this_thread())
+        outcome = running.end(ended, stop, main_done=lambda: ours().quiet_this_thread())
         if os.getpid() != parent_pid:
             return Finished(outcome, None, forked_child=True)
         profile = profiler.profile if profiler.profile is not None else profiler.build_profile()

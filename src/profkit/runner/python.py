@@ -12,7 +12,6 @@ process the way the program would have.
 from __future__ import annotations
 
 import builtins
-import contextlib
 import importlib.machinery
 import importlib.util
 import io
@@ -100,39 +99,39 @@ class Program:
 
         ``main_done()`` is called when the main code has ended, before waiting for the
         program's non-daemon threads. Returns how the program ended; never raises for the
-        program's own exceptions.
+        program's own exceptions. (``profkit run`` itself calls :meth:`begin`, executes
+        the code in its own shallowest frame, and calls :meth:`Running.end`.)
         """
-        saved_argv, saved_path0 = sys.argv[:], (sys.path[0] if sys.path else None)
-        saved_main = sys.modules.get("__main__")
+        running = self.begin(prepared, start)
+        ended: BaseException | None = None
+        try:
+            running.execute()
+        except BaseException as exc:
+            ended = exc
+        return running.end(ended, stop, main_done)
+
+    def begin(self, prepared: Prepared, start: Callable[[], None]) -> Running:
+        """Set up argv/path/``__main__`` and SIGTERM, ``start()`` profiling; the code to run.
+
+        A failure to ``start()`` is profkit's error, not the program's: it propagates, with
+        everything put back.
+        """
+        running = Running(self, prepared)
         argv0 = {"script": self.target, "module": "-m", "code": "-c"}[self.kind]
         if self.kind == "module":
             argv0 = str(prepared.globals.get("__file__") or argv0)
         sys.argv = [argv0, *self.args]
         if not sys.flags.safe_path and sys.path:
             sys.path[0] = self._path0()
-        limit = sys.getrecursionlimit()
         signals.install()
         try:
-            start()  # a failure to attach is profkit's error, not the program's: it propagates
-            ended: BaseException | None = None
-            try:
-                self._execute(prepared, main_done)
-            except BaseException as exc:
-                ended = exc
-            finally:
-                # A program may have set a recursion limit of 30: profkit's own work from
-                # here on (detach, building and saving the tree) needs ordinary depth.
-                if sys.getrecursionlimit() < limit:
-                    sys.setrecursionlimit(limit)
-                stop()  # first: nothing of ours below is profiled
-            return outcome_of(None if ended is None else _trim(ended))
-        finally:
-            signals.uninstall()
-            sys.argv = saved_argv
-            if saved_path0 is not None and not sys.flags.safe_path and sys.path:
-                sys.path[0] = saved_path0
-            if saved_main is not None:
-                sys.modules["__main__"] = saved_main
+            if prepared.code is not None:
+                running.globals = _main_module(prepared).__dict__
+            start()
+        except BaseException:
+            running.restore()
+            raise
+        return running
 
     def _path0(self) -> str:
         if self.kind == "script":
@@ -141,43 +140,89 @@ class Program:
             return os.getcwd()
         return ""
 
-    def _execute(self, prepared: Prepared, main_done: Callable[[], None]) -> None:
-        """Run ``__main__``, then wait for the program's threads — however it ended.
+
+class Running:
+    """A program between :meth:`Program.begin` and :meth:`end`: what to execute, and
+    everything to put back afterwards.
+
+    The caller executes :attr:`code` in :attr:`globals` itself (``exec``) — or
+    :meth:`execute` does — so that as few of profkit's frames as possible sit under the
+    program's ``<module>`` (``inspect.stack()``, the recursion limit: see docs/elt.md).
+    A directory or zip app has no :attr:`code`: ``runpy.run_path(`` :attr:`path` ``)``.
+    """
+
+    def __init__(self, program: Program, prepared: Prepared) -> None:
+        self.code = prepared.code
+        self.path = program.target
+        self.globals: dict[str, Any] = {}
+        self._saved_argv = sys.argv[:]
+        self._saved_path0 = sys.path[0] if sys.path else None
+        self._saved_main = sys.modules.get("__main__")
+        self._limit = sys.getrecursionlimit()
+
+    def execute(self) -> None:
+        """Run the program's main code (in a frame of this method: :meth:`Program.run`)."""
+        if self.code is None:
+            runpy.run_path(self.path, run_name="__main__")
+        else:
+            exec(self.code, self.globals)
+
+    def end(
+        self,
+        ended: BaseException | None,
+        stop: Callable[[], None],
+        main_done: Callable[[], None] = lambda: None,
+    ) -> Outcome:
+        """After the main code ended (``ended``: what it raised): wait for the program's
+        threads, ``stop()`` profiling, put everything back; how the program ended.
 
         python waits for non-daemon threads after an uncaught exception, ``SystemExit``
         or Ctrl-C in ``__main__`` too, so their work belongs in the profile; only after
-        SIGTERM (which would have killed python) is there no wait. A second Ctrl-C
-        stops the wait, as it does python's.
+        SIGTERM (which would have killed python) is there no wait. A second Ctrl-C stops
+        the wait, as it does python's (after a normal end it is how the program ended).
         """
         try:
-            self._run_main(prepared)
-        except Terminated:
-            raise
-        except BaseException:
-            with contextlib.suppress(BaseException):
-                main_done()
-                _join_threads()
-            raise
-        main_done()
-        _join_threads()
+            if not isinstance(ended, Terminated):
+                try:
+                    main_done()
+                    _join_threads()
+                except BaseException as exc:
+                    if ended is None:
+                        ended = exc
+            # A program may have set a recursion limit of 30: profkit's own work from here
+            # on (detach, building and saving the tree) needs ordinary depth.
+            if sys.getrecursionlimit() < self._limit:
+                sys.setrecursionlimit(self._limit)
+            stop()  # first: nothing of ours below is profiled
+            return outcome_of(None if ended is None else _trim(ended))
+        finally:
+            self.restore()
 
-    def _run_main(self, prepared: Prepared) -> None:
-        if prepared.code is None:
-            runpy.run_path(self.target, run_name="__main__")
-        else:
-            main = types.ModuleType("__main__")
-            main.__dict__.update(
-                {
-                    "__builtins__": builtins,
-                    "__cached__": None,
-                    "__package__": None,
-                    "__spec__": None,
-                    "__loader__": None,
-                }
-            )
-            main.__dict__.update(prepared.globals)
-            sys.modules["__main__"] = main
-            exec(prepared.code, main.__dict__)
+    def restore(self) -> None:
+        """Put back argv, ``sys.path[0]``, ``__main__`` and SIGTERM as they were."""
+        signals.uninstall()
+        sys.argv = self._saved_argv
+        if self._saved_path0 is not None and not sys.flags.safe_path and sys.path:
+            sys.path[0] = self._saved_path0
+        if self._saved_main is not None:
+            sys.modules["__main__"] = self._saved_main
+
+
+def _main_module(prepared: Prepared) -> types.ModuleType:
+    """A fresh ``__main__`` with the program's globals, in ``sys.modules``."""
+    main = types.ModuleType("__main__")
+    main.__dict__.update(
+        {
+            "__builtins__": builtins,
+            "__cached__": None,
+            "__package__": None,
+            "__spec__": None,
+            "__loader__": None,
+        }
+    )
+    main.__dict__.update(prepared.globals)
+    sys.modules["__main__"] = main
+    return main
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,17 +8,22 @@ its signal) is the caller's business.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from profkit._atomic import refuse_input_as_output
 from profkit.errors import UsageError
 from profkit.runner import output
-from profkit.runner.choice import Job, Target, choose
+from profkit.runner.choice import Finished, Job, Target, choose
 from profkit.runner.outcome import Outcome, report_exception
 from profkit.settings import Settings
+
+if TYPE_CHECKING:
+    from profkit.runner.python import Running
 
 #: Status of a run whose program succeeded but whose profile could not be written.
 EXIT_NOT_SAVED = 2
@@ -44,65 +49,117 @@ class Result:
 
 def run(target: Target, settings: Settings, say: Callable[[str], None]) -> Result:
     """Run ``target`` under the profiler ``settings`` choose; save and report the profile."""
-    check_sinks(settings)
-    if settings.mode == "sample" and (settings.udp or settings.stream or settings.timeline):
-        say("profkit: note: --udp, --stream and --timeline record calls: trace mode only\n")
-    path = output.output_path(settings.output, target.label)
-    absolute = os.path.abspath(path)
-    settings = settings.replace(output=path)
-    choice, engine = choose(target, settings, say)
-    job = Job(target, settings, choice, say)
-    inputs = engine.prepare(job)
-    refuse_overwrite(path, settings.stream, inputs)
-    # Children write next to our file: if that directory is not writable, each would
-    # print its own failure; profile none of them, and say it once, at the end.
-    out_dir = os.path.dirname(absolute)
-    if not (os.path.isdir(out_dir) and os.access(out_dir, os.W_OK)):
-        settings = settings.replace(subprocesses=False)
+    session = Run(target, settings, say)
+    running = session.start()
+    ended: BaseException | None = None
+    if running is not None:
+        try:
+            running.execute()
+        except BaseException as exc:
+            ended = exc
+    return session.finish(ended)
+
+
+class Run:
+    """One run in two halves around the program's main code.
+
+    :meth:`start` checks, prepares and starts everything; for an in-process program it
+    returns the :class:`~profkit.runner.python.Running` whose code the caller executes
+    (``profkit run`` does so in its own shallowest frame), else the engine has already run
+    the target and it returns None. :meth:`finish` (always called, with what the main code
+    raised) stops, saves and reports.
+    """
+
+    def __init__(self, target: Target, settings: Settings, say: Callable[[str], None]) -> None:
+        self.target = target
+        self.say = say
+        check_sinks(settings)
+        if settings.mode == "sample" and (settings.udp or settings.stream or settings.timeline):
+            say("profkit: note: --udp, --stream and --timeline record calls: trace mode only\n")
+        self.path = output.output_path(settings.output, target.label)
+        self.absolute = os.path.abspath(self.path)
+        self.settings = settings.replace(output=self.path)
+        self._finished: Finished | None = None
+        self._environment = contextlib.ExitStack()
+        self.started = 0.0
+
+    def start(self) -> Running | None:
+        """Choose and prepare the engine, refuse overwriting an input, start the run."""
+        settings, target, say = self.settings, self.target, self.say
+        choice, engine = choose(target, settings, say)
+        inputs = engine.prepare(Job(target, settings, choice, say))
+        refuse_overwrite(self.path, settings.stream, inputs)
+        # Children write next to our file: if that directory is not writable, each would
+        # print its own failure; profile none of them, and say it once, at the end.
+        out_dir = os.path.dirname(self.absolute)
+        if not (os.path.isdir(out_dir) and os.access(out_dir, os.W_OK)):
+            settings = self.settings = settings.replace(subprocesses=False)
         job = Job(target, settings, choice, say)
-    started = time.time()
-    if settings.subprocesses and choice.profiler:
-        from profkit.runner import children
+        self.engine = engine
+        self.started = time.time()
+        if settings.subprocesses and choice.profiler:
+            from profkit.runner import children
 
-        variables = children.child_environment(settings, path, choice.profiler)
-        with children.environment(variables):
-            finished = engine.run(job)
-    else:
-        finished = engine.run(job)
-    if finished.forked_child:
-        return Result(finished.outcome, None, forked_child=True)
-    profile = finished.profile
-    save_error = "no profile was recorded" if profile is None else None
-    with output.ordinary_recursion_limit():
-        # First: the profile matters more than the messages. Absolute, as decided at the
-        # start, in case the program changed directory.
-        if profile is not None:
-            save_error = output.save(profile, absolute)
-        report_exception(finished.outcome)
-        if profile is not None and settings.tree:
-            say(output.render(profile, output.stderr()))
-    if (
-        profile is not None
-        and settings.prefixes
-        and not any(t.root.children for t in profile.threads)
-    ):
-        hint = " (a script's own code is __main__)" if target.kind == "script" else ""
-        say(f"profkit: note: no function matched --prefix {','.join(settings.prefixes)}{hint}\n")
-    if save_error:
-        say(
-            f"profkit: error: cannot write profile {path}: {save_error} "
-            f"(the program {_ending(finished.outcome)})\n"
-        )
-    else:
-        say(f"profkit: profile saved to {path}\n")
-    if settings.subprocesses:
-        from profkit.runner import children
+            variables = children.child_environment(settings, self.path, choice.profiler)
+            self._environment.enter_context(children.environment(variables))
+        try:
+            begin = getattr(engine, "begin", None)
+            if begin is not None:
+                running: Running = begin(job)
+                return running
+            self._finished = engine.run(job)
+            return None
+        except BaseException:
+            self._environment.close()
+            raise
 
-        found = children.child_files(absolute, started)
-        if found:
-            shown = ", ".join(found[:3]) + (", …" if len(found) > 3 else "")
-            say(f"profkit: {len(found)} child process profile(s): {shown}\n")
-    return Result(finished.outcome, path, save_error)
+    def finish(self, ended: BaseException | None) -> Result:
+        """Stop (if the caller executed the code), save, report; how the run ended."""
+        try:
+            finished = self._finished
+            if finished is None:
+                finished = self.engine.end(ended)  # type: ignore[attr-defined]
+        finally:
+            self._environment.close()
+        if finished.forked_child:
+            return Result(finished.outcome, None, forked_child=True)
+        return self._report(finished)
+
+    def _report(self, finished: Finished) -> Result:
+        settings, say, path = self.settings, self.say, self.path
+        profile = finished.profile
+        save_error = "no profile was recorded" if profile is None else None
+        with output.ordinary_recursion_limit():
+            # First: the profile matters more than the messages. Absolute, as decided at
+            # the start, in case the program changed directory.
+            if profile is not None:
+                save_error = output.save(profile, self.absolute)
+            report_exception(finished.outcome)
+            if profile is not None and settings.tree:
+                say(output.render(profile, output.stderr()))
+        if (
+            profile is not None
+            and settings.prefixes
+            and not any(t.root.children for t in profile.threads)
+        ):
+            hint = " (a script's own code is __main__)" if self.target.kind == "script" else ""
+            prefixes = ",".join(settings.prefixes)
+            say(f"profkit: note: no function matched --prefix {prefixes}{hint}\n")
+        if save_error:
+            say(
+                f"profkit: error: cannot write profile {path}: {save_error} "
+                f"(the program {_ending(finished.outcome)})\n"
+            )
+        else:
+            say(f"profkit: profile saved to {path}\n")
+        if settings.subprocesses:
+            from profkit.runner import children
+
+            found = children.child_files(self.absolute, self.started)
+            if found:
+                shown = ", ".join(found[:3]) + (", …" if len(found) > 3 else "")
+                say(f"profkit: {len(found)} child process profile(s): {shown}\n")
+        return Result(finished.outcome, path, save_error)
 
 
 def _ending(outcome: Outcome) -> str:
