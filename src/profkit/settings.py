@@ -163,6 +163,19 @@ def _text(text: str) -> str:
     return text.strip()
 
 
+def parse_format(text: str) -> str:
+    """``--format``: ``profile`` (profkit's own) or an export format; empty: from ``-o``."""
+    value = text.strip().lower()
+    if not value:
+        return ""
+    from profkit.export.registry import names  # only when a format is named
+
+    choices = ["profile", *names()]
+    if value not in choices:
+        raise _Invalid("expected one of " + ", ".join(choices))
+    return value
+
+
 # -- the table -------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class Setting:
@@ -199,6 +212,11 @@ SETTINGS: tuple[Setting, ...] = (
             "counts in the caller", "DURATION"),
     Setting("output", "PROFKIT_OUTPUT", "--output", _optional_text, _text_or_empty, None,
             "profile file to write ({pid} is replaced by the process id)", "FILE"),
+    Setting("format", "PROFKIT_FORMAT", "--format", parse_format, str, "",
+            "what to write: profile (profkit's own, the default) or html, speedscope, chrome, "
+            "pstats, collapsed, pprof; by default -o's ending decides (out.html, "
+            "out.speedscope.json, out.trace.json, out.pstats, out.collapsed, out.pb.gz)",
+            "FORMAT"),
     Setting("interval_ns", "PROFKIT_INTERVAL", "--interval", _interval,
             format_duration, 1_000_000, "sampling interval in sample mode (default 1ms)",
             "DURATION"),
@@ -252,6 +270,7 @@ class Settings:
     prefixes: tuple[str, ...] = ()
     basetime_ns: int = 0
     output: str | None = None
+    format: str = ""
     interval_ns: int = 1_000_000
     sample_clock: SampleClock = "wall"
     udp: tuple[str, int] | None = None

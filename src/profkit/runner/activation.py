@@ -45,9 +45,11 @@ class ProfileSaver:
         from profkit.runner import output
 
         label = output.program_label(sys.argv[0] if sys.argv else "")
-        path = output.output_path(self.settings.output, label, self.base_dir)
+        fmt = output.format_for(self.settings.output, self.settings.format)
+        extension = output.extension_of(fmt)
+        path = output.output_path(self.settings.output, label, self.base_dir, extension)
         with output.ordinary_recursion_limit():
-            error = output.save(profile, path)
+            error = output.save(profile, path, fmt)
             if error is not None:
                 _say(f"profkit: cannot write profile {path}: {error}\n")
                 return

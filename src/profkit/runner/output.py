@@ -40,13 +40,67 @@ def program_label(argv0: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", stem) or "python"
 
 
-def default_output(label: str) -> str:
+def default_output(label: str, extension: str = ".json") -> str:
     """``profkit-<label>-{pid}-<random>.json`` (``{pid}`` replaced by :func:`resolve_output`).
 
     The random part makes the name unpredictable: a pid alone can be guessed, and a file
     or symlink planted at the name in a shared directory would receive the profile.
     """
-    return f"profkit-{label}-{PID}-{os.urandom(4).hex()}.json"
+    return f"profkit-{label}-{PID}-{os.urandom(4).hex()}{extension}"
+
+
+#: profkit's own saved-profile format (``profkit report``/``export`` read it): ``--format``'s
+#: default; every other format is one of :mod:`profkit.export`'s.
+NATIVE_FORMAT = "profile"
+
+#: ``-o`` endings that name an export format (longest first), when ``--format`` is not given.
+_ENDINGS: tuple[tuple[str, str], ...] = (
+    (".speedscope.json", "speedscope"),
+    (".trace.json", "chrome"),
+    (".collapsed.txt", "collapsed"),
+    (".collapsed", "collapsed"),
+    (".pb.gz", "pprof"),
+    (".pstats", "pstats"),
+    (".html", "html"),
+)
+
+#: Endings made of two suffixes, kept whole when a child's ``{pid}`` is put before them.
+_COMPOUND = (".json.gz", ".speedscope.json", ".trace.json", ".collapsed.txt", ".pb.gz")
+
+
+def format_for(output: str | None, explicit: str) -> str:
+    """The format to write: ``--format`` if given, else what ``-o``'s ending names, else
+    profkit's own (``.json``, ``.json.gz``, anything else)."""
+    if explicit:
+        return explicit
+    lower = (output or "").lower()
+    return next((name for ending, name in _ENDINGS if lower.endswith(ending)), NATIVE_FORMAT)
+
+
+def extension_of(fmt: str) -> str:
+    """The default file ending of a format (``.json`` for profkit's own)."""
+    if fmt == NATIVE_FORMAT:
+        return ".json"
+    from profkit.export import registry
+
+    return registry.get(fmt).extension
+
+
+#: How to look at each format, said once after saving (``{path}`` is the file).
+_HOW_TO_VIEW = {
+    NATIVE_FORMAT: "profkit report {path}  (or profkit export -F html {path})",
+    "html": "open {path} in a browser",
+    "speedscope": "open {path} at https://www.speedscope.app",
+    "chrome": "open {path} at https://ui.perfetto.dev (or chrome://tracing)",
+    "pstats": "python -m pstats {path}  (or snakeviz {path})",
+    "collapsed": "flamegraph.pl {path} > flame.svg  (or inferno-flamegraph)",
+    "pprof": "go tool pprof -http=: {path}",
+}
+
+
+def how_to_view(fmt: str, path: str) -> str:
+    """One line saying how to look at ``path`` written in ``fmt``."""
+    return _HOW_TO_VIEW.get(fmt, "profkit report {path}").format(path=path)
 
 
 def child_template(path: str, default_suffix: str = ".json") -> str:
@@ -56,10 +110,9 @@ def child_template(path: str, default_suffix: str = ".json") -> str:
     writing the parent's file would truncate it and overwrite its lines.
     """
     directory, name = _split(path)
-    if name.endswith(".json.gz") and name.lstrip(".") != "json.gz":
-        suffixes = ".json.gz"
-    else:
-        suffixes = _suffix(name)
+    # "out.pb.gz" -> "out.{pid}.pb.gz" (a name that is only the ending, ".json.gz", has none)
+    compound = (c for c in _COMPOUND if name.endswith(c) and name.lstrip(".") != c[1:])
+    suffixes = next(compound, "") or _suffix(name)
     stem = name[: len(name) - len(suffixes)]
     return os.path.join(directory, f"{stem}.{PID}{suffixes or default_suffix}")
 
@@ -82,14 +135,16 @@ def resolve_output(template: str, pid: int | None = None) -> str:
     return template.replace(PID, str(os.getpid() if pid is None else pid))
 
 
-def output_path(output: str | None, label: str, base_dir: str = "") -> str:
+def output_path(
+    output: str | None, label: str, base_dir: str = "", extension: str = ".json"
+) -> str:
     """The profile file to write, ``{pid}`` resolved, relative paths under ``base_dir``.
 
     No ``output``: the default name. An ``output`` naming a directory — an existing one,
     or any path ending in ``/`` — gets the default name inside it (``-o runs/``), rather
     than failing with "Is a directory" or becoming a file named ``runs``.
     """
-    default = resolve_output(default_output(label))
+    default = resolve_output(default_output(label, extension))
     if not output:
         return os.path.join(base_dir, default)
     path = os.path.join(base_dir, resolve_output(output))
@@ -142,16 +197,24 @@ def _isatty(stream: TextIO) -> bool:
         return False
 
 
-def save(profile: CallProfile, path: str) -> str | None:
-    """Write ``profile`` to ``path`` (atomically, streaming); why it could not be, else None.
+def save(profile: CallProfile, path: str, fmt: str = NATIVE_FORMAT) -> str | None:
+    """Write ``profile`` to ``path`` in ``fmt`` (atomically, streaming); why it could not
+    be, else None.
 
-    On a terminal, a save taking over a second says so on stderr while it runs.
+    profkit's own format goes through :mod:`profkit.calltree.stream_writer` (on a
+    terminal, a save taking over a second says so on stderr while it runs); any other is
+    written directly by the export library, as ``profkit export`` would write it.
     """
-    from profkit.calltree import stream_writer  # only at the end: it imports json, gzip
-
-    err = stderr()
     try:
-        stream_writer.save(profile, path, announce=err if _isatty(err) else None)
+        if fmt == NATIVE_FORMAT:
+            from profkit.calltree import stream_writer  # only at the end: json, gzip
+
+            err = stderr()
+            stream_writer.save(profile, path, announce=err if _isatty(err) else None)
+        else:
+            from profkit.export import registry
+
+            registry.export(profile, fmt, path)
     except OSError as exc:
         return str(exc.strerror or exc)
     return None

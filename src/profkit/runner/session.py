@@ -76,9 +76,12 @@ class Run:
         check_sinks(settings)
         if settings.mode == "sample" and (settings.udp or settings.stream or settings.timeline):
             say("profkit: note: --udp, --stream and --timeline record calls: trace mode only\n")
-        self.path = output.output_path(settings.output, target.label)
+        # Decided once, here: children inherit the format by name, not by file ending.
+        self.format = output.format_for(settings.output, settings.format)
+        extension = output.extension_of(self.format)
+        self.path = output.output_path(settings.output, target.label, extension=extension)
         self.absolute = os.path.abspath(self.path)
-        self.settings = settings.replace(output=self.path)
+        self.settings = settings.replace(output=self.path, format=self.format)
         self._finished: Finished | None = None
         self._environment = contextlib.ExitStack()
         self.started = 0.0
@@ -133,7 +136,7 @@ class Run:
             # First: the profile matters more than the messages. Absolute, as decided at
             # the start, in case the program changed directory.
             if profile is not None:
-                save_error = output.save(profile, self.absolute)
+                save_error = output.save(profile, self.absolute, self.format)
             report_exception(finished.outcome)
             if profile is not None and settings.tree:
                 say(output.render(profile, output.stderr()))
@@ -152,6 +155,7 @@ class Run:
             )
         else:
             say(f"profkit: profile saved to {path}\n")
+            say(f"profkit: view it: {output.how_to_view(self.format, path)}\n")
         if settings.subprocesses:
             from profkit.runner import children
 
