@@ -207,3 +207,24 @@ def test_hot_spots_list_functions_hot_from_many_paths() -> None:
         caller.child(leaf).add_call(10, 10)
     text = render_tree(p, width=None, min_share=0.02, hot_spots=3)
     assert text.splitlines()[2].endswith("m.spread")
+
+
+def test_folded_view_drops_summaries_too_small_to_matter() -> None:
+    from tests.calltree.strategies import sample_profile
+
+    assert "more below" in render_tree(sample_profile(), min_share=0.25)
+    assert "more below" not in render_tree(sample_profile(), min_share=0.25, fold=True)
+
+
+def test_import_frames_inside_a_chain_are_counted_in_the_fold() -> None:
+    p = _chain_profile(10)
+    t = p.threads[0]
+    node = next(iter(t.root.children.values()))
+    node = next(iter(node.children.values()))
+    boot = p.frame_id(Frame("importlib._bootstrap._find_and_load", "<frozen importlib._bootstrap>"))
+    inner = node.children.popitem()[1]
+    imp = node.child(boot)
+    imp.add_call(1000, 0)
+    imp.children[inner.frame] = inner
+    text = render_tree(p, width=None, fold=True)
+    assert "┆ 10 frames folded" in text and "_find_and_load" not in text  # 9 + 1 import

@@ -222,7 +222,7 @@ class _View:
 
     def _passes_through(self, node: CallNode) -> CallNode | None:
         """The one child ``node`` hands (nearly) all its time to, else ``None``."""
-        if not node.children or self.folded.get(id(node)):
+        if not node.children:
             return None
         shown, hidden = self._visible(node)
         if len(shown) != 1:
@@ -291,12 +291,10 @@ class _View:
                 if len(chain) >= 4:  # child, then two or more folded, then the last
                     self.chains[id(child)] = (chain[1:-1], chain[-1])
             items.append((child, guides, False, depth))
-        if hidden:
-            summary = (
-                len(hidden),
-                sum(c.inclusive_ns for c in hidden),
-                sum(c.calls for c in hidden),
-            )
+        hidden_ns = sum(c.inclusive_ns for c in hidden)
+        # folded views drop a summary too small to matter (it would be one line in three)
+        if hidden and not (self.fold and self.limit and hidden_ns < self.limit):
+            summary = (len(hidden), hidden_ns, sum(c.calls for c in hidden))
             items.append((summary, guides, False, depth))
         if items:
             last_item = items[-1]
@@ -315,7 +313,8 @@ class _View:
         if found is None:
             return False
         middle, last = found
-        line = (str(len(middle)), middle[0].inclusive_ns, self._packages(middle))
+        frames = len(middle) + sum(self.folded.get(id(n), 0) for n in middle)  # + imports
+        line = (str(frames), middle[0].inclusive_ns, self._packages(middle))
         stack.append((last, guides, True, depth))
         stack.append((line, guides, False, depth))
         return True
