@@ -184,3 +184,22 @@ def test_misspelt_variables_are_named_with_a_suggestion() -> None:
         ("PROFKIT_BASETIM", "PROFKIT_BASETIME"),
         ("PROFKIT_NAMESPACE_PREFIXES", "PROFKIT_NAMESPACE_PREFIX"),
     ]
+
+
+def test_every_profkit_variable_is_in_the_table() -> None:
+    """One table for every ``PROFKIT_*`` variable (issue #10 item 3): any name used in the
+    sources (Python, C, the build hook, scripts) is a row, so typo hints know it too."""
+    import re
+    from pathlib import Path
+
+    from profkit.settings import known_variables
+
+    root = Path(__file__).parents[1]
+    files = [*root.glob("src/**/*.py"), *root.glob("src/**/*.c"), root / "hatch_build.py"]
+    used = set()
+    for path in files:
+        for name in re.findall(r"\bPROFKIT_[A-Z0-9_]*[A-Z0-9]\b", path.read_text(errors="replace")):
+            if not name.endswith("_H") and name not in ("PROFKIT_MODULES", "PROFKIT_MAIN"):
+                used.add(name)
+    used.discard("PROFKIT_BASETIM")  # the typo in misspelt_variables' own docstring
+    assert used - known_variables() == set()

@@ -256,10 +256,32 @@ ACTIVATION: tuple[Setting, ...] = (
     Setting("debug", "PROFKIT_DEBUG", "", _text, _str, "",
             "1: a profkit bug shows its traceback"),
 )
+
+#: Variables of one engine or tool each, read where they are used (with :func:`read`, or
+#: plainly by code that must stay import-light); here so that every ``PROFKIT_*`` variable
+#: is in one table (``--help``-less, typo hints know them).
+ENGINES: tuple[Setting, ...] = (
+    Setting("dotnet", "PROFKIT_DOTNET", "", _text, _str, "",
+            "the dotnet host for .NET targets (after --dotnet; docs/clr.md)"),
+    Setting("sampler_layout", "PROFKIT_SAMPLER_LAYOUT", "", _text, _str, "",
+            "the out-of-process sampler: assume this CPython's layout (docs/sampler.md)"),
+    Setting("clr_output", "PROFKIT_CLR_OUTPUT", "", _text, _str, "",
+            "set by profkit for its CLR profiler library: the result file"),
+    Setting("clr_events", "PROFKIT_CLR_EVENTS", "", _text, _str, "",
+            "set by profkit for its CLR profiler library: the events to record"),
+    Setting("clr_buffer", "PROFKIT_CLR_BUFFER", "", _text, _str, "",
+            "set by profkit for its CLR profiler library: the per-thread buffer size"),
+    Setting("clr_hooks", "PROFKIT_CLR_HOOKS", "", _text, _str, "",
+            "set by profkit for its CLR profiler library: which ELT hooks"),
+    Setting("require_native", "PROFKIT_REQUIRE_NATIVE", "", parse_enable, _bool_text, False,
+            "build time (hatch_build.py), 1: a C part that fails to compile fails the install"),
+    Setting("no_native", "PROFKIT_NO_NATIVE", "", parse_enable, _bool_text, False,
+            "build time (hatch_build.py), 1: compile no C part"),
+)
 # fmt: on
 
 _BY_FIELD = {s.field: s for s in SETTINGS}
-_ANY_BY_FIELD = {s.field: s for s in (*SETTINGS, *ACTIVATION)}
+_ANY_BY_FIELD = {s.field: s for s in (*SETTINGS, *ACTIVATION, *ENGINES)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,14 +379,9 @@ def export_collector_interval(environ: dict[str, str], settings: Settings) -> No
         environ[COLLECTOR_INTERVAL_VAR] = collector_interval_text(settings)
 
 
-#: ``PROFKIT_*`` variables that are not settings of a run: build-time switches of
-#: ``hatch_build.py`` (``PROFKIT_REQUIRE_NATIVE``, ``PROFKIT_NO_NATIVE``).
-_BUILD_VARIABLES = frozenset({"PROFKIT_REQUIRE_NATIVE", "PROFKIT_NO_NATIVE"})
-
-
 def known_variables() -> frozenset[str]:
     """Every ``PROFKIT_*`` variable profkit reads."""
-    return frozenset(s.env for s in (*SETTINGS, *ACTIVATION)) | _BUILD_VARIABLES
+    return frozenset(s.env for s in (*SETTINGS, *ACTIVATION, *ENGINES))
 
 
 def misspelt_variables(environ: Mapping[str, str]) -> list[tuple[str, str]]:
@@ -396,6 +413,7 @@ def _parse(setting: Setting, text: str, where: str) -> Any:
 __all__ = [
     "ACTIVATION",
     "COLLECTOR_INTERVAL_VAR",
+    "ENGINES",
     "MIN_INTERVAL_NS",
     "SETTINGS",
     "Setting",

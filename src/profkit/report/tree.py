@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator
 
+from profkit.api.names import prefix_matches
 from profkit.calltree.model import CallNode, CallProfile, Frame
 
 
@@ -21,8 +22,9 @@ def parse_prefixes(prefix: str | Iterable[str] | None) -> tuple[str, ...]:
 
 
 def matches(name: str, prefixes: tuple[str, ...]) -> bool:
-    """Module-path prefix match: ``myapp`` keeps ``myapp`` and ``myapp.x``, not ``myapplet``."""
-    return any(name == p or name.startswith(p + ".") for p in prefixes)
+    """Module-path prefix match: ``myapp`` keeps ``myapp`` and ``myapp.x``, not ``myapplet``
+    (the one rule, :func:`profkit.api.names.prefix_matches`, that capture also applies)."""
+    return prefix_matches(name, prefixes)
 
 
 def merge_into(target: CallNode, node: CallNode) -> None:
