@@ -146,3 +146,14 @@ def test_symbolize_image_at_several_bases(
     rc, out, err = run(capsys, "symbolize", str(script), *infos)
     assert rc == 0 and "loaded at several bases" in err and err.count("\n") == 1
     assert f"{offset:x} {CONCAT}+0x0" in out and f"{base + rva:x} [unknown]" in out
+
+
+def test_show_on_an_r2r_image(capsys: pytest.CaptureFixture[str], framework: Path) -> None:
+    rc, out, _ = run(capsys, "show", str(framework / "System.Linq.dll"), "--json")
+    import json
+
+    info = json.loads(out)["readytorun"]
+    assert rc == 0 and info["version"] == "3.1" and info["target"] == "X64/Linux"
+    assert info["components"] == ["System.Linq"] and info["method_bodies"] > 900
+    rc, out, _ = run(capsys, "show", str(framework / "mscorlib.dll"), "--json")
+    assert rc == 0 and json.loads(out)["readytorun"] is None

@@ -55,8 +55,10 @@ from profkit.formats.perfmap.symbolizer import Symbolizer
 from profkit.formats.r2r import (
     NotReadyToRunError,
     build_r2rmap,
+    describe_r2r,
     image_signature,
     load_r2r_image,
+    read_r2r_image,
 )
 from profkit.formats.r2r.imagemaps import ImageMaps, ImageTable, default_cache_dir
 
@@ -294,6 +296,10 @@ def _show(args: argparse.Namespace) -> int:
     info: dict[str, Any]
     if data[:2] == b"MZ":
         info = describe_image(read_pe(data, path=args.file))
+        try:
+            info["readytorun"] = describe_r2r(read_r2r_image(data, path=args.file))
+        except NotReadyToRunError:
+            info["readytorun"] = None
     elif data.startswith(b"ImageLoad;") or os.path.basename(args.file).startswith("perfinfo-"):
         info = describe_perfinfo(read_perfinfo(data, path=args.file, strict=strict))
     elif looks_like_r2rmap(data, args.file):

@@ -15,7 +15,7 @@ from profkit.formats.r2r.image import (
     load_r2r_image,
     read_r2r_image,
 )
-from profkit.formats.r2r.mapbuilder import build_r2rmap, image_signature
+from profkit.formats.r2r.mapbuilder import build_r2rmap, describe_r2r, image_signature
 
 __all__ = [
     "Component",
@@ -23,6 +23,7 @@ __all__ = [
     "NotReadyToRunError",
     "R2RImage",
     "build_r2rmap",
+    "describe_r2r",
     "image_signature",
     "load_r2r_image",
     "read_r2r_image",

@@ -9,6 +9,8 @@ writer does for split methods — a second line with the same name for the cold 
 
 from __future__ import annotations
 
+from typing import Any
+
 from profkit.formats.perfmap.r2rmap import R2RHeader, R2RPerfMap
 from profkit.formats.perfmap.signature import compute_signature
 from profkit.formats.r2r.image import R2RImage
@@ -32,3 +34,17 @@ def build_r2rmap(image: R2RImage) -> R2RPerfMap:
         entries.append((m.rva, m.length, m.name))
         entries.extend((rva, length, m.name) for rva, length in m.cold)
     return R2RPerfMap.from_entries(header, entries)
+
+
+def describe_r2r(image: R2RImage) -> dict[str, Any]:
+    """What ``profkit perfmap show`` prints about an R2R image's native code."""
+    methods = image.methods()
+    return {
+        "version": image.version,
+        "target": f"{image.architecture}/{image.os}",
+        "composite": image.composite,
+        "components": [c.name for c in image.components],
+        "method_bodies": len(methods),
+        "cold_parts": sum(len(m.cold) for m in methods),
+        "perfmap_signature": image_signature(image).hex().upper(),
+    }
