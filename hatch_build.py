@@ -34,7 +34,7 @@ EXTENSIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "profkit.profilers.elt._native",
         tuple(
             f"src/profkit/profilers/elt/csrc/{unit}.c"
-            for unit in ("module", "threads", "tree", "lines", "timeline", "flat")
+            for unit in ("module", "threads", "tree", "lines", "timeline", "flat", "ccalls")
         ),
     ),
     ("profkit.collect._profhook", ("src/profkit/collect/_profhook.c",)),

@@ -236,6 +236,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("timeline", "PROFKIT_TIMELINE", "--timeline", parse_bool, _bool_text, False,
             "trace mode: also keep every shown call's start and end (up to 1,000,000) "
             "for timeline exports (Chrome trace, speedscope)"),
+    Setting("c_calls", "PROFKIT_C_CALLS", "--c-calls", parse_bool, _bool_text, True,
+            "trace mode: C functions and methods (TextIOWrapper.write, dict.get) as nodes of "
+            "their own, their time out of the caller's self time"),
     Setting("native", "PROFKIT_NATIVE", "--native", _choice("auto", "on", "off"), str, "auto",
             "trace mode's C hot path: auto (used when built), on (required: an error if it "
             "is not built), off (pure Python)",
@@ -301,6 +304,7 @@ class Settings:
     tree: bool = True
     subprocesses: bool = True
     timeline: bool = False
+    c_calls: bool = True
     native: Native = "auto"
 
     @classmethod

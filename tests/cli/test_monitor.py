@@ -18,7 +18,7 @@ import pytest
 from profkit.cli.main import main
 from profkit.cli.monitor import listen_address
 from profkit.errors import UsageError
-from profkit.monitor.protocol import encode
+from profkit.wire.udp import encode
 
 
 def _start(*args: str) -> tuple[subprocess.Popen[str], int]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from profkit.monitor.core import Monitor
 from profkit.monitor.functions import MAX_NAME, FunctionTable
-from profkit.monitor.protocol import encode
 from profkit.monitor.view import PlainView, prefixed, summary
+from profkit.wire.udp import encode
 
 
 class _Out:
@@ -170,3 +170,23 @@ def test_plain_view_escapes_control_characters_only_when_asked() -> None:
         view.show(monitor, "h/1", "a\x1b]0;t\x07\nb")
         view.close(monitor)
         assert out.text == expected
+
+
+def test_idle_waits_are_not_hot_and_not_their_callers_self_time() -> None:
+    table = FunctionTable()
+    body = "\n".join(
+        [
+            "Enter: app.worker",
+            "    Enter: queue.Queue.get",
+            "        Enter: threading.Condition.wait",
+            "            Leave: lock.acquire, Duration: 900 ms",
+            "        Leave: threading.Condition.wait, Duration: 900 ms",
+            "    Leave: queue.Queue.get, Duration: 901 ms",
+            "    Leave: app.job, Duration: 5 ms",
+            "    Leave: selectors.EpollSelector.select, Duration: 50 ms",
+            "Leave: app.worker, Duration: 960 ms",
+        ]
+    )
+    assert table.feed(body) == 6
+    top = {name: own for name, own, *_ in table.top(10)}
+    assert top == {"app.job": 5_000_000, "app.worker": 4_000_000}

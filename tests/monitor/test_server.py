@@ -11,9 +11,9 @@ import pytest
 from profkit.cli.monitor import listen_address
 from profkit.errors import UsageError
 from profkit.monitor.core import Monitor
-from profkit.monitor.protocol import encode
 from profkit.monitor.server import is_loopback, is_wildcard, open_socket, parse_listen, serve
 from profkit.monitor.view import PlainView
+from profkit.wire.udp import encode
 from tests.monitor.test_core import LINES, _Out
 
 

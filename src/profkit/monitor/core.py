@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from profkit.monitor import protocol
 from profkit.monitor.accounting import SenderStats, Totals
 from profkit.monitor.functions import FunctionTable
+from profkit.wire import udp as protocol
 
 #: Senders tracked individually; the least recently heard is folded into the totals.
 MAX_SENDERS = 256

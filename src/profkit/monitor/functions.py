@@ -8,6 +8,11 @@ needs the order of a sender's lines, so each sender keeps a small per-depth arra
 (:class:`DepthSums`); a lost datagram only skews the few calls it straddles (and self
 time never goes below zero).
 
+Waiting is not work: functions that only block the thread — sleeps, ``select``, lock and
+condition waits, joins, socket receives (:func:`is_idle_wait`) — are left out of the
+ranking; their time is still taken out of their caller's self time, so an idle worker
+loop neither tops the list itself nor makes its caller look hot.
+
 Bounded: at most :data:`MAX_FUNCTIONS` names are tracked, each cut to :data:`MAX_NAME`
 characters (64 KB names once grew the table to 1.3 GB). When the table is full, the
 cooler half is forgotten (a standard heavy-hitters compromise): a function that is hot
@@ -37,6 +42,54 @@ CLOSE_LINE = re.compile(
 )
 _SCALE = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 
+#: Functions whose time is waiting, by full name (Python functions as the ELT profiler
+#: names them, C functions as its C-call nodes are named).
+IDLE_WAITS = frozenset(
+    {
+        "time.sleep",
+        "select.select",
+        "poll.poll",
+        "epoll.poll",
+        "kqueue.control",
+        "devpoll.poll",
+        "lock.acquire",
+        "RLock.acquire",
+        "_thread.lock.acquire",
+        "socket.accept",
+        "socket.recv",
+        "socket.recv_into",
+        "socket.recvfrom",
+        "socket.recvfrom_into",
+        "socket.recvmsg",
+        "builtins.input",
+        "posix.waitpid",
+        "posix.wait",
+        "posix.read",
+        "threading.Condition.wait",
+        "threading.Condition.wait_for",
+        "threading.Event.wait",
+        "threading.Semaphore.acquire",
+        "threading.Barrier.wait",
+        "threading.Thread.join",
+        "threading.Thread._wait_for_tstate_lock",
+        "queue.Queue.get",
+        "subprocess.Popen.wait",
+        "subprocess.Popen._wait",
+        "subprocess.Popen.communicate",
+        "multiprocessing.connection.wait",
+        "concurrent.futures._base.Future.result",
+        "asyncio.base_events.BaseEventLoop.run_forever",
+    }
+)
+#: Name endings that wait whatever the class (the selectors module's ``*Selector.select``).
+_IDLE_SUFFIXES = ("Selector.select",)
+
+
+def is_idle_wait(name: str) -> bool:
+    """Whether ``name`` is a function whose time is spent blocked (see the module doc)."""
+    return name in IDLE_WAITS or name.endswith(_IDLE_SUFFIXES)
+
+
 # entry layout: [self ns, total ns, closes, longest ns]
 _SELF, _TOTAL, _COUNT, _LONGEST = range(4)
 
@@ -59,16 +112,19 @@ class FunctionTable:
         self.forgotten = 0  #: names evicted so far
 
     def feed(self, body: str, depths: DepthSums | None = None) -> int:
-        """Add every close line of a datagram body; return how many there were."""
+        """Add every close line of a datagram body; return how many there were.
+
+        The per-line path is one regex match, the duration, the depth sums and one dict
+        lookup; names seen for the first time (cut to :data:`MAX_NAME`, checked for being
+        a wait) take the slow path once.
+        """
         table = self.table
+        get = table.get
+        scale = _SCALE
         sums = (depths or DepthSums()).sums
         found = CLOSE_LINE.findall("\n" + body)
         for indent, name, value, unit in found:
-            ns = (
-                int(value) * _SCALE[unit]
-                if "." not in value
-                else round(float(value) * _SCALE[unit])
-            )
+            ns = int(value) * scale[unit] if "." not in value else round(float(value) * scale[unit])
             depth = len(indent) >> 2
             if depth <= MAX_DEPTH:
                 own = ns - sums[depth + 1]
@@ -78,20 +134,32 @@ class FunctionTable:
                     own = 0
             else:
                 own = 0
-            if len(name) > MAX_NAME:
-                name = name[: MAX_NAME - 1] + "…"
-            entry = table.get(name)
+            entry = get(name)
             if entry is None:
-                if len(table) >= self.limit:
-                    self._shrink()
-                table[name] = [own, ns, 1, ns]
-            else:
-                entry[_SELF] += own
-                entry[_TOTAL] += ns
-                entry[_COUNT] += 1
-                if ns > entry[_LONGEST]:
-                    entry[_LONGEST] = ns
+                entry = self._new_entry(name)
+                if entry is None:
+                    continue  # waiting: out of its caller's self time and of the ranking
+            entry[_SELF] += own
+            entry[_TOTAL] += ns
+            entry[_COUNT] += 1
+            if ns > entry[_LONGEST]:
+                entry[_LONGEST] = ns
         return len(found)
+
+    def _new_entry(self, name: str) -> list[int] | None:
+        """The entry for a name the table has not got: None for a wait (see the module
+        doc), else a new zero entry (under the name cut to :data:`MAX_NAME`)."""
+        if len(name) > MAX_NAME:
+            name = name[: MAX_NAME - 1] + "…"
+            found = self.table.get(name)
+            if found is not None:
+                return found
+        if is_idle_wait(name):
+            return None
+        if len(self.table) >= self.limit:
+            self._shrink()
+        entry = self.table[name] = [0, 0, 0, 0]
+        return entry
 
     def _shrink(self) -> None:
         keep = heapq.nlargest(self.limit // 2, self.table.items(), key=_rank)

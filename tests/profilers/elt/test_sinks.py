@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from profkit.monitor import protocol
 from profkit.profilers.elt import EltProfiler
 from profkit.profilers.elt.sinks import LineFlusher, TextSink, UdpSender
 from profkit.settings import Settings
+from profkit.wire import udp as protocol
 from tests.profilers.elt.fake import FakeClock, FakeDriver
 
 
@@ -29,7 +29,7 @@ def _receive_all(sock: socket.socket) -> list[protocol.Datagram]:
     try:
         while True:
             data = sock.recv(65536)
-            assert len(data) <= protocol.MAX_DATAGRAM
+            assert len(data) <= protocol.MAX_LOOPBACK_DATAGRAM
             got.append(protocol.decode(data))
     except TimeoutError:
         pass
@@ -38,13 +38,14 @@ def _receive_all(sock: socket.socket) -> list[protocol.Datagram]:
 
 def test_udp_batches_with_sequence_numbers(receiver: socket.socket) -> None:
     sender = UdpSender(receiver.getsockname(), sender="host/1")
-    lines = [f"    Enter: app.f{i}" for i in range(500)]
+    lines = [f"    Enter: app.f{i}" for i in range(2000)]
     sender.write_lines(lines)
     sender.write_lines(["Leave: app.main, Duration: 1.000 us"])
     sender.close()
     grams = _receive_all(receiver)
     assert [g.seq for g in grams] == list(range(len(grams)))
-    assert len(grams) > 2  # 500 lines do not fit one datagram
+    assert len(grams) > 2  # 2000 lines do not fit one datagram
+    assert max(len(protocol.encode("host/1", 0, 0, list(g.lines))) for g in grams) > 1400
     assert all(g.sender == "host/1" and g.dropped == 0 for g in grams)
     assert [line for g in grams for line in g.lines] == [
         *lines,
@@ -55,17 +56,38 @@ def test_udp_batches_with_sequence_numbers(receiver: socket.socket) -> None:
 def test_refused_sends_are_dropped_and_counted() -> None:
     sender = UdpSender(("127.0.0.1", 9), sender="s/1")
 
+    real = sender._sock
+    waits = []
+
     class Full:
         def send(self, data: bytes) -> int:
             raise BlockingIOError
 
+        def fileno(self) -> int:  # select() waits on the real socket (writable at once)
+            waits.append(1)
+            return real.fileno()
+
         def close(self) -> None:
             pass
 
-    sender._sock.close()
     sender._sock = Full()  # type: ignore[assignment]
     sender.write_lines(["a", "b", "c"])
-    assert (sender.dropped, sender.seq) == (3, 0)
+    real.close()
+    assert (sender.dropped, sender.socket_dropped, sender.seq) == (3, 3, 0)
+    assert waits  # it waited for room before dropping (backpressure on the flusher)
+
+
+def test_lines_dropped_are_counted_once(receiver: socket.socket) -> None:
+    # issue #11: the flusher's drops were counted by the flusher and again by the sender
+    sender = UdpSender(receiver.getsockname(), sender="s/3")
+    flusher = LineFlusher([sender], max_queued=10)
+    for i in range(25):
+        flusher.queue.append(str(i))
+    flusher.close()
+    (gram,) = _receive_all(receiver)
+    assert (flusher.dropped, sender.queue_dropped, sender.socket_dropped) == (15, 15, 0)
+    assert sender.dropped == gram.dropped == 15
+    assert list(gram.lines) == [str(i) for i in range(15, 25)]
 
 
 def test_dropped_count_reaches_the_monitor(receiver: socket.socket) -> None:

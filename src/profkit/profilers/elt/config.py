@@ -30,6 +30,10 @@ class EltSettings(Protocol):
     def timeline(self) -> bool: ...
     @property
     def native(self) -> str: ...
+    @property
+    def c_calls(self) -> bool:
+        """C functions as nodes (optional: an object without it means True)."""
+        ...
 
     def replace(self, **changes: Any) -> EltSettings:
         """A copy with some values changed (``mode`` for :class:`SamplingProfiler`)."""

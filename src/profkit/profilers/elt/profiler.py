@@ -26,6 +26,7 @@ import os
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from types import FrameType
 from typing import Any
@@ -34,7 +35,7 @@ from profkit.api import EventMask, FunctionInfo, ProfilerCallback, ProfilerInfo
 from profkit.api.ids import FunctionId, ThreadId
 from profkit.api.names import LAUNCHER_MODULES, PROFKIT_MODULES, prefix_matches
 from profkit.calltree.model import CallProfile, Frame, Span, ThreadTree
-from profkit.profilers.elt import flat, native
+from profkit.profilers.elt import ccalls, flat, native
 from profkit.profilers.elt.config import EltSettings
 from profkit.profilers.elt.sinks import LineFlusher, Sink, TextSink, UdpSender
 from profkit.profilers.elt.trace import Stack, TraceHooks
@@ -150,6 +151,8 @@ class EltProfiler(TraceHooks, ProfilerCallback):
         self._spans_dropped = 0
         #: trace mode's C recorder (``use_native``), or None on the pure Python paths
         self._recorder: Any = None
+        #: the C recorder's own sys.monitoring tool for C calls, while it runs
+        self._c_hook: ccalls.MonitoringHook | None = None
         self._native_wanted = settings.mode != "sample" and native.wanted(settings.native)
         self.profile: CallProfile | None = None
         #: (file, module name) of a module run as ``__main__`` (``profkit run -m``)
@@ -184,8 +187,31 @@ class EltProfiler(TraceHooks, ProfilerCallback):
                 self.use_native()
             elif self._emit is None:
                 self.use_closures()
-            info.set_event_mask(EventMask.ENTER_LEAVE)
+            info.set_event_mask(EventMask.ENTER_LEAVE | self._c_call_events())
         info.set_function_filter(self.accepts)
+
+    def _c_call_events(self) -> EventMask:
+        """Arrange for C calls to become nodes (:mod:`~profkit.profilers.elt.ccalls`):
+        the C recorder's own ``sys.monitoring`` tool where it can have one, else the
+        collector's transitions (the extra mask bits returned) into the enter/leave
+        callbacks, which treat a C function's id like any other."""
+        if not getattr(self.settings, "c_calls", True):
+            return EventMask.NONE
+        if self._recorder is not None and ccalls.MonitoringHook.available():
+            hook = ccalls.MonitoringHook(self._recorder)
+            if hook.start():
+                self._c_hook = hook
+                # A profiler dropped without shutdown must not keep the tool id.
+                weakref.finalize(self, hook.stop)
+                return EventMask.NONE
+        self.python_to_native_transition = self.function_enter  # type: ignore[method-assign]
+        self.native_to_python_transition = self.function_leave  # type: ignore[method-assign]
+        return EventMask.CODE_TRANSITIONS
+
+    def _stop_c_calls(self) -> None:
+        hook, self._c_hook = self._c_hook, None
+        if hook is not None:
+            hook.stop()
 
     def _open_sinks(self) -> None:
         if self._on_line is not None:
@@ -225,6 +251,7 @@ class EltProfiler(TraceHooks, ProfilerCallback):
         # build_profile); new threads get throwaway ones; the mask turns the rest off.
         self._paused = True
         self.quiet_this_thread()
+        self._stop_c_calls()
         if self._info is not None:
             with contextlib.suppress(Exception):
                 self._info.set_event_mask(EventMask.NONE)
@@ -244,6 +271,7 @@ class EltProfiler(TraceHooks, ProfilerCallback):
 
     def shutdown(self) -> None:
         """Build :attr:`profile` and hand it to ``on_profile``."""
+        self._stop_c_calls()
         if self._flusher is not None:
             self._flusher.close()
         self.profile = self.build_profile()
@@ -362,10 +390,12 @@ class EltProfiler(TraceHooks, ProfilerCallback):
     def _name(self, function_id: FunctionId) -> str:
         name = self._names.get(function_id)
         if name is None:
-            name = self._names[function_id] = full_name(
-                self._function_info(function_id), self.main_module
-            )
+            name = self._names[function_id] = self._display_name(self._function_info(function_id))
         return name
+
+    def _display_name(self, info: FunctionInfo) -> str:
+        """How reports name a function: C functions as users know them."""
+        return ccalls.native_name(info) if info.is_native else full_name(info, self.main_module)
 
     def _function_info(self, function_id: FunctionId) -> FunctionInfo:
         assert self._info is not None
@@ -420,14 +450,20 @@ class EltProfiler(TraceHooks, ProfilerCallback):
         now = self._clock()
         profile = CallProfile(mode="sample" if self.settings.mode == "sample" else "trace")
         frames: dict[int, Frame] = {}
+        # C functions the C recorder named itself (ccalls.c); others are the collector's.
+        c_names: dict[int, str] = self._recorder.c_names if self._recorder is not None else {}
 
         def frame_of(fid: int) -> Frame:
             frame = frames.get(fid)
             if frame is None:
-                info = self._function_info(FunctionId(fid))
-                frame = frames[fid] = Frame(
-                    full_name(info, self.main_module), info.filename, info.first_line
-                )
+                c_name = c_names.get(fid)
+                if c_name is not None:
+                    frame = frames[fid] = Frame(c_name)
+                else:
+                    info = self._function_info(FunctionId(fid))
+                    frame = frames[fid] = Frame(
+                        self._display_name(info), info.filename, info.first_line
+                    )
             return frame
 
         if self.settings.mode == "sample":
@@ -516,7 +552,10 @@ class EltProfiler(TraceHooks, ProfilerCallback):
             with contextlib.suppress(Exception):
                 meta["backend"] = self._info.backend_name
         if self._flusher is not None:
-            meta["lines_dropped"] = self._flusher.dropped + (self._udp.dropped if self._udp else 0)
+            # Counted once: the flusher's queue drops, plus what the socket refused.
+            meta["lines_dropped"] = self._flusher.dropped + (
+                self._udp.socket_dropped if self._udp else 0
+            )
         if self._udp is not None:
             meta["udp_datagrams_sent"] = self._udp.sent_datagrams
         if self._spans is not None:

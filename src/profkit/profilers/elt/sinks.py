@@ -13,13 +13,14 @@ counted, so memory stays bounded.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
 from collections import deque
 from typing import IO, Protocol
 
-from profkit.monitor import protocol
+from profkit.wire import udp as protocol
 
 
 class Sink(Protocol):
@@ -53,45 +54,75 @@ class TextSink:
 
 
 class UdpSender:
-    """Event lines as ``profkit.monitor.protocol`` datagrams, never blocking.
+    """Event lines as ``profkit.wire.udp`` datagrams (docs/wire.md); the program never waits.
 
     ``seq`` counts datagrams actually handed to the kernel, so a gap seen by the monitor
-    is loss on the way; lines the kernel refused are added to ``dropped`` instead.
+    is loss on the way. Lines that could not be sent are counted once: ``socket_dropped``
+    here (the kernel refused them), ``queue_dropped`` from the flusher (its queue was
+    full); the datagram header carries their sum. To a loopback address datagrams are up
+    to 16 KB (a 64 KB MTU: fewer, bigger datagrams for the monitor to take); when the
+    socket buffer is full the flusher thread waits up to :attr:`patience` seconds for
+    room before dropping — backpressure on the sending thread, never on the program.
     """
 
-    def __init__(self, address: tuple[str, int], sender: str | None = None) -> None:
+    def __init__(
+        self, address: tuple[str, int], sender: str | None = None, *, patience: float = 0.05
+    ) -> None:
+        import ipaddress
         import socket  # only when streaming
 
         host, port = address
         self.sender = sender or f"{socket.gethostname().split('.')[0] or 'host'}/{os.getpid()}"
         self.seq = 0
-        self.dropped = 0
+        self.socket_dropped = 0
+        self.queue_dropped = 0
         self.sent_datagrams = 0
+        self.patience = patience
         # The address family from the resolver, not from the spelling: a host name may
         # resolve to IPv6 only.
         family, _, _, _, sockaddr = socket.getaddrinfo(host, port, type=socket.SOCK_DGRAM)[0]
+        loopback = ipaddress.ip_address(str(sockaddr[0]).partition("%")[0]).is_loopback
+        self.max_datagram = protocol.MAX_LOOPBACK_DATAGRAM if loopback else protocol.MAX_DATAGRAM
         self._sock = socket.socket(family, socket.SOCK_DGRAM)
         self._sock.setblocking(False)
+        with contextlib.suppress(OSError):  # else the system's default buffer
+            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
         try:
             self._sock.connect(sockaddr)  # resolved once; send() needs no address
         except OSError:
             self._sock.close()
             raise
 
+    @property
+    def dropped(self) -> int:
+        """Every line not sent, counted once (what the datagram header says)."""
+        return self.socket_dropped + self.queue_dropped
+
     def write_lines(self, lines: list[str]) -> None:
-        for chunk in protocol.batch(lines):
+        import select
+
+        for chunk in protocol.batch(lines, max_datagram=self.max_datagram):
             data = protocol.encode(self.sender, self.seq, self.dropped, chunk)
             try:
                 self._sock.send(data)
-            except (BlockingIOError, InterruptedError, OSError):
-                # Buffer full, or no listener (ECONNREFUSED from an earlier ICMP): drop and count.
-                self.dropped += len(chunk)
+            except BlockingIOError:
+                # Buffer full: wait a little for room (this is the flusher's thread).
+                try:
+                    select.select([], [self._sock], [], self.patience)
+                    self._sock.send(data)
+                except (BlockingIOError, InterruptedError, OSError, ValueError):
+                    self.socket_dropped += len(chunk)
+                    continue
+            except (InterruptedError, OSError):
+                # No listener (ECONNREFUSED from an earlier ICMP) and the like: drop, count.
+                self.socket_dropped += len(chunk)
                 continue
             self.seq += 1
             self.sent_datagrams += 1
 
     def add_dropped(self, count: int) -> None:
-        self.dropped += count
+        """Lines the flusher dropped before they reached this sender."""
+        self.queue_dropped += count
 
     def close(self) -> None:
         self._sock.close()

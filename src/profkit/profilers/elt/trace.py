@@ -69,6 +69,14 @@ class TraceHooks:
     def function_yield(self, function_id: FunctionId) -> None:
         self._leave(function_id, "Yield")
 
+    # C calls through the collector's CODE_TRANSITIONS (elt/ccalls.py): a C function is a
+    # call of its own node. ``initialize`` binds the current enter/leave here directly.
+    def python_to_native_transition(self, function_id: FunctionId) -> None:
+        self.function_enter(function_id)
+
+    def native_to_python_transition(self, function_id: FunctionId) -> None:
+        self.function_leave(function_id)
+
     # -- the general forms -----------------------------------------------------------------
     def _open(self, function_id: FunctionId, kind: str) -> None:
         try:

@@ -8,7 +8,7 @@ static uint64_t next_serial = 1;
  * into the program. Returns -1 with an exception set only when on_error itself raised:
  * that is how the rule re-raises an exception that is the program's (one raised by its
  * signal handler while our Python callback ran), and it must then reach the program. */
-static int
+ELT_HIDDEN int
 report(Recorder *self, const char *where)
 {
     /* The collector's rule for RecursionError: the program's (it is at its limit and our
@@ -180,6 +180,11 @@ Recorder_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         self->namer = Py_NewRef(namer);
     }
     self->unit_ns = strcmp(unit, "ns") == 0;
+    self->c_names = PyDict_New();
+    if (self->c_names == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
     self->span_cap = span_cap < 0 ? -1 : span_cap;
     return (PyObject *)self;
 }
@@ -192,6 +197,7 @@ Recorder_traverse(Recorder *self, visitproc visit, void *arg)
     Py_VISIT(self->on_error);
     Py_VISIT(self->emit);
     Py_VISIT(self->namer);
+    Py_VISIT(self->c_names);
     for (Thread *t = self->first; t != NULL; t = t->next) {
         Py_VISIT(t->token);
     }
@@ -209,6 +215,7 @@ Recorder_clear(Recorder *self)
     Py_CLEAR(self->on_error);
     Py_CLEAR(self->emit);
     Py_CLEAR(self->namer);
+    Py_CLEAR(self->c_names);
     for (Thread *t = self->first; t != NULL; t = t->next) {
         Py_CLEAR(t->token);
     }
@@ -242,6 +249,12 @@ Recorder_get_basetime(Recorder *self, void *Py_UNUSED(closure))
     return PyLong_FromLongLong(self->basetime);
 }
 
+static PyObject *
+Recorder_get_c_names(Recorder *self, void *Py_UNUSED(closure))
+{
+    return self->c_names == NULL ? PyDict_New() : PyDict_Copy(self->c_names);
+}
+
 static PyMethodDef Recorder_methods[] = {
     {"enter", (PyCFunction)(void (*)(void))Recorder_enter, METH_FASTCALL,
      "enter(function_id): a call of the function starts on this thread."},
@@ -263,6 +276,11 @@ static PyMethodDef Recorder_methods[] = {
      "__profkit_monitoring__(name, on_error): the sys.monitoring-shaped form of the\n"
      "id-shaped method ``name`` (enter, resume, leave, yield_), or None; errors go to\n"
      "on_error."},
+    {"c_call", (PyCFunction)(void (*)(void))Recorder_c_call, METH_FASTCALL,
+     "sys.monitoring CALL callback: a C function called by recorded code starts a node;\n"
+     "never raises."},
+    {"c_return", (PyCFunction)(void (*)(void))Recorder_c_return, METH_FASTCALL,
+     "sys.monitoring C_RETURN/C_RAISE callback: the C call ends; never raises."},
     {"quiet_this_thread", (PyCFunction)Recorder_quiet_this_thread, METH_NOARGS,
      "Record nothing more on the calling thread (what it recorded is kept)."},
     {"export_flat", (PyCFunction)(void (*)(void))Recorder_export_flat, METH_FASTCALL,
@@ -276,6 +294,8 @@ static PyMethodDef Recorder_methods[] = {
 
 static PyGetSetDef Recorder_getset[] = {
     {"basetime_ns", (getter)Recorder_get_basetime, NULL, "calls shorter than this are not counted", NULL},
+    {"c_names", (getter)Recorder_get_c_names, NULL,
+     "{fid: name} of the C functions recorded as nodes (a copy)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -6,7 +6,8 @@
  *   tree.c      the call trees: enter/leave on per-thread stacks, export;
  *   lines.c     event lines (lines.py's rules);
  *   timeline.c  the timeline's spans;
- *   flat.c      the end-of-run export: pruned rows in the saved file's layout.
+ *   flat.c      the end-of-run export: pruned rows in the saved file's layout;
+ *   ccalls.c    C functions as nodes of their own (sys.monitoring CALL/C_RETURN/C_RAISE).
  * hatch_build.py compiles them into one extension.
  *
  * Why it exists: in pure Python every call costs the collector's callback frame, the
@@ -124,6 +125,7 @@ typedef struct {
     /* event lines (emit NULL: none) */
     PyObject *emit;  /* (line) -> None */
     PyObject *namer; /* (fid) -> str */
+    PyObject *c_names; /* C-call nodes: {fid: name} (ccalls.c) */
     int unit_ns;     /* durations in ns, else in us with three decimals */
     /* timeline (span_cap < 0: none); plain C, so export can add spans without Python */
     Py_ssize_t span_cap, nspans, spans_alloc;
@@ -158,6 +160,7 @@ ELT_HIDDEN extern _Thread_local Thread *tls_thread FAST_TLS;
 ELT_HIDDEN Thread *thread_new(PyObject *token);
 ELT_HIDDEN void thread_free(Thread *t);
 ELT_HIDDEN Thread *lookup_thread(Recorder *self);
+ELT_HIDDEN Thread *known_thread(Recorder *self);
 ELT_HIDDEN PyObject *Recorder_quiet_this_thread(Recorder *self, PyObject *ignored);
 ELT_HIDDEN void forget_this_thread(Recorder *self);
 
@@ -194,6 +197,17 @@ ELT_HIDDEN Node *child_of(Thread *t, Node *parent, uintptr_t fid);
 ELT_HIDDEN int close_frame(Recorder *self, Thread *t, int64_t now, int close_kind, int lines);
 ELT_HIDDEN int do_enter(Recorder *self, uintptr_t fid, int kind);
 ELT_HIDDEN int do_leave(Recorder *self, uintptr_t fid, int close_kind);
+ELT_HIDDEN int do_c_enter(Recorder *self, uintptr_t fid, uintptr_t caller, PyObject *callable);
+ELT_HIDDEN int do_c_leave(Recorder *self, uintptr_t fid, uintptr_t caller);
+
+/* module.c: hand the pending exception to on_error (the failure rule) */
+ELT_HIDDEN int report(Recorder *self, const char *where);
+
+/* -- ccalls.c ------------------------------------------------------------------------ */
+
+ELT_HIDDEN int name_c_node(Recorder *self, Node *n, PyObject *callable);
+ELT_HIDDEN PyObject *Recorder_c_call(Recorder *self, PyObject *const *args, Py_ssize_t nargs);
+ELT_HIDDEN PyObject *Recorder_c_return(Recorder *self, PyObject *const *args, Py_ssize_t nargs);
 ELT_HIDDEN PyObject *Recorder_export(Recorder *self, PyObject *arg);
 ELT_HIDDEN int64_t python_ns(PyObject *clock);
 

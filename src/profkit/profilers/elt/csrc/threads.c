@@ -72,6 +72,30 @@ remember(Recorder *self, Thread *t)
     return t;
 }
 
+/* The calling thread's Thread if it was decided already, else &SILENT; never asks
+ * new_thread() (so runs no Python code). For C calls: a thread whose first event is a
+ * C call has no recorded caller yet, and asking Python then would run threading code in
+ * the middle of a new thread's start-up (current_thread() would make a dummy thread). */
+ELT_HIDDEN Thread *
+known_thread(Recorder *self)
+{
+    if (tls_serial == self->serial) {
+        return tls_thread;
+    }
+    PyObject *dict = PyThreadState_GetDict();
+    Thread *t;
+    if (dict != NULL) {
+        int found = dict_thread(self, dict, &t);
+        if (found > 0) {
+            return remember(self, t);
+        }
+        if (found < 0) {
+            PyErr_Clear();
+        }
+    }
+    return &SILENT;
+}
+
 /* The calling thread's Thread: &SILENT when it records nothing, NULL with an exception
  * set on failure. A throwaway answer (new_thread() returned False) is also &SILENT but
  * is not remembered, so the next event asks again. */

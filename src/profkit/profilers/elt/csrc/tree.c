@@ -117,17 +117,26 @@ close_frame(Recorder *self, Thread *t, int64_t now, int close_kind, int lines)
     return 0;
 }
 
-ELT_HIDDEN int
-do_enter(Recorder *self, uintptr_t fid, int kind)
+/* A call starts: ``fid`` under the top of the stack. For a C function (``callable`` set,
+ * see ccalls.c) only when ``caller`` — the code that calls it — is the top of the stack
+ * (a filtered-out caller's C calls stay in that caller's time), and the node is named
+ * from the callable when it is new. */
+static inline int
+enter_call(Recorder *self, uintptr_t fid, int kind, uintptr_t caller, PyObject *callable)
 {
     if (gone(self)) {
         return 0;
     }
-    Thread *t = current_thread(self);
+    Thread *t = caller != 0 ? known_thread(self) : current_thread(self);
     if (t == NULL) {
         return -1;
     }
     if (t == &SILENT) {
+        return 0;
+    }
+    /* A C call: nothing to do (not even a Python clock's call) unless its caller is the
+     * top of the stack; checked again below, after the clock. */
+    if (caller != 0 && (t->depth == 0 || t->frames[t->depth - 1].node->fid != caller)) {
         return 0;
     }
     /* A Python clock is read before the push, not after: it runs arbitrary code (another
@@ -151,6 +160,9 @@ do_enter(Recorder *self, uintptr_t fid, int kind)
         }
     }
     Node *parent = t->depth ? t->frames[t->depth - 1].node : &t->root;
+    if (caller != 0 && parent->fid != caller) {
+        return 0;
+    }
     Node *n = parent->last_hit;
     if (n == NULL || n->fid != fid) {
         n = child_of(t, parent, fid);
@@ -159,6 +171,11 @@ do_enter(Recorder *self, uintptr_t fid, int kind)
             return -1;
         }
         parent->last_hit = n;
+    }
+    /* No Python code runs here (strings and an int-keyed dict: nothing the garbage
+     * collector tracks is allocated), so n stays valid. */
+    if (callable != NULL && n->name == NULL && name_c_node(self, n, callable) < 0) {
+        return -1;
     }
     if (t->depth == t->cap) {
         if (t->cap > PY_SSIZE_T_MAX / 2 / (Py_ssize_t)sizeof(Frame)) {
@@ -200,6 +217,40 @@ do_enter(Recorder *self, uintptr_t fid, int kind)
         }
     }
     return self->basetime > 0 ? lines_on_open(self, t, start) : 0;
+}
+
+ELT_HIDDEN int
+do_enter(Recorder *self, uintptr_t fid, int kind)
+{
+    return enter_call(self, fid, kind, 0, NULL);
+}
+
+ELT_HIDDEN int
+do_c_enter(Recorder *self, uintptr_t fid, uintptr_t caller, PyObject *callable)
+{
+    return enter_call(self, fid, OPEN_ENTER, caller, callable);
+}
+
+/* A C call ends: closed only when it is the top of the stack and was called by
+ * ``caller`` (never a resync: an unrecorded call of the same C function, from a
+ * filtered-out caller, must not close a recorded one further down). */
+ELT_HIDDEN int
+do_c_leave(Recorder *self, uintptr_t fid, uintptr_t caller)
+{
+    if (gone(self)) {
+        return 0;
+    }
+    int64_t now = now_ns(self);
+    if (now == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    Thread *t = known_thread(self);
+    if (t == &SILENT || t->depth < 2 || t->frames[t->depth - 1].node->fid != fid
+        || t->frames[t->depth - 2].node->fid != caller) {
+        return 0;
+    }
+    t->depth--;
+    return close_frame(self, t, now, CLOSE_LEAVE, 1);
 }
 
 ELT_HIDDEN int

@@ -1,5 +1,8 @@
 """The UDP wire format between a profiler's live stream and ``profkit monitor``.
 
+The full specification, for producers written in other languages (the .NET profiler's
+C code), is ``docs/wire.md``; this module is its reference implementation.
+
 One datagram is UTF-8 text: a header line, then event lines exactly as the ELT profiler
 prints them (``Enter: NAME`` / ``Leave: NAME, Duration: …``, four spaces per depth)::
 
@@ -13,7 +16,9 @@ prints them (``Enter: NAME`` / ``Leave: NAME, Duration: …``, four spaces per d
   ``dropped`` is the running count of lines the sender could not send (full socket
   buffer), so loss before the network is visible too.
 * Datagrams stay at or under :data:`MAX_DATAGRAM` bytes so they are never fragmented on
-  an Ethernet-sized MTU; a single over-long line is cut to fit.
+  an Ethernet-sized MTU; to a loopback address, at or under :data:`MAX_LOOPBACK_DATAGRAM`
+  (loopback has a 64 KB MTU, and a few big datagrams cost the receiver far less than
+  many small ones); a single over-long line is cut to fit.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from dataclasses import dataclass
 MAGIC = "PK1"
 #: 1500-byte Ethernet MTU − 20 (IPv4) − 8 (UDP) − slack for IP options/tunnels.
 MAX_DATAGRAM = 1400
+#: To a loopback address: nothing is fragmented below the 64 KB loopback MTU.
+MAX_LOOPBACK_DATAGRAM = 16384
 _MAX_HEADER = 64
 
 
@@ -46,9 +53,11 @@ def encode(sender: str, seq: int, dropped: int, lines: list[str]) -> bytes:
     return ("\n".join([header, *lines])).encode("utf-8", "replace")
 
 
-def batch(lines: list[str], header_len: int = _MAX_HEADER) -> list[list[str]]:
-    """Split ``lines`` into batches whose encoded datagram fits :data:`MAX_DATAGRAM`."""
-    budget = MAX_DATAGRAM - header_len
+def batch(
+    lines: list[str], header_len: int = _MAX_HEADER, max_datagram: int = MAX_DATAGRAM
+) -> list[list[str]]:
+    """Split ``lines`` into batches whose encoded datagram fits ``max_datagram`` bytes."""
+    budget = max_datagram - header_len
     batches: list[list[str]] = []
     current: list[str] = []
     size = 0

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from profkit.monitor import protocol
+from profkit.wire import udp as protocol
 
 _line = st.text(st.characters(blacklist_characters="\n", blacklist_categories=("Cs",)), max_size=60)
 _sender = st.text(st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=40)

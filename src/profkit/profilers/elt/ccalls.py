@@ -1,0 +1,86 @@
+"""C functions as call-tree nodes: where their events come from, and their names.
+
+Trace mode shows C functions and methods (``TextIOWrapper.write``, ``dict.get``,
+``builtins.sorted``) as nodes of their own, their time taken out of the caller's self
+time, as cProfile and pyinstrument do (``PROFKIT_C_CALLS=0`` / ``--no-c-calls`` hides
+them). The events:
+
+* **3.12+ with the C recorder**: the recorder's ``c_call``/``c_return`` methods are the
+  ``CALL``/``C_RETURN``/``C_RAISE`` callbacks of a ``sys.monitoring`` tool id of the
+  profiler's own (:class:`MonitoringHook`), so no Python frame runs per C call (see
+  ``csrc/ccalls.c``, which also applies the caller rule: only calls made by recorded
+  code are recorded);
+* **otherwise** (3.11's ``sys.setprofile``, or the pure Python path): the collector's
+  ``CODE_TRANSITIONS`` notifications, which it sends for accepted callers only.
+
+Why a tool id of its own rather than the collector's: the collector owns its tools and
+their event sets; a separate tool keeps the profiler's C part self-contained, and it is
+released when recording stops. Tool ids the collector prefers (4, 3) are tried last.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from profkit.api import FunctionInfo
+
+#: ``sys.monitoring`` (3.12+), or None.
+MON: Any = getattr(sys, "monitoring", None)
+#: Tried in this order: 5 (optimizers: none in CPython), then debuggers', coverage's and
+#: cProfile's ids when free, and the collector's favourites last.
+_PREFERRED_TOOLS = (5, 0, 1, 2, 3, 4)
+
+
+def native_name(info: FunctionInfo) -> str:
+    """A C function's name as users know it: ``TextIOWrapper.write`` for a method (its
+    type's name is enough), ``builtins.sorted`` for a module function."""
+    if "." in info.name or not info.module or info.module == "<native>":
+        return info.name
+    return f"{info.module}.{info.name}"
+
+
+class MonitoringHook:
+    """The C recorder's ``c_call``/``c_return`` as a ``sys.monitoring`` tool's callbacks."""
+
+    def __init__(self, recorder: Any) -> None:
+        self.recorder = recorder
+        self.tool: int | None = None
+
+    @staticmethod
+    def available() -> bool:
+        return MON is not None
+
+    def start(self) -> bool:
+        """Claim a free tool id and turn the events on; False when none is free."""
+        mon = MON
+        if mon is None or self.tool is not None:
+            return self.tool is not None
+        for tool in _PREFERRED_TOOLS:
+            if mon.get_tool(tool) is None:
+                break
+        else:
+            return False
+        mon.use_tool_id(tool, "profkit-c-calls")
+        ev = mon.events
+        mon.register_callback(tool, ev.CALL, self.recorder.c_call)
+        mon.register_callback(tool, ev.C_RETURN, self.recorder.c_return)
+        mon.register_callback(tool, ev.C_RAISE, self.recorder.c_return)
+        mon.set_events(tool, ev.CALL | ev.C_RETURN | ev.C_RAISE)
+        self.tool = tool
+        return True
+
+    def stop(self) -> None:
+        """Turn the events off and release the tool id (idempotent)."""
+        tool, self.tool = self.tool, None
+        mon = MON
+        if tool is None or mon is None:
+            return
+        ev = mon.events
+        try:
+            mon.set_events(tool, 0)
+            for event in (ev.CALL, ev.C_RETURN, ev.C_RAISE):
+                mon.register_callback(tool, event, None)
+            mon.free_tool_id(tool)
+        except ValueError:
+            pass  # already released (a fork child, a second stop)

@@ -1,0 +1,177 @@
+"""C functions as nodes of their own (issue #11 item 2): names, counts, self times, the
+caller rule, ``--no-c-calls``, and the C recorder's own ``sys.monitoring`` tool."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from profkit.calltree.file import load
+from profkit.calltree.model import CallNode, CallProfile
+from profkit.profilers.elt import native
+
+PROGRAM = textwrap.dedent(
+    """
+    import json, os, sys
+    def work(path):
+        d = {i: str(i) for i in range(50)}
+        for i in range(7):
+            d.get(i)
+        x = sorted(d.values())
+        with open(path, "w") as f:
+            for _ in range(3):
+                f.write("x")
+        json.dumps(d)  # json.encoder (filtered with --prefix) calls C functions too
+        return len(x)
+    print(work(sys.argv[1]))
+    """
+)
+
+
+@pytest.fixture(autouse=True)
+def hot_path() -> str:
+    """Whole runs pick their path by PROFKIT_NATIVE (overrides the conftest's both-ways run)."""
+    return "native"
+
+
+def _run(tmp_path: Path, *flags: str, native_mode: str = "auto") -> CallProfile:
+    (tmp_path / "prog.py").write_text(PROGRAM)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROFKIT_")}
+    env["PROFKIT_NATIVE"] = native_mode
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "profkit",
+            "run",
+            "--no-tree",
+            *flags,
+            "-o",
+            "p.json",
+            "prog.py",
+            str(tmp_path / "out.txt"),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "50\n"
+    return load(tmp_path / "p.json")
+
+
+def _children(profile: CallProfile, name: str) -> dict[str, CallNode]:
+    """The children of the first node named ``name``, by name."""
+    names = [f.name for f in profile.frames]
+    for thread in profile.threads:
+        for _, node in thread.root.walk():
+            if node.frame >= 0 and names[node.frame] == name:
+                return {names[c.frame]: c for c in node.children.values()}
+    raise AssertionError(f"{name} not found in {names}")
+
+
+@pytest.mark.parametrize("native_mode", ["auto", "off"])
+def test_c_functions_are_nodes_under_their_caller(tmp_path: Path, native_mode: str) -> None:
+    if native_mode == "auto" and not native.available():
+        pytest.skip("the C recorder is not built")
+    profile = _run(tmp_path, native_mode=native_mode)
+    kids = _children(profile, "__main__.work")
+    assert kids["dict.get"].calls == 7
+    assert kids["builtins.sorted"].calls == 1
+    assert kids["TextIOWrapper.write"].calls == 3
+    work = next(
+        n
+        for t in profile.threads
+        for _, n in t.root.walk()
+        if n.frame >= 0 and profile.frames[n.frame].name == "__main__.work"
+    )
+    # the C calls' time is out of work's self time
+    assert work.exclusive_ns == work.inclusive_ns - sum(
+        c.inclusive_ns for c in work.children.values()
+    )
+    for name in ("dict.get", "builtins.sorted", "TextIOWrapper.write"):
+        frame = next(f for f in profile.frames if f.name == name)
+        assert (frame.file, frame.line) == ("", 0)
+
+
+def test_no_c_calls_hides_them(tmp_path: Path) -> None:
+    profile = _run(tmp_path, "--no-c-calls")
+    names = {f.name for f in profile.frames}
+    assert "__main__.work" in names
+    assert not names & {"dict.get", "builtins.sorted", "TextIOWrapper.write"}
+
+
+def test_the_prefix_applies_to_the_python_caller(tmp_path: Path) -> None:
+    profile = _run(tmp_path, "--prefix", "__main__")
+    kids = _children(profile, "__main__.work")
+    assert kids["dict.get"].calls == 7
+    # json.dumps (filtered) ran C code (the encoder's helpers): none of it is shown
+    python = {f.name for f in profile.frames if f.file}
+    assert all(n.startswith("__main__.") for n in python), python
+    assert not any(f.name.startswith("_json.") for f in profile.frames)
+
+
+# -- the C recorder's own tool (3.12+) ---------------------------------------------------
+
+needs_monitoring = pytest.mark.skipif(
+    not hasattr(sys, "monitoring") or not native.available(),
+    reason="the C recorder's C-call callbacks are for sys.monitoring (3.12+)",
+)
+
+
+def _recorder() -> Any:
+    assert native.Recorder is not None
+    return native.Recorder(lambda: ("t", "T"))
+
+
+@needs_monitoring
+def test_recorder_caller_rule_and_names() -> None:
+    rec = _recorder()
+    code = (lambda: 0).__code__
+    other = (lambda: 1).__code__
+    rec.enter(id(code))
+    rec.c_call(code, 0, sorted, None)
+    rec.c_return(code, 0, sorted, None)
+    rec.c_call(other, 0, len, None)  # called by code that is not on top: not recorded
+    rec.c_return(other, 0, len, None)
+    rec.c_call(code, 0, str.join, ",")  # the descriptor and the bound method: one node
+    rec.c_return(code, 0, str.join, ",")
+    joiner = ",".join
+    rec.c_call(code, 0, joiner, None)
+    rec.c_return(code, 0, joiner, None)
+    rec.c_call(code, 0, dict.fromkeys, None)
+    rec.c_return(other, 0, dict.fromkeys, None)  # another caller's return: not ours
+    rec.c_return(code, 0, dict.fromkeys, None)
+    rec.c_call(code, 0, (lambda: 0), None)  # a Python function: its own events, not C
+    rec.c_call(code, 0, int, None)  # a type: not a C function either
+    rec.leave(id(code))
+    names = rec.c_names
+    closed, threads = rec.export(0)
+    ((_, rows),) = threads
+    root = native.tree_of(rows)
+    (caller,) = root.children.values()
+    counts = {names[fid]: node.calls for fid, node in caller.children.items()}
+    assert counts == {"builtins.sorted": 1, "str.join": 2, "dict.fromkeys": 1}
+    assert closed == 0
+
+
+@needs_monitoring
+def test_tool_is_released_when_recording_stops() -> None:
+    from profkit.profilers.elt.ccalls import MonitoringHook
+
+    mon: Any = sys.monitoring  # type: ignore[attr-defined]
+    hook = MonitoringHook(_recorder())
+    assert hook.start()
+    tool = hook.tool
+    assert tool is not None and mon.get_tool(tool) == "profkit-c-calls"
+    hook.stop()
+    hook.stop()
+    assert mon.get_tool(tool) is None
