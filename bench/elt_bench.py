@@ -12,10 +12,14 @@ each tool's fixed start/exit cost (measured on an empty script) out of both side
     python bench/elt_bench.py --repeat 9 --workload recursion
     python bench/elt_bench.py --peer "profkit trace"   # a quicker subset (+ bare, cProfile)
     python bench/elt_bench.py --hot-path               # ns per enter+leave, no collector
+    python bench/elt_bench.py --real                   # sympy and json.tool, wall + peak RSS
     python bench/elt_bench.py --sampling-ab 21         # sampling overhead, A/B in-process
     python bench/elt_bench.py --sampling-ab 11 --scale 5   # ... over longer runs
 
 Targets (issue #4): trace mode overhead ≤ cProfile's on 3.12+; sampling ≤ 1.03× bare.
+Real programs (issue #11, ``--real``): whole-process wall overhead ≤ cProfile's, peak
+memory ≤ 2× cProfile's, on sympy (simplify/integrate/factor) and ``python -m json.tool``
+on a generated 8 MB file; one run each, the profiler's own start-up and saving included.
 Peers missing from an interpreter (``pip install -e '.[bench]'``) are skipped, not faked.
 """
 
@@ -423,6 +427,103 @@ def _idle_waker(stop: threading.Event, interval: float) -> None:
         pass
 
 
+REAL_PROGRAMS: dict[str, str] = {
+    "sympy": """
+from sympy import symbols, simplify, integrate, factor, sin, cos, exp
+x, y = symbols("x y")
+simplify(sin(x)**2 + cos(x)**2 + (x**2 - 1)/(x - 1))
+integrate(x**3 * exp(x) * sin(x), x)
+factor(x**8 - y**8)
+""",
+}
+
+
+def _json_input(directory: str) -> str:
+    """An 8 MB JSON document (fixed seed), for ``python -m json.tool``."""
+    import json
+    import random
+
+    path = os.path.join(directory, "input.json")
+    rng = random.Random(0)
+    rows = [
+        {"id": i, "name": f"item{i}", "tags": ["a", "b", "c"], "value": rng.random()}
+        for i in range(110_000)
+    ]
+    with open(path, "w") as fh:
+        json.dump(rows, fh)
+    return path
+
+
+def _run_once(cmd: list[str]) -> tuple[float, float]:
+    """(wall seconds, peak RSS in MB) of one whole run (``wait4``'s ru_maxrss)."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("PROFKIT_") and k != "PYTHONDONTWRITEBYTECODE"
+    }
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise subprocess.CalledProcessError(os.waitstatus_to_exitcode(status), cmd)
+    return wall, usage.ru_maxrss / 1024
+
+
+def real_programs(python: str) -> None:
+    """Bare, cProfile, pyinstrument and profkit trace on real programs: wall and peak RSS."""
+    version = subprocess.run(
+        [python, "-c", "import sys; print(sys.version.split()[0])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    with tempfile.TemporaryDirectory(prefix="profkit-real-") as tmp:
+        programs: dict[str, list[str]] = {}
+        check = subprocess.run([python, "-c", "import sympy"], capture_output=True, check=False)
+        if check.returncode == 0:
+            script = os.path.join(tmp, "sympy_work.py")
+            Path(script).write_text(REAL_PROGRAMS["sympy"])
+            programs["sympy"] = [script]
+        else:
+            print(f"{version}: sympy is not installed for {python}: skipped (pip install sympy)")
+        source = _json_input(tmp)
+        programs["json.tool 8 MB"] = ["-m", "json.tool", source, os.path.join(tmp, "out.json")]
+        for name, program in programs.items():
+            # each tool gets the program as python would: script, or -m module
+            runs = _real_commands(python, program, tmp)
+            subprocess.run(runs["bare"], capture_output=True, check=True)  # warm caches
+            results = {tool: _run_once(cmd) for tool, cmd in runs.items() if cmd is not None}
+            bare_wall, _ = results["bare"]
+            c_wall, c_rss = results["cProfile"]
+            print(f"\n{version} {name}: one run each, wall and peak RSS")
+            print(
+                f"  {'tool':<16}{'wall':>9}{'× bare':>8}{'overhead/cProfile':>19}{'peak MB':>9}"
+                f"{'× cProfile':>11}"
+            )
+            for tool, (wall, rss) in results.items():
+                over = (wall - bare_wall) / (c_wall - bare_wall) if c_wall > bare_wall else 0.0
+                print(
+                    f"  {tool:<16}{wall:>8.2f}s{wall / bare_wall:>7.2f}×{over:>18.2f}×"
+                    f"{rss:>9.0f}{rss / c_rss:>10.2f}×"
+                )
+
+
+def _real_commands(python: str, program: list[str], tmp: str) -> dict[str, list[str] | None]:
+    out = os.path.join(tmp, "prof")
+    has_pyinstrument = (
+        subprocess.run([python, "-c", "import pyinstrument"], capture_output=True).returncode == 0
+    )
+    return {
+        "bare": [python, *program],
+        "cProfile": [python, "-m", "cProfile", "-o", out + ".pstats", *program],
+        "pyinstrument": [python, "-m", "pyinstrument", "-o", out + ".txt", *program]
+        if has_pyinstrument
+        else None,
+        "profkit trace": [python, "-m", "profkit", "run", "-o", out + ".json", *program],
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -463,7 +564,16 @@ def main() -> int:
         action="store_true",
         help="only the profiler's own per-call cost, in this interpreter (no collector)",
     )
+    parser.add_argument(
+        "--real",
+        action="store_true",
+        help="only the real programs (sympy, json.tool on 8 MB): wall and peak RSS, one run",
+    )
     args = parser.parse_args()
+    if args.real:
+        for python in args.python or [sys.executable]:
+            real_programs(python)
+        return 0
     if args.hot_path:
         hot_path()
         return 0
