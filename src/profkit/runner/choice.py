@@ -112,6 +112,9 @@ _IN_PROCESS = "profkit.runner.inprocess:InProcessEngine"
 
 CHOICES: tuple[ProfilerChoice, ...] = (
     ProfilerChoice("trace", PYTHON_KINDS, _IN_PROCESS, "profkit.profilers.elt:EltProfiler"),
+    # Sampled from outside when this machine allows reading a child's memory (no GIL bias);
+    # else the in-process sampler below, with the reason on stderr.
+    ProfilerChoice("sample", PYTHON_KINDS, "profkit.sampler.engine:OutOfProcessEngine", ""),
     ProfilerChoice("sample", PYTHON_KINDS, _IN_PROCESS, "profkit.profilers.elt:SamplingProfiler"),
     ProfilerChoice("trace", ("dotnet",), "profkit.clr.engine:DotnetEngine", profiler=""),
 )

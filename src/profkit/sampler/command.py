@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import signal
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from profkit.calltree.model import CallProfile
 from profkit.sampler.errors import AttachError, PermissionDenied
+from profkit.sampler.reader import CodeInfo
 from profkit.sampler.session import SamplerOptions, SamplerSession, SamplerStats
 
 #: Seconds a just-started child has to become a readable Python process.
@@ -44,6 +45,8 @@ def sample_command(
     *,
     env: dict[str, str] | None = None,
     cwd: str | None = None,
+    keep: Callable[[CodeInfo], bool] | None = None,
+    program_only: bool = False,
 ) -> SampleOutcome:
     """Run ``argv`` (e.g. ``[sys.executable, "app.py"]``) and sample it until it exits.
 
@@ -80,7 +83,7 @@ def sample_command(
             session.close()
             outcome.returncode = _wait(child)
         outcome.stats = session.stats
-        outcome.profiles = session.profiles()
+        outcome.profiles = session.profiles(keep, program_only)
         return outcome
     finally:
         if previous is not None:

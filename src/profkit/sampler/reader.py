@@ -65,6 +65,7 @@ class CodeInfo:
     """What the sampler keeps about one code object of the target."""
 
     name: str  #: ``module.qualname``
+    module: str
     filename: str
     first_line: int
     linetable: bytes
@@ -497,9 +498,16 @@ class StackReader:
         table = (
             self.mem.read(table_at + lay.bytes_data, size) if 0 < size <= _MAX_LINETABLE else b""
         )
-        name = self.namer.full_name(filename, qualname)
+        module = self.namer.module(filename)
+        name = f"{module}.{qualname}" if module else qualname
         info = CodeInfo(
-            name, filename, first, table, Frame(name, filename, first), self._signature(0, raw)
+            name,
+            module,
+            filename,
+            first,
+            table,
+            Frame(name, filename, first),
+            self._signature(0, raw),
         )
         if len(self._codes) > 200_000:
             self._codes.clear()

@@ -116,13 +116,14 @@ class ProcessRecorder:
             if entry is None:
                 entry = self.entries[key] = _Entry(stack.frames if key[1] else ())
             if stack.native_id not in self.names:
-                self.names[stack.native_id] = (
-                    thread_name(self.pid, stack.native_id) or f"Thread-{stack.native_id}"
-                )
+                self.names[stack.native_id] = self.thread_label(stack.native_id)
                 self.idents[stack.native_id] = stack.thread_id
         entry.samples += 1
         entry.weight_ns += weight_ns
         self.samples += 1
+
+    def thread_label(self, tid: int) -> str:
+        return thread_label(self.pid, tid)
 
     def clock(self, tid: int) -> ThreadClock:
         found = self.clocks.get(tid)
@@ -138,13 +139,34 @@ class ProcessRecorder:
             c.close()
         self.clocks.clear()
 
-    def profile(self, options: SamplerOptions, extra: dict[str, Any]) -> CallProfile:
-        """The call trees of this process in profkit's profile model (mode ``sample``)."""
+    def profile(
+        self,
+        options: SamplerOptions,
+        extra: dict[str, Any],
+        keep: Callable[[CodeInfo], bool] | None = None,
+        program_only: bool = False,
+    ) -> CallProfile:
+        """The call trees of this process in profkit's profile model (mode ``sample``).
+
+        ``keep`` hides the frames it rejects, charging their time to the nearest shown
+        caller (what ``--prefix`` does in-process). ``program_only`` leaves out the main
+        thread's samples outside the program's main code (the interpreter's start-up and
+        shutdown: an in-process profiler attaches at the program's first line).
+        """
+        main_roots = {"__main__", "runpy", ""}
+        if self.reader is not None and self.reader.namer.main_module:
+            main_roots.add(self.reader.namer.main_module)
         profile = CallProfile(mode="sample")
         trees: dict[int, ThreadTree] = {}
         frame_ids: dict[CodeInfo, int] = {}
         lines: dict[tuple[int, int], int] = {}
         for (tid, _key), entry in self.entries.items():
+            if (
+                program_only
+                and tid == self.pid
+                and (not entry.stack or entry.stack[-1][0].module not in main_roots)
+            ):
+                continue
             tree = trees.get(tid)
             if tree is None:
                 tree = trees[tid] = ThreadTree(tid, self.names.get(tid, f"Thread-{tid}"))
@@ -152,6 +174,8 @@ class ProcessRecorder:
             node.inclusive_ns += entry.weight_ns
             node.calls += entry.samples
             for info, _line in reversed(entry.stack):
+                if keep is not None and not keep(info):
+                    continue
                 fid = frame_ids.get(info)
                 if fid is None:
                     fid = frame_ids[info] = profile.frame_id(info.frame)
@@ -159,7 +183,7 @@ class ProcessRecorder:
                 node.calls += entry.samples
                 node.inclusive_ns += entry.weight_ns
             node.exclusive_ns += entry.weight_ns
-            if entry.stack:
+            if entry.stack and entry.stack[0][0] in frame_ids:
                 info, line = entry.stack[0]
                 at = (frame_ids[info], line)
                 lines[at] = lines.get(at, 0) + entry.samples
@@ -194,6 +218,18 @@ class ProcessRecorder:
         }
         profile.metadata.update(extra)
         return profile
+
+
+def thread_label(pid: int, tid: int) -> str:
+    """``MainThread`` for the main thread (as Python and in-process profiles call it);
+    another thread's kernel name (``comm``) when it has its own, else ``Thread <tid>``
+    (CPython before 3.14 does not pass ``threading`` names to the kernel)."""
+    if tid == pid:
+        return "MainThread"
+    name = thread_name(pid, tid)
+    if not name or name == thread_name(pid, pid):
+        return f"Thread {tid}"
+    return name
 
 
 def _fix_root(root: CallNode) -> None:
@@ -452,8 +488,13 @@ class SamplerSession:
         rec.python = reader.layout.version
         rec.argv = _cmdline(rec.pid)
 
-    def profiles(self) -> dict[int, CallProfile]:
-        """One profile per sampled process (the target first), processes with samples only."""
+    def profiles(
+        self, keep: Callable[[CodeInfo], bool] | None = None, program_only: bool = False
+    ) -> dict[int, CallProfile]:
+        """One profile per sampled process (the target first), processes with samples only.
+
+        ``keep``: see :meth:`ProcessRecorder.profile`.
+        """
         out: dict[int, CallProfile] = {}
         for pid, rec in self.recorders.items():
             if pid != self.pid and not rec.samples:
@@ -461,7 +502,7 @@ class SamplerSession:
             extra: dict[str, Any] = {"start_time_ns": self.start_time_ns}
             if pid == self.pid:
                 extra["sampler_stats"] = self.stats.as_dict()
-            out[pid] = rec.profile(self.options, extra)
+            out[pid] = rec.profile(self.options, extra, keep, program_only)
         return out
 
     def close(self) -> None:
@@ -509,9 +550,10 @@ def format_dump(pid: int, stacks: list[ThreadStack]) -> str:
     """``profkit dump``'s text: each thread, innermost frame first, like a traceback upside down."""
     lines = []
     for s in stacks:
-        name = thread_name(pid, s.native_id) or "?"
+        name = thread_label(pid, s.native_id)
         gil = " [holds the GIL]" if s.holds_gil else ""
-        lines.append(f"Thread {s.native_id} ({escape(name)}){gil}:")
+        named = "" if name == f"Thread {s.native_id}" else f" ({escape(name)})"
+        lines.append(f"Thread {s.native_id}{named}{gil}:")
         if not s.frames:
             lines.append("    (no Python frames)")
         for info, line in s.frames:

@@ -1,0 +1,165 @@
+"""``profkit run --mode sample`` from outside: the program runs as a child, sampled.
+
+An :class:`~profkit.runner.choice.Engine` (a row of :data:`profkit.runner.choice.CHOICES`
+before the in-process sampler's): the program is started as ``python script.py args``
+(``-m module``, ``-c code``) with profkit's own interpreter, and read from this process
+by :func:`profkit.sampler.sample_command`. Nothing of profkit runs inside it, so the
+sampler never waits for the GIL (the in-process sampler thread sees ~160 samples/s at
+1 kHz and misattributes tight loops), and the program's threads, stdin, stdout, exit
+status and signals are its own.
+
+Where reading another process is not allowed (ptrace scope, a container without the
+capability, not Linux), :meth:`OutOfProcessEngine.unavailable` says why before anything
+runs, and the runner falls back to the in-process sampler, saying so on stderr.
+``PROFKIT_SAMPLER=in-process`` asks for the in-process sampler outright.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Any
+
+from profkit.api.names import is_profkit_module, prefix_matches
+from profkit.runner.choice import Finished, Job
+from profkit.runner.outcome import Outcome
+from profkit.runner.python import Program
+from profkit.sampler.command import sample_command, save_profiles
+from profkit.sampler.reader import CodeInfo
+from profkit.sampler.session import SamplerOptions
+
+_probe_result: list[str | None] = []
+
+
+def probe() -> str | None:
+    """None when this process may read a child's memory, else why not (checked once)."""
+    if _probe_result:
+        return _probe_result[0]
+    reason: str | None = None
+    if not sys.platform.startswith("linux"):
+        reason = "out-of-process sampling reads /proc and process_vm_readv: Linux only"
+    else:
+        reason = _probe_child()
+    _probe_result.append(reason)
+    return reason
+
+
+def _probe_child() -> str | None:
+    from profkit.sampler.errors import AttachError
+    from profkit.sampler.memory import Memory
+    from profkit.sampler.procinfo import read_maps
+
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-c", "import sys; sys.stdin.read()"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    except OSError as exc:
+        return f"cannot start a probe process: {exc}"
+    try:
+        read_maps(child.pid)  # permission to see its mappings
+        with open(f"/proc/{child.pid}/maps") as f:
+            first = f.readline()  # any mapping: right after exec only the stack may be there
+        Memory(child.pid).read(int(first.split("-", 1)[0], 16), 8)
+    except AttachError as exc:
+        return str(exc)
+    except (OSError, ValueError) as exc:
+        return f"cannot read the probe process's mappings: {exc}"
+    finally:
+        child.kill()
+        child.wait()
+        if child.stdin is not None:
+            child.stdin.close()
+    return None
+
+
+def child_argv(program: Program) -> list[str]:
+    """The command ``python`` would be run as, with profkit's own interpreter."""
+    flags = ["-P"] if sys.flags.safe_path else []
+    if program.kind == "script":
+        return [sys.executable, *flags, program.target, *program.args]
+    if program.kind == "module":
+        return [sys.executable, *flags, "-m", program.target, *program.args]
+    return [sys.executable, *flags, "-c", program.target, *program.args]
+
+
+def _outcome(returncode: int) -> Outcome:
+    """The runner's :class:`Outcome` for a child's return code (negative: its signal)."""
+    import signal
+
+    if returncode >= 0:
+        return Outcome(returncode)
+    sig = -returncode
+    return Outcome(
+        128 + sig,
+        interrupted=sig == signal.SIGINT,
+        terminated=sig == signal.SIGTERM,
+    )
+
+
+class OutOfProcessEngine:
+    """:class:`~profkit.runner.choice.Engine`: ``script``/``module``/``code`` as a child."""
+
+    def unavailable(self, job: Job) -> str | None:
+        if os.environ.get("PROFKIT_SAMPLER", "").lower() in ("in-process", "inprocess", "off"):
+            return "PROFKIT_SAMPLER=in-process"
+        reason = probe()
+        if reason is not None:
+            return f"cannot sample from outside here: {reason}"
+        return None
+
+    def prepare(self, job: Job) -> tuple[str, ...]:
+        program = job.target
+        assert isinstance(program, Program)
+        if program.kind == "script":
+            program.prepare()  # a missing or broken script fails now, cleanly
+            return (program.target,)
+        if program.kind == "code":
+            program.prepare()  # a syntax error fails now
+            return ()
+        import importlib.util
+
+        try:
+            spec = importlib.util.find_spec(program.target)
+        except (ImportError, ValueError):
+            spec = None
+        origin = spec.origin if spec is not None else None
+        return (origin,) if isinstance(origin, str) and os.path.exists(origin) else ()
+
+    def run(self, job: Job) -> Finished:
+        program = job.target
+        assert isinstance(program, Program)
+        settings = job.settings
+        options = SamplerOptions(
+            rate=1e9 / max(settings.interval_ns, 1000),
+            mode="cpu" if settings.sample_clock == "cpu" else "wall",
+            follow_children=settings.subprocesses,
+        )
+        prefixes = settings.prefixes
+
+        def keep(info: CodeInfo) -> bool:
+            if is_profkit_module(info.module):
+                return False  # runpy under -m: the launcher, hidden as in-process
+            return not prefixes or prefix_matches(info.module, prefixes)
+
+        outcome = sample_command(child_argv(program), options, keep=keep, program_only=True)
+        if outcome.fallback:
+            job.say(f"profkit: note: the program was not sampled: {outcome.fallback}\n")
+        profile = outcome.profiles.get(outcome.pid)
+        metadata: dict[str, Any] = {}
+        if profile is not None:
+            argv0 = {"script": program.target, "module": "-m", "code": "-c"}[program.kind]
+            extra = [program.target] if program.kind == "module" else []
+            profile.metadata["argv"] = [argv0, *extra, *program.args]
+            profile.metadata["settings"] = settings.as_dict()
+            profile.metadata["engine"] = "out-of-process"
+            children = {pid: p for pid, p in outcome.profiles.items() if pid != outcome.pid}
+            if children and settings.output:
+                try:
+                    save_profiles(children, os.path.abspath(settings.output), outcome.pid)
+                except OSError as exc:
+                    job.say(f"profkit: error: cannot write a child profile: {exc}\n")
+        return Finished(_outcome(outcome.returncode), profile, metadata=metadata)
