@@ -105,7 +105,7 @@ def _share(p: CallProfile) -> float:
 
 
 def _run_both(script) -> tuple[CallProfile, CallProfile]:
-    traced = script.with_suffix(".trace.json")
+    traced = script.with_name("traced.json")
     r = subprocess.run(
         [sys.executable, "-m", "profkit", "run", "-o", str(traced), str(script)],
         capture_output=True,
