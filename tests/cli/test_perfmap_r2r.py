@@ -157,3 +157,19 @@ def test_show_on_an_r2r_image(capsys: pytest.CaptureFixture[str], framework: Pat
     assert info["components"] == ["System.Linq"] and info["method_bodies"] > 900
     rc, out, _ = run(capsys, "show", str(framework / "mscorlib.dll"), "--json")
     assert rc == 0 and json.loads(out)["readytorun"] is None
+
+
+def test_symbolize_damaged_image(
+    capsys: pytest.CaptureFixture[str], framework: Path, tmp_path: Path
+) -> None:
+    """A damaged image a frame names: one error line, exit 2; --lenient: one warning."""
+    data = (framework / "System.Linq.dll").read_bytes()
+    bad = tmp_path / "System.Linq.dll"
+    bad.write_bytes(data[: len(data) // 2])
+    script = tmp_path / "s.txt"
+    script.write_text(f"x 1 1.0: 1 cpu-clock:\n\t    1234 [unknown] ({bad})\n")
+    rc, out, err = run(capsys, "symbolize", str(script), "--no-cache")
+    assert (rc, out) == (2, "") and err.count("\n") == 1 and str(bad) in err and "offset" in err
+    rc, out, err = run(capsys, "symbolize", str(script), "--no-cache", "--lenient")
+    assert rc == 0 and out == script.read_text()
+    assert err.count("\n") == 1 and "warning" in err and "stay unknown" in err

@@ -263,7 +263,7 @@ def _add_image_maps(
         images.add_base(path, base)
         if image_stem(path) in covered:
             continue
-        table = images.table(path)
+        table = _image_table(images, path, args.lenient)
         if table is not None:
             sym.add_r2rmap(_table_map(table), base, path)
 
@@ -411,7 +411,7 @@ def _symbolize(args: argparse.Namespace) -> int:
         images = ImageMaps(cache_dir=cache, image_dirs=args.image_dir)
     sym = _symbolizer(args, args.maps, images)
     stats = SymbolizeStats(per_dso={} if args.stats else None)
-    finder = _dso_finder(images) if images is not None else None
+    finder = _dso_finder(images, args.lenient) if images is not None else None
     offsets = not args.no_offset
     with open_stream(args.input) as src:
         if args.output == "-":
@@ -476,15 +476,29 @@ def _verify_without_entry(args: argparse.Namespace, m: R2RPerfMap) -> int:
     return 0 if ok else 1
 
 
-def _dso_finder(images: ImageMaps) -> ImageFinder:
+def _dso_finder(images: ImageMaps, lenient: bool) -> ImageFinder:
     """DSO text of a frame → its image's table, for absolute paths of files only."""
 
     def find(dso: str) -> ImageTable | None:
         if not dso.startswith("/") or dso.endswith(".so") or ".so." in dso:
             return None
-        return images.table(dso)
+        return _image_table(images, dso, lenient)
 
     return find
+
+
+def _image_table(images: ImageMaps, path: str, lenient: bool) -> ImageTable | None:
+    """The image's table; a damaged image is an error, or with --lenient one warning
+    and its frames stay unknown."""
+    try:
+        return images.table(path)
+    except FormatError as exc:
+        if not lenient:
+            raise
+        images.tables[path] = None
+        line = f"profkit: warning: {exc}; its frames stay unknown"
+        print(escape(line, MAX_MESSAGE_CHARS), file=sys.stderr)
+        return None
 
 
 def _from_image(args: argparse.Namespace) -> int:
