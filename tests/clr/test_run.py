@@ -437,3 +437,38 @@ def test_profkit_run_refuses_what_dotnet_cannot_do(workload: Path, tmp_path: Pat
         [*profkit_cli(), "run", "-o", str(workload), str(workload)], capture_output=True, text=True
     )
     assert same.returncode == 2 and "inputs are never modified" in same.stderr
+
+
+def test_sink_that_cannot_open_is_one_line_and_the_program_runs(
+    workload: Path, dotnet_host: Host, tmp_path: Path
+) -> None:
+    from profkit.clr.environment import profiler_environment
+
+    env = dict(os.environ) | profiler_environment(Settings())
+    env["PROFKIT_STREAM"] = str(tmp_path / "no" / "such" / "dir" / "lines.txt")
+    proc = subprocess.run(
+        [dotnet_host.path, str(workload), "exit", "4"], env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 4
+    assert counters(proc.stdout)["Leaf"] == 1
+    (line,) = proc.stderr.splitlines()
+    assert "PROFKIT_STREAM=" in line and "No such file" in line and "unprofiled" in line
+
+
+def test_a_full_buffer_loses_events_counted_never_silently(workload: Path, tmp_path: Path) -> None:
+    """A tiny per-thread buffer and a slow sink: events may be lost; if so they are counted,
+    said, and no call is over-counted; if not, the counts are exact."""
+    env = dict(os.environ, PROFKIT_CLR_BUFFER="1024")
+    outcome, out, _ = run_captured(
+        workload, "calls", env=env, stream=str(tmp_path / "lines.txt"), unit="ns"
+    )
+    profile = outcome.profile
+    assert profile is not None and outcome.result is not None
+    expected = counters(out)
+    fib, leaf = calls(profile, P + "Fib"), calls(profile, P + "Leaf")
+    if outcome.result.lost:
+        assert profile.metadata["events_lost"] == outcome.result.lost
+        assert any("events were lost" in n for n in outcome.notes)
+        assert fib <= expected["Fib"] and leaf <= expected["Leaf"]
+    else:
+        assert (fib, leaf) == (expected["Fib"], expected["Leaf"])
