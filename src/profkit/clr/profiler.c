@@ -690,6 +690,7 @@ __attribute__((used, visibility("hidden"))) void profkit_fast_event(UINT_PTR id,
             ".cfi_offset %rbp, -16\n"                                                      \
             "mov %rsp, %rbp\n"                                                             \
             ".cfi_def_cfa_register %rbp\n"                                                 \
+            "and $-16, %rsp\n" /* whatever the caller's alignment, the C call gets the ABI's */ \
             "sub $336, %rsp\n"                                                             \
             "mov %rax, 0(%rsp)\n mov %rcx, 8(%rsp)\n mov %rdx, 16(%rsp)\n"                  \
             "mov %rsi, 24(%rsp)\n mov %rdi, 32(%rsp)\n mov %r8, 40(%rsp)\n"                 \
