@@ -228,3 +228,12 @@ def test_import_frames_inside_a_chain_are_counted_in_the_fold() -> None:
     imp.children[inner.frame] = inner
     text = render_tree(p, width=None, fold=True)
     assert "┆ 10 frames folded" in text and "_find_and_load" not in text  # 9 + 1 import
+
+
+def test_huge_names_are_cut_even_off_a_terminal() -> None:
+    p = CallProfile("trace")
+    t = ThreadTree(1, "T" * 100_000)
+    p.threads.append(t)
+    t.root.child(p.frame_id(Frame("m." + "x" * 1_000_000))).add_call(5, 5)
+    text = render_tree(p, width=None, hot_spots=1)
+    assert len(text) < 10_000 and "more characters]" in text

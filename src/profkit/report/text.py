@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from profkit._text import escape
 from profkit.calltree.model import CallNode, CallProfile
-from profkit.report._fmt import Palette, column_header, fit, format_ns, printable
+from profkit.report._fmt import Palette, column_header, fit, format_ns
 from profkit.report.stats import collect
 from profkit.report.tree import (
     display_names,
@@ -27,6 +28,8 @@ from profkit.report.tree import (
 _COLUMNS = "   total     self      %    calls  "
 #: Fewest characters a name is cut to on a terminal (a line wraps rather than say less).
 MIN_NAME = 40
+#: Longest name shown in full off a terminal (the rest is counted, not printed).
+MAX_NAME_CHARS = 1000
 _MIN_NAME = 16  # the narrowest --width accepted leaves this much for names
 #: profkit's own modules: the runner and the collector, never part of the program.
 INTERNAL_MODULES = ("profkit.cli", "profkit.collect", "profkit.profilers", "profkit.api", "runpy")
@@ -90,7 +93,9 @@ def render_tree(
         if out:
             out.append("")
         header = f"Thread {thread.name} (id {thread.thread_id}): {format_ns(total)} {mode}"
-        out.append(pal.bold(fit(header, width) if width is not None else printable(header)))
+        out.append(
+            pal.bold(fit(header, width) if width is not None else escape(header, MAX_NAME_CHARS))
+        )
         if not root.children:
             out.append(
                 pal.dim("  (no calls recorded" + (" under the prefix)" if prefixes else ")"))
@@ -172,7 +177,7 @@ def _hot_spots(
         share = t.exclusive_ns / base
         lines.append(
             pal.heat(share, f"  {format_ns(t.exclusive_ns):>8} {100 * share:>5.1f}%  ")
-            + printable(labels[frame])
+            + escape(labels[frame], MAX_NAME_CHARS)
         )
     return lines
 
@@ -274,7 +279,9 @@ class _View:
                     self._push_children(node, below, depth + 1, stack)
 
     def _fit(self, text: str, room: int) -> str:
-        return fit(text, room) if self.width is not None else printable(text)
+        if self.width is not None:
+            return fit(text, room)
+        return escape(text, MAX_NAME_CHARS)  # in full, but a 20 MB name is not a name
 
     def _push_children(
         self,
