@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from types import FrameType
-from typing import Any
+from typing import Any, NamedTuple
 
 
 def _noop(*_: Any) -> None:
@@ -43,14 +43,55 @@ def Hook(
     yield_op: int,
 ) -> Callable[[FrameType, str, Any], None]:
     """A profile function over the given tables; its ``status`` attribute is the table."""
-    enter_cb = enter or _noop
-    leave_cb = leave or _noop
-    yield_cb = yield_ or _noop
-    resume_cb = resume or _noop
-    status_get = status.get
+    hook = _profile_function(
+        _Bindings(
+            status.get,
+            gen_code,
+            throwing,
+            state,
+            slow,
+            fail,
+            enter or _noop,
+            leave or _noop,
+            yield_ or _noop,
+            resume or _noop,
+            plain_fast,
+            gen_fast,
+            transitions,
+            resume_op,
+            yield_op,
+        )
+    )
+    hook.status = status  # type: ignore[attr-defined]
+    return hook
+
+
+class _Bindings(NamedTuple):
+    status_get: Callable[[int], int | None]
+    gen_code: dict[int, tuple[bytes, int]]
+    throwing: dict[int, int]
+    state: list[bool]
+    slow: Callable[[FrameType, str, Any], None]
+    fail: Callable[[BaseException, str], None]
+    enter: Callable[[int], object]
+    leave: Callable[[int], object]
+    yield_: Callable[[int], object]
+    resume: Callable[[int], object]
+    plain_fast: int
+    gen_fast: int
+    transitions: bool
+    resume_op: int
+    yield_op: int
+
+
+def _profile_function(b: _Bindings) -> Callable[[FrameType, str, Any], None]:
+    """The closure itself: every binding a cell, nothing looked up per event."""
+    status_get, gen_code, throwing, state, slow, fail = b[:6]
+    enter_cb, leave_cb, yield_cb, resume_cb = b.enter, b.leave, b.yield_, b.resume
+    plain_fast, gen_fast, transitions = b.plain_fast, b.gen_fast, b.transitions
+    _RESUME, _YIELD = b.resume_op, b.yield_op
     rejected = 0  # setprofile_slow.REJECTED
     idf = id
-    _RESUME, _YIELD = resume_op, yield_op
 
     def hook(frame: FrameType, event: str, arg: Any) -> None:
         # The whole body: at the recursion limit even its first builtin call raises, and
@@ -112,5 +153,4 @@ def Hook(
         except RecursionError:
             return  # the program's (see failure.py)
 
-    hook.status = status  # type: ignore[attr-defined]
     return hook
