@@ -27,153 +27,34 @@ the variable (or flag), the value and what was expected, e.g.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from profkit.api.names import prefix_matches
 from profkit.errors import SettingsError
+from profkit.settings.parse import (
+    MIN_INTERVAL_NS,
+    Invalid,
+    choice,
+    format_address,
+    format_duration,
+    interval,
+    optional_text,
+    parse_address,
+    parse_bool,
+    parse_duration,
+    parse_enable,
+    parse_format,
+    parse_prefixes,
+    parse_seconds,
+    stripped,
+)
 
 Mode = Literal["trace", "sample"]
 Unit = Literal["us", "ns"]
 SampleClock = Literal["wall", "cpu"]
 Native = Literal["auto", "on", "off"]
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|µs|ms|s)?\s*$")
-_UNIT_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
-_MODULE_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
-#: Longest duration accepted: a week (far beyond any useful base time or interval, and far
-#: below what would overflow a float or the sampler's sleep).
-_MAX_DURATION_NS = 7 * 86_400 * 1_000_000_000
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off", ""}
-
-
-class _Invalid(ValueError):
-    """A parser's complaint; the table code adds the variable name and the value."""
-
-
-# -- parsers (text -> value) and formatters (value -> text) -------------------------------
-def parse_duration(text: str) -> int:
-    """``100us``, ``2ms``, ``0.5s``, ``250ns`` or a bare number of microseconds -> ns."""
-    match = _DURATION.match(text)
-    if not match:
-        raise _Invalid("expected a duration like 100us, 2ms, 0.5s")
-    number, unit = match.groups()
-    # A bare number is microseconds: the unit PROFILE_BASETIME users think in.
-    ns = float(number) * _UNIT_NS[unit or "us"]
-    if not ns <= _MAX_DURATION_NS:  # also inf: 400 digits overflow the float
-        raise _Invalid("expected a duration of at most a week (like 100us, 2ms, 0.5s)")
-    return round(ns)
-
-
-def format_duration(ns: int) -> str:
-    """The shortest exact text :func:`parse_duration` reads back as ``ns``."""
-    for unit in ("s", "ms", "us"):
-        if ns and ns % _UNIT_NS[unit] == 0:
-            return f"{ns // _UNIT_NS[unit]}{unit}"
-    return f"{ns}ns"
-
-
-def parse_prefixes(text: str) -> tuple[str, ...]:
-    """``myapp,myapp.core`` -> module-path prefixes (empty text: no filter)."""
-    parts = tuple(p.strip() for p in text.split(",") if p.strip())
-    for part in parts:
-        if not _MODULE_PATH.match(part):
-            raise _Invalid(
-                f"{part!r} is not a module path; expected comma-separated prefixes like myapp,myapp.core"
-            )
-    return parts
-
-
-def parse_address(text: str) -> tuple[str, int] | None:
-    """``HOST:PORT`` (``[::1]:2222`` for IPv6); empty text: off."""
-    text = text.strip()
-    if not text:
-        return None
-    host, sep, port_text = text.rpartition(":")
-    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        raise _Invalid("expected HOST:PORT, e.g. 127.0.0.1:2222")
-    return host, int(port_text)
-
-
-def format_address(value: tuple[str, int] | None) -> str:
-    if value is None:
-        return ""
-    host, port = value
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-def parse_bool(text: str) -> bool:
-    low = text.strip().lower()
-    if low in _TRUE:
-        return True
-    if low in _FALSE:
-        return False
-    raise _Invalid("expected 1 or 0 (true/false, yes/no, on/off)")
-
-
-def _choice(*choices: str) -> Callable[[str], str]:
-    def parse(text: str) -> str:
-        value = text.strip().lower()
-        if value not in choices:
-            raise _Invalid("expected one of " + ", ".join(choices))
-        return value
-
-    return parse
-
-
-def _optional_text(text: str) -> str | None:
-    return text or None
-
-
-#: Shortest sampling interval: below it the sampler thread would only spin (it gets the GIL
-#: every few ms from busy code anyway) and the program's idle time would burn a core.
-MIN_INTERVAL_NS = 10_000
-
-
-def _interval(text: str) -> int:
-    value = parse_duration(text)
-    if value < MIN_INTERVAL_NS:
-        raise _Invalid("expected an interval of at least 10us, like 1ms, 250us")
-    return value
-
-
-def parse_seconds(text: str) -> float:
-    """The collector's ``PROFKIT_SAMPLE_INTERVAL``: a positive number of seconds, at most a
-    week (``nan``, ``inf`` and ``1e400`` are refused, not slept on)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise _Invalid("expected a number of seconds like 0.001") from None
-    if not 0 < value <= _MAX_DURATION_NS / 1e9:
-        raise _Invalid("expected a number of seconds above 0 and at most a week, like 0.001")
-    return value
-
-
-def parse_enable(text: str) -> bool:
-    """``PROFKIT_ENABLE_PROFILING``: on for 1/true/yes/on; anything else is simply off (the
-    variable is tested by every Python process's start-up line, so it never complains)."""
-    return text.strip().lower() in _TRUE
-
-
-def _text(text: str) -> str:
-    return text.strip()
-
-
-def parse_format(text: str) -> str:
-    """``--format``: ``profile`` (profkit's own) or an export format; empty: from ``-o``."""
-    value = text.strip().lower()
-    if not value:
-        return ""
-    from profkit.export.registry import names  # only when a format is named
-
-    choices = ["profile", *names()]
-    if value not in choices:
-        raise _Invalid("expected one of " + ", ".join(choices))
-    return value
 
 
 # -- the table -------------------------------------------------------------------------------
@@ -200,7 +81,7 @@ _bool_text: Callable[[Any], str] = lambda v: "1" if v else "0"  # noqa: E731
 _text_or_empty: Callable[[Any], str] = lambda v: v or ""  # noqa: E731
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("mode", "PROFKIT_MODE", "--mode", _choice("trace", "sample"), str, "trace",
+    Setting("mode", "PROFKIT_MODE", "--mode", choice("trace", "sample"), str, "trace",
             "trace: every call (ELT call tree); sample: stack samples at --interval",
             "{trace,sample}"),
     Setting("prefixes", "PROFKIT_NAMESPACE_PREFIX", "--prefix", parse_prefixes, ",".join, (),
@@ -210,24 +91,24 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("basetime_ns", "PROFKIT_BASETIME", "--basetime", parse_duration, format_duration, 0,
             "hide calls shorter than this (100us, 2ms; bare number = us); their time "
             "counts in the caller", "DURATION"),
-    Setting("output", "PROFKIT_OUTPUT", "--output", _optional_text, _text_or_empty, None,
+    Setting("output", "PROFKIT_OUTPUT", "--output", optional_text, _text_or_empty, None,
             "profile file to write ({pid} is replaced by the process id)", "FILE"),
     Setting("format", "PROFKIT_FORMAT", "--format", parse_format, str, "",
             "what to write: profile (profkit's own, the default) or html, speedscope, chrome, "
             "pstats, collapsed, pprof; by default -o's ending decides (out.html, "
             "out.speedscope.json, out.trace.json, out.pstats, out.collapsed, out.pb.gz)",
             "FORMAT"),
-    Setting("interval_ns", "PROFKIT_INTERVAL", "--interval", _interval,
+    Setting("interval_ns", "PROFKIT_INTERVAL", "--interval", interval,
             format_duration, 1_000_000, "sampling interval in sample mode (default 1ms)",
             "DURATION"),
-    Setting("sample_clock", "PROFKIT_SAMPLE_CLOCK", "--sample-clock", _choice("wall", "cpu"),
+    Setting("sample_clock", "PROFKIT_SAMPLE_CLOCK", "--sample-clock", choice("wall", "cpu"),
             str, "wall", "what a sample's weight measures in sample mode: wall or cpu time",
             "{wall,cpu}"),
     Setting("udp", "PROFKIT_UDP", "--udp", parse_address, format_address, None,
             "send event lines live to a profkit monitor at HOST:PORT", "HOST:PORT"),
-    Setting("stream", "PROFKIT_STREAM", "--stream", _optional_text, _text_or_empty, None,
+    Setting("stream", "PROFKIT_STREAM", "--stream", optional_text, _text_or_empty, None,
             "print event lines (Enter/Leave) live: 'stderr' or a file path", "stderr|FILE"),
-    Setting("unit", "PROFKIT_UNIT", "--unit", _choice("us", "ns"), str, "us",
+    Setting("unit", "PROFKIT_UNIT", "--unit", choice("us", "ns"), str, "us",
             "unit of durations in event lines: us (3 decimals) or ns", "{us,ns}"),
     Setting("tree", "PROFKIT_TREE", "--tree", parse_bool, _bool_text, True,
             "print the call tree on stderr at the end"),
@@ -239,7 +120,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("c_calls", "PROFKIT_C_CALLS", "--c-calls", parse_bool, _bool_text, True,
             "trace mode: C functions and methods (TextIOWrapper.write, dict.get) as nodes of "
             "their own, their time out of the caller's self time"),
-    Setting("native", "PROFKIT_NATIVE", "--native", _choice("auto", "on", "off"), str, "auto",
+    Setting("native", "PROFKIT_NATIVE", "--native", choice("auto", "on", "off"), str, "auto",
             "trace mode's C hot path: auto (used when built), on (required: an error if it "
             "is not built), off (pure Python)",
             "{auto,on,off}"),
@@ -250,13 +131,13 @@ SETTINGS: tuple[Setting, ...] = (
 ACTIVATION: tuple[Setting, ...] = (
     Setting("enable", "PROFKIT_ENABLE_PROFILING", "", parse_enable, _bool_text, False,
             "1 (true/yes/on) attaches PROFKIT_PROFILER at interpreter start-up"),
-    Setting("profiler", "PROFKIT_PROFILER", "", _text, _str, "",
+    Setting("profiler", "PROFKIT_PROFILER", "", stripped, _str, "",
             "pkg.module:Class or a name in entry-point group profkit.profilers"),
-    Setting("backend", "PROFKIT_BACKEND", "", _text, _str, "",
+    Setting("backend", "PROFKIT_BACKEND", "", stripped, _str, "",
             "the collector backend: auto (default), monitoring, setprofile, sampler"),
     Setting("sample_interval_s", "PROFKIT_SAMPLE_INTERVAL", "", parse_seconds, repr, None,
             "the collector's sampling interval in seconds; wins over PROFKIT_INTERVAL"),
-    Setting("debug", "PROFKIT_DEBUG", "", _text, _str, "",
+    Setting("debug", "PROFKIT_DEBUG", "", stripped, _str, "",
             "1: a profkit bug shows its traceback"),
 )
 
@@ -264,17 +145,17 @@ ACTIVATION: tuple[Setting, ...] = (
 #: plainly by code that must stay import-light); here so that every ``PROFKIT_*`` variable
 #: is in one table (``--help``-less, typo hints know them).
 ENGINES: tuple[Setting, ...] = (
-    Setting("dotnet", "PROFKIT_DOTNET", "", _text, _str, "",
+    Setting("dotnet", "PROFKIT_DOTNET", "", stripped, _str, "",
             "the dotnet host for .NET targets (after --dotnet; docs/clr.md)"),
-    Setting("sampler_layout", "PROFKIT_SAMPLER_LAYOUT", "", _text, _str, "",
+    Setting("sampler_layout", "PROFKIT_SAMPLER_LAYOUT", "", stripped, _str, "",
             "the out-of-process sampler: assume this CPython's layout (docs/sampler.md)"),
-    Setting("clr_output", "PROFKIT_CLR_OUTPUT", "", _text, _str, "",
+    Setting("clr_output", "PROFKIT_CLR_OUTPUT", "", stripped, _str, "",
             "set by profkit for its CLR profiler library: the result file"),
-    Setting("clr_events", "PROFKIT_CLR_EVENTS", "", _text, _str, "",
+    Setting("clr_events", "PROFKIT_CLR_EVENTS", "", stripped, _str, "",
             "set by profkit for its CLR profiler library: the events to record"),
-    Setting("clr_buffer", "PROFKIT_CLR_BUFFER", "", _text, _str, "",
+    Setting("clr_buffer", "PROFKIT_CLR_BUFFER", "", stripped, _str, "",
             "set by profkit for its CLR profiler library: the per-thread buffer size"),
-    Setting("clr_hooks", "PROFKIT_CLR_HOOKS", "", _text, _str, "",
+    Setting("clr_hooks", "PROFKIT_CLR_HOOKS", "", stripped, _str, "",
             "set by profkit for its CLR profiler library: which ELT hooks"),
     Setting("require_native", "PROFKIT_REQUIRE_NATIVE", "", parse_enable, _bool_text, False,
             "build time (hatch_build.py), 1: a C part that fails to compile fails the install"),
@@ -410,7 +291,7 @@ def misspelt_variables(environ: Mapping[str, str]) -> list[tuple[str, str]]:
 def _parse(setting: Setting, text: str, where: str) -> Any:
     try:
         return setting.parse(text)
-    except _Invalid as exc:
+    except Invalid as exc:
         raise SettingsError(f"{where}={text!r}: {exc}") from None
 
 
@@ -428,6 +309,10 @@ __all__ = [
     "known_variables",
     "misspelt_variables",
     "parse_duration",
+    "parse_enable",
+    "parse_format",
+    "parse_prefixes",
+    "parse_seconds",
     "prefix_matches",  # the one matcher lives in profkit.api.names (profilers use it)
     "read",
     "sample_interval_s",

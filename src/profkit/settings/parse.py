@@ -1,0 +1,146 @@
+"""One parser per kind of value in the settings table (:mod:`profkit.settings`).
+
+Each turns text from a ``PROFKIT_*`` variable or a ``profkit run`` flag into a value, or
+raises :class:`Invalid` saying what was expected; the table code adds the variable's name
+and the text. Formatters turn values back into text that parses to the same value.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|µs|ms|s)?\s*$")
+_UNIT_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+_MODULE_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+#: Longest duration accepted: a week (far beyond any useful base time or interval, and far
+#: below what would overflow a float or the sampler's sleep).
+_MAX_DURATION_NS = 7 * 86_400 * 1_000_000_000
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+class Invalid(ValueError):
+    """A parser's complaint; the table code adds the variable name and the value."""
+
+
+# -- parsers (text -> value) and formatters (value -> text) -------------------------------
+def parse_duration(text: str) -> int:
+    """``100us``, ``2ms``, ``0.5s``, ``250ns`` or a bare number of microseconds -> ns."""
+    match = _DURATION.match(text)
+    if not match:
+        raise Invalid("expected a duration like 100us, 2ms, 0.5s")
+    number, unit = match.groups()
+    # A bare number is microseconds: the unit PROFILE_BASETIME users think in.
+    ns = float(number) * _UNIT_NS[unit or "us"]
+    if not ns <= _MAX_DURATION_NS:  # also inf: 400 digits overflow the float
+        raise Invalid("expected a duration of at most a week (like 100us, 2ms, 0.5s)")
+    return round(ns)
+
+
+def format_duration(ns: int) -> str:
+    """The shortest exact text :func:`parse_duration` reads back as ``ns``."""
+    for unit in ("s", "ms", "us"):
+        if ns and ns % _UNIT_NS[unit] == 0:
+            return f"{ns // _UNIT_NS[unit]}{unit}"
+    return f"{ns}ns"
+
+
+def parse_prefixes(text: str) -> tuple[str, ...]:
+    """``myapp,myapp.core`` -> module-path prefixes (empty text: no filter)."""
+    parts = tuple(p.strip() for p in text.split(",") if p.strip())
+    for part in parts:
+        if not _MODULE_PATH.match(part):
+            raise Invalid(
+                f"{part!r} is not a module path; expected comma-separated prefixes like myapp,myapp.core"
+            )
+    return parts
+
+
+def parse_address(text: str) -> tuple[str, int] | None:
+    """``HOST:PORT`` (``[::1]:2222`` for IPv6); empty text: off."""
+    text = text.strip()
+    if not text:
+        return None
+    host, sep, port_text = text.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise Invalid("expected HOST:PORT, e.g. 127.0.0.1:2222")
+    return host, int(port_text)
+
+
+def format_address(value: tuple[str, int] | None) -> str:
+    if value is None:
+        return ""
+    host, port = value
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def parse_bool(text: str) -> bool:
+    low = text.strip().lower()
+    if low in _TRUE:
+        return True
+    if low in _FALSE:
+        return False
+    raise Invalid("expected 1 or 0 (true/false, yes/no, on/off)")
+
+
+def choice(*choices: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        value = text.strip().lower()
+        if value not in choices:
+            raise Invalid("expected one of " + ", ".join(choices))
+        return value
+
+    return parse
+
+
+def optional_text(text: str) -> str | None:
+    return text or None
+
+
+#: Shortest sampling interval: below it the sampler thread would only spin (it gets the GIL
+#: every few ms from busy code anyway) and the program's idle time would burn a core.
+MIN_INTERVAL_NS = 10_000
+
+
+def interval(text: str) -> int:
+    value = parse_duration(text)
+    if value < MIN_INTERVAL_NS:
+        raise Invalid("expected an interval of at least 10us, like 1ms, 250us")
+    return value
+
+
+def parse_seconds(text: str) -> float:
+    """The collector's ``PROFKIT_SAMPLE_INTERVAL``: a positive number of seconds, at most a
+    week (``nan``, ``inf`` and ``1e400`` are refused, not slept on)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise Invalid("expected a number of seconds like 0.001") from None
+    if not 0 < value <= _MAX_DURATION_NS / 1e9:
+        raise Invalid("expected a number of seconds above 0 and at most a week, like 0.001")
+    return value
+
+
+def parse_enable(text: str) -> bool:
+    """``PROFKIT_ENABLE_PROFILING``: on for 1/true/yes/on; anything else is simply off (the
+    variable is tested by every Python process's start-up line, so it never complains)."""
+    return text.strip().lower() in _TRUE
+
+
+def stripped(text: str) -> str:
+    return text.strip()
+
+
+def parse_format(text: str) -> str:
+    """``--format``: ``profile`` (profkit's own) or an export format; empty: from ``-o``."""
+    value = text.strip().lower()
+    if not value:
+        return ""
+    from profkit.export.registry import names  # only when a format is named
+
+    choices = ["profile", *names()]
+    if value not in choices:
+        raise Invalid("expected one of " + ", ".join(choices))
+    return value
