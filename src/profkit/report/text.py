@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from profkit._text import escape
+from profkit.api.names import LAUNCHER_MODULES, PROFKIT_MODULES
 from profkit.calltree.model import CallNode, CallProfile
 from profkit.report._fmt import Palette, column_header, fit, format_ns
 from profkit.report.stats import collect
@@ -31,10 +32,11 @@ MIN_NAME = 40
 #: Longest name shown in full off a terminal (the rest is counted, not printed).
 MAX_NAME_CHARS = 1000
 _MIN_NAME = 16  # the narrowest --width accepted leaves this much for names
-#: profkit's own modules: the runner and the collector, never part of the program.
-INTERNAL_MODULES = ("profkit.cli", "profkit.collect", "profkit.profilers", "profkit.api", "runpy")
-#: Frames at a thread's root that only the runner calls (``contextlib.suppress`` around
-#: the program's exit in :mod:`profkit.profilers.elt.program`).
+#: profkit's own modules (the runner, the collector, ...), never part of the program: the one
+#: list, :mod:`profkit.api.names`.
+INTERNAL_MODULES = LAUNCHER_MODULES + PROFKIT_MODULES
+#: Frames at a thread's root that only the runner called (``contextlib.suppress`` around
+#: the program's exit, in profiles saved before the runner moved to :mod:`profkit.runner`).
 _LAUNCHER_ROOTS = ("contextlib.suppress.",)
 _IMPORT_FILES = ("<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>")
 _IMPORT_NAMES = ("importlib._bootstrap", "importlib._bootstrap_external")
