@@ -164,3 +164,12 @@ def test_the_program_sees_few_profkit_frames(launcher: list[str], tmp_path: Path
     assert not any(str(module).startswith("profkit.runner") for _, module in below), below
     assert below[0] == ["_handler", "profkit.cli.run"]
     assert len(below) <= (5 if "-m" not in launcher else 7), below
+
+
+def test_an_unwritable_output_keeps_the_programs_exit_message(tmp_path: Path) -> None:
+    out = _run(
+        [*RUN, "-o", str(tmp_path / "no" / "x.json"), "-c", "raise SystemExit('bye')"], tmp_path
+    )
+    assert out.returncode == 1
+    assert "bye" in out.stderr.splitlines()
+    assert "cannot write profile" in out.stderr and "exited with status 1" in out.stderr

@@ -115,9 +115,13 @@ def _handler(args: argparse.Namespace) -> int:
     result = run.finish(ended)
     outcome = result.outcome
     signum = exit_signal(outcome)
-    if signum is not None and not result.forked_child:
+    if signum is not None:
         _die_of(signum)
-    if outcome.system_exit is not None and not outcome.terminated and result.save_error is None:
+    if (
+        outcome.system_exit is not None
+        and not outcome.terminated
+        and result.status == outcome.status  # (a lost profile turns a 0 into 2)
+    ):
         raise outcome.system_exit  # end like the program: its SystemExit, as it raised it
     return result.status
 
