@@ -147,6 +147,8 @@ ACTIVATION: tuple[Setting, ...] = (
 ENGINES: tuple[Setting, ...] = (
     Setting("dotnet", "PROFKIT_DOTNET", "", stripped, _str, "",
             "the dotnet host for .NET targets (after --dotnet; docs/clr.md)"),
+    Setting("sampler", "PROFKIT_SAMPLER", "", stripped, _str, "",
+            "run --mode sample: in-process to use the in-process sampler outright"),
     Setting("sampler_layout", "PROFKIT_SAMPLER_LAYOUT", "", stripped, _str, "",
             "the out-of-process sampler: assume this CPython's layout (docs/sampler.md)"),
     Setting("clr_output", "PROFKIT_CLR_OUTPUT", "", stripped, _str, "",
