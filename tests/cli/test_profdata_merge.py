@@ -257,3 +257,42 @@ def test_default_version_is_what_the_producer_reads(
     rc, _, err = run(["profdata", "merge", "--llvm-default", "-o", str(out), str(FIX / inputs[0])])
     assert rc == 0 and read_profile(out).version == 13
     assert "note:" not in err
+
+
+def _text(counts: int, hash_: int, n: int) -> str:
+    out = [":ir"]
+    for i in range(n):
+        out += [f"f{i}", "# Func Hash:", str(hash_), "# Num Counters:", str(counts)]
+        out += ["# Counter Values:", *["1"] * counts, ""]
+    return "\n".join(out) + "\n"
+
+
+def test_show_mismatched_caps_warnings_and_names_hash_splits(tmp_path: Path) -> None:
+    """#16: 25 functions whose counter counts differ: 20 named, the rest counted; names
+    whose hashes differ between inputs are named in one line (first N)."""
+    (tmp_path / "a.proftext").write_text(_text(2, 7, 25))
+    (tmp_path / "b.proftext").write_text(_text(3, 7, 25))
+    (tmp_path / "c.proftext").write_text(_text(2, 8, 25))
+    args = ["profdata", "merge", "-o", "o.profdata", "a.proftext", "b.proftext", "c.proftext"]
+    rc, _, err = run(args, tmp_path)
+    assert rc == 0, err
+    lines = err.splitlines()
+    assert sum("counter mismatch" in line for line in lines) == 20
+    assert any("5 more mismatch warning(s) not shown" in line for line in lines)
+    split = [line for line in lines if "different hashes" in line]
+    assert len(split) == 1 and "25 function(s)" in split[0]
+    assert split[0].rsplit(": ", 1)[1].split(", ") == [f"f{i}" for i in range(20)]
+    rc, _, err = run([*args, "--show-mismatched", "0"], tmp_path)
+    assert rc == 0 and err.count("counter mismatch") == 25 and "not shown" not in err
+
+
+def test_bad_inputs_file_lists_what_was_skipped(tmp_path: Path) -> None:
+    good = FIX / "clang22" / "ir.profraw"
+    (tmp_path / "cut.profraw").write_bytes(good.read_bytes()[:100])
+    bad = tmp_path / "bad.txt"
+    args = ["profdata", "merge", "--failure-mode=warn", "--bad-inputs", str(bad)]
+    (tmp_path / "dir.profraw").mkdir()
+    (tmp_path / "dir.profraw" / "x.profraw").write_bytes(b"\x00" * 64)
+    rc, _, err = run([*args, "-o", "o.profdata", str(good), "cut.profraw", "dir.profraw"], tmp_path)
+    assert rc == 0, err
+    assert bad.read_text().splitlines() == ["cut.profraw", "dir.profraw/x.profraw"]

@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterator
 from typing import Any, TextIO
 
+from profkit.cli import profdata_scale
 from profkit.errors import ProfkitError, UsageError
 
 #: llvm-profdata release → the indexed version its `merge` writes.
@@ -120,6 +121,7 @@ def _register_merge(sub: Any) -> None:
         default="any",
         help="fail if any input is invalid (default), only if all are, or never",
     )
+    profdata_scale.add_options(p)
     p.set_defaults(handler=run_merge)
 
 
@@ -289,18 +291,22 @@ def _run_merge(args: argparse.Namespace) -> int:
         if version is None:
             version = LLVM_INDEXED_VERSION[args.llvm_version]
     bar = _ProgressBar(len(inputs), sys.stderr) if sys.stderr.isatty() else None
+    profdata_scale.check_options(args)
     try:
-        outcome = merge_files(
-            inputs,
-            jobs=jobs,
-            # --sparse is applied by the writers: LLVM ≤ 16 order names before dropping.
-            sparse=False,
-            progress=bar,
-            trace_reservoir_size=args.temporal_profile_trace_reservoir_size,
-            max_trace_length=args.temporal_profile_max_trace_length,
-            llvm_contexts=jobs,  # as llvm-profdata -j N: N writers merged pairwise
-            llvm_version=_llvm_release(args.llvm_version, version),
-        )
+        if args.dask:
+            outcome = profdata_scale.run_dask(args, inputs, jobs, bar)
+        else:
+            outcome = merge_files(
+                inputs,
+                jobs=jobs,
+                # --sparse is applied by the writers: LLVM ≤ 16 order names before dropping.
+                sparse=False,
+                progress=bar,
+                trace_reservoir_size=args.temporal_profile_trace_reservoir_size,
+                max_trace_length=args.temporal_profile_max_trace_length,
+                llvm_contexts=jobs,  # as llvm-profdata -j N: N writers merged pairwise
+                llvm_version=_llvm_release(args.llvm_version, version),
+            )
     finally:
         if bar is not None:
             bar.close()
@@ -310,11 +316,12 @@ def _run_merge(args: argparse.Namespace) -> int:
 
         chosen = readable_version(outcome.input_versions, outcome.profile)
         version = chosen.version
-    for warning in outcome.warnings:
-        print(f"profkit: warning: {warning}", file=sys.stderr)
+    profdata_scale.report_warnings(outcome.warnings, outcome.profile, args.show_mismatched)
     for path, message in outcome.failures:
         shown = message if message.startswith(path) else f"{path}: {message}"
         print(f"profkit: warning: {shown}", file=sys.stderr)
+    if args.bad_inputs:
+        profdata_scale.write_bad_inputs(args.bad_inputs, outcome.failures)
     failed = len(outcome.failures)
     if failed and (
         args.failure_mode == "any" or (args.failure_mode == "all" and not outcome.merged)
