@@ -296,3 +296,20 @@ def test_bad_inputs_file_lists_what_was_skipped(tmp_path: Path) -> None:
     rc, _, err = run([*args, "-o", "o.profdata", str(good), "cut.profraw", "dir.profraw"], tmp_path)
     assert rc == 0, err
     assert bad.read_text().splitlines() == ["cut.profraw", "dir.profraw/x.profraw"]
+
+
+@pytest.mark.parametrize("llvm", [14, 16, 19, 22])
+def test_correlated_raw_file_is_refused_without_its_binary(llvm: int, tmp_path: Path) -> None:
+    """llvm-profdata merges a raw file written for correlation, given no binary, into an
+    empty profile without a word; profkit refuses it, naming the flags that read it."""
+    raw = FIX / f"clang{llvm}" / "ir_dbgcorrelate.profraw"
+    if not raw.exists():
+        pytest.skip("fixture absent")
+    out = tmp_path / "o.profdata"
+    rc, _, err = run(["profdata", "merge", "-o", str(out), str(raw)])
+    assert rc == 2 and not out.exists()
+    assert "written for correlation" in err and "--binary-file=BIN" in err
+    good = FIX / f"clang{llvm}" / "ir.profraw"
+    args = ["profdata", "merge", "--failure-mode=warn", "-o", str(out), str(good), str(raw)]
+    rc, _, err = run(args)
+    assert rc == 0 and "written for correlation" in err

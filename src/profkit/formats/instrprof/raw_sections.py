@@ -136,3 +136,23 @@ def next_profile(cur: Cursor, magic: bytes) -> bool:
     if bytes(data[cur.pos : cur.pos + 8]) != magic:
         raise cur.fail("bad_magic", "trailing data is not another profile with the same magic")
     return True
+
+
+def written_for_correlation(data: bytes) -> bool:
+    """Whether a raw file holds counters but no function records (its first profile).
+
+    Such files are written with ``-profile-correlate=binary|debug-info`` (or LLVM 14-16's
+    ``-debug-info-correlate``): records and names stay in the binary. Binary-mode files
+    carry no flag saying so, hence this test on the header's counts.
+    """
+    from profkit.errors import ProfileFormatError
+    from profkit.formats.instrprof.magics import RAW_MAGICS
+
+    layout = RAW_MAGICS.get(bytes(data[:8]))
+    if layout is None:
+        return False
+    try:
+        where = locate(Cursor(data, error=ProfileFormatError), *layout)
+    except ProfileFormatError:
+        return False
+    return where.num_data == 0 and where.header["num_counters"] > 0

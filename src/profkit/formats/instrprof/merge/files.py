@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from profkit.errors import ProfkitError
+from profkit.errors import ProfileFormatError, ProfkitError
 from profkit.formats.instrprof.compat import InputVersion, input_version
 from profkit.formats.instrprof.merge.accumulator import (
     MAX_TRACE_LENGTH,
@@ -31,6 +31,7 @@ from profkit.formats.instrprof.merge.accumulator import (
 )
 from profkit.formats.instrprof.model import Profile, ProfileKind
 from profkit.formats.instrprof.raw import RAW_MAGICS, parse_raw
+from profkit.formats.instrprof.raw_sections import written_for_correlation
 from profkit.formats.instrprof.reader import parse_profile, read_profile_bytes
 
 if TYPE_CHECKING:
@@ -42,6 +43,15 @@ if TYPE_CHECKING:
     from profkit.formats.instrprof.merge.raw_arrays import ShapeAccumulator
 
 Progress = Callable[[int], None]
+
+#: Why a raw file written for correlation is refused (llvm-profdata would quietly write
+#: an empty profile from it when no binary is given).
+CORRELATED = (
+    "written for correlation (-profile-correlate=binary|debug-info): it holds counters but "
+    "no function records or names, which stay in the binary; merging it alone would give "
+    "an empty profile. Merge it with llvm-profdata merge --binary-file=BIN or "
+    "--debug-info=BIN (profkit does not read binaries yet)"
+)
 
 
 @dataclass(frozen=True)
@@ -160,6 +170,8 @@ def _merge_share(
             if not data:
                 continue  # an empty file is skipped, as llvm-profdata does
             version = input_version(data)
+            if written_for_correlation(data):
+                raise ProfileFormatError("incompatible", CORRELATED, path=path, offset=0)
             if not _merge_fast(data, index, item, shapes, kinds, warn):
                 profile = parse_profile(data, path)
                 kinds.merge_kind(profile.kind & ~ProfileKind.MEMPROF, path)
