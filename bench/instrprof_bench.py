@@ -7,7 +7,9 @@ differ in their counts), merges them into one indexed file with llvm-profdata-NN
 times, in the same run and on the same files:
 
   (a) show --all-functions --counts FILE.profdata      (stdout to a file, best of --repeat)
-  (b) merge -j 2 -o out.profdata <all raw files>       (best of --repeat)
+  (b) merge of all raw files: llvm-profdata -j N; profkit -j 1, -j N and --dask local with
+      N workers (best of --repeat; Dask once), wall time, peak RSS of the largest process,
+      bytes compared; then a projection for 16 and 64 Dask workers from measured costs
 
 It prints wall times and the ratio profkit / llvm-profdata (target: <= 1.5) and whether the
 outputs are identical. profkit runs with its bytecode cached (as installed); one extra row
@@ -27,6 +29,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -161,10 +164,11 @@ def build(args: argparse.Namespace, work: Path) -> tuple[list[Path], Path]:
 
 @dataclass
 class Timing:
-    """Best wall time of a command, or why it could not run."""
+    """Best wall time of a command, or why it could not run; peak RSS of its largest process."""
 
     seconds: float | None
     error: str | None = None
+    peak_mb: float | None = None
 
 
 def profkit_env(work: Path, bytecode_cache: bool) -> dict[str, str]:
@@ -187,18 +191,28 @@ def profkit_env(work: Path, bytecode_cache: bool) -> dict[str, str]:
 def time_cmd(
     cmd: Sequence[str], repeat: int, stdout_path: Path | None, env: dict[str, str] | None = None
 ) -> Timing:
-    """Best-of-`repeat` wall time; the first failure stops and reports its last stderr line."""
+    """Best-of-`repeat` wall time; the first failure stops and reports its last stderr line.
+
+    The peak is ``wait4``'s ``ru_maxrss``: the largest resident set of the command and of
+    every descendant it reaped (worker processes, a LocalCluster's nannies and workers).
+    """
     best: float | None = None
+    peak = 0.0
     for _ in range(repeat):
-        with open(stdout_path or os.devnull, "wb") as out:
+        with open(stdout_path or os.devnull, "wb") as out, tempfile.TemporaryFile() as err:
             t0 = time.perf_counter()
-            proc = subprocess.run(list(cmd), stdout=out, stderr=subprocess.PIPE, env=env)
+            proc = subprocess.Popen(list(cmd), stdout=out, stderr=err, env=env)
+            _, status, usage = os.wait4(proc.pid, 0)
             elapsed = time.perf_counter() - t0
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            err.seek(0)
+            stderr = err.read()
         if proc.returncode != 0:
-            lines = proc.stderr.decode(errors="replace").strip().splitlines()
+            lines = stderr.decode(errors="replace").strip().splitlines()
             return Timing(None, lines[-1] if lines else f"exit status {proc.returncode}")
         best = elapsed if best is None else min(best, elapsed)
-    return Timing(best)
+        peak = max(peak, usage.ru_maxrss / 1024)
+    return Timing(best, peak_mb=peak)
 
 
 def time_in_process(indexed: Path, repeat: int, llvm_version: int) -> Timing:
@@ -256,6 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="clang/llvm-profdata version (default: newest installed)",
     )
     parser.add_argument("--keep", action="store_true", help="keep bench/_work/instrprof")
+    parser.add_argument("--no-dask", action="store_true", help="skip the --dask rows")
     args = parser.parse_args(argv)
     if args.llvm_version is None:
         args.llvm_version = newest_llvm()
@@ -305,37 +320,104 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         elif inproc.error:
             print(f"{'  (profkit in-process)':<34} not available ({inproc.error})")
-        merge_opts = ["merge", "--llvm-default", "-j", str(args.jobs), "-o"]
-        llvm = time_cmd(
-            [tool, *merge_opts, str(out / "merged.llvm.profdata"), *map(str, raws)],
-            args.repeat,
-            None,
-        )
-        ours = time_cmd(
-            [
-                *PROFKIT,
-                "profdata",
-                *merge_opts,
-                str(out / "merged.profkit.profdata"),
-                *same,
-                *map(str, raws),
-            ],
-            args.repeat,
-            None,
-            cached,
-        )
-        print(
-            report(
-                f"merge -j {args.jobs} ({len(raws)} raw files)",
-                llvm,
-                ours,
-                compare(out / "merged.llvm.profdata", out / "merged.profkit.profdata"),
-            )
-        )
+        merge_rows(args, tool, raws, out, same, cached)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def merge_rows(
+    args: argparse.Namespace,
+    tool: str,
+    raws: list[Path],
+    out: Path,
+    same: list[str],
+    env: dict[str, str],
+) -> None:
+    """merge of every raw file: llvm-profdata -j N, profkit serial, -j N and --dask local
+    with N workers, in one run (wall, peak RSS, bytes compared), then a projection."""
+    listing = out / "inputs.txt"
+    listing.write_text("".join(f"{r}\n" for r in raws))
+    quarter = out / "inputs.quarter.txt"
+    quarter.write_text("".join(f"{r}\n" for r in raws[: max(1, len(raws) // 4)]))
+    j = str(args.jobs)
+    llvm_out = out / "merged.llvm.profdata"
+    llvm = time_cmd(
+        [tool, "merge", "-j", j, "-f", str(listing), "-o", str(llvm_out)], args.repeat, None
+    )
+    print(_row(f"llvm-profdata merge -j {j}", llvm, None, ""))
+    kinds = [
+        ("profkit merge -j 1 (serial)", ["-j", "1"], listing, args.repeat),
+        (f"profkit merge -j {j}", ["-j", j], listing, args.repeat),
+    ]
+    if not args.no_dask:
+        kinds.append(
+            (f"profkit merge --dask local -j {j}", ["--dask", "local", "-j", j], listing, 1)
+        )
+        kinds.append(
+            (f"  (--dask, first {len(raws) // 4} inputs)", ["--dask", "local", "-j", j], quarter, 1)
+        )
+    for label, opts, inputs, repeat in kinds:
+        dest = out / f"merged.{len(label)}.profdata"
+        cmd = [*PROFKIT, "profdata", "merge", *opts, *same, "-f", str(inputs), "-o", str(dest)]
+        ours = time_cmd(cmd, repeat, None, env)
+        same_bytes = compare(llvm_out, dest) if inputs == listing else "n/a"
+        print(_row(label, ours, llvm, same_bytes))
+    if not args.no_dask:
+        project(raws, args.llvm_version)
+
+
+def _row(label: str, t: Timing, llvm: Timing | None, same: str) -> str:
+    if t.seconds is None:
+        return f"{label:<40} not available ({t.error})"
+    ratio = f"   ratio {t.seconds / llvm.seconds:.2f}" if llvm and llvm.seconds else ""
+    peak = f"   peak {t.peak_mb:7.1f} MB" if t.peak_mb else ""
+    output = f"   output {same}" if same else ""
+    return f"{label:<40} {t.seconds:8.3f} s{peak}{ratio}{output}"
+
+
+def project(raws: list[Path], llvm_version: int, batch: int = 64) -> None:
+    """A paper projection for 16 and 64 Dask workers from measured per-file and
+    per-combination costs (in this process, no cluster): leaves of ``batch`` files run
+    in parallel, the tree of combinations has log2(leaves) levels, then one replay+write.
+    """
+    try:
+        from profkit.formats.instrprof.indexed_writer import build_indexed
+        from profkit.formats.instrprof.merge.files import MergeInput, _merge_share, _replay
+        from profkit.formats.instrprof.merge.on_dask import combine
+    except ImportError as exc:
+        print(f"projection: not available ({exc})")
+        return
+    import math
+
+    share = [(i, MergeInput(str(r))) for i, r in enumerate(raws[: 2 * batch])]
+    t0 = time.perf_counter()
+    left = _merge_share(share[:batch])
+    right = _merge_share(share[batch:])
+    per_file = (time.perf_counter() - t0) / len(share)
+    t0 = time.perf_counter()
+    both = combine(left, right)
+    per_combine = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    merger, _, _ = _replay([both], (100, 10000), [])
+    build_indexed(merger.result(), None)
+    final = time.perf_counter() - t0
+    n = len(raws)
+    leaves = math.ceil(n / batch)
+    print(
+        f"projection ({n} files; measured: {per_file * 1e3:.2f} ms per file, "
+        f"{per_combine * 1e3:.1f} ms per combination, {final * 1e3:.0f} ms replay + write):"
+    )
+    for workers in (16, 64):
+        leaf_time = math.ceil(leaves / workers) * batch * per_file
+        levels = math.ceil(math.log2(max(leaves, 2)))
+        total = leaf_time + levels * per_combine + final
+        print(
+            f"  {workers:>3} workers: {total:7.2f} s  (leaves {leaf_time:.2f} s, "
+            f"{levels} combination levels {levels * per_combine:.2f} s, final {final:.2f} s; "
+            "scheduling and file transfer not included)"
+        )
 
 
 if __name__ == "__main__":
