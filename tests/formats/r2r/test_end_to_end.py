@@ -78,7 +78,7 @@ def test_perf_record_of_a_dotnet_program(framework: Path, tmp_path: Path) -> Non
     env = {**os.environ, "COMPlus_PerfMapEnabled": "1", "DOTNET_CLI_TELEMETRY_OPTOUT": "1"}
     proc = subprocess.run(
         ["perf", "record", "-q", "-g", "-F", "999", "-o", str(data), "--",
-         str(host), str(dll), "2"],
+         str(host), str(dll), "1.5"],
         capture_output=True, env=env, check=False, timeout=300,
     )  # fmt: skip
     if not data.exists() or b"pid=" not in proc.stdout:
@@ -116,7 +116,7 @@ def test_perf_record_of_a_dotnet_program(framework: Path, tmp_path: Path) -> Non
             m = _METHOD.search(sym)
             if m is not None and (dso.endswith(".map") or dso.endswith(".dll")):
                 under_main.append(m.group(1))
-        assert len(under_main) >= 100, "too few managed frames under Main"
+        assert len(under_main) >= 50, "too few managed frames under Main"
         callees = [name for name in under_main if name in MAIN_CALLS]
         assert len(callees) >= 0.95 * len(under_main), set(under_main) - MAIN_CALLS
         assert {"SortNumbers", "BuildText", "CountWords", "ParseNumbers"} <= set(callees)
