@@ -472,3 +472,59 @@ def test_a_full_buffer_loses_events_counted_never_silently(workload: Path, tmp_p
         assert fib <= expected["Fib"] and leaf <= expected["Leaf"]
     else:
         assert (fib, leaf) == (expected["Fib"], expected["Leaf"])
+
+
+def test_r2r_code_map_matches_the_images_method_tables(workload: Path) -> None:
+    """Oracle: the ReadyToRun code the runtime reported (JITCachedFunctionSearchFinished +
+    GetCodeInfo2, as start - module base) is, range for range, a method body of the image
+    as profkit.formats.r2r reads it from the file: same RVA, same size, same method."""
+    from profkit.clr.convert import r2r_rvas
+    from profkit.formats.r2r import load_r2r_image
+
+    outcome = run_dotnet(
+        str(workload), ["calls"], events=("jit", "loads"), stdout=subprocess.DEVNULL
+    )
+    assert outcome.result is not None
+    ranges = r2r_rvas(outcome.result)
+    assert len(ranges) > 100
+    by_image: dict[str, list[tuple[int, int, str]]] = {}
+    for path, rva, size, name in ranges:
+        by_image.setdefault(path, []).append((rva, size, name))
+    assert any(p.endswith("System.Private.CoreLib.dll") for p in by_image)
+    named = 0
+    for path, items in by_image.items():
+        bodies: dict[int, tuple[int, str]] = {}
+        for body in load_r2r_image(path).methods():
+            bodies[body.rva] = (body.length, body.name)
+            bodies.update((rva, (length, body.name)) for rva, length in body.cold)
+        for rva, size, name in items:
+            assert bodies.get(rva, (None,))[0] == size, (path, hex(rva), size, name)
+            named += re.sub(r"``\d+$", "", name) in _plain(bodies[rva][1])
+    assert named == len(ranges)
+
+
+def _plain(crossgen_name: str) -> str:
+    """crossgen2's ``Ret Ns.Type`1[System.__Canon]::Method(args)`` without instantiations,
+    ``::`` as ``.``: ours (from metadata) is ``Ns.Type`1.Method`` (+ ````N`` if generic)."""
+    out, depth = [], 0
+    for ch in crossgen_name:
+        depth += ch == "["
+        if depth == 0:
+            out.append(ch)
+        depth -= ch == "]"
+    return "".join(out).replace("::", ".")
+
+
+def test_profkit_run_perf_map(workload: Path, tmp_path: Path) -> None:
+    from profkit.formats.perfmap.perfpid import load_perf_map
+
+    proc = subprocess.run(
+        [*profkit_cli(), "run", "--perf-map", str(tmp_path / "perf-{pid}.map"), "--no-tree",
+         "-o", str(tmp_path / "p.json"), str(workload), "calls"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (written,) = tmp_path.glob("perf-*.map")
+    assert f"perf map saved to {written}" in proc.stderr
+    names = [e.name for e in load_perf_map(str(written)).entries()]
+    assert P + "Main" in names and any(n.endswith(" [r2r]") for n in names)
