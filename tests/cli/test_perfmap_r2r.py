@@ -3,6 +3,7 @@ maps from the R2R images a profile names (perfinfo, DSO paths), on real CoreCLR 
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
@@ -60,6 +61,7 @@ def test_from_image_il_only(
     assert not out.exists()
 
 
+@functools.cache
 def _corelib_frames(framework: Path) -> tuple[str, int, int, int]:
     """(path, RVA of String.Concat(string, string), its file offset, a load base)."""
     path = str(framework / "System.Private.CoreLib.dll")
