@@ -20,6 +20,7 @@ enum { FLAT_PARENT, FLAT_FRAME, FLAT_CALLS, FLAT_INCL, FLAT_EXCL, FLAT_MIN, FLAT
 typedef struct {
     uintptr_t fid;
     int64_t frame;
+    int shared; /* another function has the same frame: its nodes may merge */
 } FidFrame;
 
 static int
@@ -29,7 +30,7 @@ cmp_fid(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static int64_t
+static const FidFrame *
 frame_for(const FidFrame *table, size_t n, uintptr_t fid)
 {
     size_t lo = 0, hi = n;
@@ -42,7 +43,7 @@ frame_for(const FidFrame *table, size_t n, uintptr_t fid)
             hi = mid;
         }
     }
-    return lo < n && table[lo].fid == fid ? table[lo].frame : -1;
+    return &table[lo < n ? lo : n - 1]; /* every fid of the copies is in the table */
 }
 
 /* The distinct fids of every copy, sorted; NULL with MemoryError set. */
@@ -152,6 +153,43 @@ done:
     return status;
 }
 
+static int
+cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Flag the functions whose frame another function has too (plain C). */
+static int
+mark_shared(FidFrame *table, size_t n)
+{
+    int64_t *sorted = PyMem_Malloc((n ? n : 1) * sizeof(int64_t));
+    if (sorted == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t k = 0; k < n; k++) {
+        sorted[k] = table[k].frame;
+    }
+    qsort(sorted, n, sizeof(int64_t), cmp_i64);
+    for (size_t k = 0; k < n; k++) {
+        size_t lo = 0, hi = n;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (sorted[mid] < table[k].frame) {
+                lo = mid + 1;
+            }
+            else {
+                hi = mid;
+            }
+        }
+        table[k].shared = lo + 1 < n && sorted[lo + 1] == table[k].frame;
+    }
+    PyMem_Free(sorted);
+    return 0;
+}
+
 /* One node of a thread's output tree while it is merged (frames, not functions). */
 typedef struct {
     Py_ssize_t parent, first, last, next; /* children in creation order */
@@ -201,21 +239,33 @@ flatten(Copy *c, const FidFrame *table, size_t nframes, size_t *out_rows)
         sumc[p] = wrap_add(sumc[p], c->rows[i].incl);
     }
     size_t m = 1; /* out[0] is the root */
+    int merged = 0;
     out[0].parent = out[0].first = out[0].last = out[0].next = -1;
     out[0].frame = -1;
     index[0] = 0;
     for (size_t i = 1; i < c->count; i++) {
         Row *r = &c->rows[i];
         Py_ssize_t parent = index[r->parent];
-        int64_t frame = frame_for(table, nframes, r->fid);
-        size_t s = out_slot(parent, frame, slots - 1);
-        Py_ssize_t o;
-        while ((o = hash[s]) >= 0 && !(out[o].parent == parent && out[o].frame == frame)) {
-            s = (s + 1) & (slots - 1);
+        const FidFrame *entry = frame_for(table, nframes, r->fid);
+        int64_t frame = entry->frame;
+        Py_ssize_t o = -1;
+        size_t s = 0;
+        /* Only a frame two functions share can meet an existing sibling (a function has
+         * one node per parent): the others skip the hash table. */
+        if (entry->shared) {
+            s = out_slot(parent, frame, slots - 1);
+            while ((o = hash[s]) >= 0 && !(out[o].parent == parent && out[o].frame == frame)) {
+                s = (s + 1) & (slots - 1);
+            }
+            if (o >= 0) {
+                merged = 1;
+            }
         }
         if (o < 0) {
             o = (Py_ssize_t)m++;
-            hash[s] = o;
+            if (entry->shared) {
+                hash[s] = o;
+            }
             Out *node = &out[o];
             node->parent = parent;
             node->frame = frame;
@@ -253,10 +303,34 @@ flatten(Copy *c, const FidFrame *table, size_t nframes, size_t *out_rows)
         }
     }
     /* Pre-order over the kept nodes, children in creation order; ``index`` now maps an
-     * output node to its row. */
+     * output node to its row. Without a merge the nodes were made in the rows' own
+     * pre-order, and pruning whole subtrees keeps it: one pass in order. */
     size_t k = 0, top = 0;
     int64_t root_incl = 0;
-    stack[top++] = 0;
+    if (!merged) {
+        for (size_t o = 0; o < m; o++) {
+            Out *node = &out[o];
+            if (o > 0 && !node->keep) {
+                continue;
+            }
+            int64_t *row = &rows[k * FLAT_COLS];
+            index[o] = (Py_ssize_t)k++;
+            row[FLAT_PARENT] = o == 0 ? -1 : index[node->parent];
+            row[FLAT_FRAME] = node->frame;
+            row[FLAT_CALLS] = node->calls;
+            row[FLAT_INCL] = node->incl;
+            row[FLAT_EXCL] = node->excl;
+            row[FLAT_MIN] = node->min;
+            row[FLAT_MAX] = node->max;
+            row[FLAT_SIZE] = 1;
+            if (node->parent == 0) {
+                root_incl = wrap_add(root_incl, node->incl);
+            }
+        }
+    }
+    else {
+        stack[top++] = 0;
+    }
     while (top > 0) {
         Py_ssize_t o = stack[--top];
         Out *node = &out[o];
@@ -341,8 +415,9 @@ Recorder_export_flat(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
     for (size_t k = 0; k < nfids; k++) {
         table[k].fid = fids[k];
         table[k].frame = -1;
+        table[k].shared = 0;
     }
-    if (intern_frames(copies, n, table, nfids, frame_of) < 0) {
+    if (intern_frames(copies, n, table, nfids, frame_of) < 0 || mark_shared(table, nfids) < 0) {
         goto done;
     }
     threads = PyList_New(0);
