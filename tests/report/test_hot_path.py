@@ -237,3 +237,17 @@ def test_huge_names_are_cut_even_off_a_terminal() -> None:
     t.root.child(p.frame_id(Frame("m." + "x" * 1_000_000))).add_call(5, 5)
     text = render_tree(p, width=None, hot_spots=1)
     assert len(text) < 10_000 and "more characters]" in text
+
+
+def test_c_functions_the_runner_called_are_hidden_at_the_root() -> None:
+    p = CallProfile("trace", metadata={"profiler": "profkit.profilers.elt.profiler:EltProfiler"})
+    t = ThreadTree(1, "MainThread")
+    p.threads.append(t)
+    main = t.root.child(p.frame_id(Frame("__main__.<module>", "/a/hi.py", 1)))
+    main.add_call(50, 10)
+    main.child(p.frame_id(Frame("builtins.print"))).add_call(40, 40)
+    t.root.child(p.frame_id(Frame("builtins.isinstance"))).add_call(3, 3)  # the runner's
+    text = render_tree(p, width=None)
+    assert "builtins.print" in text and "isinstance" not in text
+    p.metadata = {}  # not a profile of profkit's Python profilers: nothing assumed
+    assert "isinstance" in render_tree(p, width=None)

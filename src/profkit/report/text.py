@@ -85,12 +85,13 @@ def render_tree(
     labels = display_names(profile)
     internal = _internal_frames(profile)
     imports = _import_frames(profile) if fold else None
+    c_functions = _c_functions(profile)
     out: list[str] = []
     mode = "traced" if profile.mode == "trace" else "sampled"
     for thread in profile.threads:
         root = filter_prefix(profile, thread.root, prefixes)
         folded: dict[int, int] = {}
-        root = _hide(root, internal, imports, folded)
+        root = _hide(root, internal, imports, folded, c_functions)
         total = total_ns(root)
         if out:
             out.append("")
@@ -136,33 +137,52 @@ def _import_frames(profile: CallProfile) -> list[bool]:
 
 
 def _hide(
-    root: CallNode, internal: list[bool], imports: list[bool] | None, folded: dict[int, int]
+    root: CallNode,
+    internal: list[bool],
+    imports: list[bool] | None,
+    folded: dict[int, int],
+    c_functions: list[bool] | None = None,
 ) -> CallNode:
     """A copy of ``root`` without profkit's frames (and import machinery when
     ``imports`` is given): their children move up to the nearest shown caller (merged
     with a same-frame sibling there), their self time is charged to it, and
-    ``folded[id(node)]`` counts the frames folded into each shown node."""
-    if not any(internal) and not (imports and any(imports)):
+    ``folded[id(node)]`` counts the frames folded into each shown node.
+
+    A C function (``c_functions``) left at the thread's root after that was called by
+    hidden frames only, the runner's (``isinstance`` in its exit path, or under the
+    import machinery it triggers): hidden as well.
+    """
+    c_funcs = c_functions or []
+    if not any(internal) and not (imports and any(imports)) and not any(c_funcs):
         return root
     new_root = CallNode(-1)
     merge_into(new_root, root)
-    stack: list[tuple[CallNode, CallNode, bool]] = [(root, new_root, False)]
+    stack: list[tuple[CallNode, CallNode]] = [(root, new_root)]
     while stack:
-        old, target, _under_hidden = stack.pop()
+        old, target = stack.pop()
         for child in old.children.values():
             frame = child.frame
-            if internal[frame]:
+            if internal[frame] or (target is new_root and c_funcs and c_funcs[frame]):
                 target.exclusive_ns += child.exclusive_ns
-                stack.append((child, target, True))
+                stack.append((child, target))
             elif imports is not None and imports[frame]:
                 target.exclusive_ns += child.exclusive_ns
                 folded[id(target)] = folded.get(id(target), 0) + 1
-                stack.append((child, target, True))
+                stack.append((child, target))
             else:
                 shown = target.child(frame)
                 merge_into(shown, child)
-                stack.append((child, shown, False))
+                stack.append((child, shown))
     return new_root
+
+
+def _c_functions(profile: CallProfile) -> list[bool]:
+    """Frames of C functions as profkit's Python profilers record them (no file, a
+    dotted name); other profiles (.NET, hand-made) may have file-less frames anywhere."""
+    profiler = profile.metadata.get("profiler")
+    if not (isinstance(profiler, str) and profiler.startswith("profkit.profilers.")):
+        return []
+    return [not f.file and "." in f.name for f in profile.frames]
 
 
 def _hot_spots(
