@@ -50,7 +50,8 @@ def choose(requested: str, mask: EventMask) -> Choice:
             )
         return Choice(requested, "forced")
     if mask & EventMask.SAMPLING and not mask & TRACING_BITS:
-        return Choice("sampler", "the event mask selects sampling and no tracing event")
+        sampling_only = next(row for row in TABLE.values() if not row.tracing)
+        return Choice(sampling_only.name, "the event mask selects sampling and no tracing event")
     refused: list[str] = []
     for row in TABLE.values():
         if not row.tracing:
