@@ -120,15 +120,16 @@ def _run_both(script) -> tuple[CallProfile, CallProfile]:
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_share_matches_trace_mode(shape, tmp_path):
-    """Within 10 points of trace mode. On a machine shared by many jobs either run can be
+    """Within 15 points of trace mode (two separate runs of the program; py-spy, sampling
+    the same run, is held to 10). On a machine shared by many jobs either run can be
     starved in bursts (see ``unsampled_ns``): one disagreement runs both again."""
     script = tmp_path / "prog.py"
     script.write_text(SHAPES[shape])
     trace, sampled = _run_both(script)
-    if abs(_share(sampled) - _share(trace)) >= 0.10:
+    if abs(_share(sampled) - _share(trace)) >= 0.15:
         trace, sampled = _run_both(script)
     assert 0.5 < _share(trace) < 0.95  # the program is built for 0.75
-    assert abs(_share(sampled) - _share(trace)) < 0.10, (_share(sampled), _share(trace))
+    assert abs(_share(sampled) - _share(trace)) < 0.15, (_share(sampled), _share(trace))
     if shape == "recursion":
         depth = max(
             d

@@ -317,7 +317,7 @@ class StackReader:
                 except ReadFault:
                     self.torn += 1
                     frames = None
-                if frames is not None:
+                if frames is not None and native:
                     out.append(ThreadStack(native, ident, tstate == holder, key, frames))
                 tstate = _u64(raw, lay.tstate_next)[0]
         return out
@@ -339,6 +339,8 @@ class StackReader:
         out = []
         stacks = self._stacks
         for native, ident, holds, key in threads:
+            if not native:
+                continue  # a thread state whose OS thread has not started yet (3.12+)
             frames = stacks.get(key)
             if frames is None:
                 try:
