@@ -84,6 +84,9 @@ def _register_show(sub: Any) -> None:
         help="reproduce the wording of llvm-profdata N (19 or older, or 20+; default 22)",
     )
     a("--json", action="store_true", help="profkit's JSON output instead of llvm-profdata's text")
+    from profkit.cli import profdata_scale
+
+    profdata_scale.add_correlation_options(p)
     a("-o", "--output", default=None, help="write to this file instead of standard output")
     p.set_defaults(handler=_show)
 
@@ -100,8 +103,26 @@ def _cutoffs(text: str) -> list[int]:
     return values
 
 
+def _read(args: argparse.Namespace) -> Any:
+    """The profile to show: read as is, or joined with its binary (``--binary-file``)."""
+    from profkit.cli.profdata_scale import check_correlation
+    from profkit.formats.instrprof.reader import read_profile, read_profile_bytes
+
+    check_correlation(args)
+    if not args.binary_file:
+        return read_profile(args.file)
+    from profkit.formats.instrprof.correlate import correlate_binary
+    from profkit.formats.instrprof.raw_sections import written_for_correlation
+
+    data = read_profile_bytes(args.file)
+    if not written_for_correlation(data):
+        from profkit.formats.instrprof.reader import parse_profile
+
+        return parse_profile(data, args.file)  # (the binary is not needed: as llvm-profdata)
+    return correlate_binary(data, args.file, args.binary_file)
+
+
 def _show(args: argparse.Namespace) -> int:
-    from profkit.formats.instrprof.reader import read_profile
     from profkit.present.instrprof.llvm_show import ShowOptions, show_text
 
     if args.topn < 0 or args.value_cutoff < 0:
@@ -137,7 +158,7 @@ def _show(args: argparse.Namespace) -> int:
     gc.disable()
     try:
         try:
-            profile = read_profile(args.file)
+            profile = _read(args)
         except OSError as exc:
             raise UsageError(f"{args.file}: {exc.strerror or exc}") from None
         for note in profile.notes:

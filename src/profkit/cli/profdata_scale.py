@@ -25,8 +25,32 @@ from profkit.errors import UsageError
 _MISMATCH_MARKERS = ("(counter mismatch)", "(bitmap size mismatch)")
 
 
+def add_correlation_options(p: argparse.ArgumentParser) -> None:
+    """``--binary-file`` / ``--debug-info``: raw files written for correlation (``show`` too)."""
+    p.add_argument(
+        "--binary-file",
+        metavar="BIN",
+        help="the executable built with -mllvm -profile-correlate=binary that wrote the "
+        "raw inputs (its function records and names are read from it; needs pyelftools)",
+    )
+    p.add_argument(
+        "--debug-info",
+        metavar="BIN",
+        help="debug-info correlation (-profile-correlate=debug-info): not supported yet",
+    )
+
+
+def check_correlation(args: argparse.Namespace) -> None:
+    if getattr(args, "debug_info", None):
+        raise UsageError(
+            "--debug-info (debug-info correlation) is not supported yet; "
+            "llvm-profdata merge --debug-info=BIN reads such files"
+        )
+
+
 def add_options(p: argparse.ArgumentParser) -> None:
     """The scale-out options of ``merge``."""
+    add_correlation_options(p)
     p.add_argument(
         "--dask",
         metavar="local|tcp://HOST:PORT",
@@ -66,12 +90,14 @@ def run_dask(
             progress=progress,
             trace_reservoir_size=args.temporal_profile_trace_reservoir_size,
             max_trace_length=args.temporal_profile_max_trace_length,
+            binary=args.binary_file,
         )
     finally:
         connection.close()
 
 
 def check_options(args: argparse.Namespace) -> None:
+    check_correlation(args)
     if args.show_mismatched < 0:
         raise UsageError("--show-mismatched must be 0 (all) or more")
     if args.dask is not None and args.dask != "local" and "://" not in args.dask:

@@ -145,6 +145,7 @@ def _merge_share(
     share: Sequence[tuple[int, MergeInput]],
     progress: Progress | None = None,
     traces: tuple[int, int] = (TRACE_RESERVOIR_SIZE, MAX_TRACE_LENGTH),
+    binary: str | None = None,
 ) -> _ShareResult:
     """Read and merge one share of the inputs (runs in a worker or in the parent).
 
@@ -170,10 +171,17 @@ def _merge_share(
             if not data:
                 continue  # an empty file is skipped, as llvm-profdata does
             version = input_version(data)
-            if written_for_correlation(data):
+            correlated = written_for_correlation(data)
+            if correlated and binary is None:
                 raise ProfileFormatError("incompatible", CORRELATED, path=path, offset=0)
-            if not _merge_fast(data, index, item, shapes, kinds, warn):
-                profile = parse_profile(data, path)
+            if correlated or not _merge_fast(data, index, item, shapes, kinds, warn):
+                if correlated:
+                    from profkit.formats.instrprof.correlate import correlate_binary
+
+                    assert binary is not None
+                    profile = correlate_binary(data, path, binary, warn)
+                else:
+                    profile = parse_profile(data, path)
                 kinds.merge_kind(profile.kind & ~ProfileKind.MEMPROF, path)
                 newest_shape = max((i for i, _ in shapes.values()), default=-1)
                 if not segments or segments[-1].first_index < newest_shape:
@@ -246,6 +254,7 @@ def merge_files(
     max_trace_length: int = MAX_TRACE_LENGTH,
     llvm_contexts: int = 1,
     llvm_version: int = 22,
+    binary: str | None = None,
 ) -> MergeOutcome:
     """Merge ``inputs`` with ``jobs`` processes; failures are collected, not raised.
 
@@ -254,7 +263,8 @@ def merge_files(
     merge -j N`` (``llvm_version`` = the LLVM release whose hash maps to imitate): inputs
     are dealt round-robin to N writers that are merged pairwise, which decides which
     record wins when two disagree. ``progress(n)`` is called (in this process) with the
-    number of inputs done so far. Worker processes are forked (Linux) — so when the
+    number of inputs done so far. ``binary`` is the executable that raw files written for
+    binary correlation need (``--binary-file``). Worker processes are forked (Linux) — so when the
     calling process runs other threads, the merge runs in this process instead.
     Incompatible profile kinds across shares raise :class:`KindMismatchError`.
     """
@@ -275,10 +285,10 @@ def merge_files(
         base = 0
         for share in shares:
             report = (lambda done, base=base: progress(base + done)) if progress else None
-            results.append(_merge_share(share, report, traces))
+            results.append(_merge_share(share, report, traces, binary))
             base += len(share)
     else:
-        results = _run_parallel(shares, progress, traces)
+        results = _run_parallel(shares, progress, traces, binary)
     warnings: list[str] = []
     if llvm_contexts <= 1:
         final, merged, failures = _replay(results, traces, warnings)
@@ -300,6 +310,7 @@ def _run_parallel(
     shares: list[list[tuple[int, MergeInput]]],
     progress: Progress | None,
     traces: tuple[int, int],
+    binary: str | None = None,
 ) -> list[_ShareResult]:
     """One share per process; the parent takes the first."""
     import multiprocessing
@@ -321,14 +332,14 @@ def _run_parallel(
     )
     try:
         futures: list[Future[_ShareResult]] = [
-            pool.submit(_merge_share, s, None, traces) for s in shares[1:]
+            pool.submit(_merge_share, s, None, traces, binary) for s in shares[1:]
         ]
 
         def own_progress(done: int) -> None:
             if progress is not None:
                 progress(done + counter.value)
 
-        first = _merge_share(shares[0], own_progress if progress else None, traces)
+        first = _merge_share(shares[0], own_progress if progress else None, traces, binary)
         pending = set(futures)
         while progress is not None and pending:
             _, pending = wait(pending, timeout=0.1)

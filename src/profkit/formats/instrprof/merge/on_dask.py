@@ -98,8 +98,10 @@ def _shape_starts_between(starts: list[int], low: int, high: int) -> bool:
     return i < len(starts) and starts[i] < high
 
 
-def _leaf(batch: Sequence[tuple[int, MergeInput]], traces: tuple[int, int]) -> _ShareResult:
-    return _merge_share(batch, None, traces)
+def _leaf(
+    batch: Sequence[tuple[int, MergeInput]], traces: tuple[int, int], binary: str | None
+) -> _ShareResult:
+    return _merge_share(batch, None, traces, binary)
 
 
 class Connection:
@@ -146,6 +148,7 @@ def merge_on_dask(
     trace_reservoir_size: int = TRACE_RESERVOIR_SIZE,
     max_trace_length: int = MAX_TRACE_LENGTH,
     batch: int = BATCH,
+    binary: str | None = None,
 ) -> MergeOutcome:
     """Merge ``inputs`` on the cluster behind ``client``; failures are collected.
 
@@ -161,7 +164,7 @@ def merge_on_dask(
     pending = iter(batches)
     running = as_completed()
     for _ in range(min(limit, len(batches))):
-        running.add(client.submit(_leaf, next(pending), traces, pure=False))
+        running.add(client.submit(_leaf, next(pending), traces, binary, pure=False))
     done_inputs = 0
     partial: Any = None  # a finished future waiting for a partner
     for future in running:
@@ -171,7 +174,7 @@ def merge_on_dask(
                 progress(min(done_inputs, len(inputs)))
             nxt = next(pending, None)
             if nxt is not None:
-                running.add(client.submit(_leaf, nxt, traces, pure=False))
+                running.add(client.submit(_leaf, nxt, traces, binary, pure=False))
         if partial is None:
             partial = future
             if running.is_empty():
