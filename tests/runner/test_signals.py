@@ -174,3 +174,16 @@ def test_profkit_run_dies_of_the_programs_signal(signum: int, ready: str, tmp_pa
     assert results[0][0] == -signum
     assert results[1] == results[0]  # the same death, and atexit handlers as python runs them
     assert (tmp_path / "s.json").exists()
+
+
+@pytest.mark.parametrize("mode", ["trace", "sample"])
+def test_a_program_killed_by_a_signal_kills_profkit_run_the_same_way(
+    mode: str, tmp_path: Path
+) -> None:
+    """Out-of-process engines (``--mode sample`` reading the child from outside) see the
+    program die of SIGKILL: ``profkit run`` dies of it too, as its exit status would read."""
+    (tmp_path / "k.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    bare = _run([sys.executable, "k.py"], tmp_path)
+    out = _run([*RUN, "--mode", mode, "-o", "k.json", "k.py"], tmp_path)
+    assert bare.returncode == -signal.SIGKILL
+    assert out.returncode == bare.returncode, out.stderr

@@ -82,5 +82,6 @@ class DotnetEngine:
             outcome.status,
             interrupted=outcome.signal == signal.SIGINT,
             terminated=outcome.signal == signal.SIGTERM,
+            died_of=outcome.signal or None,
         )
         return Finished(ended, outcome.profile)

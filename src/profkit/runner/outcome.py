@@ -31,6 +31,22 @@ class Outcome:
     system_exit: SystemExit | None = None
     interrupted: bool = False  #: Ctrl-C (KeyboardInterrupt) ended it
     terminated: bool = False  #: SIGTERM ended it
+    #: the signal a program run as a child process died of (SIGKILL, SIGSEGV, ...)
+    died_of: int | None = None
+
+
+def outcome_of_returncode(returncode: int) -> Outcome:
+    """The :class:`Outcome` of a program run as a child process (``Popen.returncode``:
+    negative when a signal ended it), for engines that run their target outside."""
+    if returncode >= 0:
+        return Outcome(returncode)
+    sig = -returncode
+    return Outcome(
+        128 + sig,
+        interrupted=sig == signal.SIGINT,
+        terminated=sig == signal.SIGTERM,
+        died_of=sig,
+    )
 
 
 def outcome_of(ended: BaseException | None) -> Outcome:
@@ -57,12 +73,13 @@ def status_of(exc: SystemExit) -> int:
 
 
 def exit_signal(outcome: Outcome) -> int | None:
-    """The signal ``python`` would have died of (SIGINT, SIGTERM), else ``None``."""
+    """The signal to die of, as the program did (SIGINT, SIGTERM; any signal that killed a
+    program run as a child), else ``None``."""
     if outcome.terminated:
         return int(signal.SIGTERM)
     if outcome.interrupted:
         return int(signal.SIGINT)
-    return None
+    return outcome.died_of
 
 
 def report_exception(outcome: Outcome) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 
 from profkit.api.names import is_profkit_module, prefix_matches
 from profkit.runner.choice import Finished, Job
-from profkit.runner.outcome import Outcome
+from profkit.runner.outcome import Outcome, outcome_of_returncode
 from profkit.runner.python import Program
 from profkit.sampler.command import sample_command, save_profiles
 from profkit.sampler.reader import CodeInfo
@@ -88,16 +88,7 @@ def child_argv(program: Program) -> list[str]:
 
 def _outcome(returncode: int) -> Outcome:
     """The runner's :class:`Outcome` for a child's return code (negative: its signal)."""
-    import signal
-
-    if returncode >= 0:
-        return Outcome(returncode)
-    sig = -returncode
-    return Outcome(
-        128 + sig,
-        interrupted=sig == signal.SIGINT,
-        terminated=sig == signal.SIGTERM,
-    )
+    return outcome_of_returncode(returncode)
 
 
 class OutOfProcessEngine:
