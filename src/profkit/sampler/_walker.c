@@ -33,6 +33,8 @@
 #define FRAME_OWNED_BY_GENERATOR 1
 #define FRAME_OWNED_BY_CSTACK 3
 #define GUESS_CHUNK (16 * 1024)
+/* Most chunk bytes one walk holds (a torn or hostile chain cannot make it allocate more). */
+#define CHUNK_BUDGET (8u << 20)
 
 typedef struct {
     uint64_t start, end;
@@ -80,6 +82,12 @@ static int load_chunk(pid_t pid, uint64_t chunk, Region *regions, int *nregions,
     if (size == 0 || size > max_chunk || size < off_size + 8) {
         PyMem_RawFree(data);
         return 0; /* not a chunk we trust: frames in it are read one by one */
+    }
+    uint64_t used = 0;
+    for (int i = 0; i < *nregions; i++) used += regions[i].end - regions[i].start;
+    if (used + size > CHUNK_BUDGET) {
+        PyMem_RawFree(data);
+        return 0; /* enough held for one walk: further frames are read one by one */
     }
     if (size > got) {
         unsigned char *bigger = PyMem_RawRealloc(data, (size_t)size);

@@ -1,0 +1,113 @@
+"""The C walker on hostile memory: frame chains and chunks built in this process.
+
+``process_vm_readv`` may read our own memory, so a fake ``_PyInterpreterFrame`` chain in a
+ctypes buffer is a target whose every byte the test chooses: cycles, huge chunk sizes,
+dangling pointers. The walker must answer (bounded) or raise OSError, never hang or crash.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+walker = pytest.importorskip("profkit.sampler._walker", reason="the C walker is not built")
+
+# span, code, previous, instr, owner, chunk_previous, chunk_size, max_depth, max_chunk
+PARAMS = (72, 0, 8, 56, 70, 0, 8, 4096, 1 << 20)
+FRAME = 72
+
+
+def _buffer(size: int) -> tuple[ctypes.Array[ctypes.c_char], int]:
+    buf = ctypes.create_string_buffer(size)
+    return buf, ctypes.addressof(buf)
+
+
+def _frame(buf, base: int, index: int, code: int, previous: int, owner: int = 0, skip: int = 0):
+    at = skip + index * FRAME
+    struct.pack_into("<Q", buf, at + 0, code)
+    struct.pack_into("<Q", buf, at + 8, previous)
+    struct.pack_into("<Q", buf, at + 56, code + 200)
+    buf[at + 70] = bytes([owner])
+    return base + at
+
+
+def test_a_cyclic_chain_stops_at_max_depth():
+    buf, base = _buffer(FRAME * 2)
+    a = base
+    b = base + FRAME
+    _frame(buf, base, 0, 0x1000, b)
+    _frame(buf, base, 1, 0x2000, a)  # b -> a -> b -> ...
+    pairs, cut = walker.walk(os.getpid(), a, 0, (*PARAMS[:7], 100, PARAMS[8]))
+    assert len(pairs) == 100 * 16
+    assert not cut
+
+
+def test_c_stack_frames_are_skipped_and_a_generator_end_is_cut():
+    buf, base = _buffer(FRAME * 3)
+    third = _frame(buf, base, 2, 0x3000, 0, owner=1)  # a generator's frame, no previous
+    second = _frame(buf, base, 1, 0x2000, third, owner=3)  # a C-stack shim
+    first = _frame(buf, base, 0, 0x1000, second)
+    pairs, cut = walker.walk(os.getpid(), first, 0, PARAMS)
+    codes = [c for c, _ in struct.iter_unpack("=QQ", pairs)]
+    assert codes == [0x1000, 0x3000]
+    assert cut == 1
+
+
+def test_a_huge_chunk_size_is_not_allocated():
+    buf, base = _buffer(64 + FRAME)
+    struct.pack_into("<QQ", buf, 0, 0, 1 << 62)  # previous 0, size 2**62
+    frame = _frame(buf, base, 0, 0x1000, 0, skip=64)
+    assert frame == base + 64
+    pairs, _ = walker.walk(os.getpid(), frame, base, PARAMS)
+    assert struct.unpack("=QQ", pairs)[0] == 0x1000
+
+
+def test_an_unmapped_frame_is_an_oserror():
+    with pytest.raises(OSError):
+        walker.walk(os.getpid(), 8, 0, PARAMS)
+
+
+def test_bad_offsets_are_refused():
+    with pytest.raises(ValueError):
+        walker.walk(os.getpid(), 0, 0, (72, 70, 8, 56, 70, 0, 8, 10, 1 << 20))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(min_size=FRAME * 4, max_size=FRAME * 4), st.integers(0, 3), st.integers(0, 4))
+def test_random_memory_never_crashes(content, start, chunk_at):
+    buf, base = _buffer(len(content))
+    ctypes.memmove(base, content, len(content))
+    # Point some "previous" words back into the buffer so chains run a while.
+    for i in range(4):
+        if content[i] & 1:
+            struct.pack_into("<Q", buf, i * FRAME + 8, base + ((i + 1) % 4) * FRAME)
+    chunk = base if chunk_at == 0 else 0
+    try:
+        pairs, cut = walker.walk(os.getpid(), base + start * FRAME, chunk, PARAMS)
+    except OSError:
+        return
+    assert len(pairs) % 16 == 0 and len(pairs) <= 16 * PARAMS[7]
+    assert cut in (0, 1)
+
+
+def test_a_cyclic_thread_list_stops_at_max_threads():
+    # runtime: interpreters.head at 0; interp: next at 0, threads.head at 8;
+    # tstate: next 8, thread_id 16, native id 24, chunk 32, current_frame 40 (span 48).
+    buf, base = _buffer(64 * 3 + FRAME)
+    runtime, interp, tstate, frame = base, base + 64, base + 128, base + 192
+    struct.pack_into("<Q", buf, 0, interp)
+    struct.pack_into("<QQ", buf, 64, 0, tstate)
+    struct.pack_into("<QQQQQQ", buf, 128, 0, tstate, 77, 4242, 0, frame)  # next = itself
+    _frame(buf, base, 0, 0x1000, 0, skip=192)
+    no = (1 << 64) - 1
+    params = (0, 0, 8, 48, 8, 16, 24, 32, 40, no, 0, 0, 0, 0, 0, 50, 2)
+    threads, torn, retries = walker.sample(os.getpid(), runtime, False, params, PARAMS)
+    assert len(threads) == 50 and torn == 0 and retries == 0
+    native, ident, holds, pairs = threads[0]
+    assert (native, ident, holds) == (4242, 77, False)
+    assert struct.unpack("=QQ", pairs)[0] == 0x1000
