@@ -1,4 +1,5 @@
-"""Binary correlation (#16 item 2) against live clang/llvm-profdata 19 and 22.
+"""Correlation (#16 item 2) against live clang/llvm-profdata: binary mode (19, 22) and
+debug-info mode (14, 16, 19, 22).
 
 The binary a correlated raw file needs cannot be committed (sources only), so these
 tests build it: sample.c with ``-mllvm -profile-correlate=binary`` (and
@@ -22,13 +23,19 @@ SRC = Path(__file__).resolve().parents[1] / "fixtures" / "instrprof" / "src"
 pytest.importorskip("elftools", reason="pyelftools is not installed")
 
 
-def _build(tmp: Path, llvm: int, name: str, source: str = "sample.c") -> Path:
+def _build(tmp: Path, llvm: int, name: str, source: str = "sample.c", mode: str = "binary") -> Path:
     clang = shutil.which(f"clang-{llvm}")
     if clang is None or shutil.which(f"llvm-profdata-{llvm}") is None:
         pytest.skip(f"clang-{llvm} / llvm-profdata-{llvm} not installed")
     shutil.copy(SRC / source, tmp / source)
     cmd = [clang, "-fprofile-generate", "-O2", "-mllvm", "-disable-vp=true"]
-    cmd += ["-mllvm", "-profile-correlate=binary", source, "-o", name, "-Wl,--build-id"]
+    if mode == "binary":
+        cmd += ["-mllvm", "-profile-correlate=binary"]
+    elif llvm < 17:  # the LLVM 14-16 spelling
+        cmd += ["-g", "-mllvm", "-debug-info-correlate"]
+    else:
+        cmd += ["-g", "-mllvm", "-profile-correlate=debug-info"]
+    cmd += [source, "-o", name, "-Wl,--build-id"]
     done = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
         pytest.skip(f"clang-{llvm} cannot build for binary correlation: {done.stderr[:200]}")
@@ -99,3 +106,27 @@ def test_wrong_binary_and_missing_flag_are_refused(tmp_path: Path) -> None:
     rc, _, err = run(["profdata", "merge", f"--binary-file={plain}", "-o", str(out), str(raw)])
     if "__llvm_covdata" in err:
         assert rc == 2 and "profile-correlate=binary" in err
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("llvm", [14, 16, 19, 22])
+def test_debug_info_merge_is_byte_identical(llvm: int, tmp_path: Path) -> None:
+    prog = _build(tmp_path, llvm, "prog", mode="debug-info")
+    raws = [_run(tmp_path, prog, "a.profraw"), _run(tmp_path, prog, "b.profraw", "x")]
+    theirs = tmp_path / "llvm.profdata"
+    subprocess.run(
+        [f"llvm-profdata-{llvm}", "merge", f"--debug-info={prog}", "-o", str(theirs)]
+        + [str(r) for r in raws],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    ours = tmp_path / "ours.profdata"
+    rc, _, err = run(
+        [
+            *("profdata", "merge", "--llvm-version", str(llvm), f"--debug-info={prog}"),
+            *("-o", str(ours), *map(str, raws)),
+        ]
+    )
+    assert rc == 0, err
+    assert ours.read_bytes() == theirs.read_bytes()

@@ -104,14 +104,15 @@ def _cutoffs(text: str) -> list[int]:
 
 
 def _read(args: argparse.Namespace) -> Any:
-    """The profile to show: read as is, or joined with its binary (``--binary-file``)."""
-    from profkit.cli.profdata_scale import check_correlation
+    """The profile to show: read as is, or joined with its binary (``--binary-file``,
+    ``--debug-info``)."""
+    from profkit.cli.profdata_scale import correlation
     from profkit.formats.instrprof.reader import read_profile, read_profile_bytes
 
-    check_correlation(args)
-    if not args.binary_file:
+    binary = correlation(args)
+    if binary is None:
         return read_profile(args.file)
-    from profkit.formats.instrprof.correlate import correlate_binary
+    from profkit.formats.instrprof.correlate import correlate
     from profkit.formats.instrprof.raw_sections import written_for_correlation
 
     data = read_profile_bytes(args.file)
@@ -119,7 +120,7 @@ def _read(args: argparse.Namespace) -> Any:
         from profkit.formats.instrprof.reader import parse_profile
 
         return parse_profile(data, args.file)  # (the binary is not needed: as llvm-profdata)
-    return correlate_binary(data, args.file, args.binary_file)
+    return correlate(data, args.file, binary.path, binary.mode)
 
 
 def _show(args: argparse.Namespace) -> int:

@@ -306,7 +306,7 @@ def _run_merge(args: argparse.Namespace) -> int:
                 max_trace_length=args.temporal_profile_max_trace_length,
                 llvm_contexts=jobs,  # as llvm-profdata -j N: N writers merged pairwise
                 llvm_version=_llvm_release(args.llvm_version, version),
-                binary=args.binary_file,
+                binary=profdata_scale.correlation(args),
             )
     finally:
         if bar is not None:

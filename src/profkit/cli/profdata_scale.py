@@ -36,16 +36,25 @@ def add_correlation_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--debug-info",
         metavar="BIN",
-        help="debug-info correlation (-profile-correlate=debug-info): not supported yet",
+        help="the executable built with -g -mllvm -profile-correlate=debug-info (LLVM 14-16: "
+        "-debug-info-correlate) that wrote the raw inputs (DWARF; needs pyelftools)",
     )
 
 
+def correlation(args: argparse.Namespace) -> Any:
+    """``--binary-file`` / ``--debug-info`` as a :class:`Correlation`, or None."""
+    binary, debug = getattr(args, "binary_file", None), getattr(args, "debug_info", None)
+    if binary and debug:
+        raise UsageError("--binary-file and --debug-info exclude each other")
+    if not (binary or debug):
+        return None
+    from profkit.formats.instrprof.correlate import Correlation
+
+    return Correlation("binary", str(binary)) if binary else Correlation("debug-info", str(debug))
+
+
 def check_correlation(args: argparse.Namespace) -> None:
-    if getattr(args, "debug_info", None):
-        raise UsageError(
-            "--debug-info (debug-info correlation) is not supported yet; "
-            "llvm-profdata merge --debug-info=BIN reads such files"
-        )
+    correlation(args)
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
@@ -90,7 +99,7 @@ def run_dask(
             progress=progress,
             trace_reservoir_size=args.temporal_profile_trace_reservoir_size,
             max_trace_length=args.temporal_profile_max_trace_length,
-            binary=args.binary_file,
+            binary=correlation(args),
         )
     finally:
         connection.close()

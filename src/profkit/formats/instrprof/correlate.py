@@ -13,7 +13,11 @@ llvm-profdata checks nothing else: a raw file from another build silently puts c
 on the wrong functions. We refuse a binary that cannot be the one: a different ELF class
 or byte order, a counter section of another size than the raw file's, a build ID the
 raw file does not carry. The ELF is read with pyelftools (``pip install pyelftools``).
-Debug-info correlation (``--debug-info``) is not implemented.
+
+Debug-info correlation (``-profile-correlate=debug-info``; LLVM 14-16's
+``-debug-info-correlate``) keeps the same facts in DWARF instead: one ``__profc_<fn>``
+variable per function, its address the counters', with ``DW_TAG_LLVM_annotation``
+children "Function Name", "CFG Hash" and "Num Counters" (``DwarfInstrProfCorrelator``).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import os
 import stat
 import struct
 from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from profkit.errors import ProfileFormatError, UsageError
 from profkit.formats._binary import Cursor
@@ -33,49 +38,128 @@ from profkit.formats.instrprof.raw_sections import locate
 DATA_SECTION = "__llvm_covdata"
 NAMES_SECTION = "__llvm_covnames"
 COUNTERS_SECTION = "__llvm_prf_cnts"
-INSTALL_HINT = "--binary-file needs pyelftools: pip install pyelftools"
+
+
+class Correlation(NamedTuple):
+    """Where the records of correlation raw files are: ``mode`` ``binary`` or ``debug-info``."""
+
+    mode: str
+    path: str
+
+
+#: One function's probe: (name, CFG hash, counter address, number of counters).
+Probe = tuple[str, int, int, int]
 
 
 class _Binary:
-    """What correlation needs from an ELF executable."""
+    """What correlation needs from an ELF executable, in ``binary`` or ``debug-info`` mode."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, mode: str = "binary") -> None:
+        flag = "--binary-file" if mode == "binary" else "--debug-info"
         try:
-            from elftools.common.exceptions import ELFError
+            from elftools.common.exceptions import DWARFError, ELFError
             from elftools.elf.elffile import ELFFile
         except ImportError:
-            raise UsageError(INSTALL_HINT) from None
+            raise UsageError(f"{flag} needs pyelftools: pip install pyelftools") from None
         try:
             st = os.stat(path)
         except OSError as exc:
-            raise UsageError(f"--binary-file {path}: {exc.strerror or exc}") from None
+            raise UsageError(f"{flag} {path}: {exc.strerror or exc}") from None
         if not stat.S_ISREG(st.st_mode):
-            raise UsageError(f"--binary-file {path}: not a regular file")
+            raise UsageError(f"{flag} {path}: not a regular file")
         self.path = path
+        self.data = self.names = b""
+        self.probes: list[Probe] = []
         try:
             with open(path, "rb") as fh:
                 elf = ELFFile(fh)
                 self.psize = 8 if elf.elfclass == 64 else 4
                 self.order = "<" if elf.little_endian else ">"
+                wanted = (DATA_SECTION, NAMES_SECTION) if mode == "binary" else ()
                 sections = {}
-                for name in (DATA_SECTION, NAMES_SECTION, COUNTERS_SECTION):
+                for name in (*wanted, COUNTERS_SECTION):
                     sec = elf.get_section_by_name(name)
                     if sec is None:
                         raise ProfileFormatError(
                             "incompatible",
                             f"has no {name} section: not built with "
-                            "-mllvm -profile-correlate=binary",
+                            f"-mllvm -profile-correlate={mode}",
                             path=path,
                         )
                     sections[name] = sec
-                self.data = bytes(sections[DATA_SECTION].data())
-                self.names = bytes(sections[NAMES_SECTION].data())
+                if mode == "binary":
+                    self.data = bytes(sections[DATA_SECTION].data())
+                    self.names = bytes(sections[NAMES_SECTION].data())
+                else:
+                    if not elf.has_dwarf_info():
+                        raise ProfileFormatError(
+                            "incompatible", "has no DWARF: not built with -g", path=path
+                        )
+                    self.probes = _dwarf_probes(elf)
                 counters = sections[COUNTERS_SECTION]
                 self.counters_start = int(counters["sh_addr"])
                 self.counters_size = int(counters["sh_size"])
                 self.build_ids = _build_ids(elf)
-        except ELFError as exc:
-            raise ProfileFormatError("bad_magic", f"not an ELF binary: {exc}", path=path) from None
+        except (ELFError, DWARFError) as exc:
+            raise ProfileFormatError(
+                "malformed", f"cannot read the ELF/DWARF: {exc}", path=path
+            ) from None
+
+
+#: ``DW_TAG_LLVM_annotation`` (pyelftools may not know its name).
+_ANNOTATION_TAGS = ("DW_TAG_LLVM_annotation", 0x6000)
+_DW_OP_ADDR, _DW_OP_ADDRX = 0x03, 0xA1
+
+
+def _dwarf_probes(elf: Any) -> list[Probe]:
+    """``DwarfInstrProfCorrelator``: every ``__profc_*`` variable with its annotations
+    ("Function Name", "CFG Hash", "Num Counters") and its address, in DIE order."""
+    dwarf = elf.get_dwarf_info()
+    probes: list[Probe] = []
+    for cu in dwarf.iter_CUs():
+        for die in cu.iter_DIEs():
+            if die.tag != "DW_TAG_variable":
+                continue
+            name = die.attributes.get("DW_AT_name")
+            if name is None or not bytes(name.value).startswith(b"__profc_"):
+                continue
+            address = _address(dwarf, cu, die.attributes.get("DW_AT_location"))
+            notes: dict[bytes, Any] = {}
+            for child in die.iter_children():
+                if child.tag in _ANNOTATION_TAGS:
+                    key = child.attributes.get("DW_AT_name")
+                    value = child.attributes.get("DW_AT_const_value")
+                    if key is not None and value is not None:
+                        notes[bytes(key.value)] = value.value
+            fn, cfg, num = (notes.get(k) for k in (b"Function Name", b"CFG Hash", b"Num Counters"))
+            if address is None or fn is None or cfg is None or num is None:
+                continue  # LLVM warns "incomplete DIE" and skips it
+            text = fn.decode("utf-8", "surrogateescape") if isinstance(fn, bytes) else str(fn)
+            probes.append((text, int(cfg), address, int(num)))
+    return probes
+
+
+def _address(dwarf: Any, cu: Any, location: Any) -> int | None:
+    """The address of a ``DW_OP_addr`` / ``DW_OP_addrx`` location expression."""
+    if location is None or not isinstance(location.value, list) or not location.value:
+        return None
+    expr = bytes(location.value)
+    if expr[0] == _DW_OP_ADDR:
+        size = len(expr) - 1
+        return (
+            int.from_bytes(expr[1:], "little" if dwarf.config.little_endian else "big")
+            if size in (4, 8)
+            else None
+        )
+    if expr[0] == _DW_OP_ADDRX:
+        index, shift = 0, 0
+        for byte in expr[1:]:
+            index |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                break
+        return int(dwarf.get_addr(cu, index))
+    return None
 
 
 def _build_ids(elf: object) -> list[bytes]:
@@ -96,13 +180,25 @@ def correlate_binary(
     warn: Callable[[str], None] | None = None,
 ) -> Profile:
     """The profile of a binary-correlation raw file, records and names taken from the binary."""
+    return correlate(raw, raw_path, binary_path, "binary", warn)
+
+
+def correlate(
+    raw: bytes,
+    raw_path: str,
+    binary_path: str,
+    mode: str,
+    warn: Callable[[str], None] | None = None,
+) -> Profile:
+    """A correlation raw file read with its binary: ``mode`` is ``binary`` (the
+    ``__llvm_covdata``/``__llvm_covnames`` sections) or ``debug-info`` (DWARF)."""
     layout = RAW_MAGICS.get(bytes(raw[:8]))
     if layout is None:
         raise ProfileFormatError("bad_magic", "not a raw profile", path=raw_path, offset=0)
     order, psize = layout
     cur = Cursor(raw, path=raw_path, error=ProfileFormatError)
     where = locate(cur, order, psize)
-    binary = _Binary(binary_path)
+    binary = _Binary(binary_path, mode)
     mismatch = f"{binary_path} is not the binary that wrote {raw_path}"
     if (binary.order, binary.psize) != (order, psize):
         raise ProfileFormatError(
@@ -124,37 +220,44 @@ def correlate_binary(
             f"{', '.join(i.hex() for i in ids)}",
             path=binary_path,
         )
-    rec = where.record
+    probes = _section_probes(binary, where.record) if mode == "binary" else binary.probes
+    counters = raw[where.counters[0] : where.counters[1]]
+    profile = Profile(kind=where.kind, format="raw", version=where.version)
+    profile.version_word = where.word
+    profile.binary_ids.extend(ids)
+    for index, (name, cfg_hash, address, n) in enumerate(probes):
+        offset = address - binary.counters_start
+        if not 0 <= offset < binary.counters_size or offset + 8 * n > binary.counters_size:
+            if warn is not None:  # as LLVM: "could not find a valid counter pointer"
+                warn(f"{binary_path}: probe {index} ({name}): counters outside {COUNTERS_SECTION}")
+            continue
+        counts = list(struct.unpack_from(f"{order}{n}Q", counters, offset))
+        profile.records.append(FunctionRecord(name, cfg_hash, counts, b""))
+    add_names(profile.symtab, [r.name for r in profile.records])
+    return profile
+
+
+def _section_probes(binary: _Binary, rec: Any) -> list[Probe]:
+    """The data records of ``__llvm_covdata`` as probes, names from ``__llvm_covnames``."""
     # The last record may lack its tail padding (LLVM iterates with `<`): pad it.
     data = binary.data + bytes(-len(binary.data) % rec.size)
     symtab: dict[int, str] = {}
-    names_cur = Cursor(binary.names, path=binary_path, error=ProfileFormatError)
+    names_cur = Cursor(binary.names, path=binary.path, error=ProfileFormatError)
     add_names(symtab, decode_names(names_cur, len(binary.names), NAMES_SECTION))
-    counters = raw[where.counters[0] : where.counters[1]]
     i_name, i_hash = rec.pos("name_ref"), rec.pos("func_hash")
     i_cptr, i_nc = rec.pos("counter_ptr"), rec.pos("num_counters")
-    profile = Profile(kind=where.kind, format="raw", version=where.version)
-    profile.version_word = where.word
-    profile.symtab.update(symtab)
-    profile.binary_ids.extend(ids)
+    probes: list[Probe] = []
     for index, values in enumerate(rec.struct.iter_unpack(data)):
-        offset = values[i_cptr] - binary.counters_start
-        n = values[i_nc]
-        if not 0 <= offset < binary.counters_size or offset + 8 * n > binary.counters_size:
-            if warn is not None:  # as LLVM: "could not find a valid counter pointer"
-                warn(f"{binary_path}: record {index}: counter pointer outside {COUNTERS_SECTION}")
-            continue
         name = symtab.get(values[i_name])
         if name is None:
             raise ProfileFormatError(
                 "malformed",
                 f"record {index}: name hash 0x{values[i_name]:016x} is not in {NAMES_SECTION}",
-                path=binary_path,
+                path=binary.path,
                 offset=index * rec.size,
             )
-        counts = list(struct.unpack_from(f"{order}{n}Q", counters, offset))
-        profile.records.append(FunctionRecord(name, values[i_hash], counts, b""))
-    return profile
+        probes.append((name, values[i_hash], values[i_cptr], values[i_nc]))
+    return probes
 
 
 def _raw_binary_ids(raw: bytes, span: tuple[int, int], order: str) -> list[bytes]:

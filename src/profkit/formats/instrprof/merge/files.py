@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     # multiprocessing, only when worker processes are started.
     from concurrent.futures import Future
 
+    from profkit.formats.instrprof.correlate import Correlation
     from profkit.formats.instrprof.merge.raw_arrays import ShapeAccumulator
 
 Progress = Callable[[int], None]
@@ -145,7 +146,7 @@ def _merge_share(
     share: Sequence[tuple[int, MergeInput]],
     progress: Progress | None = None,
     traces: tuple[int, int] = (TRACE_RESERVOIR_SIZE, MAX_TRACE_LENGTH),
-    binary: str | None = None,
+    binary: Correlation | None = None,
 ) -> _ShareResult:
     """Read and merge one share of the inputs (runs in a worker or in the parent).
 
@@ -176,10 +177,10 @@ def _merge_share(
                 raise ProfileFormatError("incompatible", CORRELATED, path=path, offset=0)
             if correlated or not _merge_fast(data, index, item, shapes, kinds, warn):
                 if correlated:
-                    from profkit.formats.instrprof.correlate import correlate_binary
+                    from profkit.formats.instrprof.correlate import correlate
 
                     assert binary is not None
-                    profile = correlate_binary(data, path, binary, warn)
+                    profile = correlate(data, path, binary.path, binary.mode, warn)
                 else:
                     profile = parse_profile(data, path)
                 kinds.merge_kind(profile.kind & ~ProfileKind.MEMPROF, path)
@@ -254,7 +255,7 @@ def merge_files(
     max_trace_length: int = MAX_TRACE_LENGTH,
     llvm_contexts: int = 1,
     llvm_version: int = 22,
-    binary: str | None = None,
+    binary: Correlation | None = None,
 ) -> MergeOutcome:
     """Merge ``inputs`` with ``jobs`` processes; failures are collected, not raised.
 
@@ -263,8 +264,8 @@ def merge_files(
     merge -j N`` (``llvm_version`` = the LLVM release whose hash maps to imitate): inputs
     are dealt round-robin to N writers that are merged pairwise, which decides which
     record wins when two disagree. ``progress(n)`` is called (in this process) with the
-    number of inputs done so far. ``binary`` is the executable that raw files written for
-    binary correlation need (``--binary-file``). Worker processes are forked (Linux) — so when the
+    number of inputs done so far. ``binary`` names the executable that raw files written
+    for correlation need (``--binary-file`` or ``--debug-info``). Worker processes are forked (Linux) — so when the
     calling process runs other threads, the merge runs in this process instead.
     Incompatible profile kinds across shares raise :class:`KindMismatchError`.
     """
@@ -310,7 +311,7 @@ def _run_parallel(
     shares: list[list[tuple[int, MergeInput]]],
     progress: Progress | None,
     traces: tuple[int, int],
-    binary: str | None = None,
+    binary: Correlation | None = None,
 ) -> list[_ShareResult]:
     """One share per process; the parent takes the first."""
     import multiprocessing

@@ -19,7 +19,7 @@ merged. Requires the optional ``dask`` extra (``pip install 'profkit[dask]'``).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from profkit.errors import ProfkitError
 from profkit.formats.instrprof.merge.accumulator import (
@@ -35,6 +35,9 @@ from profkit.formats.instrprof.merge.files import (
     _replay,
     _ShareResult,
 )
+
+if TYPE_CHECKING:
+    from profkit.formats.instrprof.correlate import Correlation
 
 #: Inputs per leaf task: large enough that task overhead (~1 ms) is small against
 #: reading the files, small enough that retries and progress are fine-grained.
@@ -99,7 +102,7 @@ def _shape_starts_between(starts: list[int], low: int, high: int) -> bool:
 
 
 def _leaf(
-    batch: Sequence[tuple[int, MergeInput]], traces: tuple[int, int], binary: str | None
+    batch: Sequence[tuple[int, MergeInput]], traces: tuple[int, int], binary: Correlation | None
 ) -> _ShareResult:
     return _merge_share(batch, None, traces, binary)
 
@@ -148,7 +151,7 @@ def merge_on_dask(
     trace_reservoir_size: int = TRACE_RESERVOIR_SIZE,
     max_trace_length: int = MAX_TRACE_LENGTH,
     batch: int = BATCH,
-    binary: str | None = None,
+    binary: Correlation | None = None,
 ) -> MergeOutcome:
     """Merge ``inputs`` on the cluster behind ``client``; failures are collected.
 
