@@ -188,3 +188,40 @@ def test_bad_user_interval_raises(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PROFKIT_INTERVAL", "soon")
     with pytest.raises(Exception, match="duration"):
         startup._sample_interval()
+
+
+def test_a_bad_profkit_setting_does_not_stop_a_profiler_that_never_reads_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The start-up hook reads its own variables one at a time from the settings table:
+    a bad PROFKIT_BASETIME concerns the ELT profiler, not a user's profiler."""
+    monkeypatch.setattr(startup, "_done", False)
+    monkeypatch.setenv(startup.ENABLE_VAR, "1")
+    monkeypatch.setenv(startup.PROFILER_VAR, "tests.collect.profilers:FileRecorder")
+    monkeypatch.setenv("PROFKIT_BASETIME", "soon")
+    monkeypatch.delenv("PROFKIT_BACKEND", raising=False)
+    try:
+        assert startup.process_startup() is not None
+    finally:
+        detach()
+    assert capsys.readouterr().err == ""
+
+
+def test_startup_never_writes_into_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(startup, "_done", False)
+    monkeypatch.setenv(startup.ENABLE_VAR, "1")
+    monkeypatch.setenv(startup.PROFILER_VAR, "profkit.profilers.elt:SamplingProfiler")
+    monkeypatch.setenv("PROFKIT_INTERVAL", "20ms")
+    monkeypatch.setenv("PROFKIT_TREE", "0")
+    monkeypatch.delenv("PROFKIT_SAMPLE_INTERVAL", raising=False)
+    monkeypatch.delenv("PROFKIT_BACKEND", raising=False)
+    before = dict(os.environ)
+    try:
+        session = startup.process_startup()
+        assert session is not None
+        from profkit.runner import activation
+
+        activation.disown()  # a test process: save nothing at detach
+    finally:
+        detach()
+    assert dict(os.environ) == before  # PROFKIT_INTERVAL used to be copied into ..._SAMPLE_INTERVAL
