@@ -136,6 +136,7 @@ _names = st.from_regex(r"[a-z_][a-z0-9_]{0,6}(\.[a-z_][a-z0-9_]{0,6}){0,2}", ful
     output=st.none() | st.sampled_from(["a.json", "out.{pid}.json.gz"]),
     tree=st.booleans(),
     unit=st.sampled_from(["us", "ns"]),
+    fmt=st.sampled_from(["", "profile", "html", "speedscope", "pprof"]),
 )
 def test_serialize_round_trip(
     mode: str,
@@ -146,6 +147,7 @@ def test_serialize_round_trip(
     output: str | None,
     tree: bool,
     unit: str,
+    fmt: str,
 ) -> None:
     s = Settings(
         mode=mode,
@@ -156,6 +158,7 @@ def test_serialize_round_trip(
         output=output,
         tree=tree,
         unit=unit,  # type: ignore[arg-type]
+        format=fmt,
     )
     env = s.serialize()
     assert all(k.startswith("PROFKIT_") and isinstance(v, str) for k, v in env.items())

@@ -59,7 +59,7 @@ class AtomicOutput:
             st: os.stat_result | None = os.stat(self.path)  # follows symlinks
         except FileNotFoundError:
             st = None
-        _refuse_planted_symlinks(self.path)
+        refuse_planted_symlinks(self.path)
         if (st is not None and stat.S_ISDIR(st.st_mode)) or self.path.endswith(os.sep):
             # "out/" names a directory even when it does not exist: never a file "out"
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), self.path)
@@ -186,7 +186,7 @@ def write_stdout(data: bytes) -> None:
 _MAX_LINKS = 40
 
 
-def _refuse_planted_symlinks(path: str) -> None:
+def refuse_planted_symlinks(path: str) -> None:
     """Refuse to write through a symlink that ``fs.protected_symlinks`` would not follow.
 
     Every link of the chain at ``path`` is checked: in a sticky, world-writable directory

@@ -173,3 +173,17 @@ def test_an_unwritable_output_keeps_the_programs_exit_message(tmp_path: Path) ->
     assert out.returncode == 1
     assert "bye" in out.stderr.splitlines()
     assert "cannot write profile" in out.stderr and "exited with status 1" in out.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root (lchown)")
+def test_stream_is_not_written_through_a_planted_symlink(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    (shared / "events.txt").symlink_to(victim)
+    os.lchown(shared / "events.txt", 4242, 4242)
+    out = _run([*RUN, "--stream", str(shared / "events.txt"), "-c", "pass"], tmp_path)
+    assert out.returncode == 2 and "protected_symlinks" in out.stderr
+    assert victim.read_text() == "precious"

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from profkit._atomic import refuse_input_as_output
+from profkit._atomic import refuse_input_as_output, refuse_planted_symlinks
 from profkit.errors import UsageError
 from profkit.runner import output
 from profkit.runner.choice import Finished, Job, Target, choose
@@ -217,6 +217,7 @@ def _check_stream(stream: str) -> None:
     """Open the ``--stream`` file as the profiler will (created or truncated) — after the
     overwrite checks, never before (opening it truncates it)."""
     try:
+        refuse_planted_symlinks(stream)  # the profiler opens it plainly: never through /tmp's traps
         with open(stream, "w", encoding="utf-8"):
             pass
     except OSError as exc:
