@@ -12,6 +12,7 @@ import re
 import socket
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -528,3 +529,27 @@ def test_profkit_run_perf_map(workload: Path, tmp_path: Path) -> None:
     assert f"perf map saved to {written}" in proc.stderr
     names = [e.name for e in load_perf_map(str(written)).entries()]
     assert P + "Main" in names and any(n.endswith(" [r2r]") for n in names)
+
+
+def test_sigterm_to_profkit_reaches_the_program_and_the_profile_is_saved(
+    workload: Path, tmp_path: Path, dotnet_host: Host
+) -> None:
+    def run_and_terminate(cmd: list[str]) -> tuple[int, str]:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == "sleeping\n"  # the program is running its loop
+        time.sleep(0.5)  # ~15 calls of Slow (30 ms each) complete
+        proc.terminate()
+        _, err = proc.communicate(timeout=60)
+        return proc.returncode, err
+
+    bare, _ = run_and_terminate([dotnet_host.path, str(workload), "sleep", "1000"])
+    out = tmp_path / "p.json"
+    status, err = run_and_terminate(
+        [*profkit_cli(), "clr", "run", "--prefix", "ProfTest", "--no-tree", "-o", str(out),
+         str(workload), "sleep", "1000"]
+    )  # fmt: skip
+    assert status == bare  # CoreCLR 3.1 exits 143 after SIGTERM; profkit passes it on
+    assert "profile saved" in err
+    profile = profile_file.load(str(out))
+    assert calls(profile, P + "Slow") >= 1 and profile.metadata["exit_status"] == 143

@@ -10,6 +10,7 @@ when asked, a perf map. Library code: it prints nothing and never exits.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -84,12 +85,21 @@ def run_dotnet(
         proc = subprocess.Popen(
             [host.path, assembly, *args], env=env, stdin=stdin, stdout=stdout, stderr=stderr
         )
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
+        # Ctrl-C reaches the program through the terminal: profkit waits for it to end.
+        # A SIGTERM sent to profkit alone is passed on, so the program ends as it would
+        # (CoreCLR runs its exit handlers and the profiler writes its result), and profkit
+        # then saves the profile and dies of SIGTERM too (profkit.runner.outcome).
+        saved = {}
+        if _main_thread():
+            saved[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
+            saved[signal.SIGTERM] = signal.signal(
+                signal.SIGTERM, lambda signum, frame: _forward(proc, signum)
+            )
         try:
             code = _wait(proc)
         finally:
-            if previous is not None:
-                signal.signal(signal.SIGINT, previous)
+            for signum, previous in saved.items():
+                signal.signal(signum, previous)
         outcome = DotnetOutcome(status=code, host=host)
         if code < 0:
             outcome.signal = -code
@@ -125,6 +135,11 @@ def run_dotnet(
         save_perf_map(PerfMap.from_entries(perf_map_entries(result)), path)
         outcome.perf_map = path
     return outcome
+
+
+def _forward(proc: subprocess.Popen[bytes], signum: int) -> None:
+    with contextlib.suppress(OSError):  # already gone
+        proc.send_signal(signum)
 
 
 def _main_thread() -> bool:

@@ -206,6 +206,12 @@ namespace ProfTest
                     for (int i = 0; i < 5; i++)
                         Fast();
                     break;
+                case "sleep":
+                    Console.WriteLine("sleeping");
+                    Console.Out.Flush();
+                    for (int i = 0; i < n; i++)
+                        Slow();
+                    break;
                 case "gc":
                     for (int i = 0; i < 1000; i++)
                         Leaf(new byte[1024].Length);
