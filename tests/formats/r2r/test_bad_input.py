@@ -133,3 +133,52 @@ def test_cli_one_line_exit_2(framework: Path, tmp_path: Path) -> None:
     assert len(lines) == 1 and str(bad) in lines[0] and "offset 0x" in lines[0]
     assert not out.exists()
     assert bad.read_bytes() == data[: len(data) // 2]  # inputs are never modified
+
+
+def test_self_referring_typespec_cannot_explode(framework: Path) -> None:
+    """A TypeSpec whose two generic arguments are itself would double at every level:
+    the depth limit stops the first path (a DAG of distinct TypeSpecs that stays shallow
+    but fans out is stopped by the 4,096-type budget instead)."""
+    from profkit.formats.r2r.metadata import TYPESPEC
+    from profkit.formats.r2r.signatures import SigReader
+
+    data, image = _image(framework, "System.Private.CoreLib.dll")
+    md = image.components[0].metadata  # type: ignore[attr-defined]
+    sigs = md.table(TYPESPEC).column("Signature")
+    rid, pos = next(  # rid < 32: its coded token fits in one compressed byte
+        (i + 1, md.blob(b)[0]) for i, b in enumerate(sigs[:31]) if md.blob(b)[1] >= 8
+    )
+    token = 0x12, (rid << 2) | 2  # CLASS <this TypeSpec>
+    struct.pack_into("8B", data, pos, 0x15, 0x12, *[(rid << 2) | 2], 2, *token, *token)
+    md2 = read_r2r_image(bytes(data)).components[0].metadata
+    reader = SigReader(md2, 0, 0, data=md2.data, path="img.dll")
+    with pytest.raises(FormatError) as err:
+        reader.token_type((rid << 2) | 2, 0)
+    assert err.value.kind == "malformed" and "nests deeper than" in str(err.value)
+
+
+def test_fanning_out_typespecs_hit_the_budget(framework: Path) -> None:
+    """14 distinct TypeSpecs, each instantiated with the next one twice: depth 14 only,
+    but 2**14 types; the 4,096-type budget ends it with one error."""
+    from profkit.formats.r2r.metadata import TYPESPEC
+    from profkit.formats.r2r.signatures import SigReader
+
+    data, image = _image(framework, "System.Private.CoreLib.dll")
+    md = image.components[0].metadata  # type: ignore[attr-defined]
+    sigs = md.table(TYPESPEC).column("Signature")
+    # blobs of >= 10 bytes: GENERICINST CLASS <def> 2, then CLASS + a 2-byte token, twice
+    chain = [(i + 1, md.blob(b)[0]) for i, b in enumerate(sigs[:4000]) if md.blob(b)[1] >= 10]
+    assert len(chain) >= 14
+    chain = chain[:14]
+    for k, (_, pos) in enumerate(chain):
+        if k + 1 < len(chain):
+            coded = (chain[k + 1][0] << 2) | 2
+            arg = (0x12, 0x80 | coded >> 8, coded & 0xFF)
+        else:
+            arg = (0x08, 0x08, 0x08)  # int32 (the other bytes are never read)
+        struct.pack_into("10B", data, pos, 0x15, 0x12, 2 << 2, 2, *arg, *arg)
+    md2 = read_r2r_image(bytes(data)).components[0].metadata
+    reader = SigReader(md2, 0, 0, data=md2.data, path="img.dll")
+    with pytest.raises(FormatError) as err:
+        reader.token_type((chain[0][0] << 2) | 2, 0)
+    assert err.value.kind == "too_large" and "expands to more than" in str(err.value)
