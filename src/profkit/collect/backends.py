@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from profkit.collect.base import Backend, Capabilities
@@ -30,23 +29,47 @@ def _monitoring_unavailable() -> str | None:
     return reason_unavailable()
 
 
-@dataclass(frozen=True, slots=True)
 class BackendRow:
-    """One backend: where it lives and whether it can run here."""
+    """One backend: where it lives and whether it can run here.
 
-    name: str
-    #: module holding the class and its ``CAPABILITIES``
-    module: str
-    #: the class, built with a :class:`~profkit.collect.context.BackendContext`
-    cls: str
-    #: why it cannot run in this interpreter, or None
-    unavailable: Callable[[], str | None] = _always
-    #: whether its class takes the context (the sampler-only slot installs nothing)
-    takes_context: bool = True
-    #: whether it serves tracing events (``select.choose`` picks the first that can run)
-    tracing: bool = True
-    #: the reason ``select.choose`` gives when it picks this one first
-    chosen_because: str = ""
+    A plain class, not a dataclass: this module is imported by every profiled process at
+    start-up, and building a dataclass costs more than the rest of the module.
+    """
+
+    __slots__ = (
+        "chosen_because",
+        "cls",
+        "module",
+        "name",
+        "takes_context",
+        "tracing",
+        "unavailable",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        module: str,
+        cls: str,
+        unavailable: Callable[[], str | None] = _always,
+        *,
+        takes_context: bool = True,
+        tracing: bool = True,
+        chosen_because: str = "",
+    ) -> None:
+        self.name = name
+        #: module holding the class and its ``CAPABILITIES``
+        self.module = module
+        #: the class, built with a :class:`~profkit.collect.context.BackendContext`
+        self.cls = cls
+        #: why it cannot run in this interpreter, or None
+        self.unavailable = unavailable
+        #: whether its class takes the context (the sampler-only slot installs nothing)
+        self.takes_context = takes_context
+        #: whether it serves tracing events (``select.choose`` picks the first that can run)
+        self.tracing = tracing
+        #: the reason ``select.choose`` gives when it picks this one first
+        self.chosen_because = chosen_because
 
     @property
     def capabilities(self) -> Capabilities:

@@ -28,7 +28,6 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from profkit.collect import _pyhook
 from profkit.collect.base import Capabilities
 from profkit.collect.context import BackendContext
 from profkit.collect.plan import ALL_EVENTS
@@ -118,7 +117,10 @@ def _make_hook(
     tables = Tables(state)
     # Plain functions take the fast path only when nothing else is wanted at entry/exit.
     fast = plan.arguments is None and plan.return_value is None and plan.unwind is None
-    impl: Any = _profhook if _profhook is not None and ctx.native else _pyhook
+    if _profhook is not None and ctx.native:
+        impl: Any = _profhook
+    else:
+        from profkit.collect import _pyhook as impl
     hook = impl.Hook(
         **tables.fast_path_tables(),
         slow=make_slow(ctx, plan, tables, current),
