@@ -57,6 +57,7 @@ class ProfileSaver:
             if self.settings.tree:
                 _say(output.render(profile, sys.stderr))
                 _say(f"profkit: profile saved to {path}\n")
+                _say(f"profkit: view it: {output.how_to_view(fmt, path)}\n")
 
 
 def build(factory: Callable[..., Any], environ: Mapping[str, str]) -> Any:
