@@ -10,10 +10,26 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Protocol, cast
 
+from profkit.api import ProfilerCallback
+from profkit.calltree.model import CallProfile
 from profkit.runner.choice import Finished, Job
 from profkit.runner.python import Prepared, Program, Running
+
+
+class InProcessProfiler(Protocol):
+    """What the engine needs of the profiler it attaches (the ELT and sampling profilers):
+    built with ``factory(settings, standalone=False, paused=True, main_module=...,
+    internal_files=...)``, started after ``attach`` returns, quieted, stopped, read."""
+
+    profile: CallProfile | None
+
+    def start_events(self) -> None: ...
+    def stop_events(self) -> None: ...
+    def quiet_this_thread(self) -> None: ...
+    def build_profile(self) -> CallProfile: ...
 
 
 class InProcessEngine:
@@ -21,7 +37,7 @@ class InProcessEngine:
 
     def __init__(self) -> None:
         self._prepared: Prepared | None = None
-        self._profiler: Any = None
+        self._profiler: InProcessProfiler | None = None
         self._program: Program | None = None
         self._running: Running | None = None
         self._parent_pid = 0
@@ -57,17 +73,24 @@ class InProcessEngine:
         assert isinstance(program, Program) and self._prepared is not None
         prepared = self._prepared
         settings = job.settings
-        profiler: Any = job.choice.load_profiler()(settings, standalone=False, paused=True)
-        if sys.argv and sys.argv[0]:  # the `profkit` console script, seen by the stack sampler
-            launcher = sys.argv[0]
-            profiler.internal_files |= {launcher, os.path.abspath(launcher)}
+        launcher = sys.argv[0] if sys.argv else ""
+        main_module = None
         spec = prepared.globals.get("__spec__")
         if spec is not None and spec.origin:
-            profiler.main_module = (spec.origin, spec.name)  # -m: name its code after the module
+            main_module = (spec.origin, spec.name)  # -m: name its code after the module
         elif program.kind == "script" and prepared.code is not None:
             # A script's code is __main__'s, always: the collector's file -> module lookup
             # may name it after the file's stem or __main__ depending on when it first saw it.
-            profiler.main_module = (prepared.code.co_filename, "__main__")
+            main_module = (prepared.code.co_filename, "__main__")
+        factory = cast("Callable[..., InProcessProfiler]", job.choice.load_profiler())
+        profiler = factory(
+            settings,
+            standalone=False,
+            paused=True,
+            main_module=main_module,
+            # the `profkit` console script: the stack sampler sees it under the program
+            internal_files=(launcher, os.path.abspath(launcher)) if launcher else (),
+        )
         self._profiler = profiler
         self._program = program
         self._parent_pid = os.getpid()
@@ -84,7 +107,7 @@ class InProcessEngine:
                 activation.disown()
                 detach()
             attach(
-                profiler,
+                cast("ProfilerCallback", profiler),
                 sample_interval=settings.interval_ns / 1e9,
                 sample_clock=settings.sample_clock,
                 native=settings.native != "off",
@@ -100,16 +123,16 @@ class InProcessEngine:
 
         profiler = self._profiler
         parent_pid = self._parent_pid
-        assert self._running is not None and self._program is not None
+        assert profiler is not None and self._running is not None and self._program is not None
         running, program = self._running, self._program
 
-        def ours() -> Any:
+        def ours() -> InProcessProfiler:
             """The profiler recording this process: in a forked child returning through
             this code, the fresh one the collector attached at the fork, not our copy."""
             if os.getpid() != parent_pid:
                 session = current_session()
                 if session is not None and hasattr(session.profiler, "quiet_this_thread"):
-                    return session.profiler
+                    return cast(InProcessProfiler, session.profiler)
             return profiler
 
         def stop() -> None:

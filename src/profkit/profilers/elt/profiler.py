@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from types import FrameType
 from typing import Any
 
@@ -111,6 +111,8 @@ class EltProfiler(TraceHooks, ProfilerCallback):
         on_line: Callable[[str], None] | None = None,
         paused: bool = False,
         on_profile: Callable[[CallProfile], None] | None = None,
+        main_module: tuple[str, str] | None = None,
+        internal_files: Iterable[str] = (),
     ) -> None:
         if settings is None:
             raise TypeError(
@@ -156,10 +158,10 @@ class EltProfiler(TraceHooks, ProfilerCallback):
         self._native_wanted = settings.mode != "sample" and native.wanted(settings.native)
         self.profile: CallProfile | None = None
         #: (file, module name) of a module run as ``__main__`` (``profkit run -m``)
-        self.main_module: tuple[str, str] | None = None
+        self.main_module: tuple[str, str] | None = main_module
         #: source files never shown whatever their module: profkit's entry points
         #: (``profkit run`` adds its console script)
-        self.internal_files: frozenset[str] = frozenset({_PROFKIT_MAIN})
+        self.internal_files: frozenset[str] = frozenset({_PROFKIT_MAIN, *internal_files})
 
     @classmethod
     def from_settings(
