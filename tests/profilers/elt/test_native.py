@@ -378,3 +378,27 @@ def test_flat_rows_save_as_the_file_module_saves(tmp_path: Any) -> None:
     assert (tmp_path / "stream.json").read_bytes() == data
     assert (tmp_path / "read.json").read_bytes() == data
     assert file.load(tmp_path / "stream.json").threads[0].root == prof.profile.threads[0].root
+
+
+def test_flat_export_merges_the_children_of_merged_functions() -> None:
+    """Two functions with one frame (ids 1 and 2) each call function 3: after the merge,
+    frame 3 is one child, not two (a saved file would name it twice under one parent)."""
+    from profkit.calltree.model import Frame
+    from profkit.profilers.elt.flat import tree
+
+    now = [0]
+    rec = _recorder(clock=lambda: now[0])
+    for outer in (1, 2):
+        rec.enter(outer)
+        rec.enter(3)
+        now[0] += 5
+        rec.leave(3)
+        rec.leave(outer)
+    profile = CallProfile("trace")
+    names = {1: "app.same", 2: "app.same", 3: "app.callee"}
+    _, ((_, data),) = rec.export_flat(now[0], lambda f: profile.frame_id(Frame(names[f])))
+    root = tree(data)
+    (same,) = root.children.values()
+    (callee,) = same.children.values()
+    assert (same.calls, same.inclusive_ns, callee.calls, callee.inclusive_ns) == (2, 10, 2, 10)
+    assert len(data) // 64 == 3

@@ -20,7 +20,6 @@ enum { FLAT_PARENT, FLAT_FRAME, FLAT_CALLS, FLAT_INCL, FLAT_EXCL, FLAT_MIN, FLAT
 typedef struct {
     uintptr_t fid;
     int64_t frame;
-    int shared; /* another function has the same frame: its nodes may merge */
 } FidFrame;
 
 static int
@@ -153,43 +152,6 @@ done:
     return status;
 }
 
-static int
-cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Flag the functions whose frame another function has too (plain C). */
-static int
-mark_shared(FidFrame *table, size_t n)
-{
-    int64_t *sorted = PyMem_Malloc((n ? n : 1) * sizeof(int64_t));
-    if (sorted == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (size_t k = 0; k < n; k++) {
-        sorted[k] = table[k].frame;
-    }
-    qsort(sorted, n, sizeof(int64_t), cmp_i64);
-    for (size_t k = 0; k < n; k++) {
-        size_t lo = 0, hi = n;
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (sorted[mid] < table[k].frame) {
-                lo = mid + 1;
-            }
-            else {
-                hi = mid;
-            }
-        }
-        table[k].shared = lo + 1 < n && sorted[lo + 1] == table[k].frame;
-    }
-    PyMem_Free(sorted);
-    return 0;
-}
-
 /* One node of a thread's output tree while it is merged (frames, not functions). */
 typedef struct {
     Py_ssize_t parent, first, last, next; /* children in creation order */
@@ -246,26 +208,20 @@ flatten(Copy *c, const FidFrame *table, size_t nframes, size_t *out_rows)
     for (size_t i = 1; i < c->count; i++) {
         Row *r = &c->rows[i];
         Py_ssize_t parent = index[r->parent];
-        const FidFrame *entry = frame_for(table, nframes, r->fid);
-        int64_t frame = entry->frame;
-        Py_ssize_t o = -1;
-        size_t s = 0;
-        /* Only a frame two functions share can meet an existing sibling (a function has
-         * one node per parent): the others skip the hash table. */
-        if (entry->shared) {
-            s = out_slot(parent, frame, slots - 1);
-            while ((o = hash[s]) >= 0 && !(out[o].parent == parent && out[o].frame == frame)) {
-                s = (s + 1) & (slots - 1);
-            }
-            if (o >= 0) {
-                merged = 1;
-            }
+        int64_t frame = frame_for(table, nframes, r->fid)->frame;
+        /* Every node goes through the table: two functions with one frame merge, and so
+         * do the children of merged nodes (one function under two merged parents). */
+        size_t s = out_slot(parent, frame, slots - 1);
+        Py_ssize_t o;
+        while ((o = hash[s]) >= 0 && !(out[o].parent == parent && out[o].frame == frame)) {
+            s = (s + 1) & (slots - 1);
         }
-        if (o < 0) {
+        if (o >= 0) {
+            merged = 1;
+        }
+        else {
             o = (Py_ssize_t)m++;
-            if (entry->shared) {
-                hash[s] = o;
-            }
+            hash[s] = o;
             Out *node = &out[o];
             node->parent = parent;
             node->frame = frame;
@@ -415,9 +371,8 @@ Recorder_export_flat(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
     for (size_t k = 0; k < nfids; k++) {
         table[k].fid = fids[k];
         table[k].frame = -1;
-        table[k].shared = 0;
     }
-    if (intern_frames(copies, n, table, nfids, frame_of) < 0 || mark_shared(table, nfids) < 0) {
+    if (intern_frames(copies, n, table, nfids, frame_of) < 0) {
         goto done;
     }
     threads = PyList_New(0);
