@@ -37,6 +37,7 @@ def test_immutable_bits() -> None:
         | EventMask.FUNCTION_ARGS
         | EventMask.FUNCTION_RETVAL
         | EventMask.SAMPLING
+        | EventMask.OBJECT_ALLOCATED  # as the CLR's: the allocator is hooked from the start
     )
     assert not EventMask.ENTER_LEAVE & IMMUTABLE
 

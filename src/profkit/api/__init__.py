@@ -14,7 +14,7 @@ from profkit.api.errors import (
     UnsupportedEventError,
 )
 from profkit.api.events import IMMUTABLE, EventMask
-from profkit.api.ids import FunctionId, ModuleId, ThreadId
+from profkit.api.ids import FunctionId, ModuleId, ObjectId, ThreadId
 from profkit.api.info import FunctionInfo, ModuleInfo, ProfilerInfo, ThreadInfo
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "ModuleId",
     "ModuleInfo",
     "NotAvailableError",
+    "ObjectId",
     "ProfilerApiError",
     "ProfilerCallback",
     "ProfilerInfo",

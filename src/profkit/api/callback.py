@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from profkit.api.ids import FunctionId, ModuleId, ThreadId
+from profkit.api.ids import FunctionId, ModuleId, ObjectId, ThreadId
 
 if TYPE_CHECKING:
     from profkit.api.info import ProfilerInfo
@@ -118,6 +118,34 @@ class ProfilerCallback:
         self, generation: int, collected: int, uncollectable: int
     ) -> None:
         """The collection ended; counts as ``gc.callbacks`` reports them."""
+
+    # -- heap (OBJECT_ALLOCATED) --------------------------------------------------------
+    def object_allocated(
+        self,
+        object_id: ObjectId,
+        type_name: str,
+        size: int,
+        weight: float,
+        thread_id: ThreadId,
+        function_ids: tuple[FunctionId, ...],
+    ) -> None:
+        """A sampled allocation (``ObjectAllocated``), with the stack that made it.
+
+        Allocations are sampled by bytes (``info.set_allocation_sampling``): ``weight`` is
+        the number of bytes this sample stands for (``size / p``, p the chance an
+        allocation of ``size`` bytes is sampled), so summing weights estimates the bytes
+        allocated without bias. ``type_name`` is ``module.qualname`` of the object's type
+        (``"dict"``, ``"myapp.Point"``), or ``"(buffer)"`` for storage that is not an
+        object (list items, bytearray contents, dict tables; also an object whose type
+        could not be told).
+        ``function_ids`` is the allocating stack, outermost first, ids as in enter/leave.
+        Delivered in batches at safe points (after a collection, when enough samples
+        are waiting, at detach), on the thread that drains them, not inside the
+        allocation: Python cannot run while its allocator does.
+        """
+
+    def object_freed(self, object_id: ObjectId) -> None:
+        """The sampled block ``object_id`` was freed: its id is dead from here on."""
 
     # -- sampling (SAMPLING) ----------------------------------------------------------
     def stack_sample(

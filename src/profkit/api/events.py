@@ -42,9 +42,12 @@ class EventMask(enum.IntFlag):
     ENABLE_SHADOW_STACK = 1 << 10
     #: a sampler thread delivers stack_sample notifications. Immutable.
     SAMPLING = 1 << 11
+    #: object_allocated / object_freed for a byte-weighted sample of allocations
+    #: (``OBJECT_ALLOCATED``; off by default for its cost, as the CLR's). Immutable.
+    OBJECT_ALLOCATED = 1 << 12
 
     #: Bits that only ``initialize`` may set (``COR_PRF_MONITOR_IMMUTABLE``).
-    IMMUTABLE = CODE_TRANSITIONS | FUNCTION_ARGS | FUNCTION_RETVAL | SAMPLING
+    IMMUTABLE = CODE_TRANSITIONS | FUNCTION_ARGS | FUNCTION_RETVAL | SAMPLING | OBJECT_ALLOCATED
 
     #: Everything a tracing profiler usually wants.
     ALL_TRACING = (

@@ -24,3 +24,6 @@ from typing import NewType
 FunctionId = NewType("FunctionId", int)
 ModuleId = NewType("ModuleId", int)
 ThreadId = NewType("ThreadId", int)
+#: A sampled allocation: born with object_allocated, dead after object_freed (Python never
+#: moves objects, so an id is an address for its whole life and is never reused meanwhile).
+ObjectId = NewType("ObjectId", int)

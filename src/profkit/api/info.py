@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from profkit.api.events import EventMask
-from profkit.api.ids import FunctionId, ModuleId, ThreadId
+from profkit.api.ids import FunctionId, ModuleId, ObjectId, ThreadId
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +100,23 @@ class ProfilerInfo(Protocol):
 
     def request_profiler_detach(self) -> None:
         """Remove every hook; ``profiler_detach_succeeded`` follows, then ``shutdown``."""
+
+    def set_allocation_sampling(self, mean_bytes: float) -> None:
+        """The mean number of bytes between sampled allocations (``OBJECT_ALLOCATED``;
+        default 512 KiB; 1 samples every allocation). Only in ``initialize``."""
+
+    def get_allocation_sampling(self) -> float:
+        """The mean number of bytes between sampled allocations."""
+        ...
+
+    def get_object_size(self, object_id: ObjectId) -> int:
+        """The bytes allocated for a sampled object still alive (``GetObjectSize``)."""
+        ...
+
+    def get_class_from_object(self, object_id: ObjectId) -> str:
+        """The type name of a sampled object still alive (``GetClassFromObject``), as
+        ``object_allocated`` gave it."""
+        ...
 
     @property
     def backend_name(self) -> str:

@@ -42,6 +42,9 @@ class BackendContext:
         self.native: bool = session.native
         self.sample_interval: float = session.sample_interval
         self.sample_clock: str = session.sample_clock
+        self.allocation_sampling: float = session.allocation_sampling
+        #: whether a code object is profkit's or the profiler's own (never reported)
+        self.is_own: Callable[[CodeType], bool] = catalog.is_own
 
     @property
     def plan(self) -> Plan:

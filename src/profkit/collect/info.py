@@ -20,7 +20,7 @@ from profkit.api.errors import (
     UnsupportedEventError,
 )
 from profkit.api.events import IMMUTABLE, EventMask
-from profkit.api.ids import FunctionId, ModuleId, ThreadId
+from profkit.api.ids import FunctionId, ModuleId, ObjectId, ThreadId
 from profkit.api.info import FunctionInfo, ModuleInfo, ProfilerInfo, ThreadInfo
 from profkit.collect.registry import FunctionTable
 
@@ -146,6 +146,40 @@ class SessionInfo:
             raise NotAvailableError("do_stack_snapshot needs EventMask.ENABLE_STACK_SNAPSHOT")
         frame = self._frame_of(thread_id)
         return self._catalog.frames_to_ids(frame, accepted_only=False)
+
+    # -- heap (OBJECT_ALLOCATED) ----------------------------------------------------------
+    def set_allocation_sampling(self, mean_bytes: float) -> None:
+        """Mean bytes between sampled allocations; only in ``initialize`` (the sampler
+        starts with the session, like the CLR's immutable ``OBJECT_ALLOCATED``)."""
+        if not self._session.initializing:
+            raise ImmutableFlagError("set the allocation sampling in initialize()")
+        if not 1 <= mean_bytes <= 1e15:
+            raise ValueError(f"sampling mean must be between 1 byte and 1e15, not {mean_bytes}")
+        self._session.allocation_sampling = float(mean_bytes)
+
+    def get_allocation_sampling(self) -> float:
+        """Mean bytes between sampled allocations."""
+        return self._session.allocation_sampling
+
+    def get_object_size(self, object_id: ObjectId) -> int:
+        """Bytes allocated for a sampled object still alive."""
+        return self._heap_object(object_id)[0]
+
+    def get_class_from_object(self, object_id: ObjectId) -> str:
+        """Type name of a sampled object still alive."""
+        return self._heap_object(object_id)[1]
+
+    def _heap_object(self, object_id: ObjectId) -> tuple[int, str]:
+        from profkit.collect.heap_events import HeapEvents
+
+        for part in self._session.extras:
+            if isinstance(part, HeapEvents):
+                part.flush()  # an id the profiler holds may have died since the last batch
+                found = part.live.get(object_id)
+                if found is None:
+                    raise UnknownIdError(f"object id {object_id:#x} is not alive")
+                return found
+        raise NotAvailableError("OBJECT_ALLOCATED is not in the event mask")
 
     def request_profiler_detach(self) -> None:
         """Remove every hook; ``profiler_detach_succeeded`` then ``shutdown`` follow."""

@@ -44,6 +44,8 @@ class Session:
         self.profiler_name = f"{type(profiler).__module__}.{type(profiler).__qualname__}"
         self.sample_interval = sample_interval
         self.sample_clock = sample_clock
+        #: mean bytes between sampled allocations (OBJECT_ALLOCATED); set in initialize
+        self.allocation_sampling: float = 512 * 1024
         self.rule = FailureRule(self.profiler_name, report)
         self.rule.on_failure(self.detach)
         self.catalog = Catalog(profiler, self.rule)
@@ -184,6 +186,10 @@ def _make_extras(ctx: BackendContext, mask: EventMask) -> list[Backend]:
         from profkit.collect.sampler import Sampler
 
         extras.append(Sampler(ctx))
+    if mask & EventMask.OBJECT_ALLOCATED:
+        from profkit.collect.heap_events import HeapEvents
+
+        extras.append(HeapEvents(ctx))
     return extras
 
 

@@ -56,14 +56,23 @@ static Domain domains[2] = {{.domain = PYMEM_DOMAIN_MEM}, {.domain = PYMEM_DOMAI
 
 enum { EV_ALLOC = 1, EV_FREE = 2 };
 
+/* An object allocated by PyObject_Malloc starts at the block, or after the GC header, or
+ * after the GC header and the 3.12+ pre-header: the type pointer (ob_type, one word into the
+ * object) is looked for at these offsets, and Python keeps the one that is a known type. */
+#define N_CAND 3
+static const size_t cand_offsets[N_CAND] = {0, 2 * sizeof(void *), 4 * sizeof(void *)};
+
 typedef struct {
     uint64_t id;         /* sample id: alloc and its free share it */
+    uintptr_t ptr;       /* the block (alloc) */
     size_t size;         /* bytes asked for (alloc) */
     double weight;       /* bytes this sample stands for (alloc) */
     unsigned long thread;
+    uintptr_t cand[N_CAND]; /* type-pointer candidates, read at free (free) or drain (alloc) */
     uint32_t frame_start; /* into the frame arrays */
     uint16_t depth;
     uint8_t kind;
+    uint8_t domain;      /* 0: PYMEM_DOMAIN_MEM (buffers), 1: PYMEM_DOMAIN_OBJ (objects) */
 } Event;
 
 typedef struct {
@@ -84,6 +93,7 @@ static Log log_ = {0};
 typedef struct {
     uintptr_t key;
     uint64_t id;
+    size_t size;
 } Slot;
 static Slot *table = NULL;
 static size_t table_cap = 0, table_used = 0, table_live = 0;
@@ -153,13 +163,14 @@ table_grow(void)
 }
 
 static int
-table_put(uintptr_t key, uint64_t id)
+table_put(uintptr_t key, uint64_t id, size_t size)
 {
     if ((table_used + 1) * 2 > table_cap && table_grow() < 0) return -1;
     size_t j = slot_of(key, table_cap);
     while (table[j].key > 1) {
         if (table[j].key == key) { /* a stale entry (freed through another path): replace */
             table[j].id = id;
+            table[j].size = size;
             return 0;
         }
         j = (j + 1) & (table_cap - 1);
@@ -167,26 +178,31 @@ table_put(uintptr_t key, uint64_t id)
     if (table[j].key == 0) table_used++;
     table[j].key = key;
     table[j].id = id;
+    table[j].size = size;
     table_live++;
     return 0;
 }
 
-/* Removes key; returns its id, or 0 when the address was not sampled. */
-static uint64_t
-table_take(uintptr_t key)
+static Slot *
+table_find(uintptr_t key)
 {
-    if (table_live == 0 || key <= 1) return 0;
+    if (table_live == 0 || key <= 1) return NULL;
     size_t j = slot_of(key, table_cap);
     while (table[j].key) {
-        if (table[j].key == key) {
-            uint64_t id = table[j].id;
-            table[j].key = 1;
-            table_live--;
-            return id;
-        }
+        if (table[j].key == key) return &table[j];
         j = (j + 1) & (table_cap - 1);
     }
-    return 0;
+    return NULL;
+}
+
+/* Reads the type-pointer candidates of a live block of `size` bytes (0 where out of it). */
+static void
+read_candidates(uintptr_t ptr, size_t size, uintptr_t *cand)
+{
+    for (int k = 0; k < N_CAND; k++) {
+        size_t at = cand_offsets[k] + sizeof(void *);
+        cand[k] = (size >= at + sizeof(void *)) ? *(uintptr_t *)(ptr + at) : 0;
+    }
 }
 
 /* -- the log ------------------------------------------------------------------------------ */
@@ -217,6 +233,40 @@ log_frames_reserve(size_t n)
     return 0;
 }
 
+/* -- telling Python that the log has grown ----------------------------------------------- */
+
+static PyObject *notify_callable = NULL; /* called (no arguments) at a safe point */
+static size_t notify_threshold = 0;      /* 0: never */
+static int notify_pending = 0;
+
+static int
+run_notify(void *unused)
+{
+    notify_pending = 0;
+    if (notify_callable == NULL) return 0;
+    PyObject *callable = notify_callable;
+    Py_INCREF(callable);
+    PyObject *r = PyObject_CallNoArgs(callable);
+    Py_DECREF(callable);
+    if (r == NULL) {
+        /* the callable contains its own failures; anything left must not reach the program */
+        PyErr_WriteUnraisable(callable);
+        return 0;
+    }
+    Py_DECREF(r);
+    return 0;
+}
+
+/* Asks the interpreter to run the callable at its next safe point (between bytecodes, in
+ * the main thread) once the log holds `notify_threshold` events: so events reach the
+ * profiler while the program runs, not only at collections and detach. */
+static void
+maybe_notify(void)
+{
+    if (notify_threshold == 0 || notify_pending || log_.n_events < notify_threshold) return;
+    if (Py_AddPendingCall(run_notify, NULL) == 0) notify_pending = 1;
+}
+
 static int
 frame_is_python(_PyInterpreterFrame *f)
 {
@@ -227,7 +277,7 @@ frame_is_python(_PyInterpreterFrame *f)
 }
 
 static void
-record_alloc(void *ptr, size_t size)
+record_alloc(void *ptr, size_t size, uint8_t domain)
 {
     double p = -expm1(-(double)size / mean_bytes);
     double weight = p > 0 ? (double)size / p : (double)size;
@@ -242,12 +292,15 @@ record_alloc(void *ptr, size_t size)
         return;
     }
     uint64_t id = next_id++;
-    if (table_put((uintptr_t)ptr, id) < 0) {
+    if (table_put((uintptr_t)ptr, id, size) < 0) {
         log_.n_events--;
         dropped++;
         return;
     }
     ev->id = id;
+    ev->ptr = (uintptr_t)ptr;
+    ev->domain = domain;
+    memset(ev->cand, 0, sizeof(ev->cand));
     ev->size = size;
     ev->weight = weight;
     ev->thread = PyThread_get_thread_ident();
@@ -266,13 +319,20 @@ record_alloc(void *ptr, size_t size)
         depth++;
     }
     ev->depth = depth;
+    maybe_notify();
 }
 
+/* Called before the block goes back to the allocator: its words are still there (a
+ * deallocator leaves ob_type in place), so the type can be told after the object is gone. */
 static void
-record_free(void *ptr)
+record_free(void *ptr, const uintptr_t *cand_read_before)
 {
-    uint64_t id = table_take((uintptr_t)ptr);
-    if (id == 0) return;
+    Slot *slot = table_find((uintptr_t)ptr);
+    if (slot == NULL) return;
+    uint64_t id = slot->id;
+    size_t size = slot->size;
+    slot->key = 1;
+    table_live--;
     Event *ev = log_event();
     if (ev == NULL) {
         dropped++;
@@ -282,17 +342,22 @@ record_free(void *ptr)
     ev->id = id;
     ev->kind = EV_FREE;
     ev->thread = PyThread_get_thread_ident();
+    if (cand_read_before != NULL)
+        memcpy(ev->cand, cand_read_before, sizeof(ev->cand));
+    else
+        read_candidates((uintptr_t)ptr, size, ev->cand);
+    maybe_notify();
 }
 
 static inline void
-maybe_sample(void *ptr, size_t size)
+maybe_sample(void *ptr, size_t size, uint8_t domain)
 {
     if (ptr == NULL || in_hook) return;
     if (countdown < 0) countdown = draw_countdown();
     countdown -= (double)size;
     if (countdown > 0) return;
     in_hook = 1;
-    record_alloc(ptr, size);
+    record_alloc(ptr, size, domain);
     countdown = draw_countdown();
     in_hook = 0;
 }
@@ -304,7 +369,7 @@ hook_malloc(void *ctx, size_t size)
 {
     Domain *d = ctx;
     void *ptr = d->previous.malloc(d->previous.ctx, size);
-    maybe_sample(ptr, size);
+    maybe_sample(ptr, size, d->domain == PYMEM_DOMAIN_OBJ);
     return ptr;
 }
 
@@ -313,7 +378,7 @@ hook_calloc(void *ctx, size_t nelem, size_t elsize)
 {
     Domain *d = ctx;
     void *ptr = d->previous.calloc(d->previous.ctx, nelem, elsize);
-    maybe_sample(ptr, nelem * elsize);
+    maybe_sample(ptr, nelem * elsize, d->domain == PYMEM_DOMAIN_OBJ);
     return ptr;
 }
 
@@ -321,11 +386,15 @@ static void *
 hook_realloc(void *ctx, void *old, size_t size)
 {
     Domain *d = ctx;
+    /* The old block's words are read before the allocator may move (and free) it. */
+    uintptr_t cand[N_CAND] = {0};
+    Slot *slot = (old != NULL && table_live && !in_hook) ? table_find((uintptr_t)old) : NULL;
+    if (slot != NULL) read_candidates((uintptr_t)old, slot->size, cand);
     void *ptr = d->previous.realloc(d->previous.ctx, old, size);
     if (ptr == NULL) return NULL; /* old is untouched */
     /* As tracemalloc: a realloc is the old block's free and a new block's allocation. */
-    if (old != NULL && !in_hook) record_free(old);
-    maybe_sample(ptr, size);
+    if (slot != NULL) record_free(old, cand);
+    maybe_sample(ptr, size, d->domain == PYMEM_DOMAIN_OBJ);
     return ptr;
 }
 
@@ -333,7 +402,7 @@ static void
 hook_free(void *ctx, void *ptr)
 {
     Domain *d = ctx;
-    if (ptr != NULL && table_live && !in_hook) record_free(ptr);
+    if (ptr != NULL && table_live && !in_hook) record_free(ptr, NULL);
     d->previous.free(d->previous.ctx, ptr);
 }
 
@@ -415,8 +484,13 @@ heaphook_drain(PyObject *self, PyObject *unused)
         Event *ev = &taken.events[i];
         PyObject *item;
         if (ev->kind == EV_FREE) {
-            item = Py_BuildValue("(OK)", free_s, (unsigned long long)ev->id);
+            item = Py_BuildValue("(OK(KKK))", free_s, (unsigned long long)ev->id,
+                                 (unsigned long long)ev->cand[0], (unsigned long long)ev->cand[1],
+                                 (unsigned long long)ev->cand[2]);
         } else {
+            /* still alive (its sample id still at its address): read its type words now */
+            Slot *slot = table_find(ev->ptr);
+            if (slot != NULL && slot->id == ev->id) read_candidates(ev->ptr, slot->size, ev->cand);
             PyObject *stack = PyTuple_New(ev->depth);
             if (stack == NULL) goto fail;
             for (uint16_t k = 0; k < ev->depth; k++) {
@@ -429,8 +503,11 @@ heaphook_drain(PyObject *self, PyObject *unused)
                 }
                 PyTuple_SET_ITEM(stack, k, pair);
             }
-            item = Py_BuildValue("(OKndkN)", alloc_s, (unsigned long long)ev->id,
-                                 (Py_ssize_t)ev->size, ev->weight, ev->thread, stack);
+            item = Py_BuildValue("(OKndkNbK(KKK))", alloc_s, (unsigned long long)ev->id,
+                                 (Py_ssize_t)ev->size, ev->weight, ev->thread, stack,
+                                 (char)ev->domain, (unsigned long long)ev->ptr,
+                                 (unsigned long long)ev->cand[0], (unsigned long long)ev->cand[1],
+                                 (unsigned long long)ev->cand[2]);
         }
         if (item == NULL) goto fail;
         int rc = PyList_Append(out, item);
@@ -460,7 +537,27 @@ heaphook_reset(PyObject *self, PyObject *unused)
     table = NULL;
     table_cap = table_used = table_live = 0;
     dropped = 0;
+    notify_pending = 0;
     seed_epoch++;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+heaphook_set_notify(PyObject *self, PyObject *args)
+{
+    PyObject *callable;
+    Py_ssize_t threshold;
+    if (!PyArg_ParseTuple(args, "On", &callable, &threshold)) return NULL;
+    if (callable != Py_None && !PyCallable_Check(callable)) {
+        PyErr_SetString(PyExc_TypeError, "set_notify: the first argument must be callable or None");
+        return NULL;
+    }
+    if (threshold < 0) {
+        PyErr_SetString(PyExc_ValueError, "set_notify: the threshold must be >= 0");
+        return NULL;
+    }
+    Py_XSETREF(notify_callable, callable == Py_None ? NULL : Py_NewRef(callable));
+    notify_threshold = notify_callable ? (size_t)threshold : 0;
     Py_RETURN_NONE;
 }
 
@@ -494,6 +591,9 @@ static PyMethodDef methods[] = {
      "stop() -> bool: uninstall when ours is still the installed allocator."},
     {"drain", heaphook_drain, METH_NOARGS, "drain() -> (events, dropped) since the last drain."},
     {"reset", heaphook_reset, METH_NOARGS, "reset(): forget everything (the child after fork)."},
+    {"set_notify", heaphook_set_notify, METH_VARARGS,
+     "set_notify(callable or None, threshold): call it at a safe point once the log holds "
+     "threshold events."},
     {"pause", heaphook_pause, METH_NOARGS, "pause(): stop sampling this thread's allocations."},
     {"resume", heaphook_resume, METH_NOARGS, "resume(): undo one pause()."},
     {"status", heaphook_status, METH_NOARGS, "status() -> dict."},

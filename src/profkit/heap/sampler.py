@@ -50,6 +50,10 @@ class Allocation:
     thread: int
     #: innermost frame first
     stack: tuple[StackFrame, ...]
+    #: 1: the object allocator (``PyObject_Malloc``, objects); 0: ``PyMem_Malloc`` buffers
+    domain: int = 1
+    #: words where the object's type pointer may be (see :class:`TypeNames`); () if unknown
+    type_words: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +61,8 @@ class Free:
     """The sampled block ``id`` was freed: its lifetime (and its id) ends here."""
 
     id: int
+    #: the block's type-pointer words just before it was freed
+    type_words: tuple[int, ...] = ()
 
 
 Event = Allocation | Free
@@ -129,10 +135,10 @@ class AllocationSampler:
                 out: list[Event] = []
                 for item in raw:
                     if item[0] == "alloc":
-                        _, ident, size, weight, thread, stack = item
-                        out.append(Allocation(ident, size, weight, thread, stack))
+                        _, ident, size, weight, thread, stack, domain, _addr, words = item
+                        out.append(Allocation(ident, size, weight, thread, stack, domain, words))
                     else:
-                        out.append(Free(item[1]))
+                        out.append(Free(item[1], item[2]))
                 return out
             finally:
                 _heaphook.resume()
@@ -232,3 +238,56 @@ def _walk(code: CodeType) -> list[CodeType]:
         if isinstance(const, CodeType):
             out.extend(_walk(const))
     return out
+
+
+class TypeNames:
+    """Names the type of a sampled object from the words its block held.
+
+    The C hooks cannot ask an object its type while it is being allocated (it is not built
+    yet), so they read the words where ``ob_type`` would be (at the block, after the GC
+    header, after the 3.12+ pre-header) when the block is freed or the log drained. One of
+    them is the type's address if the block was an object: it is kept only if it is the
+    address of a type that exists (every type is reachable from ``object.__subclasses__``),
+    so a buffer whose words happen to look like pointers is not given a type.
+    """
+
+    BUFFER = "(buffer)"
+    #: an object-allocator block that holds no type: storage, not an object (bytearray
+    #: contents, dict tables), or an object whose type is gone
+    UNKNOWN = "(buffer)"
+
+    def __init__(self) -> None:
+        self._names: dict[int, str] = {}
+        self._refreshed = False
+
+    def name(self, domain: int, words: tuple[int, ...]) -> str:
+        if domain == 0:
+            return self.BUFFER
+        for word in words:
+            found = self._names.get(word)
+            if found is not None:
+                return found
+        if words and any(words) and not self._refreshed:
+            self._refresh()  # a type made since the last look: once per batch
+            return self.name(domain, words)
+        return self.UNKNOWN
+
+    def new_batch(self) -> None:
+        self._refreshed = False
+
+    def _refresh(self) -> None:
+        self._refreshed = True
+        names: dict[int, str] = {}
+        todo: list[type] = [object]
+        while todo:
+            t = todo.pop()
+            if id(t) in names:
+                continue
+            module = getattr(t, "__module__", "builtins")
+            qual = getattr(t, "__qualname__", t.__name__)
+            names[id(t)] = qual if module == "builtins" else f"{module}.{qual}"
+            try:
+                todo.extend(t.__subclasses__())
+            except TypeError:  # type.__subclasses__ needs an argument
+                todo.extend(type.__subclasses__(t))
+        self._names = names

@@ -1,0 +1,129 @@
+"""``OBJECT_ALLOCATED``: the sampled allocations of :mod:`profkit.heap`, delivered as
+``object_allocated`` / ``object_freed`` notifications.
+
+The allocator hooks record in C and cannot call Python (the interpreter is in the middle of
+an allocation), so notifications are delivered in batches at safe points: after each
+collection (``gc.callbacks``), when the C log holds :data:`BATCH` events (the hooks ask the
+interpreter for a pending call), and at detach. While a batch is delivered, allocations of
+the delivering thread are not sampled: the profiler's own bookkeeping is not the program's
+and must not feed back into more notifications.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import threading
+from types import CodeType
+
+from profkit.api.events import EventMask
+from profkit.api.ids import FunctionId, ObjectId, ThreadId
+from profkit.collect.base import Capabilities
+from profkit.collect.context import BackendContext
+from profkit.heap.sampler import Allocation, AllocationSampler, Free, TypeNames, _heaphook
+
+CAPABILITIES = Capabilities(
+    events=EventMask.OBJECT_ALLOCATED, cheap_filter=True, all_threads=True, full_exceptions=False
+)
+
+#: events waiting in the C log before the interpreter is asked to deliver them
+BATCH = 256
+
+
+class HeapEvents:
+    """Runs an :class:`AllocationSampler` for one session and delivers what it saw."""
+
+    name = "heap-events"
+    capabilities = CAPABILITIES
+
+    def __init__(self, ctx: BackendContext) -> None:
+        self.ctx = ctx
+        self.sampler = AllocationSampler(ctx.allocation_sampling, native=ctx.native)
+        #: the sampled objects alive now: id -> (size, type name), for get_object_size & co.
+        self.live: dict[int, tuple[int, str]] = {}
+        self._types = TypeNames()
+        self._busy = threading.Lock()
+        self._pid = os.getpid()
+        self._started = False
+
+    def start(self) -> None:
+        if self._started:
+            return
+        self.sampler.start()
+        self._started = True
+        if self.sampler.native:
+            _heaphook.set_notify(self.flush, BATCH)
+        gc.callbacks.append(self._on_gc)
+
+    def stop(self) -> None:
+        if not self._started:
+            return
+        if self.sampler.native:
+            _heaphook.set_notify(None, 0)
+        if self._on_gc in gc.callbacks:
+            gc.callbacks.remove(self._on_gc)
+        self.flush(final=True)
+        self.sampler.stop()
+        self._started = False
+
+    def rearm(self) -> None:
+        """``OBJECT_ALLOCATED`` is immutable: nothing to re-read."""
+
+    def _on_gc(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "stop":
+            self.flush()
+
+    def flush(self, final: bool = False) -> None:
+        """Deliver the events waiting in the log (never re-entered, never from two threads)."""
+        if not (self.ctx.active or final) or not self._busy.acquire(blocking=False):
+            return
+        native = self.sampler.native
+        if native:
+            _heaphook.pause()
+        try:
+            if os.getpid() != self._pid:  # a forked child: the parent's objects are not ours
+                self._pid = os.getpid()
+                self.live.clear()
+            self._deliver(self.sampler.drain())
+        except Exception as exc:
+            self.ctx.fail(exc, "delivering allocations")
+        finally:
+            if native:
+                _heaphook.resume()
+            self._busy.release()
+
+    def _deliver(self, events: list[Allocation | Free]) -> None:
+        ctx = self.ctx
+        allocated = ctx.callback("object_allocated")
+        freed = ctx.callback("object_freed")
+        words_at_free = {e.id: e.type_words for e in events if isinstance(e, Free)}
+        self._types.new_batch()
+        for event in events:
+            if isinstance(event, Allocation):
+                words = words_at_free.get(event.id) or event.type_words
+                type_name = self._types.name(event.domain, words)
+                self.live[event.id] = (event.size, type_name)
+                if allocated is not None:
+                    ctx.call(
+                        "object_allocated",
+                        allocated,
+                        ObjectId(event.id),
+                        type_name,
+                        event.size,
+                        event.weight,
+                        ThreadId(event.thread),
+                        self._function_ids(event.stack),
+                    )
+            elif self.live.pop(event.id, None) is not None and freed is not None:
+                ctx.call("object_freed", freed, ObjectId(event.id))
+
+    def _function_ids(self, stack: tuple[tuple[CodeType, int], ...]) -> tuple[FunctionId, ...]:
+        """Outermost first; as a sampled stack (frames_to_ids): every function but
+        profkit's and the profiler's own."""
+        discover, is_own = self.ctx.discover, self.ctx.is_own
+        out: list[FunctionId] = []
+        for code, _line in reversed(stack):
+            fid, accepted = discover(code)
+            if accepted or not is_own(code):
+                out.append(fid)
+        return tuple(out)
