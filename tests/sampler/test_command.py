@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import os
 import subprocess
 import sys
 
@@ -71,3 +72,39 @@ def test_profkit_never_changes_the_childs_stdin(tmp_path):
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "HELLO"
+
+
+def test_permission_reason_names_another_user(monkeypatch, tmp_path):
+    from profkit.sampler import memory
+
+    monkeypatch.setattr(memory.os, "geteuid", lambda: 4321)
+    reason = memory.permission_reason(1)  # pid 1 belongs to root
+    assert "belongs to uid 0" in reason and "uid 4321" in reason
+
+
+def test_permission_reason_names_the_ptrace_scope(monkeypatch):
+    import builtins
+
+    from profkit.sampler import memory
+
+    real_open = builtins.open
+
+    def fake_open(path, *args, **kwargs):
+        if str(path) == "/proc/sys/kernel/yama/ptrace_scope":
+            import io
+
+            return io.StringIO("2\n")
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", fake_open)
+    reason = memory.permission_reason(os.getpid())
+    assert "kernel.yama.ptrace_scope is 2" in reason
+
+
+def test_permission_reason_falls_back_to_the_container_capability(monkeypatch):
+    from profkit.sampler import memory
+
+    monkeypatch.setattr(memory.os, "geteuid", lambda: 0)
+    reason = memory.permission_reason(os.getpid())
+    if "ptrace_scope" not in reason:
+        assert "SYS_PTRACE" in reason
