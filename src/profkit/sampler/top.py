@@ -35,6 +35,8 @@ def _counts(session: SamplerSession) -> tuple[dict[str, int], dict[str, int], di
                 name = info.name
                 if depth == 0:
                     own[name] = own.get(name, 0) + entry.samples
+                    where[name] = f"{info.filename}:{line}"  # where its own time goes
+                else:
                     where.setdefault(name, f"{info.filename}:{line}")
                 if name not in seen:
                     seen.add(name)
