@@ -51,7 +51,20 @@ def _can_read_self_child() -> str | None:
     return None
 
 
-_REASON = _can_read_self_child()
+def _layout_known() -> str | None:
+    """None when this interpreter's release has offsets (3.13+: published), else why not."""
+    from profkit.sampler._offsets import LAYOUTS
+
+    version = ".".join(map(str, sys.version_info[:3]))
+    if sys.version_info >= (3, 13) or version in LAYOUTS:
+        return None
+    return (
+        f"CPython {version} has no offset table (run scripts/gen_python_offsets.py to add it; "
+        f"covered: {', '.join(sorted(LAYOUTS))})"
+    )
+
+
+_REASON = _can_read_self_child() or _layout_known()
 
 
 @pytest.fixture(scope="session", autouse=True)
