@@ -1,0 +1,110 @@
+"""The import rules of docs/architecture.md, checked on the source.
+
+Each package may import only the packages its row allows (the standard library and
+third-party libraries are not checked here). A failure names the module, the import and the
+rule: change the code, or change the rule in docs/architecture.md and here, saying why.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "profkit"
+
+#: top-level unit (package or module of profkit) -> the profkit units it may import
+SHARED = {"errors", "_text"}
+ALLOWED: dict[str, set[str]] = {
+    "api": {"errors"},
+    "collect": {"api", "settings", "errors", "_text", "heap"},
+    "heap": {"errors"},
+    "profilers": {"api", "calltree", "errors", "wire"},
+    # runner loads engines and profilers by name from its table (importlib), not imports
+    "runner": {
+        "api",
+        "calltree",
+        "collect",
+        "errors",
+        "export",
+        "report",
+        "settings",
+        "_atomic",
+        "_output",
+        "_text",
+    },
+    "sampler": {"api", "calltree", "runner", "errors", "_text"},
+    "clr": {"calltree", "formats", "runner", "settings", "errors", "wire", "_text"},
+    "calltree": {"errors", "_atomic", "_inputs"},
+    "report": {"api", "calltree", "errors", "_text"},
+    "export": {"calltree", "report", "errors", "_atomic", "_output"},
+    "monitor": {"wire", "report", "errors", "_text"},
+    "wire": {"errors"},
+    "formats": {"errors", "_atomic", "_inputs"},
+    "present": {"formats", "errors", "_text"},
+    "settings": {"api", "errors"},
+    "demo": set(),
+    "_inputs": {"errors"},
+    "_output": {"errors"},
+    "_atomic": {"errors", "_output"},
+    "_text": set(),
+    "errors": set(),
+}
+#: modules allowed one more import than their package, each with its reason
+EXCEPTIONS: dict[str, set[str]] = {
+    # the environment activation of profkit's own profilers is the runner's (it saves)
+    "collect/startup.py": {"runner"},
+    # memory profiles name frames by the collector's one naming rule (a lazy import)
+    "heap/profile.py": {"collect"},
+    # the output formats `-o FILE.EXT` may name come from the export table
+    "settings/parse.py": {"export"},
+}
+#: what every module may import: the package root (``__version__``)
+EVERYWHERE = {"__version__"}
+
+
+def _unit(path: Path) -> str:
+    rel = path.relative_to(SRC).parts
+    return rel[0] if len(rel) > 1 else rel[0].removesuffix(".py")
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.lineno, node.module))
+            if node.module == "profkit":
+                found += [(node.lineno, f"profkit.{alias.name}") for alias in node.names]
+    return [(line, name) for line, name in found if name.startswith("profkit.")]
+
+
+MODULES = sorted(p for p in SRC.rglob("*.py") if _unit(p) not in {"cli", "__main__", "__init__"})
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(SRC)))
+def test_imports_follow_the_architecture(path: Path) -> None:
+    unit = _unit(path)
+    assert unit in ALLOWED, f"{unit} has no row in docs/architecture.md's table"
+    allowed = ALLOWED[unit] | {unit} | EVERYWHERE
+    allowed |= EXCEPTIONS.get(str(path.relative_to(SRC)), set())
+    bad = [
+        f"{path.relative_to(SRC)}:{line} imports {name}"
+        for line, name in _imports(path)
+        if name.split(".")[1] not in allowed
+    ]
+    assert not bad, "\n".join(bad)
+
+
+def test_formats_know_nothing_of_collectors_or_presentation() -> None:
+    forbidden = {"collect", "profilers", "runner", "cli", "present", "report", "export", "heap"}
+    bad = [
+        f"{p.relative_to(SRC)}:{line} imports {name}"
+        for p in SRC.joinpath("formats").rglob("*.py")
+        for line, name in _imports(p)
+        if name.split(".")[1] in forbidden
+    ]
+    assert not bad, "\n".join(bad)
