@@ -25,7 +25,7 @@ from profkit.api.names import is_profkit_module, prefix_matches
 from profkit.runner.choice import Finished, Job
 from profkit.runner.outcome import Outcome, outcome_of_returncode
 from profkit.runner.python import Program
-from profkit.sampler.command import sample_command, save_profiles
+from profkit.sampler.command import sample_command
 from profkit.sampler.reader import CodeInfo
 from profkit.sampler.session import SamplerOptions
 
@@ -84,6 +84,18 @@ def child_argv(program: Program) -> list[str]:
     if program.kind == "module":
         return [sys.executable, *flags, "-m", program.target, *program.args]
     return [sys.executable, *flags, "-c", program.target, *program.args]
+
+
+def _save_children(children: dict[int, Any], path: str, fmt: str, job: Job) -> None:
+    """Each child's profile as ``<stem>.<pid><suffix>`` in the run's format (as children
+    profiled in-process save theirs), where ``profkit run`` finds and lists them."""
+    from profkit.runner import output
+
+    for pid, profile in children.items():
+        target = output.child_template(path).replace(output.PID, str(pid))
+        error = output.save(profile, target, fmt)
+        if error:
+            job.say(f"profkit: error: cannot write child profile {target}: {error}\n")
 
 
 def _outcome(returncode: int) -> Outcome:
@@ -149,8 +161,5 @@ class OutOfProcessEngine:
             profile.metadata["engine"] = "out-of-process"
             children = {pid: p for pid, p in outcome.profiles.items() if pid != outcome.pid}
             if children and settings.output:
-                try:
-                    save_profiles(children, os.path.abspath(settings.output), outcome.pid)
-                except OSError as exc:
-                    job.say(f"profkit: error: cannot write a child profile: {exc}\n")
+                _save_children(children, os.path.abspath(settings.output), settings.format, job)
         return Finished(_outcome(outcome.returncode), profile, metadata=metadata)
