@@ -112,3 +112,19 @@ def test_old_python_is_refused_naming_the_version():
         proc.wait()
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+def test_attach_writes_the_format_its_output_names(target, tmp_path):
+    t = target(GENERATOR)
+    out = tmp_path / "a.speedscope.json"
+    r = profkit("attach", str(t.pid), "-d", "0.3", "-o", str(out), "--no-tree")
+    assert r.returncode == 0, r.stderr
+    assert '"$schema": "https://www.speedscope.app' in out.read_text().replace('":"', '": "')
+
+
+def test_attach_to_an_unwritable_place_is_one_line(target, tmp_path):
+    t = target(GENERATOR)
+    r = profkit("attach", str(t.pid), "-d", "0.2", "-o", "/proc/no/such/dir/x.json", "--no-tree")
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines()[-1].startswith("profkit: error:")
+    assert "Traceback" not in r.stderr

@@ -116,7 +116,8 @@ def register(sub: Any, name: str, help_text: str) -> None:
         "-o",
         "--output",
         metavar="FILE",
-        help="profile file (default profkit-attach-PID.json; .gz compresses)",
+        help="profile file (default profkit-attach-PID-<random>.json; .gz compresses; "
+        "an export ending such as .html or .speedscope.json writes that format)",
     )
     add_sampling_options(parser)
     parser.add_argument("--no-tree", action="store_true", help="do not print the call tree")
@@ -125,12 +126,16 @@ def register(sub: Any, name: str, help_text: str) -> None:
 
 def _handler(args: argparse.Namespace) -> int:
     from profkit.runner import output as out
-    from profkit.sampler import SamplerSession, save_profiles
+    from profkit.sampler import SamplerSession
 
     pid = parse_pid(args.pid)
     options = options_from(args, parse_seconds(args.duration))
     path = out.output_path(args.output, f"attach-{pid}")
     absolute = os.path.abspath(path)
+    directory = os.path.dirname(absolute)
+    if not (os.path.isdir(directory) and os.access(directory, os.W_OK)):
+        # Before sampling, not after: the samples would be lost.
+        raise UsageError(f"-o {path}: cannot write in {directory or '.'}")
     session = SamplerSession(pid, options)
     print(
         f"profkit: sampling pid {pid} (CPython {session.recorders[pid].python}) at "
@@ -146,7 +151,16 @@ def _handler(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, previous)
         session.close()
     profiles = session.profiles()
-    written = save_profiles(profiles, absolute, pid)
+    fmt = out.format_for(path, "")  # -o out.html / .speedscope.json / ...: that format
+    written = []
+    for child_pid, profile in profiles.items():
+        target = absolute
+        if child_pid != pid:
+            target = out.child_template(absolute).replace(out.PID, str(child_pid))
+        error = out.save(profile, target, fmt)
+        if error:
+            raise OSError(f"cannot write profile {target}: {error}")
+        written.append(target)
     main = profiles[pid]
     if not args.no_tree:
         sys.stderr.write(out.render(main, sys.stderr))
