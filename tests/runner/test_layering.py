@@ -1,9 +1,8 @@
 """Import rules around the runner (issue #10): profilers know nothing of who runs them.
 
-``profilers/`` may import :mod:`profkit.api` and the call-tree model only — not the CLI, the
-runner, the settings table, reports or the saved-file code (the UDP protocol moving out of
-``monitor/`` is the ``elt`` side's, checked once it has moved). The runner never imports
-the CLI. Checked on the source (every ``import``, at any depth), not on what happens to be
+``profilers/`` may import :mod:`profkit.api`, the call-tree model and the neutral wire
+protocol (:mod:`profkit.wire`) only — not the CLI, the runner, the settings table, the
+monitor, reports or the saved-file code. The runner never imports the CLI. Checked on the source (every ``import``, at any depth), not on what happens to be
 loaded.
 """
 
@@ -49,6 +48,7 @@ def _violations(package: str, forbidden: tuple[str, ...], allowed: tuple[str, ..
                 "profkit.runner",
                 "profkit.settings",
                 "profkit.report",
+                "profkit.monitor",
                 "profkit.calltree",
                 "profkit.collect",
             ),
