@@ -68,12 +68,20 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _run(cmd: list[str], cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+#: ``--mode`` and environment: trace, sample (from outside where allowed), and the in-process
+#: sampler forced (the mode the fork-pool hang was found in).
+MODES = [("trace", {}), ("sample", {}), ("sample", {"PROFKIT_SAMPLER": "in-process"})]
+MODE_IDS = ["trace", "sample", "sample-in-process"]
+
+
+def _run(
+    cmd: list[str], cwd: Path, timeout: float = 60, extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run ``cmd`` in its own session; on a timeout kill the whole session and fail."""
     proc = subprocess.Popen(
         cmd,
         cwd=cwd,
-        env=_env(),
+        env=_env() | (extra or {}),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -92,32 +100,36 @@ def _run(cmd: list[str], cwd: Path, timeout: float = 60) -> subprocess.Completed
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
-@pytest.mark.parametrize("mode", ["trace", "sample"])
-def test_a_fork_pool_in_a_with_block_finishes(mode: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("mode", "extra"), MODES, ids=MODE_IDS)
+def test_a_fork_pool_in_a_with_block_finishes(
+    mode: str, extra: dict[str, str], tmp_path: Path
+) -> None:
     (tmp_path / "pool.py").write_text(POOL)
     bare = _run([sys.executable, "pool.py"], tmp_path)
     for _ in range(3):  # the hang struck in 2-4 runs out of 4
-        out = _run([*RUN, "--mode", mode, "-o", "p.json", "pool.py"], tmp_path)
+        out = _run([*RUN, "--mode", mode, "-o", "p.json", "pool.py"], tmp_path, extra=extra)
         assert out.returncode == 0, out.stderr
         assert out.stdout == bare.stdout
         assert "Exception ignored" not in out.stderr and "Terminated" not in out.stderr
 
 
-@pytest.mark.parametrize("mode", ["trace", "sample"])
-def test_pool_terminate_kills_the_workers_as_bare_python(mode: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("mode", "extra"), MODES, ids=MODE_IDS)
+def test_pool_terminate_kills_the_workers_as_bare_python(
+    mode: str, extra: dict[str, str], tmp_path: Path
+) -> None:
     (tmp_path / "term.py").write_text(TERMINATE)
     bare = _run([sys.executable, "term.py"], tmp_path)
-    out = _run([*RUN, "--mode", mode, "-o", "t.json", "term.py"], tmp_path)
+    out = _run([*RUN, "--mode", mode, "-o", "t.json", "term.py"], tmp_path, extra=extra)
     assert out.returncode == 0, out.stderr
     assert json.loads(bare.stdout) == [-signal.SIGTERM] * 2
     assert json.loads(out.stdout) == json.loads(bare.stdout)
 
 
-@pytest.mark.parametrize("mode", ["trace", "sample"])
-def test_a_forked_child_dies_of_sigterm(mode: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("mode", "extra"), MODES, ids=MODE_IDS)
+def test_a_forked_child_dies_of_sigterm(mode: str, extra: dict[str, str], tmp_path: Path) -> None:
     (tmp_path / "kid.py").write_text(FORKED_CHILD)
     bare = _run([sys.executable, "kid.py"], tmp_path)
-    out = _run([*RUN, "--mode", mode, "-o", "k.json", "kid.py"], tmp_path)
+    out = _run([*RUN, "--mode", mode, "-o", "k.json", "kid.py"], tmp_path, extra=extra)
     assert json.loads(bare.stdout) == [True, signal.SIGTERM]
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == json.loads(bare.stdout)
