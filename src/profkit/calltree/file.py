@@ -282,8 +282,8 @@ def from_json(doc: Any, *, path: str | None = None) -> CallProfile:
             path=path,
         )
     mode = c.key(doc, "mode", "")
-    if mode not in ("trace", "sample"):
-        c.fail("/mode", f'expected "trace" or "sample", found {mode!r}')
+    if mode not in ("trace", "sample", "memory"):
+        c.fail("/mode", f'expected "trace", "sample" or "memory", found {mode!r}')
     metadata = c.obj(doc.get("metadata", {}), "/metadata")
     _check_depth(c, metadata)
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-ProfileMode = Literal["trace", "sample"]
+ProfileMode = Literal["trace", "sample", "memory"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from profkit._text import escape
 from profkit.errors import UsageError
@@ -20,6 +21,23 @@ def format_ns(ns: int) -> str:
             return f"{_sig3(ns / scale)} {unit}"
     seconds = ns / 1e9
     return f"{_sig3(seconds)} s" if seconds < 999.5 else f"{seconds:.0f} s"
+
+
+def format_bytes(size: int) -> str:
+    """A byte count in at most 8 characters with three significant digits (``12.3 MiB``):
+    memory profiles (``mode: "memory"``) show bytes where the others show time."""
+    if size < 1024:
+        return f"{size} B"
+    for scale, unit in ((1024, "KiB"), (1024**2, "MiB"), (1024**3, "GiB")):
+        if size < scale * 999.5:
+            return f"{_sig3(size / scale)} {unit}"
+    tib = size / 1024**4
+    return f"{_sig3(tib)} TiB" if tib < 999.5 else f"{tib:.0f} TiB"
+
+
+def value_formatter(mode: str) -> Callable[[int], str]:
+    """How a profile's weights read: bytes for a memory profile, else time."""
+    return format_bytes if mode == "memory" else format_ns
 
 
 def _sig3(value: float) -> str:
@@ -67,7 +85,7 @@ def fit(name: str, room: int) -> str:
 
 def column_header(columns: str, mode: str) -> str:
     """The column titles; in a sampled profile the count column counts samples, not calls."""
-    if mode == "sample":
+    if mode in ("sample", "memory"):
         columns = columns.replace("   calls", " samples")
     return columns + "function"
 

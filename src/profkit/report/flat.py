@@ -7,7 +7,7 @@ from typing import Literal
 
 from profkit.calltree.model import CallProfile
 from profkit.errors import UsageError
-from profkit.report._fmt import Palette, column_header, fit, format_ns
+from profkit.report._fmt import Palette, column_header, fit, value_formatter
 from profkit.report.stats import ROOT, Stats, Totals, collect
 from profkit.report.tree import display_names, filter_prefix, frame_label, parse_prefixes
 
@@ -37,6 +37,7 @@ def render_flat(
     functions whose inclusive time is under ``min_time_ns`` are left out.
     """
     pal = Palette(color)
+    format_ns = value_formatter(profile.mode)  # bytes for a memory profile
     stats = profile_stats(profile, prefix)
     base = stats.total_ns or 1
     labels = display_names(profile)
@@ -90,6 +91,7 @@ def render_callers(
 ) -> str:
     """For each function matching ``function``: its callers and its callees, hottest first."""
     pal = Palette(color)
+    format_ns = value_formatter(profile.mode)  # bytes for a memory profile
     matches = find_functions(profile, function)
     if not matches:
         raise UsageError(f"no function matches {function!r} in this profile")
@@ -103,7 +105,7 @@ def render_callers(
         if out:
             out.append("")
         out.append(pal.bold(fit(frame_label(profile.frames, frame), width)))
-        counted = "samples" if profile.mode == "sample" else "calls"
+        counted = "calls" if profile.mode == "trace" else "samples"
         out.append(
             f"  {t.calls} {counted}, {format_ns(t.inclusive_ns)} total, "
             f"{format_ns(t.exclusive_ns)} self"

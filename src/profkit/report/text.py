@@ -10,12 +10,12 @@ of an ever-growing indent. Without a width (a file, a pipe) names are shown in f
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from profkit._text import escape
 from profkit.api.names import LAUNCHER_MODULES, PROFKIT_MODULES
 from profkit.calltree.model import CallNode, CallProfile
-from profkit.report._fmt import Palette, column_header, fit, format_ns
+from profkit.report._fmt import Palette, column_header, fit, format_ns, value_formatter
 from profkit.report.stats import collect
 from profkit.report.tree import (
     display_names,
@@ -37,6 +37,12 @@ _MIN_NAME = 16  # the narrowest --width accepted leaves this much for names
 INTERNAL_MODULES = LAUNCHER_MODULES + PROFKIT_MODULES
 #: Frames at a thread's root that only the runner called (``contextlib.suppress`` around
 #: the program's exit, in profiles saved before the runner moved to :mod:`profkit.runner`).
+#: the header's word for a memory profile's metric (``metadata["metric"]``)
+_MEMORY_WORDS = {
+    "alloc_bytes": "allocated",
+    "peak_bytes": "alive at the peak",
+    "leaked_bytes": "alive at the end",
+}
 _LAUNCHER_ROOTS = ("contextlib.suppress.",)
 _IMPORT_FILES = ("<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>")
 _IMPORT_NAMES = ("importlib._bootstrap", "importlib._bootstrap_external")
@@ -87,7 +93,10 @@ def render_tree(
     imports = _import_frames(profile) if fold else None
     c_functions = _c_functions(profile)
     out: list[str] = []
-    mode = "traced" if profile.mode == "trace" else "sampled"
+    mode = {"trace": "traced", "sample": "sampled"}.get(profile.mode) or _MEMORY_WORDS.get(
+        str(profile.metadata.get("metric")), "allocated"
+    )
+    fmt = value_formatter(profile.mode)
     for thread in profile.threads:
         root = filter_prefix(profile, thread.root, prefixes)
         folded: dict[int, int] = {}
@@ -95,7 +104,7 @@ def render_tree(
         total = total_ns(root)
         if out:
             out.append("")
-        header = f"Thread {thread.name} (id {thread.thread_id}): {format_ns(total)} {mode}"
+        header = f"Thread {thread.name} (id {thread.thread_id}): {fmt(total)} {mode}"
         out.append(
             pal.bold(fit(header, width) if width is not None else escape(header, MAX_NAME_CHARS))
         )
@@ -105,7 +114,7 @@ def render_tree(
             )
             continue
         if hot_spots:
-            out.extend(_hot_spots(root, labels, total, hot_spots, pal))
+            out.extend(_hot_spots(root, labels, total, hot_spots, pal, fmt))
         out.append(pal.dim(column_header(_COLUMNS, profile.mode)))
         share_limit = int(min_share * total)
         limit = max(min_time_ns, share_limit)
@@ -114,8 +123,8 @@ def render_tree(
         elif share_limit >= min_time_ns:
             why = f"below {100 * min_share:.3g}% of the thread"
         else:
-            why = f"below the limit ({format_ns(min_time_ns)})"
-        view = _View(labels, pal, width, limit, why, max_depth, top, fold, folded)
+            why = f"below the limit ({fmt(min_time_ns)})"
+        view = _View(labels, pal, width, limit, why, max_depth, top, fold, folded, fmt)
         view.render(root, total, out)
     if not profile.threads:
         out.append("(empty profile: no threads)")
@@ -186,19 +195,25 @@ def _c_functions(profile: CallProfile) -> list[bool]:
 
 
 def _hot_spots(
-    root: CallNode, labels: list[str], total: int, count: int, pal: Palette
+    root: CallNode,
+    labels: list[str],
+    total: int,
+    count: int,
+    pal: Palette,
+    fmt: Callable[[int], str] = format_ns,
 ) -> list[str]:
     """The functions with the most self time over the whole thread, any path."""
     functions = collect([root]).functions
     best = sorted(functions.items(), key=lambda item: -item[1].exclusive_ns)[:count]
     base = total or 1
-    lines = [pal.dim("  hot spots (self time, all paths):")]
+    what = "self bytes" if fmt is not format_ns else "self time"
+    lines = [pal.dim(f"  hot spots ({what}, all paths):")]
     for frame, t in best:
         if t.exclusive_ns <= 0:
             break
         share = t.exclusive_ns / base
         lines.append(
-            pal.heat(share, f"  {format_ns(t.exclusive_ns):>8} {100 * share:>5.1f}%  ")
+            pal.heat(share, f"  {fmt(t.exclusive_ns):>8} {100 * share:>5.1f}%  ")
             + escape(labels[frame], MAX_NAME_CHARS)
         )
     return lines
@@ -223,7 +238,9 @@ class _View:
         top: int | None,
         fold: bool,
         folded: dict[int, int],
+        fmt: Callable[[int], str] = format_ns,
     ) -> None:
+        self.fmt = fmt
         self.labels = labels
         self.pal = pal
         self.width = width
@@ -276,7 +293,7 @@ class _View:
                     out.append(pal.dim(cols + tree + self._fit(label, name_room)))
                     continue
                 count, incl, calls = entry
-                cols = f"{format_ns(incl):>8} {'':>8} {100 * incl / share_base:>5.1f}% {calls:>8}  "
+                cols = f"{self.fmt(incl):>8} {'':>8} {100 * incl / share_base:>5.1f}% {calls:>8}  "
                 why = f" {self.why}" if self.why else ""
                 label = f"… {count} more{why}"
                 out.append(pal.dim(cols + tree + self._fit(label, name_room)))
@@ -284,7 +301,7 @@ class _View:
             node = entry
             share = node.inclusive_ns / share_base
             cols = (
-                f"{format_ns(node.inclusive_ns):>8} {format_ns(node.exclusive_ns):>8} "
+                f"{self.fmt(node.inclusive_ns):>8} {self.fmt(node.exclusive_ns):>8} "
                 f"{100 * share:>5.1f}% {node.calls:>8}  "
             )
             name = self.labels[node.frame] if 0 <= node.frame < len(self.labels) else "<root>"

@@ -116,6 +116,8 @@ CHOICES: tuple[ProfilerChoice, ...] = (
     # else the in-process sampler below, with the reason on stderr.
     ProfilerChoice("sample", PYTHON_KINDS, "profkit.sampler.engine:OutOfProcessEngine", ""),
     ProfilerChoice("sample", PYTHON_KINDS, _IN_PROCESS, "profkit.profilers.elt:SamplingProfiler"),
+    # Sampled allocations (bytes by stack) in-process, through the API's OBJECT_ALLOCATED.
+    ProfilerChoice("memory", PYTHON_KINDS, _IN_PROCESS, "profkit.profilers.memory:MemoryProfiler"),
     ProfilerChoice("trace", ("dotnet",), "profkit.clr.engine:DotnetEngine", profiler=""),
 )
 

@@ -39,6 +39,7 @@ from profkit.settings.parse import (
     choice,
     format_address,
     format_duration,
+    format_size,
     interval,
     optional_text,
     parse_address,
@@ -48,10 +49,11 @@ from profkit.settings.parse import (
     parse_format,
     parse_prefixes,
     parse_seconds,
+    parse_size,
     stripped,
 )
 
-Mode = Literal["trace", "sample"]
+Mode = Literal["trace", "sample", "memory"]
 Unit = Literal["us", "ns"]
 SampleClock = Literal["wall", "cpu"]
 Native = Literal["auto", "on", "off"]
@@ -81,9 +83,10 @@ _bool_text: Callable[[Any], str] = lambda v: "1" if v else "0"  # noqa: E731
 _text_or_empty: Callable[[Any], str] = lambda v: v or ""  # noqa: E731
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("mode", "PROFKIT_MODE", "--mode", choice("trace", "sample"), str, "trace",
-            "trace: every call (ELT call tree); sample: stack samples at --interval",
-            "{trace,sample}"),
+    Setting("mode", "PROFKIT_MODE", "--mode", choice("trace", "sample", "memory"), str, "trace",
+            "trace: every call (ELT call tree); sample: stack samples at --interval; "
+            "memory: allocated bytes by stack (sampled every --alloc-sample bytes)",
+            "{trace,sample,memory}"),
     Setting("prefixes", "PROFKIT_NAMESPACE_PREFIX", "--prefix", parse_prefixes, ",".join, (),
             "keep only functions whose module is under one of these comma-separated "
             "module paths (myapp,otherlib.core); others are skipped at capture time",
@@ -124,6 +127,10 @@ SETTINGS: tuple[Setting, ...] = (
             "trace mode's C hot path: auto (used when built), on (required: an error if it "
             "is not built), off (pure Python)",
             "{auto,on,off}"),
+    Setting("alloc_sample_bytes", "PROFKIT_ALLOC_SAMPLE", "--alloc-sample", parse_size,
+            format_size, 512 * 1024,
+            "memory mode: mean bytes between sampled allocations (default 512KiB; 1 samples "
+            "every allocation); k/KiB, m/MiB are binary", "BYTES"),
 )
 
 #: Variables of the start-up hook (environment activation). No ``run`` flag (``flag`` is
@@ -189,6 +196,7 @@ class Settings:
     timeline: bool = False
     c_calls: bool = True
     native: Native = "auto"
+    alloc_sample_bytes: int = 512 * 1024
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:

@@ -133,6 +133,36 @@ def stripped(text: str) -> str:
     return text.strip()
 
 
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(b|k|kb|kib|m|mb|mib|g|gb|gib)?\s*$", re.I)
+_SIZE_UNIT = {"b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+#: Largest sampling mean accepted: beyond it nearly nothing is ever sampled.
+_MAX_SIZE = 1024**4
+
+
+def parse_size(text: str) -> int:
+    """``--alloc-sample``: ``512KiB``, ``64k``, ``1MiB``, ``4096`` (bare: bytes) -> bytes.
+
+    Units are binary (k = KiB), as allocators and ``ulimit`` count; at least 1 byte (every
+    allocation sampled) and at most 1 TiB.
+    """
+    match = _SIZE.match(text)
+    if not match:
+        raise Invalid("expected a size in bytes like 512KiB, 64k, 1MiB or 4096")
+    number, unit = match.groups()
+    size = float(number) * _SIZE_UNIT[(unit or "b")[0].lower()]
+    if not 1 <= size <= _MAX_SIZE:
+        raise Invalid("expected a size of at least 1 byte and at most 1TiB, like 512KiB")
+    return round(size)
+
+
+def format_size(size: int) -> str:
+    """The shortest exact text :func:`parse_size` reads back as ``size``."""
+    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if size % scale == 0:
+            return f"{size // scale}{unit}"
+    return str(size)
+
+
 def parse_format(text: str) -> str:
     """``--format``: ``profile`` (profkit's own) or an export format; empty: from ``-o``."""
     value = text.strip().lower()

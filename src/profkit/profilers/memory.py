@@ -1,0 +1,287 @@
+"""The memory profiler: allocated bytes by stack (``profkit.profilers.memory:MemoryProfiler``).
+
+``profkit run --mode memory`` attaches it like the trace and sample profilers. It selects
+``OBJECT_ALLOCATED`` (the heap half of the profiling API, :mod:`profkit.heap`) with the
+sampling mean of ``--alloc-sample``, keeps the ``object_allocated`` / ``object_freed``
+notifications in the order they came, and at the end turns them into a profile in the usual
+file format whose weights are **bytes** (``mode: "memory"``, see docs/profile-format.md):
+
+* the threads' trees are the **allocated** bytes (every sampled allocation's weight, freed
+  or not) by stack, per thread: ``calls`` counts samples, ``inclusive_ns``/``exclusive_ns``
+  hold bytes;
+* ``metadata["memory_views"]`` holds the two other views, **peak** (alive when the estimated
+  live total was highest) and **leaked** (alive when profiling stopped), as rows of
+  ``[frame indices outermost first, samples, bytes]``, so ``report``/``export`` show any of
+  the three with :func:`profkit.report.metric.memory_view` and nothing else changed.
+
+Why the events are kept rather than aggregated as they come: the peak view needs the live
+set at the moment of the peak, which is only known at the end; there is one event per
+sampled allocation (one per ``--alloc-sample`` bytes on average), so the log stays small.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from profkit.api import EventMask, ProfilerCallback
+from profkit.api.ids import FunctionId, ObjectId, ThreadId
+from profkit.api.info import FunctionInfo, ProfilerInfo
+from profkit.api.names import prefix_matches
+from profkit.calltree.model import CallNode, CallProfile, Frame, ThreadTree
+from profkit.profilers.elt.profiler import INTERNAL_MODULES, full_name, module_of
+
+#: metadata["metric"] of a memory profile's trees: what their weights are
+METRIC = "alloc_bytes"
+
+#: a stack key: the thread and the shown functions' ids, outermost first
+_Key = tuple[int, tuple[FunctionId, ...]]
+
+_PROFKIT_MAIN = os.path.join(os.path.dirname(os.path.dirname(__file__)), "__main__.py")
+
+
+class MemoryProfiler(ProfilerCallback):
+    """Sampled allocations in, a byte-weighted :class:`CallProfile` out.
+
+    Built like the ELT profilers (``factory(settings, standalone=..., paused=...,
+    main_module=..., internal_files=...)``; :meth:`from_settings` for environment
+    activation in child processes). ``settings.alloc_sample_bytes`` is the sampling mean.
+    """
+
+    def __init__(
+        self,
+        settings: Any = None,
+        *,
+        standalone: bool = True,
+        paused: bool = False,
+        on_profile: Callable[[CallProfile], None] | None = None,
+        main_module: tuple[str, str] | None = None,
+        internal_files: Iterable[str] = (),
+    ) -> None:
+        if settings is None:
+            raise TypeError("MemoryProfiler needs its settings (profkit.settings.Settings)")
+        if getattr(settings, "mode", "memory") != "memory":
+            settings = settings.replace(mode="memory")
+        self.settings = settings
+        self.standalone = standalone
+        self.on_profile = on_profile
+        self.main_module = main_module
+        self.internal_files = frozenset({_PROFKIT_MAIN, *internal_files})
+        self.mean_bytes = int(getattr(settings, "alloc_sample_bytes", 512 * 1024))
+        self.profile: CallProfile | None = None
+        self._info: ProfilerInfo | None = None
+        self._paused = paused
+        self._lock = threading.Lock()
+        #: ("a", id, weight, key) and ("f", id), in the order they were delivered
+        self._log: list[tuple[Any, ...]] = []
+        self._live: set[int] = set()
+        self._keys: dict[tuple[int, tuple[FunctionId, ...]], _Key] = {}
+        self._accepted: dict[FunctionId, bool] = {}
+        self._started_ns = time.perf_counter_ns()
+        self._started_wall_ns = time.time_ns()
+        self._stopped_ns = 0
+
+    @classmethod
+    def from_settings(
+        cls, settings: Any, on_profile: Callable[[CallProfile], None] | None = None
+    ) -> MemoryProfiler:
+        """The start-up hook's constructor (child processes): records from attach on."""
+        return cls(settings, on_profile=on_profile)
+
+    # -- lifecycle --------------------------------------------------------------------
+    def initialize(self, info: ProfilerInfo) -> None:
+        self._info = info
+        info.set_allocation_sampling(self.mean_bytes)
+        info.set_event_mask(EventMask.OBJECT_ALLOCATED)
+
+    def start_events(self) -> None:
+        self._started_ns = time.perf_counter_ns()
+        self._started_wall_ns = time.time_ns()
+        self._paused = False
+
+    def stop_events(self) -> None:
+        """The program has ended. Allocations still in the collector's log are the
+        program's and arrive at detach, so they are still taken; what profkit allocates
+        from here on has no frame of the program and is left out (see :meth:`_key`)."""
+        self._stopped_ns = time.perf_counter_ns()
+
+    def quiet_this_thread(self) -> None:
+        """Nothing per thread to quiet: allocations are attributed by their stacks."""
+
+    def shutdown(self) -> None:
+        self.profile = self.build_profile()
+        if self.on_profile is not None:
+            self.on_profile(self.profile)
+
+    # -- notifications ------------------------------------------------------------------
+    def object_allocated(
+        self,
+        object_id: ObjectId,
+        type_name: str,
+        size: int,
+        weight: float,
+        thread_id: ThreadId,
+        function_ids: tuple[FunctionId, ...],
+    ) -> None:
+        if self._paused:
+            return
+        key = self._key(int(thread_id), function_ids)
+        if key is None:
+            return
+        with self._lock:
+            self._log.append(("a", int(object_id), weight, key))
+            self._live.add(int(object_id))
+
+    def object_freed(self, object_id: ObjectId) -> None:
+        with self._lock:
+            if int(object_id) in self._live:
+                self._live.discard(int(object_id))
+                self._log.append(("f", int(object_id)))
+
+    def _key(self, thread: int, function_ids: tuple[FunctionId, ...]) -> _Key | None:
+        """The shown part of a stack, interned; None when no frame of the program is on
+        it (profkit's own start-up and detach work)."""
+        accepted = self._accepted
+        shown: list[FunctionId] = []
+        for fid in function_ids:
+            ok = accepted.get(fid)
+            if ok is None:
+                ok = accepted[fid] = self._accepts(fid)
+            if ok:
+                shown.append(fid)
+        if not shown:
+            return None
+        raw = (thread, tuple(shown))
+        key = self._keys.get(raw)
+        if key is None:
+            key = self._keys[raw] = raw
+        return key
+
+    def _accepts(self, fid: FunctionId) -> bool:
+        info = self._function_info(fid)
+        module = module_of(info, self.main_module)
+        if prefix_matches(module, INTERNAL_MODULES) or info.filename in self.internal_files:
+            return False
+        prefixes = getattr(self.settings, "prefixes", ())
+        return not prefixes or prefix_matches(module, prefixes)
+
+    def _function_info(self, fid: FunctionId) -> FunctionInfo:
+        assert self._info is not None
+        return self._info.get_function_info(fid)
+
+    # -- results ------------------------------------------------------------------------
+    def build_profile(self) -> CallProfile:
+        """The three views from the log: allocated (the trees), peak and leaked
+        (``metadata["memory_views"]``), and the totals in the metadata."""
+        with self._lock:
+            log = list(self._log)
+        allocated: dict[_Key, list[float]] = {}
+        live: dict[int, tuple[float, _Key]] = {}
+        live_bytes = peak_bytes = total = 0.0
+        peak_at = -1
+        for index, event in enumerate(log):
+            if event[0] == "a":
+                _, ident, weight, key = event
+                row = allocated.setdefault(key, [0, 0.0])
+                row[0] += 1
+                row[1] += weight
+                total += weight
+                live[ident] = (weight, key)
+                live_bytes += weight
+                if live_bytes > peak_bytes:
+                    peak_bytes, peak_at = live_bytes, index
+            else:
+                gone = live.pop(event[1], None)
+                if gone is not None:
+                    live_bytes -= gone[0]
+        at_peak: dict[int, tuple[float, _Key]] = {}
+        for event in log[: peak_at + 1]:
+            if event[0] == "a":
+                at_peak[event[1]] = (event[2], event[3])
+            else:
+                at_peak.pop(event[1], None)
+
+        profile = CallProfile(mode="memory")
+        frames: dict[FunctionId, int] = {}
+
+        def frame_of(fid: FunctionId) -> int:
+            index = frames.get(fid)
+            if index is None:
+                info = self._function_info(fid)
+                name = full_name(info, self.main_module)
+                index = frames[fid] = profile.frame_id(Frame(name, info.filename, info.first_line))
+            return index
+
+        by_thread: dict[int, list[tuple[tuple[int, ...], int, int]]] = {}
+        for (thread, fids), (count, weight) in allocated.items():
+            stack = tuple(frame_of(f) for f in fids)
+            by_thread.setdefault(thread, []).append((stack, int(count), round(weight)))
+        for thread in sorted(by_thread):
+            root = tree_of(by_thread[thread])
+            profile.threads.append(ThreadTree(thread, self._thread_name(thread), root))
+
+        def rows(alive: Iterable[tuple[float, _Key]]) -> list[list[Any]]:
+            summed: dict[tuple[int, ...], list[float]] = {}
+            for weight, (_thread, fids) in alive:
+                row = summed.setdefault(tuple(frame_of(f) for f in fids), [0, 0.0])
+                row[0] += 1
+                row[1] += weight
+            return [[list(stack), int(n), round(w)] for stack, (n, w) in summed.items()]
+
+        end = self._stopped_ns or time.perf_counter_ns()
+        leaked = list(live.values())
+        profile.metadata.update(
+            {
+                "profiler": f"{type(self).__module__}:{type(self).__qualname__}",
+                "pid": os.getpid(),
+                "argv": list(sys.argv),
+                "python": sys.version.split()[0],
+                "start_time_ns": self._started_wall_ns,
+                "duration_ns": max(end - self._started_ns, 0),
+                "settings": self.settings.as_dict() if hasattr(self.settings, "as_dict") else {},
+                "metric": METRIC,
+                "unit": "bytes",
+                "alloc_sample_bytes": self.mean_bytes,
+                "alloc_samples": sum(int(c) for c, _ in allocated.values()),
+                "allocated_bytes": round(total),
+                "peak_bytes": round(peak_bytes),
+                "leaked_bytes": round(sum(w for w, _ in leaked)),
+                "memory_views": {"peak": rows(at_peak.values()), "leaked": rows(leaked)},
+            }
+        )
+        if self._info is not None:
+            with contextlib.suppress(Exception):  # only informative
+                profile.metadata["backend"] = self._info.backend_name
+        return profile
+
+    def _thread_name(self, thread: int) -> str:
+        for t in threading.enumerate():
+            if t.ident == thread:
+                return t.name
+        try:
+            assert self._info is not None
+            return self._info.get_thread_info(ThreadId(thread)).name
+        except Exception:
+            return f"Thread-{thread}"
+
+
+def tree_of(stacks: Iterable[tuple[tuple[int, ...], int, int]]) -> CallNode:
+    """A call tree from ``(frame indices outermost first, samples, bytes)`` rows: every
+    node on a row's path gets its bytes inclusively, the last one also exclusively, and
+    ``calls`` counts the samples through it; the root holds the totals."""
+    root = CallNode(-1)
+    for stack, samples, weight in stacks:
+        root.calls += samples
+        root.inclusive_ns += weight
+        node = root
+        for frame in stack:
+            node = node.child(frame)
+            node.calls += samples
+            node.inclusive_ns += weight
+        node.exclusive_ns += weight
+    return root
