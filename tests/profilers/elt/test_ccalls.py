@@ -175,3 +175,22 @@ def test_tool_is_released_when_recording_stops() -> None:
     hook.stop()
     hook.stop()
     assert mon.get_tool(tool) is None
+
+
+@needs_monitoring
+def test_a_forked_child_releases_the_parents_tool() -> None:
+    from profkit.profilers.elt.ccalls import MonitoringHook
+    from tests.collect.children import wait_or_kill
+
+    mon: Any = sys.monitoring  # type: ignore[attr-defined]
+    hook = MonitoringHook(_recorder())
+    assert hook.start()
+    tool = hook.tool
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: the inherited tool is free again
+            os._exit(0 if mon.get_tool(tool) is None and hook.tool is None else 1)
+        assert wait_or_kill(pid, 30) == 0
+        assert mon.get_tool(tool) == "profkit-c-calls"  # the parent keeps it
+    finally:
+        hook.stop()

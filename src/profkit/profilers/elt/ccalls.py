@@ -20,7 +20,9 @@ released when recording stops. Tool ids the collector prefers (4, 3) are tried l
 
 from __future__ import annotations
 
+import os
 import sys
+import weakref
 from typing import Any
 
 from profkit.api import FunctionInfo
@@ -41,11 +43,17 @@ def native_name(info: FunctionInfo) -> str:
 
 
 class MonitoringHook:
-    """The C recorder's ``c_call``/``c_return`` as a ``sys.monitoring`` tool's callbacks."""
+    """The C recorder's ``c_call``/``c_return`` as a ``sys.monitoring`` tool's callbacks.
+
+    A forked child inherits the tool with the parent's recorder; the collector gives the
+    child a profiler of its own (with its own hook), so the parent's hooks are released
+    in the child (:func:`_release_inherited`).
+    """
 
     def __init__(self, recorder: Any) -> None:
         self.recorder = recorder
         self.tool: int | None = None
+        self.pid = os.getpid()
 
     @staticmethod
     def available() -> bool:
@@ -68,6 +76,8 @@ class MonitoringHook:
         mon.register_callback(tool, ev.C_RAISE, self.recorder.c_return)
         mon.set_events(tool, ev.CALL | ev.C_RETURN | ev.C_RAISE)
         self.tool = tool
+        self.pid = os.getpid()
+        _LIVE.add(self)
         return True
 
     def stop(self) -> None:
@@ -84,3 +94,20 @@ class MonitoringHook:
             mon.free_tool_id(tool)
         except ValueError:
             pass  # already released (a fork child, a second stop)
+
+
+#: Hooks holding a tool id, to release the parent's in a forked child.
+_LIVE: weakref.WeakSet[MonitoringHook] = weakref.WeakSet()
+
+
+def _release_inherited() -> None:
+    """In a forked child: release the tools of hooks started by the parent (a hook the
+    child's own profiler has started meanwhile is kept)."""
+    pid = os.getpid()
+    for hook in list(_LIVE):
+        if hook.pid != pid:
+            hook.stop()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_release_inherited)
