@@ -10,7 +10,7 @@ from typing import Any, BinaryIO, cast
 from profkit._atomic import AtomicOutput, ensure_not_an_input, write_errors, write_stdout
 from profkit._output import stdout_file
 from profkit._text import escape
-from profkit.cli.report import gc_paused, load_all
+from profkit.cli.report import add_metric_argument, gc_paused, load_all
 from profkit.errors import UsageError
 from profkit.export import registry
 
@@ -39,6 +39,7 @@ def register(sub: Any, name: str, help_text: str) -> None:
         metavar="OUT",
         help="output file ('-' for stdout; default: the input's name with the format's extension)",
     )
+    add_metric_argument(parser)
     parser.set_defaults(handler=_handler)
 
 
@@ -57,7 +58,7 @@ def _handler(args: argparse.Namespace) -> int:
         )
     write = fmt.stream_writer
     with gc_paused():
-        profile = load_all(args.files)
+        profile = load_all(args.files, args.metric)
         if out == "-":
             stdout = stdout_file()
             if stdout is None:  # an in-memory stdout (tests): collect, then write

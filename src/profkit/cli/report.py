@@ -17,6 +17,7 @@ from profkit.calltree.model import CallProfile
 from profkit.errors import UsageError
 from profkit.report._fmt import parse_duration
 from profkit.report.flat import render_callers, render_flat
+from profkit.report.metric import METRICS, memory_view
 from profkit.report.text import render_tree
 
 
@@ -34,6 +35,7 @@ def register(sub: Any, name: str, help_text: str) -> None:
         default="tree",
         help="call tree (default), one line per function, or who calls --function",
     )
+    add_metric_argument(parser)
     parser.add_argument(
         "--function",
         "-f",
@@ -96,6 +98,17 @@ def register(sub: Any, name: str, help_text: str) -> None:
     parser.set_defaults(handler=_handler)
 
 
+def add_metric_argument(parser: argparse.ArgumentParser) -> None:
+    """``--metric``: which bytes a memory profile shows (time profiles have one metric)."""
+    parser.add_argument(
+        "--metric",
+        choices=METRICS,
+        default="alloc",
+        help="memory profiles (run --mode memory): bytes allocated (default), alive at the "
+        "peak, or still alive at the end (leaked)",
+    )
+
+
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
     """Run a command's load/aggregate/render with the cyclic GC off.
@@ -114,9 +127,10 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def load_all(paths: list[str]) -> CallProfile:
-    """Load one profile, or several combined."""
-    profiles = [load(p) for p in paths]
+def load_all(paths: list[str], metric: str = "alloc") -> CallProfile:
+    """Load one profile, or several combined; for memory profiles, the ``metric`` view
+    (``alloc``, ``peak`` or ``leaked``: :func:`profkit.report.metric.memory_view`)."""
+    profiles = [memory_view(load(p), metric, p) for p in paths]
     return profiles[0] if len(profiles) == 1 else combine(profiles)
 
 
@@ -166,7 +180,7 @@ def _handler(args: argparse.Namespace) -> int:
 
 
 def _render(args: argparse.Namespace, width: int, color: bool, min_time: int) -> str:
-    profile = load_all(args.files)
+    profile = load_all(args.files, args.metric)
     if args.view == "tree":
         text = render_tree(
             profile,

@@ -136,8 +136,15 @@ def encode(profile: CallProfile) -> bytes:
         return _bytes(field, _int(1, s(type_)) + _int(2, s(unit)))
 
     time_name = "time" if profile.mode == "trace" else "wall"
-    parts.append(value_type(1, "calls", "count"))
-    parts.append(value_type(1, time_name, "nanoseconds"))
+    count_name, unit, period = "calls", "nanoseconds", profile.metadata.get("interval_ns")
+    if profile.mode == "memory":
+        # pprof's heap names: bytes allocated, or bytes in use (the peak or the end)
+        alloc = profile.metadata.get("metric", "alloc_bytes") == "alloc_bytes"
+        time_name = "alloc_space" if alloc else "inuse_space"
+        count_name, unit = "samples", "bytes"
+        period = profile.metadata.get("alloc_sample_bytes")
+    parts.append(value_type(1, count_name, "count"))
+    parts.append(value_type(1, time_name, unit))
     thread_key = s("thread")
     _check_size(profile)
     encoded = [varint(i + 1) for i in range(len(profile.frames))]
@@ -163,9 +170,8 @@ def encode(profile: CallProfile) -> bytes:
         tail += _int(9, start)
     # a root's total is a sum of children when unknown: it may pass int64, so clamp
     tail += _int(10, min(max((total_ns(t.root) for t in profile.threads), default=0), _INT64_MAX))
-    tail += value_type(11, time_name, "nanoseconds")
-    interval = profile.metadata.get("interval_ns")
-    tail += _int(12, interval if _int64(interval) else 1)
+    tail += value_type(11, "space" if unit == "bytes" else time_name, unit)
+    tail += _int(12, period if _int64(period) else 1)
     tail += _int(14, s(time_name))
     # the string table must be written after every s() call above
     # pprof strings must be UTF-8: a lone surrogate (non-UTF-8 file name) is written escaped

@@ -47,11 +47,12 @@ def write_to(profile: CallProfile, out: BinaryIO) -> None:
         % (dumps(SCHEMA).encode(), dumps(frames, separators=(",", ":")).encode())
     )
     del frames
+    unit = b"bytes" if profile.mode == "memory" else b"nanoseconds"  # speedscope knows both
     for index, (thread, spans) in enumerate(zip(profile.threads, by_thread, strict=True)):
         if index:
             out.write(b",")
         events = _span_events(spans) if spans else tree_events(thread.root)
-        _write_evented(out, thread_label(profile, thread), events)
+        _write_evented(out, thread_label(profile, thread), events, unit)
     tail = {"name": _title(profile), "activeProfileIndex": 0, "exporter": f"profkit {__version__}"}
     out.write(b"]," + dumps(tail, separators=(",", ":")).encode()[1:])
 
@@ -63,12 +64,17 @@ def write(profile: CallProfile) -> bytes:
     return out.getvalue()
 
 
-def _write_evented(out: BinaryIO, name: str, events: Iterator[tuple[str, int, int]]) -> None:
+def _write_evented(
+    out: BinaryIO,
+    name: str,
+    events: Iterator[tuple[str, int, int]],
+    unit: bytes = b"nanoseconds",
+) -> None:
     """One evented profile; ``startValue`` is 0 and ``endValue`` comes last (JSON objects
     are unordered), so the events need not be held in memory."""
     out.write(
-        b'{"type":"evented","name":%s,"unit":"nanoseconds","startValue":0,"events":['
-        % json.dumps(name).encode()
+        b'{"type":"evented","name":%s,"unit":"%s","startValue":0,"events":['
+        % (json.dumps(name).encode(), unit)
     )
     parts: list[bytes] = []
     size = 0
