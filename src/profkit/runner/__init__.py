@@ -30,6 +30,13 @@ is one row in :data:`profkit.runner.choice.CHOICES` and one class satisfying
 
     ProfilerChoice("trace", ("dotnet",), "profkit.clr.engine:DotnetEngine", profiler="")
 
+(That is how ``profkit run app.dll`` and ``run --mode sample`` sampling a child from outside,
+``profkit.sampler.engine:OutOfProcessEngine``, plugged in.) An engine that runs the program
+in this interpreter may also offer ``begin(job) -> Running`` and ``end(ended) ->
+Finished``: :class:`~profkit.runner.session.Run` then hands the program's code to its
+caller, and ``profkit run`` executes it in its own frame, so the program sees as few of
+profkit's frames under it as possible.
+
 A target is any object with ``kind`` and ``label`` (:class:`~profkit.runner.python.Program`
 for Python); the CLI decides the kind (:func:`profkit.cli.run` today knows ``script``,
 ``module`` and ``code``). Everything after the engine returns — saving to ``-o``, the tree,
