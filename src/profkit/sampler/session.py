@@ -221,15 +221,12 @@ class ProcessRecorder:
 
 
 def thread_label(pid: int, tid: int) -> str:
-    """``MainThread`` for the main thread (as Python and in-process profiles call it);
-    another thread's kernel name (``comm``) when it has its own, else ``Thread <tid>``
-    (CPython before 3.14 does not pass ``threading`` names to the kernel)."""
+    """``MainThread`` for the main thread (as Python and in-process profiles call it),
+    another thread's kernel name (``comm``; CPython before 3.14 does not pass ``threading``
+    names to the kernel, so it is often the program's), ``Thread-<tid>`` once it is gone."""
     if tid == pid:
         return "MainThread"
-    name = thread_name(pid, tid)
-    if not name or name == thread_name(pid, pid):
-        return f"Thread {tid}"
-    return name
+    return thread_name(pid, tid) or f"Thread-{tid}"
 
 
 def _fix_root(root: CallNode) -> None:
@@ -552,8 +549,7 @@ def format_dump(pid: int, stacks: list[ThreadStack]) -> str:
     for s in stacks:
         name = thread_label(pid, s.native_id)
         gil = " [holds the GIL]" if s.holds_gil else ""
-        named = "" if name == f"Thread {s.native_id}" else f" ({escape(name)})"
-        lines.append(f"Thread {s.native_id}{named}{gil}:")
+        lines.append(f"Thread {s.native_id} ({escape(name)}){gil}:")
         if not s.frames:
             lines.append("    (no Python frames)")
         for info, line in s.frames:
