@@ -147,6 +147,28 @@ class ProfilerCallback:
     def object_freed(self, object_id: ObjectId) -> None:
         """The sampled block ``object_id`` was freed: its id is dead from here on."""
 
+    # -- heap walk (info.walk_heap) ------------------------------------------------------
+    def object_references(
+        self, object_id: int, type_name: str, size: int, referenced_ids: tuple[int, ...]
+    ) -> None:
+        """One object of a heap walk (``ObjectReferences``), on the thread that called
+        ``info.walk_heap()``, before it returns.
+
+        Ids here are ``id()`` values (addresses), meaningful only until ``walk_heap``
+        returns, and not the sample ids of ``object_allocated``. ``referenced_ids`` are
+        what the object refers to, as the GC sees it (``gc.get_referents``); ``size`` is
+        ``sys.getsizeof`` (the C size plus the GC header for a class whose
+        ``__sizeof__`` is written in Python: the walk runs none of the program's code).
+        """
+
+    def root_references(self, root_ids: tuple[int, ...], kinds: tuple[str, ...]) -> None:
+        """The roots of a heap walk (``RootReferences2``), once, after every
+        ``object_references``. ``kinds[i]`` says why ``root_ids[i]`` is a root:
+        ``"module"`` (in ``sys.modules``), ``"frame"`` (a frame of some thread),
+        ``"local"`` (a local of such a frame) or ``"unreferenced"`` (no object refers to
+        it: held from C, e.g. ``sys.modules`` itself). An object is listed once, with the
+        first of those kinds that applies."""
+
     # -- sampling (SAMPLING) ----------------------------------------------------------
     def stack_sample(
         self,

@@ -118,6 +118,18 @@ class ProfilerInfo(Protocol):
         ``object_allocated`` gave it."""
         ...
 
+    def walk_heap(self) -> None:
+        """Walk the heap now: ``object_references`` for every object the GC can reach,
+        then ``root_references`` once, on the calling thread, before returning.
+
+        Needs no event-mask bit (it is on request, like ``ForceGC`` followed by the
+        CLR's heap callbacks); call it from any callback or thread, e.g. in
+        ``garbage_collection_finished``. It runs none of the program's code and keeps no
+        object alive after it returns. Allocations made during the walk (by profkit or by
+        the profiler's callbacks) are not sampled for ``object_allocated``.
+        """
+        ...
+
     @property
     def backend_name(self) -> str:
         """The collector in use: ``"monitoring"``, ``"setprofile"`` or ``"sampler"``."""

@@ -181,9 +181,45 @@ class SessionInfo:
                 return found
         raise NotAvailableError("OBJECT_ALLOCATED is not in the event mask")
 
+    def walk_heap(self) -> None:
+        """Deliver the heap graph to the profiler (see :meth:`ProfilerInfo.walk_heap`)."""
+        from profkit.collect.plan import overridden
+        from profkit.heap import sampler
+        from profkit.heap.walk import walk_heap
+
+        session = self._session
+        if not session.active:
+            raise NotAvailableError("the profiler is detached")
+        on_object = overridden(session.profiler, "object_references")
+        on_roots = overridden(session.profiler, "root_references")
+        if on_object is None and on_roots is None:
+            return
+        hook = None if sampler._IMPORT_ERROR else sampler._heaphook
+        if hook is not None:
+            hook.pause()  # the walk's allocations (and the callbacks') are not the program's
+        try:
+            walk_heap(
+                on_object or _no_object, on_roots or _no_roots, skip_code=self._catalog.is_own
+            )
+        except RecursionError:
+            pass  # the program's, as everywhere (see collect.failure)
+        except Exception as exc:
+            session.rule.fail(exc, "walk_heap")
+        finally:
+            if hook is not None:
+                hook.resume()
+
     def request_profiler_detach(self) -> None:
         """Remove every hook; ``profiler_detach_succeeded`` then ``shutdown`` follow."""
         self._session.detach(detach_callback=True)
+
+
+def _no_object(object_id: int, type_name: str, size: int, refs: tuple[int, ...]) -> None:
+    """object_references not overridden."""
+
+
+def _no_roots(root_ids: tuple[int, ...], kinds: tuple[str, ...]) -> None:
+    """root_references not overridden."""
 
 
 def _conforms(info: SessionInfo) -> ProfilerInfo:
