@@ -13,14 +13,10 @@ level imports stay minimal; readers, writers and file helpers load in the handle
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import re
-import signal
 import sys
-import threading
 import time
-from collections.abc import Iterator
 from typing import Any, TextIO
 
 from profkit.cli import profdata_scale
@@ -231,42 +227,9 @@ def _llvm_release(llvm_version: int | None, indexed_version: int | None) -> int:
     return by_indexed.get(indexed_version or 13, 22)
 
 
-class _Terminated(BaseException):
-    """SIGTERM during a merge, raised so that it unwinds like Ctrl-C does."""
-
-
-@contextlib.contextmanager
-def _sigterm_unwinds() -> Iterator[None]:
-    """Turn SIGTERM into an exception for the duration of a merge, then die of it.
-
-    By default SIGTERM ends the process on the spot: ``-j`` workers were left running
-    (65-80 MB each) and a temp output behind. Unwinding runs the cleanup (the pool is
-    killed, the atomic writer removes its temp file); then the process ends by SIGTERM
-    itself, so the caller sees the status it expects (-15, 143 in a shell).
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield  # signal handlers can only be set from the main thread
-        return
-
-    def raise_terminated(signum: int, frame: object) -> None:
-        raise _Terminated
-
-    previous = signal.signal(signal.SIGTERM, raise_terminated)
-    try:
-        yield
-    except _Terminated:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        with contextlib.suppress(OSError, ValueError):
-            sys.stderr.flush()
-        os.kill(os.getpid(), signal.SIGTERM)
-        raise SystemExit(128 + signal.SIGTERM) from None  # only if the kill was delayed
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def run_merge(args: argparse.Namespace) -> int:
     """The ``merge`` handler (SIGTERM tears the merge down cleanly)."""
-    with _sigterm_unwinds():
+    with profdata_scale.sigterm_unwinds():
         return _run_merge(args)
 
 

@@ -10,7 +10,9 @@ One subpackage, one step per module, from the smallest to the largest unit:
   binary to be added as arrays) and where its varying sections are;
 - :mod:`.raw_arrays` — :class:`~.raw_arrays.ShapeAccumulator`: whole counter sections
   of same-shape raw files summed as numpy arrays (imported only for raw inputs);
-- :mod:`.files` — many files, serially or on worker processes, replayed in input order.
+- :mod:`.files` — many files, serially or on worker processes, replayed in input order;
+- :mod:`.workers` — the ``-j`` worker processes' life cycle (they never outlive a merge);
+- :mod:`.on_dask` — the same partial results on dask.distributed, reduced as a tree.
 
 The names of :mod:`.accumulator` and :mod:`.records` are re-exported here: importing
 this package costs neither numpy nor multiprocessing.

@@ -11,9 +11,7 @@ a serial merge.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -22,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from profkit.errors import ProfileFormatError, ProfkitError
 from profkit.formats.instrprof.compat import InputVersion, input_version
+from profkit.formats.instrprof.merge import workers
 from profkit.formats.instrprof.merge.accumulator import (
     MAX_TRACE_LENGTH,
     TRACE_RESERVOIR_SIZE,
@@ -94,54 +93,6 @@ class _ShareResult:
     versions: set[InputVersion]
 
 
-_counter: Any = None  # a multiprocessing.Value in workers: inputs done, for the progress bar
-
-
-def _init_worker(counter: Any, parent: int) -> None:
-    global _counter
-    _counter = counter
-    # A worker must never outlive the merge: it dies with its parent (kill -9 included),
-    # leaves Ctrl-C (sent to the whole process group) to the parent, which tears the
-    # pool down, and takes SIGTERM as an ordinary process does, whatever handler the
-    # parent had installed when it forked.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    _die_with_parent(parent)
-
-
-#: ``prctl(PR_SET_PDEATHSIG, sig)``: the kernel sends ``sig`` when the parent exits.
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent(parent: int) -> None:
-    """Ask Linux to SIGKILL this process when its parent dies; exit if it already has."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        except (OSError, AttributeError):  # pragma: no cover - no prctl in this libc
-            pass
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        os._exit(1)
-
-
-def _kill_workers(pool: Any) -> None:
-    """Stop every worker of ``pool`` now (the merge was interrupted or failed).
-
-    ``ProcessPoolExecutor`` has no public way to do this; its ``_processes`` map (pid →
-    process) exists in every supported Python (3.11-3.13).
-    """
-    workers = list((getattr(pool, "_processes", None) or {}).values())
-    for proc in workers:
-        with contextlib.suppress(OSError, ValueError, AttributeError):  # already gone
-            proc.kill()
-    for proc in workers:
-        with contextlib.suppress(OSError, ValueError, AttributeError, AssertionError):
-            proc.join(timeout=5)
-
-
 def _merge_share(
     share: Sequence[tuple[int, MergeInput]],
     progress: Progress | None = None,
@@ -199,10 +150,8 @@ def _merge_share(
         except ProfkitError as exc:
             failures.append((index, path, str(exc)))
         finally:
-            if _counter is not None:
-                with _counter.get_lock():
-                    _counter.value += 1
-            elif progress is not None:
+            # (in a worker the parent reads the shared counter instead)
+            if not workers.count_done() and progress is not None:
                 progress(done)
     return _ShareResult(
         list(shapes.values()),
@@ -328,7 +277,7 @@ def _run_parallel(
     pool = ProcessPoolExecutor(
         max_workers=jobs - 1,
         mp_context=ctx,
-        initializer=_init_worker,
+        initializer=workers.init_worker,
         initargs=(counter, os.getpid()),
     )
     try:
@@ -349,7 +298,7 @@ def _run_parallel(
     except BaseException:
         # Interrupted (Ctrl-C, a SIGTERM the caller turned into an exception) or failed:
         # the workers stop now instead of finishing their shares (shutdown would wait).
-        _kill_workers(pool)
+        workers.kill_workers(pool)
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
