@@ -1,0 +1,189 @@
+"""``profkit run --mode memory`` against the bare program, tracemalloc and memray, in one run.
+
+    python bench/memory_bench.py               # best of 3
+    python bench/memory_bench.py --repeat 1    # quick look
+
+The workload (written to ``bench/_work/memory/workload.py``) has two allocating functions:
+
+* ``buffers()``: 400 bytearrays of 250,000 bytes (every 4th kept alive to the end: 25 MB);
+* ``records()``: 300,000 small tuples, dicts and strings, kept in a list, then dropped (no
+  temporaries and no list growth, so what it allocates is what it keeps).
+
+Rows, each timed in the same run as the bare program (alternating, best of ``--repeat``):
+the workload's own wall time around its two functions (so interpreter and profiler start-up
+and saving are not counted) and the whole process's wall time, each ÷ bare, for
+
+* ``profkit run --mode memory`` at the default sampling mean (512 KiB) and at 64 KiB;
+* tracemalloc (``tracemalloc.start(1)`` inside the workload: stdlib, every allocation);
+* ``memray run`` (PyPI; the row says "not available" when it is not installed).
+
+Then accuracy, against truths measured independently in this run:
+
+* attribution: the share of allocated bytes profkit gives ``buffers`` vs ``records``, against
+  the truth: each function run alone under tracemalloc with everything it made kept alive (so
+  the bytes traced after it = the bytes it allocated: the workload makes no temporaries);
+* peak: profkit's ``peak_bytes`` against tracemalloc's peak (``get_traced_memory()[1]``) in
+  the tracemalloc row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).parent
+WORK = HERE / "_work" / "memory"
+
+WORKLOAD = """\
+import os, sys, time, tracemalloc
+
+KEEP_ALL = os.environ.get("BENCH_KEEP_ALL") == "1"
+TRACE = os.environ.get("BENCH_TRACEMALLOC") == "1"
+held = []
+
+def buffers():
+    for i in range(400):
+        b = bytearray(250_000)
+        if KEEP_ALL or i % 4 == 0:
+            held.append(b)
+
+def records():
+    out = [None] * 300_000  # no list growth (its reallocations are allocations too)
+    for i in range(300_000):
+        out[i] = ((i, i + 1), {"k": i}, str(i))  # no temporaries: allocated = kept
+    if KEEP_ALL:
+        held.append(out)
+    return len(out)
+
+def main():
+    result = {}
+    if TRACE:
+        tracemalloc.start(1)
+    start = time.perf_counter()
+    if KEEP_ALL:  # truth: each function's bytes, all of them kept alive
+        tracemalloc.start(1)
+        for f in (buffers, records):
+            before = tracemalloc.get_traced_memory()[0]
+            f()
+            result[f.__name__] = tracemalloc.get_traced_memory()[0] - before
+        tracemalloc.stop()
+    else:
+        buffers()
+        records()
+    result["work_s"] = time.perf_counter() - start
+    if TRACE:
+        result["tracemalloc_peak"] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    print(__import__("json").dumps(result))
+
+main()
+"""
+
+
+def run(cmd: list[str], env: dict[str, str]) -> tuple[float, dict[str, float]]:
+    """(whole-process wall seconds, the workload's JSON line)."""
+    start = time.perf_counter()
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - start
+    if out.returncode != 0:
+        raise RuntimeError(f"{cmd[:4]}... exited {out.returncode}: {out.stderr.strip()[-300:]}")
+    line = [x for x in out.stdout.splitlines() if x.startswith("{")][-1]
+    return wall, json.loads(line)
+
+
+def memray_available() -> str | None:
+    try:
+        import memray  # noqa: F401
+    except ImportError as exc:
+        return f"memray not installed ({exc})"
+    return None
+
+
+def self_bytes(path: Path) -> tuple[dict[str, float], float]:
+    from profkit.calltree.file import load
+
+    profile = load(str(path))
+    out: dict[str, float] = {}
+    for thread in profile.threads:
+        for _, node in thread.root.walk():
+            if node.frame >= 0:
+                name = profile.frames[node.frame].name.split(".<locals>.")[0]
+                short = name.rpartition(".")[2]
+                out[short] = out.get(short, 0.0) + node.exclusive_ns
+    return out, float(profile.metadata["peak_bytes"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    WORK.mkdir(parents=True, exist_ok=True)
+    script = WORK / "workload.py"
+    script.write_text(WORKLOAD)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PROFKIT_", "BENCH_"))}
+    py = sys.executable
+    tmp = Path(tempfile.mkdtemp(prefix="memory_bench_"))
+    rows: dict[str, list[str] | None] = {
+        "bare": [py, str(script)],
+        "profkit 512KiB": [py, "-m", "profkit", "run", "--no-tree", "--mode", "memory",
+                           "-o", str(tmp / "p512.json"), str(script)],
+        "profkit 64KiB": [py, "-m", "profkit", "run", "--no-tree", "--mode", "memory",
+                          "--alloc-sample", "64KiB", "-o", str(tmp / "p64.json"), str(script)],
+        "tracemalloc": [py, str(script)],
+        "memray": None if memray_available() else
+        [py, "-m", "memray", "run", "-q", "-f", "-o", str(tmp / "m.bin"), str(script)],
+    }  # fmt: skip
+    best: dict[str, tuple[float, float]] = {}
+    extra: dict[str, dict[str, float]] = {}
+    for _ in range(args.repeat):
+        for name, cmd in rows.items():
+            if cmd is None:
+                continue
+            run_env = env | ({"BENCH_TRACEMALLOC": "1"} if name == "tracemalloc" else {})
+            wall, result = run(cmd, run_env)
+            work = result["work_s"]
+            old = best.get(name)
+            best[name] = (min(old[0], work), min(old[1], wall)) if old else (work, wall)
+            extra[name] = result
+    bare_work, bare_wall = best["bare"]
+    print(f"python {sys.version.split()[0]}, best of {args.repeat}; ratios to bare in this run")
+    print(f"{'row':<16} {'work s':>8} {'÷ bare':>7} {'process s':>10} {'÷ bare':>7}")
+    for name, cmd in rows.items():
+        if cmd is None:
+            print(f"{name:<16} not available ({memray_available()})")
+            continue
+        work, wall = best[name]
+        print(
+            f"{name:<16} {work:8.3f} {work / bare_work:7.2f} {wall:10.3f} {wall / bare_wall:7.2f}"
+        )
+
+    _, truth = run([py, str(script)], env | {"BENCH_KEEP_ALL": "1"})
+    total_truth = truth["buffers"] + truth["records"]
+    print("\nattribution of allocated bytes (share of buffers+records)")
+    print(f"  truth (tracemalloc, all kept): buffers {truth['buffers'] / 1e6:.1f} MB, "
+          f"records {truth['records'] / 1e6:.1f} MB")  # fmt: skip
+    peak_tm = extra["tracemalloc"]["tracemalloc_peak"]
+    for name, path in (("profkit 512KiB", tmp / "p512.json"), ("profkit 64KiB", tmp / "p64.json")):
+        by, peak = self_bytes(path)
+        got = by.get("buffers", 0.0) + by.get("records", 0.0)
+        for fn in ("buffers", "records"):
+            share, want = by.get(fn, 0.0) / (got or 1), truth[fn] / total_truth
+            print(
+                f"  {name:<15} {fn:<8} {by.get(fn, 0.0) / 1e6:7.1f} MB  share {share:6.1%}"
+                f"  truth {want:6.1%}  error {(share - want) / want:+.1%} of the truth share;"
+                f"  bytes {(by.get(fn, 0.0) - truth[fn]) / truth[fn]:+.1%}"
+            )
+        print(
+            f"  {name:<15} peak {peak / 1e6:.1f} MB vs tracemalloc's {peak_tm / 1e6:.1f} MB:"
+            f" {(peak - peak_tm) / peak_tm:+.1%}"
+        )
+
+
+if __name__ == "__main__":
+    main()
