@@ -133,8 +133,10 @@ def stripped(text: str) -> str:
     return text.strip()
 
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(b|k|kb|kib|m|mb|mib|g|gb|gib)?\s*$", re.I)
-_SIZE_UNIT = {"b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+_SIZE = re.compile(
+    r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(b|k|kb|kib|m|mb|mib|g|gb|gib|t|tb|tib)?\s*$", re.I
+)
+_SIZE_UNIT = {"b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 #: Largest sampling mean accepted: beyond it nearly nothing is ever sampled.
 _MAX_SIZE = 1024**4
 
