@@ -1,0 +1,199 @@
+"""Why is it alive: the top types of a heap walk by bytes, and one chain of references from
+a root to an example of each.
+
+A leak is rarely a mystery of *what* (the walk's totals say that) but of *who holds it*. The
+CLR's ``RootReferences2`` exists so a tool can answer that; this module is the answer for
+Python: a breadth-first search from the roots of one :func:`~profkit.heap.walk.walk_heap`
+gives the shortest chain to each example object, roots taken in order of precedence (modules,
+then frames, then locals, then objects no object refers to), so a module global is explained
+as ``module m -> dict -> list -> m.Leak`` rather than through some incidental reference.
+
+One forward search from all the roots answers every example at once, with one dict of ints
+(the parent of each object reached) and a bound on the objects it visits; no reverse index
+of the whole graph is built.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from types import CodeType
+
+from profkit.heap.walk import FRAME, LOCAL, MODULE, UNREFERENCED, WalkStats, walk_heap
+
+#: the order in which roots are searched from (earlier kinds win ties of length)
+ROOT_ORDER = (MODULE, FRAME, LOCAL, UNREFERENCED)
+#: objects a search visits at most before it gives up on the examples not yet reached
+DEFAULT_MAX_NODES = 5_000_000
+
+
+@dataclass(slots=True)
+class HeapSnapshot:
+    """The graph of one walk: ints and type names only, nothing of the program kept alive.
+
+    ``objects[id] = (type_name, size, referenced_ids)``; ``roots[id] = kind``; ``labels``
+    names some objects for people (a module root by its module name).
+    """
+
+    objects: dict[int, tuple[str, int, tuple[int, ...]]] = field(default_factory=dict)
+    roots: dict[int, str] = field(default_factory=dict)
+    labels: dict[int, str] = field(default_factory=dict)
+    stats: WalkStats = field(default_factory=WalkStats)
+
+
+class SnapshotRecorder:
+    """The two walk callbacks, filling a :class:`HeapSnapshot` (usable as a profiler's
+    ``object_references`` / ``root_references`` too).
+
+    The snapshot is made at the first object, after the walk took its list of objects, so
+    the recorder's own growing dicts are never part of the heap it describes.
+    """
+
+    def __init__(self) -> None:
+        self.snapshot: HeapSnapshot | None = None
+
+    def on_object(self, object_id: int, type_name: str, size: int, refs: tuple[int, ...]) -> None:
+        if self.snapshot is None:
+            self.snapshot = HeapSnapshot()
+        self.snapshot.objects[object_id] = (type_name, size, refs)
+
+    def on_roots(self, root_ids: tuple[int, ...], kinds: tuple[str, ...]) -> None:
+        if self.snapshot is None:
+            self.snapshot = HeapSnapshot()
+        self.snapshot.roots.update(zip(root_ids, kinds, strict=True))
+
+
+def take_snapshot(*, skip_code: Callable[[CodeType], bool] | None = None) -> HeapSnapshot:
+    """Walk this process's heap now and keep the graph (see :func:`walk_heap`)."""
+    recorder = SnapshotRecorder()
+    stats = walk_heap(recorder.on_object, recorder.on_roots, skip_code=skip_code)
+    snapshot = recorder.snapshot or HeapSnapshot()
+    snapshot.stats = stats
+    for name, module in list(sys.modules.items()):
+        key = id(module)
+        if snapshot.roots.get(key) == MODULE:
+            snapshot.labels.setdefault(key, name)
+    return snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class TypeTotal:
+    """One type's share of a walk; ``example`` is its largest object (ties: first seen)."""
+
+    type_name: str
+    count: int
+    bytes: int
+    example: int
+
+
+def top_types(snapshot: HeapSnapshot, n: int = 10) -> list[TypeTotal]:
+    """The ``n`` types holding the most bytes (ties by name, for a stable report)."""
+    totals: dict[str, list[int]] = {}  # name -> [count, bytes, example id, example size]
+    for key, (type_name, size, _) in snapshot.objects.items():
+        total = totals.get(type_name)
+        if total is None:
+            totals[type_name] = [1, size, key, size]
+            continue
+        total[0] += 1
+        total[1] += size
+        if size > total[3]:
+            total[2], total[3] = key, size
+    ranked = sorted(totals.items(), key=lambda item: (-item[1][1], item[0]))[:n]
+    return [TypeTotal(name, t[0], t[1], t[2]) for name, t in ranked]
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """One object on a chain."""
+
+    object_id: int
+    type_name: str
+    label: str = ""  #: e.g. a module's name
+
+    def __str__(self) -> str:
+        return f"{self.type_name} {self.label}" if self.label else self.type_name
+
+
+@dataclass(frozen=True, slots=True)
+class Chain:
+    """References from a root (``links[0]``, of ``root_kind``) to the object (``links[-1]``)."""
+
+    root_kind: str
+    links: tuple[Link, ...]
+
+    def __str__(self) -> str:
+        return f"[{self.root_kind}] " + " -> ".join(str(link) for link in self.links)
+
+
+def chains_to(
+    snapshot: HeapSnapshot, targets: Iterable[int], *, max_nodes: int = DEFAULT_MAX_NODES
+) -> dict[int, Chain]:
+    """The shortest chain from a root to each target (breadth-first from every root,
+    roots in :data:`ROOT_ORDER`). A target not reached within ``max_nodes`` objects, or not
+    reachable at all, is missing from the answer."""
+    wanted = {t for t in targets if t in snapshot.objects}
+    if not wanted:
+        return {}
+    objects = snapshot.objects
+    parent: dict[int, int] = {}  # object -> the object that reached it first (root: itself)
+    queue: deque[int] = deque()
+    rank = {kind: i for i, kind in enumerate(ROOT_ORDER)}
+    for key, _ in sorted(snapshot.roots.items(), key=lambda kv: rank.get(kv[1], len(rank))):
+        if key in objects and key not in parent:
+            parent[key] = key
+            queue.append(key)
+    found: dict[int, Chain] = {}
+    remaining = set(wanted)
+    for key in list(parent):
+        if key in remaining:
+            remaining.discard(key)
+            found[key] = _chain(snapshot, parent, key)
+    while queue and remaining and len(parent) < max_nodes:
+        key = queue.popleft()
+        for ref in objects[key][2]:
+            if ref in parent or ref not in objects:
+                continue
+            parent[ref] = key
+            queue.append(ref)
+            if ref in remaining:
+                remaining.discard(ref)
+                found[ref] = _chain(snapshot, parent, ref)
+    return found
+
+
+def _chain(snapshot: HeapSnapshot, parent: dict[int, int], target: int) -> Chain:
+    path = [target]
+    while parent[path[-1]] != path[-1]:
+        path.append(parent[path[-1]])
+    path.reverse()
+    links = tuple(Link(k, snapshot.objects[k][0], snapshot.labels.get(k, "")) for k in path)
+    return Chain(snapshot.roots[path[0]], links)
+
+
+@dataclass(frozen=True, slots=True)
+class TypeReport:
+    """A top type and why its example is alive (``chain`` None: no root reaches it)."""
+
+    total: TypeTotal
+    chain: Chain | None
+
+
+def why_alive(
+    snapshot: HeapSnapshot, n: int = 10, *, max_nodes: int = DEFAULT_MAX_NODES
+) -> list[TypeReport]:
+    """The ``n`` types holding the most bytes, each with one chain from a root."""
+    totals = top_types(snapshot, n)
+    chains = chains_to(snapshot, (t.example for t in totals), max_nodes=max_nodes)
+    return [TypeReport(t, chains.get(t.example)) for t in totals]
+
+
+def format_report(reports: list[TypeReport]) -> str:
+    """The report as text, one type and its chain per entry (for the CLI)."""
+    lines: list[str] = []
+    for r in reports:
+        t = r.total
+        lines.append(f"{t.bytes:>12,} B {t.count:>9,}  {t.type_name}")
+        lines.append("      " + (str(r.chain) if r.chain else "(no chain from a root)"))
+    return "\n".join(lines) + ("\n" if lines else "")
