@@ -39,6 +39,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("profdata", "profdata", "LLVM instrumentation profiles: show, merge, overlap"),
     ("perfmap", "perfmap", "perf maps: show, lookup, convert, symbolize, verify"),
     ("clr", "clr", ".NET programs: run under profkit's CoreCLR profiler, print its environment"),
+    ("heap", "heap", "run a script, then show what holds the most bytes and why it is alive"),
 )
 
 EXIT_USAGE = 2

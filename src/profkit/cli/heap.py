@@ -1,0 +1,76 @@
+"""`profkit heap run SCRIPT [ARGS]`: run a Python script, then say what holds the most bytes
+at its end and why each is alive (one reference chain from a root per type).
+
+The report goes to stderr (or ``-o FILE``, written atomically), so the program's stdout is
+its own; the command ends as the program did (exit status, uncaught exception, signal).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from typing import Any
+
+from profkit.errors import UsageError
+
+
+def register(sub: Any, name: str, help_text: str) -> None:
+    """Add the `heap` parser to the ``profkit`` subparsers."""
+    parser = sub.add_parser(name, help=help_text, description=help_text)
+    actions = parser.add_subparsers(dest="heap_action", metavar="ACTION", required=True)
+    run = actions.add_parser(
+        "run",
+        help="run a script; at its end print the top types by bytes and why each is alive",
+        description="Run a Python script as python would; when it ends (its threads joined), "
+        "walk the heap and print the types holding the most bytes, each with the shortest "
+        "chain of references from a root (module, frame, local, or an object nothing "
+        "refers to) to its largest object.",
+    )
+    run.add_argument("--top", type=int, default=10, metavar="N", help="types to show (10)")
+    run.add_argument("-o", "--output", metavar="FILE", help="write the report here, not stderr")
+    run.add_argument("script", help="the Python script")
+    run.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
+    parser.set_defaults(handler=_handler)
+
+
+def _handler(args: argparse.Namespace) -> int:
+    from profkit._atomic import ensure_not_an_input, write_atomic, write_errors
+    from profkit.heap.why_alive import HeapSnapshot, format_report, take_snapshot, why_alive
+    from profkit.runner.outcome import exit_signal, report_exception
+    from profkit.runner.python import Program
+
+    if not 1 <= args.top <= 10_000:
+        raise UsageError(f"--top must be between 1 and 10000, not {args.top}")
+    if args.output:
+        ensure_not_an_input(args.output, [args.script])
+    program = Program("script", args.script, tuple(args.args))
+    prepared = program.prepare()
+    taken: list[HeapSnapshot] = []
+    outcome = program.run(prepared, start=lambda: None, stop=lambda: taken.append(take_snapshot()))
+    snapshot = taken[0] if taken else HeapSnapshot()
+    text = f"profkit heap: {snapshot.stats.objects:,} objects, {snapshot.stats.bytes:,} bytes\n"
+    text += format_report(why_alive(snapshot, args.top))
+    report_exception(outcome)
+    if args.output:
+        with write_errors(f"cannot write {args.output}: "):
+            write_atomic(args.output, text.encode("utf-8", "surrogateescape"))
+    else:
+        sys.stderr.write(text)
+    signum = exit_signal(outcome)
+    if signum is not None:
+        import signal
+
+        from profkit.runner import signals
+
+        if signum == signal.SIGINT:  # python runs its exit handlers before dying of SIGINT
+            import atexit
+
+            atexit._run_exitfuncs()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        signals.die_of(signum)
+    if outcome.system_exit is not None:
+        raise outcome.system_exit  # end like the program: its SystemExit, as it raised it
+    return outcome.status

@@ -1,0 +1,69 @@
+"""`profkit heap run`: the program runs as under python (stdout, exit status), and the report
+names the leak held by a module global with its chain."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+LEAKY = """\
+import sys
+class Leak:
+    def __init__(self):
+        self.buf = bytearray(100_000)
+HELD = [Leak() for _ in range(40)]
+print("program output")
+sys.exit(3)
+"""
+
+
+def profkit(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "profkit", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+    )
+
+
+def test_the_report_explains_the_leak_and_the_program_is_unchanged(tmp_path: Path) -> None:
+    script = tmp_path / "leaky.py"
+    script.write_text(LEAKY)
+    done = profkit("heap", "run", "--top", "3", str(script), "x", cwd=tmp_path)
+    assert done.returncode == 3, done.stderr
+    assert done.stdout == "program output\n"
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith("profkit heap: ")
+    assert "bytearray" in lines[1] and "40" in lines[1]
+    assert lines[2].strip() == (
+        "[module] module __main__ -> dict -> list -> __main__.Leak -> bytearray"
+    )
+
+
+def test_report_to_a_file(tmp_path: Path) -> None:
+    script = tmp_path / "leaky.py"
+    script.write_text(LEAKY.replace("sys.exit(3)", "raise ValueError('the program fails')"))
+    out = tmp_path / "report.txt"
+    done = profkit("heap", "run", "-o", str(out), str(script), cwd=tmp_path)
+    assert done.returncode == 1
+    assert "ValueError: the program fails" in done.stderr
+    assert "-> __main__.Leak -> bytearray" in out.read_text()
+
+
+def test_a_missing_script_is_one_line_and_status_2(tmp_path: Path) -> None:
+    done = profkit("heap", "run", str(tmp_path / "nope.py"), cwd=tmp_path)
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "nope.py" in done.stderr
+    done = profkit("heap", "run", "--top", "0", "x.py", cwd=tmp_path)
+    assert done.returncode == 2 and "--top" in done.stderr
+
+
+def test_the_script_is_never_the_output(tmp_path: Path) -> None:
+    script = tmp_path / "leaky.py"
+    script.write_text(LEAKY)
+    done = profkit("heap", "run", "-o", str(script), str(script), cwd=tmp_path)
+    assert done.returncode == 2 and "is also an input" in done.stderr
+    assert script.read_text() == LEAKY
