@@ -119,6 +119,19 @@ class ProfilerCallback:
     ) -> None:
         """The collection ended; counts as ``gc.callbacks`` reports them."""
 
+    def garbage_collection_finished_ex(
+        self, generation: int, collected: int, uncollectable: int, duration_ns: int
+    ) -> None:
+        """As :meth:`garbage_collection_finished`, with how long the collection took.
+
+        A separate method so profilers written against the three-argument form keep
+        working; a profiler may override either or both (both are then called, this one
+        second). ``duration_ns`` is measured from ``gc.callbacks``' start to stop phase,
+        after the ``garbage_collection_started`` callback returned and before the finished
+        ones run; other ``gc.callbacks`` run in between are counted in (0 when profkit saw
+        no start, e.g. it attached during the collection).
+        """
+
     # -- heap (OBJECT_ALLOCATED) --------------------------------------------------------
     def object_allocated(
         self,

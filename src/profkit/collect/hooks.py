@@ -25,6 +25,7 @@ from __future__ import annotations
 import gc
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from importlib.machinery import ModuleSpec
 from types import ModuleType
@@ -43,6 +44,7 @@ CAPABILITIES = Capabilities(
 _Thread: Any = threading.Thread
 _get_ident = threading.get_ident
 _get_native_id = threading.get_native_id
+_perf_ns = time.perf_counter_ns
 
 
 class SideHooks:
@@ -154,7 +156,9 @@ class SideHooks:
         ctx = self.ctx
         started = ctx.callback("garbage_collection_started")
         finished = ctx.callback("garbage_collection_finished")
+        finished_ex = ctx.callback("garbage_collection_finished_ex")
         call = ctx.call
+        began = [0]  # one collection at a time (the interpreter does not nest them)
 
         def on_gc(phase: str, info: dict[str, int]) -> None:
             if not ctx.active:
@@ -162,14 +166,15 @@ class SideHooks:
             if phase == "start":
                 if started is not None:
                     call("garbage_collection_started", started, info["generation"])
-            elif finished is not None:
-                call(
-                    "garbage_collection_finished",
-                    finished,
-                    info["generation"],
-                    info.get("collected", 0),
-                    info.get("uncollectable", 0),
-                )
+                began[0] = _perf_ns()  # after the profiler's own started callback
+                return
+            took = _perf_ns() - began[0] if began[0] else 0
+            began[0] = 0
+            counts = (info["generation"], info.get("collected", 0), info.get("uncollectable", 0))
+            if finished is not None:
+                call("garbage_collection_finished", finished, *counts)
+            if finished_ex is not None:
+                call("garbage_collection_finished_ex", finished_ex, *counts, took)
 
         gc.callbacks.append(on_gc)
 
