@@ -120,6 +120,11 @@ def self_bytes(path: Path) -> tuple[dict[str, float], float]:
 
 
 def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="memory_bench_") as tmp:
+        bench(Path(tmp))
+
+
+def bench(tmp: Path) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
@@ -128,7 +133,6 @@ def main() -> None:
     script.write_text(WORKLOAD)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PROFKIT_", "BENCH_"))}
     py = sys.executable
-    tmp = Path(tempfile.mkdtemp(prefix="memory_bench_"))
     rows: dict[str, list[str] | None] = {
         "bare": [py, str(script)],
         "profkit 512KiB": [py, "-m", "profkit", "run", "--no-tree", "--mode", "memory",
