@@ -174,3 +174,10 @@ def test_a_child_process_saves_its_own_memory_profile(tmp_path: Path) -> None:
     child = profile_file.load(str(children[0]))
     assert child.mode == "memory"
     assert child.metadata["allocated_bytes"] == pytest.approx(12_000_000, rel=0.05)
+
+
+def test_call_recording_flags_are_noted_as_trace_mode_only(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text("print('ran')\n")
+    out = _run(["--timeline", "-o", "out.json", "app.py"], tmp_path)
+    assert out.returncode == 0 and out.stdout == "ran\n"
+    assert "trace mode only" in out.stderr

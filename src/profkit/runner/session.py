@@ -74,7 +74,7 @@ class Run:
         self.target = target
         self.say = say
         check_sinks(settings)
-        if settings.mode == "sample" and (settings.udp or settings.stream or settings.timeline):
+        if settings.mode != "trace" and (settings.udp or settings.stream or settings.timeline):
             say("profkit: note: --udp, --stream and --timeline record calls: trace mode only\n")
         # Decided once, here: children inherit the format by name, not by file ending.
         self.format = output.format_for(settings.output, settings.format)
