@@ -181,3 +181,27 @@ def test_call_recording_flags_are_noted_as_trace_mode_only(tmp_path: Path) -> No
     out = _run(["--timeline", "-o", "out.json", "app.py"], tmp_path)
     assert out.returncode == 0 and out.stdout == "ran\n"
     assert "trace mode only" in out.stderr
+
+
+def test_a_forked_child_saves_its_own_allocations(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text(
+        "import os, sys\n"
+        "keep = [bytearray(1_000_000) for _ in range(3)]\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    more = [bytearray(2_000_000) for _ in range(4)]\n"
+        "    print('child', flush=True)\n"
+        "    sys.exit(0)\n"
+        "os.waitpid(pid, 0)\n"
+        "print('parent')\n"
+    )
+    out = _run(["--alloc-sample", "64k", "-o", "out.json", "app.py"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "child\nparent\n"
+    parent = profile_file.load(str(tmp_path / "out.json"))
+    (child_path,) = tmp_path.glob("out.*.json")
+    child = profile_file.load(str(child_path))
+    assert parent.metadata["allocated_bytes"] == pytest.approx(3_000_000, rel=0.05)
+    # the child's own 8 MB; what the parent allocated before the fork is the parent's
+    assert child.metadata["allocated_bytes"] == pytest.approx(8_000_000, rel=0.05)
+    assert child.metadata["pid"] != parent.metadata["pid"]
