@@ -96,6 +96,27 @@ typedef struct {
     size_t size;
 } Slot;
 static Slot *table = NULL;
+
+/* A free is checked against this bitmap before the table: one bit per 16-byte address
+ * slot, folded to 64 Ki bits, set for every sampled address. Most frees are of blocks never
+ * sampled and stop at one load; the bits are rebuilt from the live entries when too many
+ * stale ones have built up. */
+#define FILTER_BITS (1u << 16)
+static uint64_t filter[FILTER_BITS / 64];
+static size_t filter_set_since_rebuild = 0;
+
+static inline size_t
+filter_index(uintptr_t key)
+{
+    return (size_t)((key >> 4) ^ (key >> 20)) & (FILTER_BITS - 1);
+}
+
+static inline int
+filter_may_hold(uintptr_t key)
+{
+    size_t i = filter_index(key);
+    return (filter[i >> 6] >> (i & 63)) & 1;
+}
 static size_t table_cap = 0, table_used = 0, table_live = 0;
 
 static int installed = 0;
@@ -104,10 +125,14 @@ static uint64_t next_id = 1;
 static uint64_t dropped = 0; /* samples lost to a failed log growth (counted, never silent) */
 static uint64_t seed_epoch = 1;
 
-static _Thread_local double countdown = -1.0; /* < 0: draw on first use */
-static _Thread_local uint64_t rng_state = 0;
-static _Thread_local uint64_t rng_epoch = 0;
-static _Thread_local int in_hook = 0;
+/* initial-exec: each access reads straight from the thread pointer. The default model for a
+ * shared object calls __tls_get_addr, several times on every allocation of the program. */
+#define FAST_TLS __attribute__((tls_model("initial-exec")))
+static _Thread_local int64_t countdown FAST_TLS = -1; /* bytes to the next sample; < 0: draw */
+static _Thread_local uint64_t rng_state FAST_TLS = 0;
+static _Thread_local uint64_t rng_epoch FAST_TLS = 0;
+/* > 0: this thread's allocations are not sampled (inside the hook, a drain, or pause()) */
+static _Thread_local int in_hook FAST_TLS = 0;
 
 static double
 uniform01(void)
@@ -126,10 +151,11 @@ uniform01(void)
     return ((double)(r >> 11) + 0.5) * (1.0 / 9007199254740992.0); /* in (0, 1) */
 }
 
-static double
+static int64_t
 draw_countdown(void)
 {
-    return -log(uniform01()) * mean_bytes;
+    double d = -log(uniform01()) * mean_bytes;
+    return d < 1.0 ? 1 : (d > 4e18 ? (int64_t)4e18 : (int64_t)d);
 }
 
 /* -- the sampled-address table ------------------------------------------------------------ */
@@ -162,6 +188,19 @@ table_grow(void)
     return 0;
 }
 
+static void
+filter_rebuild(void)
+{
+    memset(filter, 0, sizeof(filter));
+    for (size_t i = 0; i < table_cap; i++) {
+        if (table[i].key > 1) {
+            size_t b = filter_index(table[i].key);
+            filter[b >> 6] |= (uint64_t)1 << (b & 63);
+        }
+    }
+    filter_set_since_rebuild = 0;
+}
+
 static int
 table_put(uintptr_t key, uint64_t id, size_t size)
 {
@@ -180,13 +219,16 @@ table_put(uintptr_t key, uint64_t id, size_t size)
     table[j].id = id;
     table[j].size = size;
     table_live++;
+    size_t b = filter_index(key);
+    filter[b >> 6] |= (uint64_t)1 << (b & 63);
+    if (++filter_set_since_rebuild > 4 * table_live + 4096) filter_rebuild();
     return 0;
 }
 
 static Slot *
 table_find(uintptr_t key)
 {
-    if (table_live == 0 || key <= 1) return NULL;
+    if (table_live == 0 || key <= 1 || !filter_may_hold(key)) return NULL;
     size_t j = slot_of(key, table_cap);
     while (table[j].key) {
         if (table[j].key == key) return &table[j];
@@ -354,12 +396,12 @@ maybe_sample(void *ptr, size_t size, uint8_t domain)
 {
     if (ptr == NULL || in_hook) return;
     if (countdown < 0) countdown = draw_countdown();
-    countdown -= (double)size;
+    countdown -= (int64_t)size;
     if (countdown > 0) return;
-    in_hook = 1;
+    in_hook++;
     record_alloc(ptr, size, domain);
     countdown = draw_countdown();
-    in_hook = 0;
+    in_hook--;
 }
 
 /* -- the allocator functions -------------------------------------------------------------- */
@@ -402,7 +444,8 @@ static void
 hook_free(void *ctx, void *ptr)
 {
     Domain *d = ctx;
-    if (ptr != NULL && table_live && !in_hook) record_free(ptr, NULL);
+    if (ptr != NULL && table_live && filter_may_hold((uintptr_t)ptr) && !in_hook)
+        record_free(ptr, NULL);
     d->previous.free(d->previous.ctx, ptr);
 }
 
@@ -423,7 +466,7 @@ heaphook_start(PyObject *self, PyObject *args)
     }
     mean_bytes = mean;
     seed_epoch++;
-    countdown = -1.0;
+    countdown = -1;
     for (int i = 0; i < 2; i++) {
         PyMem_GetAllocator(domains[i].domain, &domains[i].previous);
         PyMemAllocatorEx mine = {&domains[i], hook_malloc, hook_calloc, hook_realloc, hook_free};
@@ -536,6 +579,8 @@ heaphook_reset(PyObject *self, PyObject *unused)
     free(table);
     table = NULL;
     table_cap = table_used = table_live = 0;
+    memset(filter, 0, sizeof(filter));
+    filter_set_since_rebuild = 0;
     dropped = 0;
     notify_pending = 0;
     seed_epoch++;
