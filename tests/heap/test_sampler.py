@@ -221,3 +221,22 @@ def test_program_output_unchanged_under_sampling(tmp_path) -> None:  # type: ign
     b = subprocess.run([sys.executable, str(plain)], capture_output=True, timeout=60)
     assert (a.returncode, a.stdout) == (b.returncode, b.stdout) == (3, b.stdout)
     assert a.stderr == b""
+
+
+def test_type_names_never_run_a_metaclass_property() -> None:
+    from profkit.heap.sampler import TypeNames
+
+    class Meta(type):
+        @property
+        def __module__(cls) -> str:  # type: ignore[override]
+            raise RuntimeError("program code ran")
+
+    class Odd(metaclass=Meta):
+        pass
+
+    names = TypeNames()
+    assert (
+        names.name(1, (id(Odd),))
+        == f"{__name__}.test_type_names_never_run_a_metaclass_property.<locals>.Odd"
+    )
+    assert names.name(1, (id(dict),)) == "dict"

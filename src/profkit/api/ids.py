@@ -24,6 +24,7 @@ from typing import NewType
 FunctionId = NewType("FunctionId", int)
 ModuleId = NewType("ModuleId", int)
 ThreadId = NewType("ThreadId", int)
-#: A sampled allocation: born with object_allocated, dead after object_freed (Python never
-#: moves objects, so an id is an address for its whole life and is never reused meanwhile).
+#: A sampled allocation: born with object_allocated, dead after object_freed. A sample number,
+#: not an address: never reused within a process (Python never moves objects, so nothing
+#: like the CLR's MovedReferences can change it during its life).
 ObjectId = NewType("ObjectId", int)

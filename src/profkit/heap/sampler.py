@@ -283,11 +283,23 @@ class TypeNames:
             t = todo.pop()
             if id(t) in names:
                 continue
-            module = getattr(t, "__module__", "builtins")
-            qual = getattr(t, "__qualname__", t.__name__)
-            names[id(t)] = qual if module == "builtins" else f"{module}.{qual}"
-            try:
-                todo.extend(t.__subclasses__())
-            except TypeError:  # type.__subclasses__ needs an argument
-                todo.extend(type.__subclasses__(t))
+            names[id(t)] = _type_name(t)
+            todo.extend(type.__subclasses__(t))
         self._names = names
+
+
+_TYPE_MODULE = type.__dict__["__module__"]
+_TYPE_QUALNAME = type.__dict__["__qualname__"]
+
+
+def _type_name(t: type) -> str:
+    """``module.qualname`` read through ``type``'s own descriptors: a metaclass property
+    named ``__module__`` is the program's code, and must neither run nor fail us here."""
+    try:
+        module = _TYPE_MODULE.__get__(t, type)
+        qual = _TYPE_QUALNAME.__get__(t, type)
+    except Exception:
+        return "(type)"
+    if not isinstance(module, str) or not isinstance(qual, str):
+        return "(type)"
+    return qual if module == "builtins" else f"{module}.{qual}"
