@@ -34,6 +34,11 @@ def _thread_time(profile: CallProfile) -> dict[str, int]:
     return {t.name: t.root.inclusive_ns for t in profile.threads}
 
 
+@pytest.mark.xfail(
+    strict=False,
+    reason="on an idle machine the share of gen can fall below the bound: see "
+    "test_pyspy_oracle.IDLE_DISAGREEMENT (issue #12, open)",
+)
 @pytest.mark.parametrize("version", all_targets())
 def test_tight_generator_is_seen_inside_the_generator(version, target):
     t = target(GENERATOR, interpreter(version))
