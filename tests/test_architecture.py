@@ -19,7 +19,7 @@ SHARED = {"errors", "_text"}
 ALLOWED: dict[str, set[str]] = {
     "api": {"errors"},
     "collect": {"api", "settings", "errors", "_text", "heap"},
-    "heap": {"errors"},
+    "heap": {"errors", "calltree"},
     "profilers": {"api", "calltree", "errors", "wire"},
     # runner loads engines and profilers by name from its table (importlib), not imports
     "runner": {

@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import CodeType
 
-from profkit.heap.sampler import Allocation, Event, Free, StackFrame
+from profkit.calltree.allocations import LogEntry, replay
+from profkit.heap.sampler import Allocation, Event, StackFrame
 
 #: A stack as reports show it: outermost frame first, each frame a display name.
 NamedStack = tuple[str, ...]
@@ -64,7 +65,6 @@ def build_profile(
     events: Iterable[Event], name: Callable[[CodeType, int], str] = frame_name
 ) -> MemoryProfile:
     """Aggregate events (as :meth:`AllocationSampler.drain` returns them, in order)."""
-    events = list(events)
     names: dict[tuple[StackFrame, ...], NamedStack] = {}
 
     def named(stack: tuple[StackFrame, ...]) -> NamedStack:
@@ -73,35 +73,19 @@ def build_profile(
             found = names[stack] = tuple(name(code, line) for code, line in reversed(stack))
         return found
 
-    profile = MemoryProfile()
-    live: dict[int, Allocation] = {}
-    live_bytes = 0.0
-    peak_at = -1
-    for index, event in enumerate(events):
-        if isinstance(event, Allocation):
-            profile.samples += 1
-            key = named(event.stack)
-            profile.allocated[key] = profile.allocated.get(key, 0.0) + event.weight
-            profile.allocated_bytes += event.weight
-            live[event.id] = event
-            live_bytes += event.weight
-            if live_bytes > profile.peak_bytes:
-                profile.peak_bytes, peak_at = live_bytes, index
-        elif isinstance(event, Free):
-            gone = live.pop(event.id, None)
-            if gone is not None:
-                live_bytes -= gone.weight
-    for alloc in live.values():
-        key = named(alloc.stack)
-        profile.leaked[key] = profile.leaked.get(key, 0.0) + alloc.weight
-        profile.leaked_bytes += alloc.weight
-    at_peak: dict[int, Allocation] = {}
-    for event in events[: peak_at + 1]:
-        if isinstance(event, Allocation):
-            at_peak[event.id] = event
-        else:
-            at_peak.pop(event.id, None)
-    for alloc in at_peak.values():
-        key = named(alloc.stack)
-        profile.peak[key] = profile.peak.get(key, 0.0) + alloc.weight
+    log: list[LogEntry[NamedStack]] = [
+        (e.id, e.weight, named(e.stack)) if isinstance(e, Allocation) else (e.id, None, None)
+        for e in events
+    ]
+    done = replay(log)
+    profile = MemoryProfile(
+        allocated_bytes=done.allocated_bytes,
+        peak_bytes=done.peak_bytes,
+        samples=sum(int(n) for n, _ in done.allocated.values()),
+    )
+    profile.allocated = {key: weight for key, (_n, weight) in done.allocated.items()}
+    for table, blocks in ((profile.peak, done.at_peak), (profile.leaked, done.leaked)):
+        for weight, key in blocks.values():
+            table[key] = table.get(key, 0.0) + weight
+    profile.leaked_bytes = sum(profile.leaked.values())
     return profile

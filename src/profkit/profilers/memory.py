@@ -33,6 +33,7 @@ from profkit.api import EventMask, ProfilerCallback
 from profkit.api.ids import FunctionId, ObjectId, ThreadId
 from profkit.api.info import FunctionInfo, ProfilerInfo
 from profkit.api.names import prefix_matches
+from profkit.calltree.allocations import replay
 from profkit.calltree.model import CallNode, CallProfile, Frame, ThreadTree
 from profkit.profilers.elt.profiler import INTERNAL_MODULES, full_name, module_of
 
@@ -180,31 +181,8 @@ class MemoryProfiler(ProfilerCallback):
         (``metadata["memory_views"]``), and the totals in the metadata."""
         with self._lock:
             log = list(self._log)
-        allocated: dict[_Key, list[float]] = {}
-        live: dict[int, tuple[float, _Key]] = {}
-        live_bytes = peak_bytes = total = 0.0
-        peak_at = -1
-        for index, event in enumerate(log):
-            if event[0] == "a":
-                _, ident, weight, key = event
-                row = allocated.setdefault(key, [0, 0.0])
-                row[0] += 1
-                row[1] += weight
-                total += weight
-                live[ident] = (weight, key)
-                live_bytes += weight
-                if live_bytes > peak_bytes:
-                    peak_bytes, peak_at = live_bytes, index
-            else:
-                gone = live.pop(event[1], None)
-                if gone is not None:
-                    live_bytes -= gone[0]
-        at_peak: dict[int, tuple[float, _Key]] = {}
-        for event in log[: peak_at + 1]:
-            if event[0] == "a":
-                at_peak[event[1]] = (event[2], event[3])
-            else:
-                at_peak.pop(event[1], None)
+        done = replay([(e[1], e[2], e[3]) if e[0] == "a" else (e[1], None, None) for e in log])
+        allocated, at_peak, live = done.allocated, done.at_peak, done.leaked
 
         profile = CallProfile(mode="memory")
         frames: dict[FunctionId, int] = {}
@@ -248,8 +226,8 @@ class MemoryProfiler(ProfilerCallback):
                 "unit": "bytes",
                 "alloc_sample_bytes": self.mean_bytes,
                 "alloc_samples": sum(int(c) for c, _ in allocated.values()),
-                "allocated_bytes": round(total),
-                "peak_bytes": round(peak_bytes),
+                "allocated_bytes": round(done.allocated_bytes),
+                "peak_bytes": round(done.peak_bytes),
                 "leaked_bytes": round(sum(w for w, _ in leaked)),
                 "memory_views": {"peak": rows(at_peak.values()), "leaked": rows(leaked)},
             }
