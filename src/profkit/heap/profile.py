@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import CodeType
 
-from profkit.calltree.allocations import LogEntry, replay
+from profkit.calltree.model import LogEntry, replay
 from profkit.heap.sampler import Allocation, Event, StackFrame
 
 #: A stack as reports show it: outermost frame first, each frame a display name.

@@ -33,8 +33,7 @@ from profkit.api import EventMask, ProfilerCallback
 from profkit.api.ids import FunctionId, ObjectId, ThreadId
 from profkit.api.info import FunctionInfo, ProfilerInfo
 from profkit.api.names import prefix_matches
-from profkit.calltree.allocations import replay
-from profkit.calltree.model import CallNode, CallProfile, Frame, ThreadTree
+from profkit.calltree.model import CallNode, CallProfile, Frame, ThreadTree, replay
 from profkit.profilers.elt.profiler import INTERNAL_MODULES, full_name, module_of
 
 #: metadata["metric"] of a memory profile's trees: what their weights are
