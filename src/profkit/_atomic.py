@@ -38,6 +38,23 @@ from typing import BinaryIO, cast
 from profkit import _output
 from profkit.errors import ProfkitError, UsageError
 
+#: Set by the CLI's Ctrl-C handler. Python can lose a KeyboardInterrupt (raised inside a
+#: ``__del__``, a weakref callback or an at-fork hook, it is only reported as "ignored"), and
+#: the command would then publish its output as if never interrupted: this flag is checked
+#: again at the moment of publishing, so an interrupted command publishes nothing.
+_interrupted = False
+
+
+def note_interrupt() -> None:
+    """Record that the user interrupted the command (called from a SIGINT handler)."""
+    global _interrupted
+    _interrupted = True
+
+
+def interrupted() -> bool:
+    """Whether :func:`note_interrupt` was called in this process."""
+    return _interrupted
+
 
 class AtomicOutput:
     """A binary file written in pieces and published by rename only when complete.
@@ -86,6 +103,8 @@ class AtomicOutput:
         assert self._fh is not None
         try:
             if exc_type is None and self._tmp is not None:
+                if _interrupted:
+                    raise KeyboardInterrupt  # (lost on its way here: see note_interrupt)
                 self._fh.flush()
                 if self._fsync:
                     os.fsync(self._fh.fileno())

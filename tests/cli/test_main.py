@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -36,3 +38,39 @@ def test_python_dash_m() -> None:
         [sys.executable, "-m", "profkit", "--version"], capture_output=True, text=True, check=True
     )
     assert out.stdout.startswith("profkit ")
+
+
+_SWALLOWED_INTERRUPT = """
+import os, signal, sys
+from profkit._atomic import AtomicOutput
+from profkit.cli import main as cli_main
+
+def handler(args):
+    try:  # where Python loses it (a __del__, a weakref callback): only "ignored"
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):
+            pass
+    except KeyboardInterrupt:
+        pass
+    with AtomicOutput(sys.argv[1]) as fh:
+        fh.write(b"complete")
+    return 0
+
+class Args:
+    command = "demo"
+
+sys.exit(cli_main.run_handler(handler, Args()))
+"""
+
+
+def test_an_interrupt_python_swallowed_still_publishes_nothing(tmp_path: Path) -> None:
+    prog = tmp_path / "p.py"
+    prog.write_text(_SWALLOWED_INTERRUPT)
+    out = tmp_path / "out" / "merged.bin"
+    out.parent.mkdir()
+    proc = subprocess.run(
+        [sys.executable, str(prog), str(out)], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 130, proc.stderr
+    assert proc.stderr == "profkit: interrupted\n"
+    assert os.listdir(out.parent) == []

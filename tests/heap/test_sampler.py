@@ -240,3 +240,57 @@ def test_type_names_never_run_a_metaclass_property() -> None:
         == f"{__name__}.test_type_names_never_run_a_metaclass_property.<locals>.Odd"
     )
     assert names.name(1, (id(dict),)) == "dict"
+
+
+# Blocks freed where the hooks cannot see them: each check runs in a child, so a regression is
+# a failed test, not a crashed test worker (the bug they pin was a read of unmapped memory).
+_FREED_UNSEEN = """
+import gc, sys
+from profkit.heap import Allocation, Free
+from profkit.heap.sampler import AllocationSampler, _heaphook
+BIG = 40 * 1024 * 1024  # above glibc's largest mmap threshold: freeing it unmaps its pages
+case = sys.argv[1]
+s = AllocationSampler(1)
+s.start()
+if case == "stop-free-drain":
+    block = bytearray(BIG)
+    s.stop()
+    del block
+    events = s.drain()
+    print(sum(1 for e in events if isinstance(e, Allocation) and e.size >= BIG))
+elif case == "leftovers":
+    block = bytearray(BIG)
+    s.stop()
+    del block
+    s2 = AllocationSampler(1)
+    s2.start()
+    events = s2.drain()
+    s2.stop()
+    print(sum(1 for e in events if isinstance(e, Allocation) and e.size >= BIG))
+elif case == "pause-free":
+    block = bytearray(BIG)
+    _heaphook.pause()
+    del block
+    _heaphook.resume()
+    events = s.drain()
+    s.stop()
+    ids = {e.id for e in events if isinstance(e, Allocation) and e.size >= BIG}
+    print(len(ids), len(ids & {e.id for e in events if isinstance(e, Free)}))
+"""
+
+
+@needs_native
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [("stop-free-drain", "1"), ("leftovers", "0"), ("pause-free", "1 1")],
+)
+def test_blocks_freed_unseen_are_never_read(tmp_path, case: str, expected: str) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+
+    prog = tmp_path / "p.py"
+    prog.write_text(_FREED_UNSEEN)
+    proc = subprocess.run(
+        [sys.executable, str(prog), case], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == expected

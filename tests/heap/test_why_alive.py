@@ -16,11 +16,17 @@ from profkit.heap.why_alive import (
 )
 
 
+class Payload(bytearray):
+    """A type of this test's own: no earlier test in the worker holds one."""
+
+    __slots__ = ()
+
+
 class Leak:
     """Held by the module global below."""
 
     def __init__(self, n: int) -> None:
-        self.payload = bytearray(n)
+        self.payload = Payload(n)
 
 
 LEAKS: list[Leak] = []
@@ -71,18 +77,18 @@ def test_a_module_global_leak_is_explained() -> None:
     LEAKS[:] = [Leak(200_000) for _ in range(30)]
     try:
         snap = take_snapshot()
-        reports = why_alive(snap, 5)
+        reports = why_alive(snap, 1000)
         chain = chains_to(snap, [id(LEAKS[7])])[id(LEAKS[7])]
         assert str(chain) == f"[module] module {__name__} -> dict -> list -> {__name__}.Leak"
         assert chain.links[-1].object_id == id(LEAKS[7])
-        # the bytearrays are held through a Leak (not necessarily the biggest type of the
-        # process: a test worker may hold more bytes from earlier tests)
-        top = next(r for r in reports if r.total.type_name == "bytearray")
+        # the payloads are held through a Leak (a type of this test's own: a test worker may
+        # hold more bytearray bytes from earlier tests, in objects kept alive by other paths)
+        top = next(r for r in reports if r.total.type_name == f"{__name__}.Payload")
         assert top.total.bytes >= 30 * 200_000
         assert top.chain is not None
         assert [link.type_name for link in top.chain.links][-2:] == [
             f"{__name__}.Leak",
-            "bytearray",
+            f"{__name__}.Payload",
         ]
         text = format_report(reports)
         assert f"module {__name__} -> dict -> list" in text

@@ -158,13 +158,13 @@ def run_assembly(
 ) -> int:
     """``profkit clr run app.dll`` (and ``profkit run app.dll``): the runner's session with
     the .NET engine; returns the program's exit status, or ends by its signal."""
-    from profkit.clr.engine import DotnetTarget
+    from profkit.clr.engine import checked_target
     from profkit.runner import session, signals
     from profkit.runner.outcome import exit_signal
 
     if not program:
         raise UsageError("no assembly to run (usage: profkit clr run [options] app.dll [args])")
-    target = DotnetTarget(program[0], tuple(program[1:]), dotnet, perf_map, events)
+    target = checked_target(program[0], tuple(program[1:]), dotnet, perf_map, events)
     result = session.run(target, settings, _say)
     signum = exit_signal(result.outcome)
     if signum is not None:

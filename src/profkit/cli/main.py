@@ -18,11 +18,13 @@ import argparse
 import contextlib
 import importlib
 import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-from profkit import __version__
+from profkit import __version__, _atomic
 from profkit._text import MAX_MESSAGE_CHARS, escape
 from profkit.errors import ProfkitError
 
@@ -107,6 +109,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_handler(handler, args)
 
 
+@contextlib.contextmanager
+def _sticky_interrupt(*, enabled: bool) -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt as always, and is also remembered, so an output is
+    never published after an interrupt that Python swallowed (see profkit._atomic). Left
+    alone when SIGINT is ignored (nohup) or handled by someone else, and off the main thread."""
+    if not enabled or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is not signal.default_int_handler:
+        yield
+        return
+
+    def on_interrupt(signum: int, frame: Any) -> None:
+        _atomic.note_interrupt()
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def run_handler(handler: Any, args: argparse.Namespace) -> int:
     """The one funnel: run a command and turn every input/output problem into one
     escaped ``profkit: error: ...`` line and exit status 2.
@@ -114,10 +140,14 @@ def run_handler(handler: Any, args: argparse.Namespace) -> int:
     stdout is flushed here, inside the funnel, so a full disk behind ``>`` (or
     ``/dev/full``) is an error of this command rather than a loss at interpreter exit.
     """
+    is_run = getattr(args, "command", None) == "run"  # run's stdout and signals are the program's
     try:
-        status = int(handler(args) or 0)
-        if getattr(args, "command", None) != "run":  # run's stdout is the program's
-            _flush_stdout()
+        with _sticky_interrupt(enabled=not is_run):
+            status = int(handler(args) or 0)
+            if not is_run:
+                _flush_stdout()
+            if _atomic.interrupted():  # a Ctrl-C Python lost on the way: still an interrupt
+                raise KeyboardInterrupt
         return status
     except ProfkitError as exc:
         return _error(str(exc))

@@ -172,9 +172,9 @@ def _program(args: argparse.Namespace) -> Any:
 
     if kind == "script" and looks_like_assembly_name(rest[0]):
         from profkit.cli.clr import perf_map_events
-        from profkit.clr.engine import DotnetTarget
+        from profkit.clr.engine import checked_target
 
-        return DotnetTarget(
+        return checked_target(
             rest[0], tuple(rest[1:]), args.dotnet, args.perf_map, perf_map_events(args.perf_map)
         )
     if args.dotnet or args.perf_map:

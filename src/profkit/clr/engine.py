@@ -31,6 +31,19 @@ class DotnetTarget:
         return program_label(self.assembly)
 
 
+def checked_target(
+    assembly: str,
+    args: tuple[str, ...] = (),
+    dotnet: str | None = None,
+    perf_map: str | None = None,
+    events: tuple[str, ...] | None = None,
+) -> DotnetTarget:
+    """A target whose assembly is known to be one: a bad input is the user's first problem
+    to hear of, before whether a .NET runtime is installed (UsageError naming the file)."""
+    check_assembly(assembly)
+    return DotnetTarget(assembly, args, dotnet, perf_map, events)
+
+
 def _target(job: Job) -> DotnetTarget:
     target = job.target
     assert isinstance(target, DotnetTarget)

@@ -430,7 +430,7 @@ hook_realloc(void *ctx, void *old, size_t size)
     Domain *d = ctx;
     /* The old block's words are read before the allocator may move (and free) it. */
     uintptr_t cand[N_CAND] = {0};
-    Slot *slot = (old != NULL && table_live && !in_hook) ? table_find((uintptr_t)old) : NULL;
+    Slot *slot = (old != NULL && table_live) ? table_find((uintptr_t)old) : NULL;
     if (slot != NULL) read_candidates((uintptr_t)old, slot->size, cand);
     void *ptr = d->previous.realloc(d->previous.ctx, old, size);
     if (ptr == NULL) return NULL; /* old is untouched */
@@ -444,12 +444,43 @@ static void
 hook_free(void *ctx, void *ptr)
 {
     Domain *d = ctx;
-    if (ptr != NULL && table_live && filter_may_hold((uintptr_t)ptr) && !in_hook)
-        record_free(ptr, NULL);
+    /* Frees are recorded even inside the hook, a drain or pause(): a sampled block freed
+     * unseen would leave its address in the table, and a later drain would read the type
+     * words of memory that may be unmapped by then. record_free calls no Python and no
+     * Python allocator, so it is safe wherever a free can happen. */
+    if (ptr != NULL && table_live && filter_may_hold((uintptr_t)ptr)) record_free(ptr, NULL);
     d->previous.free(d->previous.ctx, ptr);
 }
 
 /* -- the module ----------------------------------------------------------------------------- */
+
+static void log_clear(Log *l);
+
+static void
+table_clear(void)
+{
+    free(table);
+    table = NULL;
+    table_cap = table_used = table_live = 0;
+    memset(filter, 0, sizeof(filter));
+    filter_set_since_rebuild = 0;
+}
+
+/* Once the hooks are off, frees are no longer seen: a block sampled and still alive now may
+ * be freed (and its pages unmapped) before the next drain. So its type words are read now,
+ * while it is certainly alive, and the table of sampled addresses is forgotten: a drain after
+ * stop() reads no program memory. */
+static void
+settle_live_samples(void)
+{
+    for (size_t i = 0; i < log_.n_events; i++) {
+        Event *ev = &log_.events[i];
+        if (ev->kind != EV_ALLOC) continue;
+        Slot *slot = table_find(ev->ptr);
+        if (slot != NULL && slot->id == ev->id) read_candidates(ev->ptr, slot->size, ev->cand);
+    }
+    table_clear();
+}
 
 static PyObject *
 heaphook_start(PyObject *self, PyObject *args)
@@ -464,6 +495,12 @@ heaphook_start(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_RuntimeError, "allocation sampling is already running");
         return NULL;
     }
+    /* A new session: whatever an earlier one left undrained describes blocks whose frees
+     * were not seen, so it is dropped rather than reported as alive. */
+    log_clear(&log_);
+    table_clear();
+    dropped = 0;
+    notify_pending = 0;
     mean_bytes = mean;
     seed_epoch++;
     countdown = -1;
@@ -489,6 +526,7 @@ heaphook_stop(PyObject *self, PyObject *unused)
     }
     for (int i = 0; i < 2; i++) PyMem_SetAllocator(domains[i].domain, &domains[i].previous);
     installed = 0;
+    settle_live_samples();
     Py_RETURN_TRUE;
 }
 
@@ -576,11 +614,7 @@ static PyObject *
 heaphook_reset(PyObject *self, PyObject *unused)
 {
     log_clear(&log_);
-    free(table);
-    table = NULL;
-    table_cap = table_used = table_live = 0;
-    memset(filter, 0, sizeof(filter));
-    filter_set_since_rebuild = 0;
+    table_clear();
     dropped = 0;
     notify_pending = 0;
     seed_epoch++;
