@@ -17,6 +17,10 @@ An R2R image is a PE file whose CLI header's ``ManagedNativeHeader`` points at a
 A method body is its entry runtime function plus the following ones up to the next
 entry point (its funclets), exactly the range crossgen2 emitted as one node; cold parts
 (hot/cold splitting) come from the hot-cold map. Names are crossgen2's (signatures.py).
+
+This module reads the headers (PE → CLI → ReadyToRun → per-assembly) into an
+:class:`R2RImage`; ``methods.py`` turns its sections into method bodies and
+``entrynames.py`` names their entry points.
 """
 
 from __future__ import annotations
@@ -26,22 +30,10 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from profkit.errors import FormatError, ProfkitError
 from profkit.formats._binary import Cursor
 from profkit.formats.perfmap.pe import _MACHINES, _OS_XOR, PEImage, read_pe
-from profkit.formats.r2r.metadata import (
-    ASSEMBLYREF,
-    MEMBERREF,
-    METHODDEF,
-    TYPEDEF,
-    TYPEREF,
-    TYPESPEC,
-    Metadata,
-)
-from profkit.formats.r2r.nativeformat import NativeReader, native_array, native_hashtable
-from profkit.formats.r2r.signatures import ModuleResolver, SigReader, format_method
+from profkit.formats.r2r.metadata import ASSEMBLYREF, Metadata
 
 RTR_SIGNATURE = 0x00525452  # "RTR\0"
 COMIMAGE_FLAGS_IL_LIBRARY = 0x4
@@ -55,14 +47,6 @@ SECTION_COMPONENT_ASSEMBLIES = 115
 SECTION_OWNER_COMPOSITE = 116
 SECTION_MANIFEST_MVIDS = 118
 SECTION_HOT_COLD_MAP = 120
-
-_SIG_UNBOXING = 0x01
-_SIG_METHOD_INSTANTIATION = 0x04
-_SIG_SLOT = 0x08
-_SIG_MEMBERREF = 0x10
-_SIG_CONSTRAINED = 0x20
-_SIG_OWNER_TYPE = 0x40
-_SIG_UPDATE_CONTEXT = 0x80
 
 #: perf-map tokens (spec §1.5) for the machine and OS the COFF header encodes.
 _ARCH_TOKEN = {"ARM": 1, "ARM64": 2, "X64": 3, "X86": 4, "RiscV64": 5, "LoongArch64": 6}
@@ -121,7 +105,9 @@ class R2RImage:
 
     def methods(self) -> list[MethodBody]:
         """Every compiled method body, sorted by RVA (see module docstring)."""
-        return _MethodCollector(self).collect()
+        from profkit.formats.r2r.methods import collect_methods  # it needs this class
+
+        return collect_methods(self)
 
     def find_assembly(self, name: str) -> Metadata | None:
         """Metadata of assembly ``name`` from a file beside the image (module overrides)."""
@@ -341,338 +327,6 @@ def load_r2r_image(path: str) -> R2RImage:
     from profkit.formats.perfmap._io import read_input
 
     return read_r2r_image(read_input(path, FormatError), path=path)
-
-
-# -- methods ----------------------------------------------------------------------------------
-
-
-class _MethodCollector:
-    """Builds the method bodies of one image (entry points → runtime-function ranges)."""
-
-    def __init__(self, image: R2RImage) -> None:
-        self.image = image
-        self.pe = image.pe
-        self.path = image.path
-        self.data = image.pe.data
-
-    def fail(self, kind: str, detail: str, offset: int) -> FormatError:
-        return _fail(self.path, kind, detail, offset)
-
-    def section_reader(
-        self, sections: dict[int, tuple[int, int]], kind: int
-    ) -> NativeReader | None:
-        if kind not in sections:
-            return None
-        rva, size = sections[kind]
-        off = _to_offset(self.pe, rva, size, f"R2R section {kind}")
-        return NativeReader(self.data, off, off + size, self.path)
-
-    def runtime_functions(self) -> tuple[np.ndarray, np.ndarray, int]:
-        """(begin RVAs, end RVAs, file offset of the table)."""
-        if SECTION_RUNTIME_FUNCTIONS not in self.image.sections:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64), 0
-        rva, size = self.image.sections[SECTION_RUNTIME_FUNCTIONS]
-        off = _to_offset(self.pe, rva, size, "RuntimeFunctions")
-        self.rf_offset = off
-        width = 3 if self.image.architecture == "X64" else 2
-        n = size // (4 * width)
-        table = np.frombuffer(self.data, dtype="<u4", count=n * width, offset=off)
-        table = table.reshape(n, width).astype(np.int64)
-        begins = table[:, 0].copy()
-        if self.image.architecture == "ARM":
-            begins &= ~1  # the Thumb bit
-        ends = table[:, 1].copy() if width == 3 else self._ends_from_unwind(begins, table[:, 1])
-        self._check_ranges(begins, ends, off, 4 * width)
-        return begins, ends, off
-
-    def _ends_from_unwind(self, begins: np.ndarray, unwind: np.ndarray) -> np.ndarray:
-        """End RVAs where the record has none: ARM64 unwind data gives the function
-        length; elsewhere the next function's start (bounded by the section)."""
-        n = len(begins)
-        ends = np.empty(n, np.int64)
-        ends[:-1] = begins[1:] if n else ends[:-1]
-        if n:
-            ends[-1] = self._section_end(int(begins[-1]))
-        if self.image.architecture == "ARM64":
-            for i in range(n):
-                u = int(unwind[i])
-                if u & 3:  # packed unwind data: FunctionLength in bits 2..12, in words
-                    ends[i] = begins[i] + ((u >> 2) & 0x7FF) * 4
-                else:
-                    off = _to_offset(self.pe, u, 4, "ARM64 unwind data", self.rf_offset + 8 * i)
-                    (word,) = struct.unpack_from("<I", self.data, off)
-                    ends[i] = begins[i] + (word & 0x3FFFF) * 4
-        return ends
-
-    def _section_end(self, rva: int) -> int:
-        for s in self.pe.sections:
-            if s.virtual_address <= rva < s.virtual_address + max(s.virtual_size, s.raw_size):
-                return s.virtual_address + max(s.virtual_size, s.raw_size)
-        return rva
-
-    def _check_ranges(self, begins: np.ndarray, ends: np.ndarray, off: int, size: int) -> None:
-        if not len(begins):
-            return
-        bad = np.flatnonzero(ends <= begins)
-        if len(bad):
-            i = int(bad[0])
-            raise self.fail(
-                "malformed",
-                f"runtime function {i} ends (0x{int(ends[i]):x}) at or before it begins "
-                f"(0x{int(begins[i]):x})",
-                off + size * i,
-            )
-        spans = [
-            (s.virtual_address, s.virtual_address + max(s.virtual_size, s.raw_size))
-            for s in self.pe.sections
-        ]
-        inside = np.zeros(len(begins), bool)
-        for lo, hi in spans:
-            inside |= (begins >= lo) & (ends <= hi)
-        if not inside.all():
-            i = int(np.flatnonzero(~inside)[0])
-            raise self.fail(
-                "malformed",
-                f"runtime function {i} (RVA 0x{int(begins[i]):x}..0x{int(ends[i]):x}) "
-                "lies outside every section",
-                off + size * i,
-            )
-
-    def entry_index(self, reader: NativeReader, offset: int, n_functions: int) -> int:
-        """The runtime-function index an entry-point element encodes (fixups skipped)."""
-        value, _ = reader.unsigned(offset, "entry point")
-        index = value >> 2 if value & 1 else value >> 1
-        if index >= n_functions:
-            raise self.fail(
-                "malformed",
-                f"entry point names runtime function {index}; the image has {n_functions}",
-                offset,
-            )
-        return index
-
-    def collect(self) -> list[MethodBody]:
-        begins, ends, _ = self.runtime_functions()
-        n = len(begins)
-        names: dict[int, str] = {}
-        for comp in self.image.components:
-            reader = self.section_reader(comp.sections, SECTION_METHODDEF_ENTRYPOINTS)
-            if reader is None or comp.metadata is None:
-                continue
-            md = comp.metadata
-            n_defs = md.count(METHODDEF)
-            resolver = self.resolver(comp)
-            for index, element in native_array(reader, reader.start):
-                rf = self.entry_index(reader, element, n)
-                if rf not in names:
-                    rid = index + 1
-                    if rid > n_defs:
-                        raise self.fail(
-                            "malformed",
-                            f"MethodDefEntryPoints has an entry for MethodDef {rid}; "
-                            f"the metadata has {n_defs}",
-                            element,
-                        )
-                    names[rf] = self.methoddef_name(md, rid, resolver)
-        reader = self.section_reader(self.image.sections, SECTION_INSTANCE_ENTRYPOINTS)
-        if reader is not None:
-            for _, entry in native_hashtable(reader, reader.start):
-                name, after = self.instance_name(entry, reader.end)
-                rf = self.entry_index(reader, after, n)
-                names.setdefault(rf, name)
-        cold_of = self.hot_cold(n)
-        first_cold = min((c for c, _ in cold_of.values()), default=n)
-        entries = sorted(names)
-        is_entry = np.zeros(n + 1, bool)
-        is_entry[entries] = True
-        is_entry[min(first_cold, n) :] = True
-        # each body runs from its entry to just before the next entry (or first cold part)
-        nxt = np.flatnonzero(is_entry)
-        out = []
-        for rf in entries:
-            last = int(nxt[np.searchsorted(nxt, rf, side="right")]) - 1
-            start = int(begins[rf])
-            length = int(ends[last]) - start
-            cold: tuple[tuple[int, int], ...] = ()
-            if rf in cold_of:
-                c_first, c_last = cold_of[rf]
-                c_start = int(begins[c_first])
-                cold = ((c_start, int(ends[c_last]) - c_start),)
-            out.append(MethodBody(start, length, names[rf], cold))
-        out.sort(key=lambda m: m.rva)
-        return out
-
-    def hot_cold(self, n: int) -> dict[int, tuple[int, int]]:
-        """hot runtime-function index → (first, last) cold index (R2R 8.0 HotColdMap)."""
-        if SECTION_HOT_COLD_MAP not in self.image.sections:
-            return {}
-        rva, size = self.image.sections[SECTION_HOT_COLD_MAP]
-        off = _to_offset(self.pe, rva, size, "HotColdMap")
-        pairs = np.frombuffer(self.data, "<u4", (size // 8) * 2, off).reshape(-1, 2).tolist()
-        out = {}
-        for i, (cold, hot) in enumerate(pairs):
-            end = pairs[i + 1][0] if i + 1 < len(pairs) else n
-            if not (hot < n and cold < end <= n):
-                raise self.fail("malformed", f"HotColdMap entry {i} ({cold}, {hot}) is out of "
-                                f"range ({n} runtime functions)", off + 8 * i)  # fmt: skip
-            out[hot] = (cold, end - 1)
-        return out
-
-    # -- names ---------------------------------------------------------------------------------
-
-    def resolver(self, comp: Component) -> ModuleResolver:
-        """Module-override index → metadata (readytorun-format.md, ManifestMetadata)."""
-        image = self.image
-        md = comp.metadata
-
-        def resolve(index: int) -> Metadata | None:
-            if image.composite:
-                offset = 2 if (image.major, image.minor) >= (6, 3) else 1
-                i = index - offset
-                if 0 <= i < len(image.components):
-                    return image.components[i].metadata
-                return None
-            if md is None:
-                return None
-            n_refs = md.count(ASSEMBLYREF)
-            if index == 0:
-                return md
-            if index <= n_refs:
-                return image.find_assembly(md.assembly_ref_name(index))
-            manifest = self.manifest()
-            rid = index - n_refs - 1
-            if manifest is not None and 1 <= rid <= manifest.count(ASSEMBLYREF):
-                return image.find_assembly(manifest.assembly_ref_name(rid))
-            return None
-
-        return resolve
-
-    def manifest(self) -> Metadata | None:
-        if SECTION_MANIFEST_METADATA not in self.image.sections:
-            return None
-        rva, size = self.image.sections[SECTION_MANIFEST_METADATA]
-        return Metadata(self.data, _to_offset(self.pe, rva, size, "manifest"), size, path=self.path)
-
-    def methoddef_name(
-        self,
-        md: Metadata,
-        rid: int,
-        resolve: ModuleResolver,
-        owner: str | None = None,
-        type_args: tuple[str, ...] = (),
-        method_args: tuple[str, ...] = (),
-    ) -> str:
-        if owner is None:
-            owner_rid = md.method_owner(rid)
-            owner = md.typedef_name(owner_rid) if owner_rid else "<Module>"
-        pos, length = md.method_signature(rid)
-        sig = SigReader(
-            md, pos, pos + length, data=md.data, path=self.path, resolve=resolve,
-            type_args=type_args, method_args=method_args,
-        )  # fmt: skip
-        ret, params = sig.method()
-        return format_method(owner, md.method_name(rid), ret, params)
-
-    def instance_name(self, offset: int, end: int) -> tuple[str, int]:
-        """Decode one InstanceMethodEntryPoints signature: (name, offset after it)."""
-        comp = self.image.components[0]
-        md = None if self.image.composite else comp.metadata
-        resolve = self.resolver(comp)
-        sig = SigReader(md, offset, end, data=self.data, path=self.path, resolve=resolve)
-        flags = sig.uint()
-        if flags & _SIG_UPDATE_CONTEXT:
-            md = resolve(sig.uint())
-            sig.md = md
-        owner = None
-        type_args: tuple[str, ...] = ()
-        if flags & _SIG_OWNER_TYPE:
-            owner_start = sig.pos
-            owner = sig.type()
-            type_args = self._owner_args(sig, owner_start)
-            if self._owner_module is not None:  # the token lives in the owner's module
-                md = self._owner_module
-        if flags & _SIG_SLOT:
-            slot = sig.uint()
-            name = f"{owner or '?'}::<slot {slot}>()"
-            return name, self._skip_tail(sig, flags)
-        rid = sig.uint()
-        method_args: tuple[str, ...] = ()
-        if flags & _SIG_METHOD_INSTANTIATION:
-            n = sig.count("method instantiation")
-            method_args = tuple(sig.type() for _ in range(n))
-        if flags & _SIG_CONSTRAINED:
-            sig.type()
-        if md is None:
-            token = "MemberRef" if flags & _SIG_MEMBERREF else "MethodDef"
-            return f"{owner or '?'}::[unresolved {token} #{rid}]()", sig.pos
-        if flags & _SIG_MEMBERREF:
-            name = self.memberref_name(md, rid, resolve, owner, type_args, method_args)
-        else:
-            md.row(METHODDEF, rid, "instance entry point MethodDef")
-            name = self.methoddef_name(md, rid, resolve, owner, type_args, method_args)
-        return name, sig.pos
-
-    _owner_module: Metadata | None = None
-
-    def _owner_args(self, sig: SigReader, start: int) -> tuple[str, ...]:
-        """Re-read the owner type to get its instantiation arguments and its module."""
-        probe = SigReader(sig.md, start, sig.end, data=sig.data, path=sig.path, resolve=sig.resolve)
-        self._owner_module = None
-        et = probe.byte()
-        if et == 0x3F:  # MODULE_ZAPSIG
-            index = probe.uint()
-            probe.md = sig.resolve(index) if sig.resolve is not None else None
-            self._owner_module = probe.md
-            et = probe.byte()
-        if et != 0x15:  # GENERICINST
-            return ()
-        probe.byte()
-        probe.uint()
-        n = probe.count("generic arguments")
-        return tuple(probe.type() for _ in range(n))
-
-    def _skip_tail(self, sig: SigReader, flags: int) -> int:
-        if flags & _SIG_CONSTRAINED:
-            sig.type()
-        return sig.pos
-
-    def memberref_name(
-        self,
-        md: Metadata,
-        rid: int,
-        resolve: ModuleResolver,
-        owner: str | None,
-        type_args: tuple[str, ...],
-        method_args: tuple[str, ...],
-    ) -> str:
-        i = md.row(MEMBERREF, rid, "instance entry point MemberRef")
-        t = md.table(MEMBERREF)
-        parent = t.column("Class")[i]
-        if owner is None:
-            tag, prid = parent & 7, parent >> 3
-            owner = _parent_name(md, tag, prid, resolve, self.path)
-        pos, length = md.blob(t.column("Signature")[i])
-        sig = SigReader(
-            md, pos, pos + length, data=md.data, path=self.path, resolve=resolve,
-            type_args=type_args, method_args=method_args,
-        )  # fmt: skip
-        ret, params = sig.method()
-        return format_method(owner, md.string(t.column("Name")[i]), ret, params)
-
-
-def _parent_name(
-    md: Metadata, tag: int, rid: int, resolve: ModuleResolver, path: str | None
-) -> str:
-    if tag == 0:
-        md.row(TYPEDEF, rid, "MemberRef parent")
-        return md.typedef_name(rid)
-    if tag == 1:
-        md.row(TYPEREF, rid, "MemberRef parent")
-        return md.typeref_name(rid)
-    if tag == 4:
-        i = md.row(TYPESPEC, rid, "MemberRef parent")
-        pos, length = md.blob(md.table(TYPESPEC).column("Signature")[i])
-        return SigReader(md, pos, pos + length, data=md.data, path=path, resolve=resolve).type()
-    return "<Module>"
 
 
 ProgressCallback = Callable[[int], None]
