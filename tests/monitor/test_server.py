@@ -17,7 +17,10 @@ from profkit.wire.udp import encode
 from tests.monitor.test_core import LINES, _Out
 
 
-def test_serve_receives_counts_and_prints() -> None:
+@pytest.mark.parametrize("recvmmsg", [True, False])
+def test_serve_receives_counts_and_prints(recvmmsg: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not recvmmsg:
+        monkeypatch.setenv("PROFKIT_NO_RECVMMSG", "1")
     sock = open_socket("127.0.0.1", 0)
     port = sock.getsockname()[1]
     monitor = Monitor()

@@ -66,3 +66,28 @@ def test_split_accepts_a_memoryview() -> None:
     data = protocol.encode("h/1", 5, 2, ["Enter: a"])
     buf[: len(data)] = data
     assert protocol.split(memoryview(buf)[: len(data)]) == ("h/1", 5, 2, "Enter: a")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_line, max_size=80), st.integers(80, 400))
+def test_pack_keeps_every_line_within_the_size(lines: list[str], max_datagram: int) -> None:
+    """``pack`` (the sender's fast path) against ``batch``: the same lines, the same cuts
+    of over-long lines, every body within the budget."""
+    packed = protocol.pack(lines, max_datagram=max_datagram)
+    budget = max_datagram - 64
+    assert all(len(body) <= budget and body.startswith(b"\n") for body in packed)
+    received = [line for body in packed for line in body.decode("utf-8").split("\n")[1:]]
+    expected = [
+        line for chunk in protocol.batch(lines, max_datagram=max_datagram) for line in chunk
+    ]
+    assert received == [line.encode("utf-8", "replace").decode("utf-8") for line in expected]
+
+
+def test_pack_fills_datagrams_and_headers_decode() -> None:
+    lines = [f"    Leave: f{i}, Duration: {i}.250 us" for i in range(2000)]
+    packed = protocol.pack(lines, max_datagram=protocol.MAX_LOOPBACK_DATAGRAM)
+    assert len(packed) == len(protocol.batch(lines, max_datagram=protocol.MAX_LOOPBACK_DATAGRAM))
+    datagram = protocol.with_header("h/1", 7, 3, packed[0])
+    decoded = protocol.decode(datagram)
+    assert (decoded.sender, decoded.seq, decoded.dropped) == ("h/1", 7, 3)
+    assert decoded.lines == tuple(lines[: packed[0].count(b"\n")])

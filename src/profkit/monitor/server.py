@@ -1,8 +1,8 @@
-"""The receive loop: one UDP socket, ``recv_into`` a preallocated buffer, batched output.
+"""The receive loop: one UDP socket, batch receive into preallocated buffers, batched output.
 
-Per datagram the loop does one decode, one regular-expression scan of the body and a
-few dictionary updates; output is flushed a few times a second, not per line. That is
-what sustains well over 100,000 lines/s on loopback (``bench/monitor_bench.py``).
+Per datagram the loop does one decode, one split of the body at its durations and a few
+dictionary updates per close line; output is flushed a few times a second, not per
+line. ``bench/monitor_bench.py`` measures it against a receive-only ceiling.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from typing import Protocol
 
 from profkit.errors import UsageError
 from profkit.monitor.core import Monitor
-from profkit.wire.udp import MAX_UDP_PAYLOAD
+from profkit.monitor.receive import receiver
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 2222
 #: Kernel receive buffer asked for: bursts wait here while the loop is busy printing.
-RCVBUF = 8 << 20
+RCVBUF = 32 << 20
 
 
 class View(Protocol):
@@ -135,33 +135,33 @@ def serve(
     """Receive until ``stop`` is set (or KeyboardInterrupt), feeding ``monitor`` and ``view``.
 
     Batch receive: the socket is non-blocking, and every datagram already queued is taken
-    in one tight loop (one ``recv_into`` each, no wait and no timer in between); only when
-    the queue is empty does the loop wait (``select``, up to ``idle_timeout``) — and tick
-    the view at most every ``refresh`` seconds, also in the middle of a long burst.
+    in a tight loop (``recvmmsg``, up to 32 a system call, see :mod:`.receive`; no wait
+    and no timer in between); only when the queue is empty does the loop wait
+    (``select``, up to ``idle_timeout``) — and tick the view at most every ``refresh``
+    seconds, also in the middle of a long burst. The view only buffers in ``show``: its
+    writing happens in ``tick``, off the per-datagram path.
     """
     import select
 
-    buf = bytearray(MAX_UDP_PAYLOAD + 1)
-    view_ = memoryview(buf)
-    recv_into = sock.recv_into
+    sock.setblocking(False)
+    receive = receiver(sock)
     feed = monitor.feed
     show = view.show
     clock = time.monotonic
     wait = select.select
-    sock.setblocking(False)
     next_tick = clock() + refresh
     while stop is None or not stop.is_set():
         burst = 0
         now = clock()  # once per burst: a datagram's arrival time within a few ms
         while burst < 4096:  # then look at the clock and the stop flag again
-            try:
-                n = recv_into(buf)
-            except (BlockingIOError, InterruptedError):
+            datagrams = receive()
+            if not datagrams:
                 break
-            burst += 1
-            result = feed(view_[:n], now)
-            if result is not None:
-                show(monitor, result[0], result[1])
+            burst += len(datagrams)
+            for data in datagrams:
+                result = feed(data, now)
+                if result is not None:
+                    show(monitor, result[0], result[1])
         now = clock()
         if now >= next_tick or not burst:
             view.tick(monitor)

@@ -78,6 +78,48 @@ def batch(
     return batches
 
 
+def pack(
+    lines: list[str], header_len: int = _MAX_HEADER, max_datagram: int = MAX_DATAGRAM
+) -> list[bytes]:
+    """``lines`` as datagram bodies, each ``b"\\n"`` + lines joined (a body's line count is
+    its count of newlines, worked out only when needed: it is a scan), the same
+    cut as :func:`batch`'s: a body is at most ``max_datagram - header_len`` bytes; a
+    longer line is cut to fit and ends in "…". A datagram is a header plus a body
+    (:func:`with_header`).
+
+    Why not :func:`batch`: that looks at every line in Python (a third of a microsecond
+    each, on the profiled program's own CPU at a million lines a second). Here the lines
+    are joined and encoded once, and cut at the last newline that fits with
+    ``bytes.rfind``: the Python work is per datagram, not per line.
+    """
+    budget = max_datagram - header_len
+    if not lines:
+        return []
+    data = ("\n" + "\n".join(lines)).encode("utf-8", "replace")
+    out: list[bytes] = []
+    pos, end = 0, len(data)
+    while pos < end:
+        if end - pos <= budget:
+            out.append(data[pos:])
+            break
+        cut = data.rfind(b"\n", pos + 1, pos + budget + 1)  # where the next line begins
+        if cut < 0:  # one line longer than a datagram: cut it (UTF-8-safe) on its own
+            cut = data.find(b"\n", pos + 1)
+            if cut < 0:
+                cut = end
+            line = data[pos + 1 : cut][: budget - 4].decode("utf-8", "ignore") + "…"
+            out.append(b"\n" + line.encode("utf-8"))
+        else:
+            out.append(data[pos:cut])
+        pos = cut
+    return out
+
+
+def with_header(sender: str, seq: int, dropped: int, body: bytes) -> bytes:
+    """One datagram: the header line, then a body from :func:`pack`."""
+    return f"{MAGIC} {sender} {seq} {dropped}".encode("utf-8", "replace") + body
+
+
 #: Longest decimal field accepted: every u64 fits in 20 digits.
 _MAX_DIGITS = 20
 #: Longest sender id accepted (the batch budget reserves :data:`_MAX_HEADER` for the header).

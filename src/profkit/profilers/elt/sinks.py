@@ -101,8 +101,8 @@ class UdpSender:
     def write_lines(self, lines: list[str]) -> None:
         import select
 
-        for chunk in protocol.batch(lines, max_datagram=self.max_datagram):
-            data = protocol.encode(self.sender, self.seq, self.dropped, chunk)
+        for body in protocol.pack(lines, max_datagram=self.max_datagram):
+            data = protocol.with_header(self.sender, self.seq, self.dropped, body)
             try:
                 self._sock.send(data)
             except BlockingIOError:
@@ -111,11 +111,11 @@ class UdpSender:
                     select.select([], [self._sock], [], self.patience)
                     self._sock.send(data)
                 except (BlockingIOError, InterruptedError, OSError, ValueError):
-                    self.socket_dropped += len(chunk)
+                    self.socket_dropped += body.count(b"\n")
                     continue
             except (InterruptedError, OSError):
                 # No listener (ECONNREFUSED from an earlier ICMP) and the like: drop, count.
-                self.socket_dropped += len(chunk)
+                self.socket_dropped += body.count(b"\n")
                 continue
             self.seq += 1
             self.sent_datagrams += 1
