@@ -190,3 +190,13 @@ def test_idle_waits_are_not_hot_and_not_their_callers_self_time() -> None:
     assert table.feed(body) == 6
     top = {name: own for name, own, *_ in table.top(10)}
     assert top == {"app.job": 5_000_000, "app.worker": 4_000_000}
+
+
+def test_unanalysed_datagrams_are_counted_and_shown_but_not_ranked() -> None:
+    m = Monitor()
+    assert m.feed(encode("h/1", 0, 0, LINES), 0.0, False) is not None
+    assert m.feed(encode("h/1", 1, 0, LINES[2:3]), 0.0) is not None
+    t = m.totals()
+    assert (t.received, t.lines, t.lost, m.unanalysed) == (2, 6, 0, 1)
+    assert {row[0]: row[3] for row in m.functions.top(10)} == {"myapp.work": 1}
+    assert "hot list from 1 of 2 datagrams" in summary(m, 5)

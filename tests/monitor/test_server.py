@@ -102,3 +102,14 @@ def test_wildcard_spellings_need_allow_remote(listen: str) -> None:
     with pytest.raises(UsageError, match="--allow-remote"):
         listen_address(listen, False)
     assert listen_address(listen, True)[1] == 2222
+
+
+def test_analysis_is_shed_only_while_behind() -> None:
+    from profkit.monitor.server import BEHIND, MAX_STRIDE, _stride
+
+    assert _stride(1, 0.0) == 1
+    assert _stride(4, BEHIND / 2) == 1  # the queue emptied recently: all analysed again
+    strides = [1]
+    for _ in range(8):
+        strides.append(_stride(strides[-1], BEHIND))
+    assert strides == [1, 2, 4, 8, 16, 16, 16, 16, 16] and MAX_STRIDE == 16

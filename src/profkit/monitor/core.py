@@ -28,6 +28,8 @@ class Monitor:
         self.functions = functions or FunctionTable()
         self.malformed = 0
         self.last_malformed = ""  #: why the latest malformed datagram was refused
+        #: datagrams shown and counted but left out of the hot list (the loop fell behind)
+        self.unanalysed = 0
 
     @property
     def sender_count(self) -> int:
@@ -35,9 +37,14 @@ class Monitor:
         return len(self.senders) + self.evicted.senders
 
     def feed(
-        self, data: bytes | bytearray | memoryview, now: float = 0.0
+        self, data: bytes | bytearray | memoryview, now: float = 0.0, analyse: bool = True
     ) -> tuple[str, str] | None:
-        """Account for one datagram; return ``(sender, body)`` to show, or None to skip it."""
+        """Account for one datagram; return ``(sender, body)`` to show, or None to skip it.
+
+        ``analyse=False`` (the receive loop is behind, see :mod:`.server`): the datagram is
+        checked, counted and shown, but its close lines do not go into the hot list — the
+        part of the work that costs; for self times it is as if it had been lost.
+        """
         try:
             sender, seq, dropped, body = protocol.split(data)
         except protocol.MalformedDatagram as exc:
@@ -60,7 +67,10 @@ class Monitor:
                 self.last_malformed = f"implausible sequence number {seq} from {sender}"
             return None
         if body:
-            self.functions.feed(body, stats.depths)
+            if analyse:
+                self.functions.feed(body, stats.depths)
+            else:
+                self.unanalysed += 1
         return sender, body
 
     def totals(self) -> Totals:

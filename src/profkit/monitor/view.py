@@ -136,6 +136,14 @@ def summary(
             out.append(f"  (+{len(monitor.senders) - len(senders)} less recent senders not shown)")
         if monitor.evicted.senders:
             out.append(f"  (+{monitor.evicted.senders} older senders folded into the totals)")
+    if monitor.unanalysed:
+        out.append(
+            _cut(
+                f"hot list from {t.received - monitor.unanalysed} of {t.received} datagrams "
+                "(the monitor fell behind: the rest were shown and counted, not analysed)",
+                width,
+            )
+        )
     if monitor.malformed and monitor.last_malformed:
         out.append(_cut(f"last malformed datagram: {printable(monitor.last_malformed)}", width))
     hot = monitor.functions.top(top)
