@@ -34,7 +34,18 @@ EXTENSIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "profkit.profilers.elt._native",
         tuple(
             f"src/profkit/profilers/elt/csrc/{unit}.c"
-            for unit in ("module", "threads", "tree", "lines", "timeline", "flat", "ccalls")
+            for unit in (
+                "module",
+                "threads",
+                "tree",
+                "export",
+                "lines",
+                "timeline",
+                "flat",
+                "frames",
+                "rowsjson",
+                "ccalls",
+            )
         ),
     ),
     ("profkit.collect._profhook", ("src/profkit/collect/_profhook.c",)),

@@ -3,10 +3,13 @@
  * hot-path helpers; the units are split by concern:
  *   module.c    the Recorder type, its methods, the failure rule, module init;
  *   threads.c   which Thread an event belongs to (TLS cache, thread-state dict);
- *   tree.c      the call trees: enter/leave on per-thread stacks, export;
+ *   tree.c      the call trees: their node tables, enter/leave on per-thread stacks;
+ *   export.c    closing the open calls and copying the trees out; export();
  *   lines.c     event lines (lines.py's rules);
  *   timeline.c  the timeline's spans;
  *   flat.c      the end-of-run export: pruned rows in the saved file's layout;
+ *   frames.c    flat.c's function -> frame index (frame_of), asked once per function;
+ *   rowsjson.c  flat.c's rows as the saved file's JSON text (rows_json);
  *   ccalls.c    C functions as nodes of their own (sys.monitoring CALL/C_RETURN/C_RAISE).
  * hatch_build.py compiles them into one extension.
  *
@@ -219,6 +222,8 @@ gone(Recorder *self)
     return self->new_thread == NULL;
 }
 
+/* Two's-complement wrap instead of signed overflow (undefined behaviour): a Python clock
+ * or export(now) may hand over any 64-bit values. */
 static inline int64_t
 wrap_sub(int64_t a, int64_t b)
 {
@@ -278,9 +283,41 @@ ELT_HIDDEN int add_span(Recorder *self, Thread *t, uintptr_t fid, int64_t start,
                         Py_ssize_t depth);
 ELT_HIDDEN PyObject *Recorder_spans(Recorder *self, PyObject *ignored);
 
-/* -- flat.c -------------------------------------------------------------------------- */
+/* -- flat.c, frames.c, rowsjson.c ---------------------------------------------------- */
+
+/* Columns of one exported row (int64 each); FLAT_SIZE is the row's subtree size. */
+enum { FLAT_PARENT, FLAT_FRAME, FLAT_CALLS, FLAT_INCL, FLAT_EXCL, FLAT_MIN, FLAT_MAX,
+       FLAT_SIZE, FLAT_COLS };
+
+/* A function and its frame index in the saved file (-1: not asked yet). */
+typedef struct {
+    uintptr_t fid;
+    int64_t frame;
+} FidFrame;
 
 ELT_HIDDEN PyObject *Recorder_export_flat(Recorder *self, PyObject *const *args, Py_ssize_t nargs);
 ELT_HIDDEN PyObject *native_rows_json(PyObject *module, PyObject *arg);
+/* The distinct fids of every copy, sorted; NULL with MemoryError set. */
+ELT_HIDDEN uintptr_t *distinct_fids(Copy *copies, size_t n, size_t *out);
+/* Fill table[].frame from frame_of(fid) (runs Python code); -1 with an exception set. */
+ELT_HIDDEN int intern_frames(Copy *copies, size_t n, FidFrame *table, size_t nfids,
+                             PyObject *frame_of);
+
+/* The entry of ``fid`` in the sorted table (inline: flatten looks up every row). */
+static inline const FidFrame *
+frame_for(const FidFrame *table, size_t n, uintptr_t fid)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (table[mid].fid < fid) {
+            lo = mid + 1;
+        }
+        else {
+            hi = mid;
+        }
+    }
+    return &table[lo < n ? lo : n - 1]; /* every fid of the copies is in the table */
+}
 
 #endif

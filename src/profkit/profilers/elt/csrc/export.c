@@ -1,0 +1,150 @@
+/* profkit.profilers.elt._native: the end-of-run export of the call trees (see native.h).
+ *
+ * Why a unit of its own: recording (tree.c) runs on every call and must stay small and
+ * hot; exporting runs once, and its rule is different: first close every open call and
+ * copy the trees in plain C (no Python code can run, so nothing changes under the walk),
+ * only then build Python objects from the copies. flat.c's export starts from the same
+ * copies.
+ */
+#include "native.h"
+
+ELT_HIDDEN void
+free_copies(Copy *copies, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        Py_XDECREF(copies[i].token);
+        PyMem_Free(copies[i].rows);
+    }
+    PyMem_Free(copies);
+}
+
+/* Close every recording thread's open calls at ``now`` (adding their number to *closed)
+ * and copy its tree. Plain C only (PyMem, no object allocation, so no collection and no
+ * Python code): the trees cannot change under the walk. NULL with an exception set when
+ * out of memory. */
+ELT_HIDDEN Copy *
+copy_threads(Recorder *self, int64_t now, size_t *count, long long *closed)
+{
+    size_t n = 0, most = 0;
+    for (Thread *t = self->first; t != NULL; t = t->next) {
+        if (t->token != NULL) { /* NULL: cleared by the garbage collector */
+            n++;
+            most = t->used + 1 > most ? t->used + 1 : most;
+        }
+    }
+    *count = n;
+    Copy *copies = PyMem_Calloc(n ? n : 1, sizeof(Copy));
+    Node **work = PyMem_Malloc((most ? most : 1) * sizeof(Node *));
+    Py_ssize_t *parents = PyMem_Malloc((most ? most : 1) * sizeof(Py_ssize_t));
+    if (copies == NULL || work == NULL || parents == NULL) {
+        goto nomem;
+    }
+    size_t k = 0;
+    for (Thread *t = self->first; t != NULL; t = t->next) {
+        if (t->token == NULL) {
+            continue;
+        }
+        while (t->depth > 0) {
+            Frame *f = &t->frames[--t->depth];
+            int64_t duration = wrap_sub(now, f->start);
+            close_call(f->node, duration, self->basetime);
+            if (self->span_cap >= 0 && duration >= self->basetime
+                && add_span(self, t, f->node->fid, f->start, now, t->depth) < 0) {
+                goto fail; /* PyErr_NoMemory already set */
+            }
+            (*closed)++;
+        }
+        Copy *c = &copies[k++];
+        c->token = Py_NewRef(t->token);
+        c->rows = PyMem_Malloc((t->used + 1) * sizeof(Row));
+        if (c->rows == NULL) {
+            goto nomem;
+        }
+        size_t top = 0;
+        work[top] = &t->root;
+        parents[top++] = -1;
+        while (top > 0) {
+            top--;
+            Node *node = work[top];
+            Row *row = &c->rows[c->count];
+            row->parent = parents[top];
+            row->fid = node->fid;
+            row->calls = node->calls;
+            row->incl = node->incl;
+            row->min = node->min;
+            row->max = node->max;
+            Py_ssize_t index = (Py_ssize_t)c->count++;
+            for (Node *child = node->first_child; child != NULL; child = child->next_sibling) {
+                work[top] = child;
+                parents[top++] = index;
+            }
+        }
+    }
+    PyMem_Free(work);
+    PyMem_Free(parents);
+    return copies;
+nomem:
+    PyErr_NoMemory();
+fail:
+    if (copies != NULL) {
+        free_copies(copies, n);
+    }
+    PyMem_Free(work);
+    PyMem_Free(parents);
+    return NULL;
+}
+
+/* export(now) -> (closed, [(token, nodes)]): every recording thread's open calls closed
+ * at ``now`` (counted in ``closed``), and its tree flattened in pre-order as tuples
+ * (parent index, fid, calls, incl, min, max); index 0 is the root. Flat and iterative,
+ * so a 10,000-deep recursion exports without deep C or Python recursion. */
+ELT_HIDDEN PyObject *
+Recorder_export(Recorder *self, PyObject *arg)
+{
+    long long now = PyLong_AsLongLong(arg);
+    if (now == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    long long closed = 0;
+    size_t n;
+    Copy *copies = copy_threads(self, (int64_t)now, &n, &closed);
+    if (copies == NULL) {
+        return NULL;
+    }
+    /* From here on Python objects are built from the copies: whatever runs meanwhile
+     * (the collector, finalizers, other threads' events) cannot touch them. */
+    PyObject *threads = PyList_New((Py_ssize_t)n);
+    if (threads == NULL) {
+        goto fail;
+    }
+    for (size_t i = 0; i < n; i++) {
+        Copy *c = &copies[i];
+        PyObject *nodes = PyList_New((Py_ssize_t)c->count);
+        if (nodes == NULL) {
+            goto fail;
+        }
+        for (size_t j = 0; j < c->count; j++) {
+            Row *r = &c->rows[j];
+            PyObject *row = Py_BuildValue(
+                "(nKLLLL)", r->parent, (unsigned long long)r->fid, (long long)r->calls,
+                (long long)r->incl, (long long)r->min, (long long)r->max);
+            if (row == NULL) {
+                Py_DECREF(nodes);
+                goto fail;
+            }
+            PyList_SET_ITEM(nodes, (Py_ssize_t)j, row);
+        }
+        PyObject *pair = PyTuple_Pack(2, c->token, nodes);
+        Py_DECREF(nodes);
+        if (pair == NULL) {
+            goto fail;
+        }
+        PyList_SET_ITEM(threads, (Py_ssize_t)i, pair);
+    }
+    free_copies(copies, n);
+    return Py_BuildValue("(LN)", closed, threads);
+fail:
+    free_copies(copies, n);
+    Py_XDECREF(threads);
+    return NULL;
+}
