@@ -125,8 +125,29 @@ def _compile(module: str, sources: list[Path], work: Path) -> Path:
 
 
 #: The CoreCLR profiler: a plain shared library the .NET runtime dlopen()s (not a Python
-#: extension, so no ABI tag: one file serves every interpreter). See docs/clr.md.
-CLR_PROFILER = ("src/profkit/clr/profiler.c", "profkit/clr/libprofkit_clr.so")
+#: extension, so no ABI tag: one file serves every interpreter). See docs/clr.md. Its
+#: sources are split by concern and share ``csrc/profiler.h`` (which says what each owns).
+CLR_SOURCES = tuple(
+    f"src/profkit/clr/csrc/{unit}.c"
+    for unit in (
+        "com",
+        "init",
+        "settings",
+        "clock",
+        "metadata",
+        "methods",
+        "hooks",
+        "shadow",
+        "lines",
+        "sinks",
+        "writer",
+        "records",
+        "threads",
+        "events",
+        "output",
+    )
+)
+CLR_PROFILER = "profkit/clr/libprofkit_clr.so"
 
 
 def _build_clr_profiler(root: Path, version: str, build_data: dict[str, Any]) -> None:
@@ -142,14 +163,15 @@ def _build_clr_profiler(root: Path, version: str, build_data: dict[str, Any]) ->
 
     if not sys.platform.startswith("linux"):
         return
-    source, relative = CLR_PROFILER
+    relative = CLR_PROFILER
+    sources = [str(root / source) for source in CLR_SOURCES]
     try:
         cc = shlex.split(sysconfig.get_config_var("CC") or "cc") or ["cc"]
         with tempfile.TemporaryDirectory(prefix="profkit-build-") as tmp:
             built = Path(tmp) / "libprofkit_clr.so"
             subprocess.run(
                 [*cc, "-O2", "-std=c11", "-fPIC", "-shared", "-fvisibility=hidden", "-pthread",
-                 "-o", str(built), str(root / source)],
+                 "-o", str(built), *sources],
                 check=True, capture_output=True, text=True,
             )  # fmt: skip
             if version == "editable":

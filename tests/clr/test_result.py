@@ -30,7 +30,7 @@ u64 = st.integers(0, (1 << 64) - 1)
 
 
 def render(r: ClrResult) -> bytes:
-    """What libprofkit_clr.so writes (profiler.c, write_output), for the same content."""
+    """What libprofkit_clr.so writes (csrc/output.c, write_output), for the same content."""
     out = [
         "profkit-clr\t1",
         f"pid\t{r.pid}",

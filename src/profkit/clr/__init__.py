@@ -1,6 +1,6 @@
 """Profiling .NET programs: profkit's CoreCLR profiler and the Python side around it.
 
-``libprofkit_clr.so`` (``profiler.c``) is loaded by the .NET runtime itself; this package
+``libprofkit_clr.so`` (``csrc/*.c``) is loaded by the .NET runtime itself; this package
 finds a host (:mod:`~profkit.clr.host`), recognises assemblies
 (:mod:`~profkit.clr.assembly`), builds the profiler's environment
 (:mod:`~profkit.clr.environment`), runs a program (:func:`run_dotnet`) and turns the

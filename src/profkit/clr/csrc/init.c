@@ -1,0 +1,114 @@
+/* libprofkit_clr: Initialize and Shutdown, the profiler's life as the runtime sees it.
+ *
+ * Initialize reads the settings, takes the newest ICorProfilerInfo the runtime offers,
+ * opens the sinks, sets the event mask and the hooks, and starts the writer; any failure
+ * is one stderr line and E_FAIL, so the runtime runs the program unprofiled. Owns the
+ * runtime interface (g_info) and the lock every rare path shares (g_lock). Why a unit of
+ * its own: the order of these steps is the start-up contract; each step is its owner's.
+ */
+#include "profiler.h"
+
+/* ICorProfilerInfo15 .. ICorProfilerInfo3, newest first: the first one the runtime gives
+ * us is the version we hold (3 is the least we need: the mapper and the WithInfo hooks). */
+static const struct {
+    int version;
+    GUID iid;
+} IID_INFOS[] = {
+    {15, {0xB446462D, 0xBD22, 0x41DD, {0x87, 0x2D, 0xDC, 0x71, 0x4C, 0x49, 0xEB, 0x56}}},
+    {14, {0xF460E352, 0xD76D, 0x4FE9, {0x83, 0x5F, 0xF6, 0xAF, 0x9D, 0x6E, 0x86, 0x2D}}},
+    {13, {0x6E6C7EE2, 0x0701, 0x4EC2, {0x9D, 0x29, 0x2E, 0x87, 0x33, 0xB6, 0x69, 0x34}}},
+    {12, {0x27b24ccd, 0x1cb1, 0x47c5, {0x96, 0xee, 0x98, 0x19, 0x0d, 0xc3, 0x09, 0x59}}},
+    {11, {0x06398876, 0x8987, 0x4154, {0xB6, 0x21, 0x40, 0xA0, 0x0D, 0x6E, 0x4D, 0x04}}},
+    {10, {0x2F1B5152, 0xC869, 0x40C9, {0xAA, 0x5F, 0x3A, 0xBE, 0x02, 0x6B, 0xD7, 0x20}}},
+    {9, {0x008170DB, 0xF8CC, 0x4796, {0x9A, 0x51, 0xDC, 0x8A, 0xA0, 0xB4, 0x70, 0x12}}},
+    {8, {0xC5AC80A6, 0x782E, 0x4716, {0x80, 0x44, 0x39, 0x59, 0x8C, 0x60, 0xCF, 0xBF}}},
+    {7, {0x9AEECC0D, 0x63E0, 0x4187, {0x8C, 0x00, 0xE3, 0x12, 0xF5, 0x03, 0xF6, 0x63}}},
+    {6, {0xF30A070D, 0xBFFB, 0x46A7, {0xB1, 0xD8, 0x87, 0x81, 0xEF, 0x7B, 0x69, 0x8A}}},
+    {5, {0x07602928, 0xCE38, 0x4B83, {0x81, 0xE7, 0x74, 0xAD, 0xAF, 0x78, 0x12, 0x14}}},
+    {4, {0x0d8fdcaa, 0x6257, 0x47bf, {0xb1, 0xbf, 0x94, 0xda, 0xc8, 0x84, 0x66, 0xee}}},
+    {3, {0xB555ED4F, 0x452A, 0x4E54, {0x8B, 0x39, 0xB5, 0x36, 0x0B, 0xAD, 0x32, 0xA0}}},
+};
+
+HIDDEN void *g_info; /* ICorProfilerInfoN */
+HIDDEN int g_info_version;
+HIDDEN pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER; /* methods map, metadata, records */
+
+typedef HRESULT (*fn_QI)(void *, const GUID *, void **);
+typedef HRESULT (*fn_SetEventMask)(void *, DWORD);
+typedef HRESULT (*fn_SetEventMask2)(void *, DWORD, DWORD);
+
+/* Which callbacks the runtime makes, from PROFKIT_CLR_EVENTS; the HRESULT of setting it. */
+static HRESULT set_event_mask(void) {
+    DWORD mask = 0, high = 0;
+    /* The WithInfo hooks need at least one of the *_INFO/ARGS/RETVAL flags; FRAME_INFO is
+     * the cheapest (the runtime refuses the hooks with no such flag). */
+    if (S.events & EV_CALLS)
+        mask |= PRF_MONITOR_ENTERLEAVE | PRF_MONITOR_JIT_COMPILATION | (S.fast_hooks ? 0 : PRF_ENABLE_FRAME_INFO);
+    if (S.events & EV_ARGS) mask |= PRF_ENABLE_FUNCTION_ARGS | PRF_ENABLE_FUNCTION_RETVAL | PRF_ENABLE_FRAME_INFO;
+    if (S.events & EV_EXCEPTIONS) mask |= PRF_MONITOR_EXCEPTIONS;
+    if (S.events & EV_THREADS) mask |= PRF_MONITOR_THREADS;
+    if (S.events & EV_LOADS) mask |= PRF_MONITOR_MODULE_LOADS | PRF_MONITOR_ASSEMBLY_LOADS;
+    if (S.events & EV_JIT) mask |= PRF_MONITOR_JIT_COMPILATION | PRF_MONITOR_CACHE_SEARCHES;
+    if (S.events & EV_CALLS) mask |= PRF_MONITOR_EXCEPTIONS; /* unwinding pops shadow frames */
+    HRESULT hr;
+    if ((S.events & EV_GC) && g_info_version >= 5) {
+        high |= PRF_HIGH_BASIC_GC;
+        hr = ((fn_SetEventMask2)SLOT(g_info, PI_SetEventMask2))(g_info, mask, high);
+        if (hr < 0) /* an older runtime without BASIC_GC: the full GC notifications */
+            hr = ((fn_SetEventMask)SLOT(g_info, PI_SetEventMask))(g_info, mask | PRF_MONITOR_GC);
+    } else {
+        hr = ((fn_SetEventMask)SLOT(g_info, PI_SetEventMask))(g_info, mask | ((S.events & EV_GC) ? PRF_MONITOR_GC : 0));
+    }
+    return hr;
+}
+
+HIDDEN HRESULT cb_Initialize(void *self, void *unk) {
+    (void)self;
+    clock_start();
+    if (read_settings() < 0) return E_FAIL;
+    for (size_t i = 0; i < sizeof IID_INFOS / sizeof IID_INFOS[0]; i++) {
+        void *p = NULL;
+        if (((fn_QI)UNK_SLOT(unk, UNK_QueryInterface))(unk, &IID_INFOS[i].iid, &p) == S_OK && p) {
+            g_info = p;
+            g_info_version = IID_INFOS[i].version;
+            break;
+        }
+    }
+    if (!g_info) {
+        say("profkit: clr: this runtime has no ICorProfilerInfo3; the program runs unprofiled");
+        return E_FAIL;
+    }
+    if (open_sinks() < 0) return E_FAIL;
+    HRESULT hr = set_event_mask();
+    if (hr < 0) {
+        say("profkit: clr: SetEventMask failed (HRESULT 0x%08x); the program runs unprofiled", (unsigned)hr);
+        return E_FAIL;
+    }
+    if (S.events & EV_CALLS) {
+        hr = hooks_install();
+        if (hr < 0) {
+            say("profkit: clr: setting the enter/leave hooks failed (HRESULT 0x%08x); the program runs "
+                "unprofiled", (unsigned)hr);
+            return E_FAIL;
+        }
+    }
+    if (hooks_prepare() != 0 || writer_prepare() != 0) return E_FAIL;
+    clock_first_rate();
+    hooks_active(1);
+    if (writer_start() != 0) {
+        say("profkit: clr: cannot start the writer thread; the program runs unprofiled");
+        hooks_active(0);
+        return E_FAIL;
+    }
+    if (S.output) save_on_abort();
+    return S_OK;
+}
+
+HIDDEN HRESULT cb_InitializeForAttach(void) { return E_NOTIMPL; }
+
+HIDDEN HRESULT cb_Shutdown(void *self) {
+    (void)self;
+    add_pending_code();
+    finish(0);
+    return S_OK;
+}
