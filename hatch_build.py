@@ -48,7 +48,13 @@ EXTENSIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
             )
         ),
     ),
-    ("profkit.collect._profhook", ("src/profkit/collect/_profhook.c",)),
+    (
+        "profkit.collect._profhook",
+        tuple(
+            f"src/profkit/collect/csrc/{unit}.c"
+            for unit in ("module", "dispatch", "codes", "natives")
+        ),
+    ),
     ("profkit.sampler._walker", ("src/profkit/sampler/_walker.c",)),
     ("profkit.heap._heaphook", ("src/profkit/heap/_heaphook.c",)),
 )

@@ -3,6 +3,7 @@ same constructor, the same tables, the same decisions, checked by the same tests
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable, Iterator
 from types import ModuleType
@@ -196,4 +197,120 @@ def test_both_report_the_same_events() -> None:
         )
         _run(hook, program)
         results.append([e for e in seen if e[0] != "slow"])
+    assert all(r == results[0] for r in results)
+
+
+# -- C calls -------------------------------------------------------------------------------
+
+
+class PkList(list):  # type: ignore[type-arg]
+    """A subclass: its instances' methods are named after it (``PkList.append``)."""
+
+
+def pk_c_caller() -> None:
+    len([])
+    [].append(1)
+    PkList().append(2)
+    with contextlib.suppress(KeyError):
+        {}.pop(1)  # c_exception
+
+
+C_CALLS = [
+    ("to_native", "len"),
+    ("to_python", "len"),
+    ("to_native", "list.append"),
+    ("to_python", "list.append"),
+    ("to_native", "PkList.append"),
+    ("to_python", "PkList.append"),
+    ("to_native", "dict.pop"),
+    ("to_python", "dict.pop"),
+]
+
+
+def _c_hook(impl: ModuleType, seen: list[tuple[Any, ...]], **over: Any) -> Any:
+    """A hook whose C-call events reach ``to_native``/``to_python`` (noted by name), with
+    ids from a ``native_id`` that notes what it was asked."""
+    ids: dict[str, int] = {}
+
+    def native_id(func: Any) -> int:
+        seen.append(("native_id", func.__qualname__))
+        return ids.setdefault(func.__qualname__, 2 * len(ids) + 1)
+
+    def name(fid: int) -> str:
+        return next(n for n, i in ids.items() if i == fid)
+
+    args: dict[str, Any] = {
+        "transitions": True,
+        "to_native": lambda fid: seen.append(("to_native", name(fid))),
+        "to_python": lambda fid: seen.append(("to_python", name(fid))),
+        "native_id": native_id,
+    }
+    args.update(over)
+    return _hook(impl, seen, **args)
+
+
+def _transitions(seen: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    return [e for e in seen if e[0] in ("to_native", "to_python")]
+
+
+def test_c_calls_of_a_known_caller_take_the_fast_path(impl: ModuleType) -> None:
+    seen: list[tuple[Any, ...]] = []
+    status = {id(pk_c_caller.__code__): PLAIN}
+    _run(_c_hook(impl, seen, status=status), pk_c_caller)
+    assert _transitions(seen) == C_CALLS
+    assert not [e for e in seen if e[0] == "slow" and e[1] == "pk_c_caller"]
+
+
+def test_c_calls_of_a_rejected_caller_are_silent_and_an_unknown_one_goes_slow(
+    impl: ModuleType,
+) -> None:
+    seen: list[tuple[Any, ...]] = []
+    status = {id(pk_c_caller.__code__): REJECTED}
+    _run(_c_hook(impl, seen, status=status), pk_c_caller)
+    assert not _transitions(seen) and not [e for e in seen if "pk_c_caller" in e]
+    seen.clear()
+    _run(_c_hook(impl, seen), pk_c_caller)
+    assert not _transitions(seen)
+    assert ("slow", "pk_c_caller", "c_call") in seen
+    assert ("slow", "pk_c_caller", "c_exception") in seen
+
+
+def test_only_the_wanted_side_of_a_c_call_is_delivered(impl: ModuleType) -> None:
+    seen: list[tuple[Any, ...]] = []
+    status = {id(pk_c_caller.__code__): PLAIN}
+    _run(_c_hook(impl, seen, status=status, to_native=None), pk_c_caller)
+    assert _transitions(seen) == [e for e in C_CALLS if e[0] == "to_python"]
+
+
+def test_a_failing_native_id_goes_to_fail_and_not_into_the_program(impl: ModuleType) -> None:
+    seen: list[tuple[Any, ...]] = []
+
+    def native_id(func: Any) -> int:
+        raise ValueError("profiler bug")
+
+    status = {id(pk_c_caller.__code__): PLAIN}
+    _run(_c_hook(impl, seen, status=status, native_id=native_id), pk_c_caller)
+    assert ("fail", "ValueError", "code transition") in seen
+    assert not _transitions(seen)
+
+
+def test_the_c_hook_asks_native_id_once_per_c_function() -> None:
+    """Bound methods are new objects per call; the cache is keyed by what names them."""
+    if setprofile._profhook is None:
+        pytest.skip("the C dispatcher is not built here")
+    seen: list[tuple[Any, ...]] = []
+    status = {id(pk_c_caller.__code__): PLAIN}
+    hook = _c_hook(setprofile._profhook, seen, status=status)
+    _run(hook, lambda: [pk_c_caller() for _ in range(3)])
+    asked = [e[1] for e in seen if e[0] == "native_id"]
+    assert sorted(asked) == sorted(["len", "list.append", "PkList.append", "dict.pop"])
+    assert _transitions(seen) == C_CALLS * 3
+
+
+def test_both_report_the_same_c_calls() -> None:
+    results = []
+    for twin in IMPLS:
+        seen: list[tuple[Any, ...]] = []
+        _run(_c_hook(twin, seen, status={id(pk_c_caller.__code__): PLAIN}), pk_c_caller)
+        results.append(_transitions(seen))
     assert all(r == results[0] for r in results)

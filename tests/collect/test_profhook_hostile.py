@@ -3,7 +3,7 @@
 Two kinds of test. The ``Hook`` object itself, driven directly: an uninitialized or
 re-initialized object, table rows that are not ints, a program's own profile function
 calling the hook it found; these crashed or misbehaved (use after free, NULL read,
-silently removing the program's profile function) before the fixes in ``_profhook.c``.
+silently removing the program's profile function) before the fixes in ``_profhook`` (``collect/csrc/``).
 And profilers whose callbacks do what a profiler may do from inside an event (remove the
 profile function, detach and attach again, change the filter, collect garbage, start
 threads, raise): each program runs under both dispatchers and the notifications must be

@@ -13,7 +13,7 @@ The package, one job per module:
   ``failure.py`` the failure rule; ``context.py`` what a backend may read and call;
   ``plan.py`` the profiler's callbacks bound for the mask.
 * Backends: ``monitoring.py`` + ``hot_monitoring.py`` (3.12+), ``setprofile.py`` with its
-  slow path ``setprofile_slow.py`` and its fast path in C (``_profhook.c``) or Python
+  slow path ``setprofile_slow.py`` and its fast path in C (``_profhook``, ``csrc/``) or Python
   (``_pyhook.py``), ``sampler.py``; ``hooks.py`` the thread, import and GC side hooks.
 * ``startup.py`` activation by environment (``profkit_startup.pth``).
 """

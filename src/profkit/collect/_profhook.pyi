@@ -24,5 +24,8 @@ class Hook:
         transitions: bool,
         resume_op: int,
         yield_op: int,
+        to_native: Callable[[int], object] | None = None,
+        to_python: Callable[[int], object] | None = None,
+        native_id: Callable[[Any], int] | None = None,
     ) -> None: ...
     def __call__(self, frame: FrameType, event: str, arg: Any, /) -> None: ...

@@ -10,7 +10,7 @@ is a plain closure is called without a bound-method object and reads its binding
 cells, not attributes, which is the cheapest a Python profile function gets. The tables
 belong to the backend (``setprofile_slow.Tables``); this fast path only reads them. An
 event it does not decide (first sight of a code object, frames running at attach, a
-``throw()``, C calls, a stopped session) goes to ``slow``.
+``throw()``, C calls of an unknown caller, a stopped session) goes to ``slow``.
 """
 
 from __future__ import annotations
@@ -41,8 +41,14 @@ def Hook(
     transitions: bool,
     resume_op: int,
     yield_op: int,
+    to_native: Callable[[int], object] | None = None,
+    to_python: Callable[[int], object] | None = None,
+    native_id: Callable[[Any], int] | None = None,
 ) -> Callable[[FrameType, str, Any], None]:
-    """A profile function over the given tables; its ``status`` attribute is the table."""
+    """A profile function over the given tables; its ``status`` attribute is the table.
+
+    Without ``native_id`` every C-call event goes to ``slow`` (which finds the id itself).
+    """
     hook = _profile_function(
         _Bindings(
             status.get,
@@ -60,6 +66,9 @@ def Hook(
             transitions,
             resume_op,
             yield_op,
+            to_native,
+            to_python,
+            native_id,
         )
     )
     hook.status = status  # type: ignore[attr-defined]
@@ -82,6 +91,9 @@ class _Bindings(NamedTuple):
     transitions: bool
     resume_op: int
     yield_op: int
+    to_native: Callable[[int], object] | None
+    to_python: Callable[[int], object] | None
+    native_id: Callable[[Any], int] | None
 
 
 def _profile_function(b: _Bindings) -> Callable[[FrameType, str, Any], None]:
@@ -90,6 +102,7 @@ def _profile_function(b: _Bindings) -> Callable[[FrameType, str, Any], None]:
     enter_cb, leave_cb, yield_cb, resume_cb = b.enter, b.leave, b.yield_, b.resume
     plain_fast, gen_fast, transitions = b.plain_fast, b.gen_fast, b.transitions
     _RESUME, _YIELD = b.resume_op, b.yield_op
+    c_call = _c_calls(b)
     rejected = 0  # setprofile_slow.REJECTED
     idf = id
 
@@ -147,10 +160,37 @@ def _profile_function(b: _Bindings) -> Callable[[FrameType, str, Any], None]:
                     except Exception as exc:
                         fail(exc, "function_leave")
                     return
-            elif not transitions and state[0]:
+            elif state[0] and (not transitions or c_call(frame, event, arg)):
                 return
             slow(frame, event, arg)
         except RecursionError:
             return  # the program's (see failure.py)
 
     return hook
+
+
+def _c_calls(b: _Bindings) -> Callable[[FrameType, str, Any], bool]:
+    """``c_call(frame, event, arg)`` for a c_call/c_return/c_exception event while running:
+    True when handled (a known caller), False for the slow path."""
+    status_get, fail = b.status_get, b.fail
+    to_native, to_python, native_id = b.to_native, b.to_python, b.native_id
+    rejected = 0  # setprofile_slow.REJECTED
+    idf = id
+
+    def c_call(frame: FrameType, event: str, arg: Any) -> bool:
+        if native_id is None:
+            return False
+        st = status_get(idf(frame.f_code))
+        if st is None:
+            return False  # an unknown caller: the slow path classifies it
+        target = to_native if event == "c_call" else to_python
+        if st != rejected and target is not None:
+            try:
+                target(native_id(arg))
+            except RecursionError:
+                pass
+            except Exception as exc:
+                fail(exc, "code transition")
+        return True
+
+    return c_call

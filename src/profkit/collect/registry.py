@@ -13,12 +13,15 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Callable
-from types import CodeType
+from types import BuiltinFunctionType, CodeType, ModuleType
 from typing import Any
 
 from profkit.api.errors import UnknownIdError
 from profkit.api.ids import FunctionId, ModuleId, ThreadId
 from profkit.api.info import FunctionInfo, ModuleInfo, ThreadInfo
+
+_BUILTIN = BuiltinFunctionType
+_OWNER_TYPES = (type, ModuleType)
 
 #: co_flags bits of generator, coroutine and async-generator code.
 GENERATOR_FLAGS = 0x20 | 0x80 | 0x200
@@ -40,6 +43,9 @@ class FunctionTable:
         self._born: dict[int, object] = {}  #: fid → the token of the call that created it
         self.accepted: dict[int, bool] = {}  #: fid → filter verdict
         self._natives: dict[str, int] = {}
+        #: (id(owner), name) → id: the per-call shortcut of :meth:`native_id`
+        self._natives_quick: dict[tuple[int, str], int] = {}
+        self._native_owners: list[object] = []  #: kept alive: their ids are keys above
         self._native_info: dict[int, FunctionInfo] = {}
         self._infos: dict[int, FunctionInfo] = {}
         self._native_counter = itertools.count(1)
@@ -54,7 +60,31 @@ class FunctionTable:
         return FunctionId(fid), self._born.setdefault(fid, token) is token
 
     def native_id(self, func: Any) -> FunctionId:
-        """The id of a C callable, created on first sight."""
+        """The id of a C callable, created on first sight.
+
+        Called per C call by the pure Python paths (the C fast paths cache the answer), so
+        a builtin function or method is first looked up by what its name is made of, its
+        owner (the type or module it is bound to, else its ``self``'s type) and its name,
+        without building the name string.
+        """
+        if type(func) is _BUILTIN:
+            # Builtin getters and identity only: no code of the program's (a metaclass's
+            # __hash__ or __class__ property) runs here.
+            owner = func.__self__
+            kind = type(owner)
+            if owner is not None and not issubclass(kind, _OWNER_TYPES):
+                owner = kind
+            quick = (id(owner), func.__name__)
+            fid = self._natives_quick.get(quick)
+            if fid is None:
+                fid = self._named_native_id(func)
+                self._native_owners.append(owner)  # its id stays its own
+                fid = self._natives_quick.setdefault(quick, fid)
+            return FunctionId(fid)
+        return FunctionId(self._named_native_id(func))
+
+    def _named_native_id(self, func: Any) -> int:
+        """The id of a C callable by its ``module.qualname``, created on first sight."""
         module = getattr(func, "__module__", None)
         if module is None:
             owner = getattr(func, "__self__", None)
@@ -70,7 +100,7 @@ class FunctionTable:
                 FunctionId(candidate), str(qual), str(module or "<native>"), "", 0, True, False
             )
             fid = self._natives.setdefault(key, candidate)
-        return FunctionId(fid)
+        return fid
 
     def info(self, fid: FunctionId) -> FunctionInfo:
         """FunctionInfo for ``fid``; raises :class:`UnknownIdError` for ids never issued."""
@@ -88,18 +118,15 @@ class FunctionTable:
 def module_of(filename: str) -> str:
     """The module name a source file is imported as, matched against ``sys.modules``.
 
-    Slow path (once per function): ``sys.modules`` is rescanned only when it has grown
-    since the last scan, so a miss costs one ``len``.
+    Slow path (once per function): ``sys.modules`` is scanned again only when it has
+    grown since the last scan, and then only the modules imported since (see
+    :func:`_scan_new_modules`), so a miss costs one ``len``.
     """
     import sys
 
     name = _MODULE_BY_FILE.get(filename)
     if name is None and len(sys.modules) != _SCANNED[0]:
-        _SCANNED[0] = len(sys.modules)
-        for modname, mod in list(sys.modules.items()):
-            path = getattr(mod, "__file__", None)
-            if isinstance(path, str):
-                _MODULE_BY_FILE.setdefault(path, modname)
+        _scan_new_modules(sys.modules)
         name = _MODULE_BY_FILE.get(filename)
     if name is None:
         # runpy *replaces* sys.modules["__main__"] when a script starts: the length stays
@@ -118,7 +145,37 @@ def module_of(filename: str) -> str:
     return name
 
 
+def _scan_new_modules(modules: dict[str, Any]) -> None:
+    """Record the files of the modules imported since the last scan.
+
+    Why not rescan everything: the first code object seen after an import is the new
+    module's body, so during a program's start-up (sympy: 500 imports) nearly every import
+    made a full pass over ``sys.modules``, O(modules²) in all, ~1 s on sympy, charged to
+    ``builtins.exec`` (the caller of each module body). ``sys.modules`` keeps insertion
+    order and an import appends, so the new modules are its tail: the scan walks back from
+    the end to the first module already recorded, then records the new ones oldest first
+    (so a file imported under two names keeps its first name, as before).
+    """
+    items = list(modules.items())  # a snapshot: another thread may import meanwhile
+    grown = len(items) - _SCANNED[0]
+    _SCANNED[0] = len(items)
+    new: list[tuple[str, Any]] = []
+    for walked, (modname, mod) in enumerate(reversed(items)):
+        # A recorded module ends the walk only past as many entries as were added: one
+        # removed and put back (moved to the end) must not hide the imports before it.
+        if walked >= grown and _SCANNED_MODULES.get(modname) == id(mod):
+            break
+        new.append((modname, mod))
+    for modname, mod in reversed(new):
+        _SCANNED_MODULES[modname] = id(mod)
+        path = getattr(mod, "__file__", None)
+        if isinstance(path, str):
+            _MODULE_BY_FILE.setdefault(path, modname)
+
+
 _MODULE_BY_FILE: dict[str, str] = {}
+#: name → id of the module object recorded under it (the scan's stopping point)
+_SCANNED_MODULES: dict[str, int] = {}
 _SCANNED = [0]
 
 

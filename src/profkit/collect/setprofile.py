@@ -1,6 +1,6 @@
 """The ``sys.setprofile`` backend: works on every supported Python (3.11 and up).
 
-Its per-event dispatcher runs in C where ``_profhook`` is built (see ``_profhook.c``: the
+Its per-event dispatcher runs in C where ``_profhook`` is built (see ``csrc/profhook.h``: the
 same fast path as ``hook`` below, installed with ``PyEval_SetProfile`` as cProfile's is),
 and in Python otherwise; both hand every undecided event to the same ``slow``.
 
@@ -33,7 +33,7 @@ from profkit.collect.context import BackendContext
 from profkit.collect.plan import ALL_EVENTS
 from profkit.collect.setprofile_slow import GEN, PLAIN, RESUME, YIELD, Tables, make_slow
 
-try:  # the hot path in C (_profhook.c); without it, its Python twin ``_pyhook.Hook``
+try:  # the hot path in C (csrc/); without it, its Python twin ``_pyhook.Hook``
     from profkit.collect import _profhook
 except ImportError:  # not built here
     _profhook = None  # type: ignore[assignment]
@@ -106,8 +106,9 @@ def _make_hook(
     """Build the profile function for the session's plan (all bindings done here).
 
     The hot path is a plain (non-generator) function whose verdict is known: ``id``, one
-    dict lookup and the profiler's method. Everything else (first sight, generators,
-    frames running at attach, transitions, a stopped session) goes through ``slow``.
+    dict lookup and the profiler's method; a C call made by a known function adds the C
+    function's id (``native_id``, cached in C). Everything else (first sight, a throw(),
+    frames running at attach, a stopped session) goes through ``slow``.
     ``stop()`` clears ``status``, so after a detach every event takes the slow path, which
     removes the hook from threads that ``stop()`` could not reach. The fast path is the C
     ``_profhook.Hook`` where it is built and allowed, else its Python twin; both get the
@@ -134,5 +135,8 @@ def _make_hook(
         transitions=plan.wants_transitions,
         resume_op=RESUME,
         yield_op=YIELD,
+        to_native=plan.to_native,
+        to_python=plan.to_python,
+        native_id=ctx.functions.native_id,
     )
     return hook, tables

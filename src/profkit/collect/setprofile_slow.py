@@ -28,7 +28,7 @@ RESUME = dis.opmap["RESUME"]
 YIELD = dis.opmap["YIELD_VALUE"]
 RETURNS = frozenset(dis.opmap[n] for n in ("RETURN_VALUE", "RETURN_CONST") if n in dis.opmap)
 
-# Per-code status values (``_profhook.c`` and ``_pyhook.py`` know 0 = rejected).
+# Per-code status values (``csrc/profhook.h`` and ``_pyhook.py`` know 0 = rejected).
 REJECTED, PLAIN, GEN, PRE = 0, 1, 2, 3
 
 # deliver_exit kinds

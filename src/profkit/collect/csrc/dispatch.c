@@ -1,0 +1,182 @@
+/* One event: the failure rule, the fast paths, and the slow path's call (see profhook.h). */
+#include "profhook.h"
+
+PH_HIDDEN PyObject *event_names[8]; /* PyTrace_CALL .. PyTrace_OPCODE -> interned str */
+
+/* The failure rule for the exception set now, raised by the profiler's ``what``: an
+ * Exception goes to fail(exc, what), a RecursionError (the program's, at its limit:
+ * failure.py) is dropped. Returns -1 with an exception set only for what must reach the
+ * program (KeyboardInterrupt, SystemExit, or anything ``fail`` raises). */
+PH_HIDDEN int
+contain(Hook *self, const char *what)
+{
+    if (!PyErr_ExceptionMatches(PyExc_Exception)) {
+        return -1; /* KeyboardInterrupt, SystemExit: the program's */
+    }
+    if (PyErr_ExceptionMatches(PyExc_RecursionError)) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *exc = take_raised_exception();
+    if (exc == NULL) {
+        return 0;
+    }
+    PyObject *r = PyObject_CallFunction(self->fail, "Os", exc, what);
+    Py_DECREF(exc);
+    if (r == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_RecursionError)) {
+            PyErr_Clear();
+            return 0;
+        }
+        return -1;
+    }
+    Py_DECREF(r);
+    return 0;
+}
+
+/* Call target(fid) under the failure rule (contain). */
+PH_HIDDEN int
+deliver(Hook *self, PyObject *target, PyObject *fid, const char *what)
+{
+    if (target == NULL) {
+        return 0;
+    }
+    PyObject *r = PyObject_CallOneArg(target, fid);
+    if (r != NULL) {
+        Py_DECREF(r);
+        return 0;
+    }
+    return contain(self, what);
+}
+
+PH_HIDDEN int
+running(Hook *self)
+{
+    return PyList_Check(self->state) && PyList_GET_SIZE(self->state) > 0
+           && PyList_GET_ITEM(self->state, 0) == Py_True;
+}
+
+/* The opcode at the frame's last instruction; 0 when out of range (slow path decides). */
+static int
+opcode_at(Entry *e, PyFrameObject *frame, int *op, long *lasti)
+{
+    *lasti = PyFrame_GetLasti(frame);
+    if (*lasti < 0 || *lasti >= PyBytes_GET_SIZE(e->raw)) {
+        return 0;
+    }
+    *op = (unsigned char)PyBytes_AS_STRING(e->raw)[*lasti];
+    return 1;
+}
+
+/* A generator frame's ``call``: 1 handled, 0 for the slow path, -1 error. */
+static int
+generator_call(Hook *self, Entry *e, PyFrameObject *frame)
+{
+    int op;
+    long lasti;
+    int found = opcode_at(e, frame, &op, &lasti);
+    if (found && lasti < e->first) {
+        return 1; /* before the first RESUME (throw() into an unstarted one): no code runs */
+    }
+    if (found && op != self->yield_op) {
+        /* a throw() stops at YIELD_VALUE: that one is the slow path's */
+        PyObject *target = lasti == e->first ? self->enter : self->resume;
+        return deliver(self, target, e->fid, "function_enter") < 0 ? -1 : 1;
+    }
+    return 0;
+}
+
+/* A generator frame's ``return``: 1 handled, 0 for the slow path, -1 error. */
+static int
+generator_return(Hook *self, Entry *e, PyFrameObject *frame)
+{
+    int op;
+    long lasti;
+    if (PyDict_GET_SIZE(self->throwing) != 0 || !opcode_at(e, frame, &op, &lasti)) {
+        return 0;
+    }
+    if (lasti < e->first) {
+        return 1; /* an unstarted generator thrown into: it never entered */
+    }
+    /* 3.11/3.12 stop at the YIELD_VALUE, 3.13 at the RESUME after it */
+    int suspended = op == self->yield_op || (op == self->resume_op && lasti != e->first);
+    PyObject *target = suspended ? self->yield_ : self->leave;
+    return deliver(self, target, e->fid, "function_leave") < 0 ? -1 : 1;
+}
+
+/* A Python frame's call or return. 1: handled; 0: for the slow path; -1: error to the
+ * program. */
+static int
+fast_path(Hook *self, PyFrameObject *frame, int what)
+{
+    if (!running(self)) {
+        return 0; /* stopping: the cache may be stale, and slow() removes the hook */
+    }
+    PyCodeObject *code = PyFrame_GetCode(frame);
+    void *key = code;
+    Py_DECREF(code); /* the frame keeps it alive for this event */
+    Entry *e = code_entry(self, key);
+    if (e == NULL) {
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    long st = e->status;
+    if (st == ST_REJECTED) {
+        return 1;
+    }
+    if (what == PyTrace_CALL) {
+        if (st == self->plain_fast) {
+            return deliver(self, self->enter, e->fid, "function_enter") < 0 ? -1 : 1;
+        }
+        return st == self->gen_fast ? generator_call(self, e, frame) : 0;
+    }
+    /* PyTrace_RETURN */
+    if (st == self->plain_fast) {
+        return deliver(self, self->leave, e->fid, "function_leave") < 0 ? -1 : 1;
+    }
+    return st == self->gen_fast ? generator_return(self, e, frame) : 0;
+}
+
+PH_HIDDEN int
+dispatch(Hook *self, PyFrameObject *frame, int what, PyObject *arg)
+{
+    if (what == PyTrace_CALL || what == PyTrace_RETURN) {
+        int handled = fast_path(self, frame, what);
+        if (handled != 0) {
+            return handled < 0 ? -1 : 0;
+        }
+    }
+    else if (running(self)) {
+        if (!self->transitions) {
+            return 0;
+        }
+        int handled = c_call_path(self, frame, what, arg);
+        if (handled != 0) {
+            return handled < 0 ? -1 : 0;
+        }
+    }
+    if (what < 0 || what >= (int)(sizeof(event_names) / sizeof(event_names[0]))) {
+        return 0;
+    }
+    PyObject *r = PyObject_CallFunctionObjArgs(self->slow, (PyObject *)frame, event_names[what],
+                                               arg != NULL ? arg : Py_None, NULL);
+    if (r == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_RecursionError)) {
+            PyErr_Clear(); /* the program's (failure.py) */
+            return 0;
+        }
+        return -1;
+    }
+    Py_DECREF(r);
+    return 0;
+}
+
+/* The C profile function. ``obj`` is borrowed from the thread state, and slow() may
+ * remove the hook (sys.setprofile(None)), dropping what may be the last reference. */
+PH_HIDDEN int
+profile_func(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    Py_INCREF(obj);
+    int result = dispatch((Hook *)obj, frame, what, arg);
+    Py_DECREF(obj);
+    return result;
+}

@@ -1,0 +1,181 @@
+/* C calls (c_call / c_return / c_exception) on the fast path (see profhook.h).
+ *
+ * What the slow path does for one (setprofile_slow.make_slow): when the calling code is
+ * known and accepted, ``to_native(native_id(arg))`` at c_call and ``to_python(...)`` at
+ * c_return / c_exception, under the failure rule ("code transition"). The same here, with
+ * native_id's answer cached per C function: native_id builds the function's qualified
+ * name (a string) and looks it up, which was most of trace mode's cost on 3.11 for
+ * programs making many C calls (sympy, json.tool).
+ *
+ * The cache key: the callable of a c_call event is a builtin function or method object
+ * (3.11's ceval binds a method descriptor to its ``self`` first), made anew for every
+ * bound call, so its address means nothing. What native_id's answer depends on is its
+ * name, ``__module__`` + ``__qualname__``: the PyMethodDef (ml_name) and the owner
+ * (``self`` when it is a type -- ``dict.fromkeys`` -- or a module -- ``builtins.len``
+ * --, else ``self``'s type: ``TextIOWrapper.write``). A callable of any other kind
+ * takes the slow path.
+ */
+#include "profhook.h"
+
+static Py_ssize_t
+slot_of(void *ml, PyObject *owner, Py_ssize_t mask)
+{
+    uintptr_t h = ((uintptr_t)ml >> 3) * 31u + ((uintptr_t)owner >> 4);
+    return (Py_ssize_t)((h ^ (h >> 16)) & (uintptr_t)mask);
+}
+
+/* The owner the name of ``f`` is taken from (borrowed; may be NULL). */
+static PyObject *
+owner_of(PyCFunctionObject *f)
+{
+    PyObject *bound = f->m_self;
+    if (bound == NULL || PyType_Check(bound) || PyModule_Check(bound)) {
+        return bound;
+    }
+    return (PyObject *)Py_TYPE(bound);
+}
+
+static Native *
+natives_find(Hook *self, void *ml, PyObject *owner)
+{
+    if (self->natives == NULL) {
+        return NULL;
+    }
+    Py_ssize_t mask = self->natives_mask;
+    for (Py_ssize_t i = slot_of(ml, owner, mask);; i = (i + 1) & mask) {
+        Native *n = &self->natives[i];
+        if (n->ml == ml && n->owner == owner) {
+            return n;
+        }
+        if (n->ml == NULL) {
+            return NULL;
+        }
+    }
+}
+
+/* Room for one more entry (kept at most half full). -1 with MemoryError. */
+static int
+natives_reserve(Hook *self)
+{
+    Py_ssize_t size = self->natives_mask + 1;
+    if (self->natives != NULL && (self->natives_used + 1) * 2 <= size) {
+        return 0;
+    }
+    Py_ssize_t grown = self->natives == NULL ? 256 : size * 2;
+    Native *fresh = PyMem_Calloc((size_t)grown, sizeof(Native));
+    if (fresh == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; self->natives != NULL && i < size; i++) {
+        Native *old = &self->natives[i];
+        if (old->ml != NULL) {
+            Py_ssize_t j = slot_of(old->ml, old->owner, grown - 1);
+            while (fresh[j].ml != NULL) {
+                j = (j + 1) & (grown - 1);
+            }
+            fresh[j] = *old;
+        }
+    }
+    PyMem_Free(self->natives);
+    self->natives = fresh;
+    self->natives_mask = grown - 1;
+    return 0;
+}
+
+/* native_id(callable), cached: a new reference, or NULL with the exception native_id
+ * raised (or MemoryError) set. */
+static PyObject *
+native_fid(Hook *self, PyCFunctionObject *callable)
+{
+    void *ml = callable->m_ml;
+    PyObject *owner = owner_of(callable);
+    Native *n = natives_find(self, ml, owner);
+    if (n != NULL) {
+        return Py_NewRef(n->fid);
+    }
+    Py_XINCREF(owner); /* native_id runs Python code, which may drop the callable's self */
+    PyObject *fid = PyObject_CallOneArg(self->native_id, (PyObject *)callable);
+    if (fid == NULL || !PyLong_CheckExact(fid)) {
+        Py_XDECREF(owner);
+        if (fid != NULL) { /* not an id this hook can cache: used as it is, not kept */
+            return fid;
+        }
+        return NULL;
+    }
+    /* That call may have let another thread fill the same entry or grow the table. */
+    if (natives_find(self, ml, owner) == NULL) {
+        if (natives_reserve(self) < 0) {
+            PyErr_Clear(); /* no room to cache: the answer serves this event only */
+            Py_XDECREF(owner);
+            return fid;
+        }
+        Py_ssize_t i = slot_of(ml, owner, self->natives_mask);
+        while (self->natives[i].ml != NULL) {
+            i = (i + 1) & self->natives_mask;
+        }
+        self->natives[i] = (Native){ml, owner, Py_NewRef(fid)}; /* owns ``owner`` now */
+        self->natives_used++;
+        return fid;
+    }
+    Py_XDECREF(owner);
+    return fid;
+}
+
+/* A c_call / c_return / c_exception while running with transitions wanted. 1: handled;
+ * 0: for the slow path; -1: error to the program. */
+PH_HIDDEN int
+c_call_path(Hook *self, PyFrameObject *frame, int what, PyObject *arg)
+{
+    if (self->native_id == NULL || arg == NULL || !PyCFunction_Check(arg)
+        || (what != PyTrace_C_CALL && what != PyTrace_C_RETURN && what != PyTrace_C_EXCEPTION)) {
+        return 0;
+    }
+    PyCodeObject *code = PyFrame_GetCode(frame);
+    void *key = code;
+    Py_DECREF(code); /* the frame keeps it alive for this event */
+    Entry *e = code_entry(self, key);
+    if (e == NULL) {
+        return PyErr_Occurred() ? -1 : 0; /* a caller not classified yet: the slow path's */
+    }
+    if (e->status == ST_REJECTED) {
+        return 1; /* a filtered-out caller's C calls stay in its time */
+    }
+    PyObject *target = what == PyTrace_C_CALL ? self->to_native : self->to_python;
+    if (target == NULL) {
+        return 1;
+    }
+    Py_INCREF(target); /* native_id runs Python code */
+    PyObject *fid = native_fid(self, (PyCFunctionObject *)arg);
+    int rc = fid != NULL ? deliver(self, target, fid, "code transition")
+                         : contain(self, "code transition");
+    Py_XDECREF(fid);
+    Py_DECREF(target);
+    return rc < 0 ? -1 : 1;
+}
+
+PH_HIDDEN int
+natives_traverse(Hook *self, visitproc visit, void *arg)
+{
+    for (Py_ssize_t i = 0; self->natives != NULL && i <= self->natives_mask; i++) {
+        Py_VISIT(self->natives[i].owner);
+    }
+    return 0;
+}
+
+PH_HIDDEN void
+natives_free(Hook *self)
+{
+    if (self->natives == NULL) {
+        return;
+    }
+    Native *natives = self->natives;
+    Py_ssize_t size = self->natives_mask + 1;
+    self->natives = NULL;
+    self->natives_mask = self->natives_used = 0;
+    for (Py_ssize_t i = 0; i < size; i++) {
+        Py_XDECREF(natives[i].owner);
+        Py_XDECREF(natives[i].fid);
+    }
+    PyMem_Free(natives);
+}

@@ -1,0 +1,120 @@
+/* profkit.collect._profhook: the sys.setprofile backend's dispatcher in C, the fast path
+ * of setprofile._make_hook's ``hook``, installed with PyEval_SetProfile as _lsprof
+ * (cProfile) installs its own. This header holds what the units share; they are split by
+ * concern:
+ *   codes.c     the per-code cache of the Python tables' rows (status, generator bytecode);
+ *   natives.c   C calls: the per-C-function cache of ids and the c_call/c_return path;
+ *   dispatch.c  one event: the failure rule, the fast paths, the slow path's call;
+ *   module.c    the Hook type (constructor, Python-level entry, GC) and module init.
+ * hatch_build.py compiles them into one extension.
+ *
+ * Why: a Python profile function costs a Python call per event, plus (3.11) a
+ * FastToLocals/LocalsToFast round trip of the frame around it. On 3.11, where
+ * sys.monitoring does not exist, that made the setprofile backend -- and with it ELT
+ * trace mode -- 2-5x cProfile's overhead. Here an event of a function whose status is
+ * known costs a probe of the hook's per-code cache and the profiler's bound method,
+ * called from C; a C call (c_call/c_return/c_exception) made by such a function costs
+ * a second probe, of the per-C-function cache, and the profiler's method.
+ *
+ * What it does is exactly what ``hook`` does (setprofile.py, _pyhook.py), on the same
+ * tables, which the Python side owns and fills: ``status`` (fid -> REJECTED/PLAIN/GEN/
+ * PRE), ``gen_code`` (fid -> (co_code, offset of the first RESUME)), ``throwing`` (frames
+ * a throw() entered) and ``state`` ([running]). Everything the fast path does not decide
+ * -- first sight of a code, frames running at attach, a throw(), a C call of an unknown
+ * caller, a stopped session -- goes to the Python ``slow(frame, event, arg)``, as it does
+ * from ``hook``. The failure rule is the same too: an Exception from the profiler goes to
+ * ``fail(exc, what)``; a RecursionError is the program's and is dropped; anything
+ * ``fail`` or ``slow`` raises otherwise goes into the program.
+ *
+ * Installing: the object is callable as a Python profile function, so
+ * ``threading.setprofile(hook)`` / ``sys.setprofile(hook)`` work; the first event a thread
+ * delivers through that call replaces the Python-level trampoline with the C function for
+ * that thread. ``sys.setprofile(None)`` removes it as usual.
+ */
+#ifndef PROFKIT_PROFHOOK_H
+#define PROFKIT_PROFHOOK_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include "../../_pyerr_compat.h"
+
+#if PY_VERSION_HEX < 0x030B0000
+#error "profkit needs Python 3.11 or newer"
+#endif
+
+/* Symbols shared between the units, not exported from the extension. */
+#if defined(__GNUC__)
+#define PH_HIDDEN __attribute__((visibility("hidden")))
+#else
+#define PH_HIDDEN
+#endif
+
+/* setprofile_slow.py's REJECTED; PLAIN and GEN arrive as plain_fast/gen_fast, and PRE is
+ * only the slow path's. */
+#define ST_REJECTED 0
+
+/* One code object's row of the Python tables, cached: ``status`` and ``gen_code`` rows
+ * never change once written while the session runs (``classify`` writes them inside one
+ * ``slow`` call; only ``stop()`` clears them, after setting ``state`` to stopped, and this
+ * cache is read only while ``state`` says running). The key is the code object's address:
+ * the session's function table keeps every classified code alive, so no other code object
+ * can take that address while this hook lives. */
+typedef struct {
+    void *code;       /* key; NULL: empty slot */
+    PyObject *fid;    /* id(code): the int the profiler is called with */
+    PyObject *raw;    /* generators: co_code as gen_code holds it; else NULL */
+    long status;
+    long first;       /* generators: offset of the first RESUME */
+} Entry;
+
+/* One C function's id, cached (natives.c). The key is what the function's name depends
+ * on: its PyMethodDef and the owner its qualified name is taken from (the type it is
+ * bound to or whose instance it is bound to, or its module); the entry holds the owner,
+ * so no other type can take its address while the hook lives. */
+typedef struct {
+    void *ml;         /* key; NULL: empty slot */
+    PyObject *owner;  /* key, strong; may be NULL (a function bound to nothing) */
+    PyObject *fid;    /* native_id(callable): the int the profiler is called with */
+} Native;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *status;     /* dict fid -> int */
+    PyObject *gen_code;   /* dict fid -> (bytes, int) */
+    PyObject *throwing;   /* dict */
+    PyObject *state;      /* list [bool] */
+    PyObject *slow;       /* (frame, event, arg) -> None */
+    PyObject *fail;       /* (exc, what) -> None */
+    PyObject *enter, *leave, *yield_, *resume; /* (fid) -> None, or NULL */
+    PyObject *to_native, *to_python;           /* (fid) -> None, or NULL */
+    PyObject *native_id;  /* (callable) -> fid; NULL: C calls take the slow path */
+    long plain_fast;      /* PLAIN, or -1 when entry/exit need more than enter/leave */
+    long gen_fast;        /* GEN, or -1 */
+    int transitions;      /* C-call events wanted */
+    int resume_op, yield_op;
+    /* open addressing, sizes mask + 1 (powers of two), kept at most half full */
+    Entry *codes;
+    Py_ssize_t codes_mask, codes_used;
+    Native *natives;
+    Py_ssize_t natives_mask, natives_used;
+} Hook;
+
+/* codes.c */
+PH_HIDDEN Entry *code_entry(Hook *self, void *code);
+PH_HIDDEN void codes_free(Hook *self);
+
+/* natives.c */
+PH_HIDDEN int c_call_path(Hook *self, PyFrameObject *frame, int what, PyObject *arg);
+PH_HIDDEN int natives_traverse(Hook *self, visitproc visit, void *arg);
+PH_HIDDEN void natives_free(Hook *self);
+
+/* dispatch.c */
+PH_HIDDEN int contain(Hook *self, const char *what);
+PH_HIDDEN int deliver(Hook *self, PyObject *target, PyObject *fid, const char *what);
+PH_HIDDEN int running(Hook *self);
+PH_HIDDEN int dispatch(Hook *self, PyFrameObject *frame, int what, PyObject *arg);
+PH_HIDDEN int profile_func(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
+PH_HIDDEN extern PyObject *event_names[8];
+
+#endif /* PROFKIT_PROFHOOK_H */
