@@ -6,6 +6,10 @@ calls) come first so the tree can take whatever width is left; on a terminal, na
 long for it are cut from the left (the end of ``module.qualname`` says most) but never
 below :data:`MIN_NAME` characters; very deep paths show their depth as ``[N]`` instead
 of an ever-growing indent. Without a width (a file, a pipe) names are shown in full.
+
+The cost follows what is printed, not the tree's size: the shown tree is worked out only
+where it is read (:mod:`~profkit.report.shown`), and the hot spots' one whole-tree pass
+reads the recorder's rows, making no node, when the tree still has them.
 """
 
 from __future__ import annotations
@@ -14,17 +18,11 @@ from collections.abc import Callable, Iterable
 
 from profkit._text import escape
 from profkit.api.names import LAUNCHER_MODULES, PROFKIT_MODULES
-from profkit.calltree.model import CallNode, CallProfile
+from profkit.calltree.model import CallProfile
 from profkit.report._fmt import Palette, column_header, fit, format_ns, value_formatter
-from profkit.report.stats import collect
-from profkit.report.tree import (
-    display_names,
-    filter_prefix,
-    matches,
-    merge_into,
-    parse_prefixes,
-    total_ns,
-)
+from profkit.report.shown import Hiding, ShownNode, self_times, shown_tree
+from profkit.report.shown import total_ns as shown_total
+from profkit.report.tree import display_names, matches, parse_prefixes
 
 _COLUMNS = "   total     self      %    calls  "
 #: Fewest characters a name is cut to on a terminal (a line wraps rather than say less).
@@ -89,19 +87,17 @@ def render_tree(
     if width is not None:
         width = max(width, len(_COLUMNS) + _MIN_NAME)
     labels = display_names(profile)
-    internal = _internal_frames(profile)
-    imports = _import_frames(profile) if fold else None
-    c_functions = _c_functions(profile)
+    hiding = _hiding(profile, prefixes, fold)
     out: list[str] = []
     mode = {"trace": "traced", "sample": "sampled"}.get(profile.mode) or _MEMORY_WORDS.get(
         str(profile.metadata.get("metric")), "allocated"
     )
     fmt = value_formatter(profile.mode)
     for thread in profile.threads:
-        root = filter_prefix(profile, thread.root, prefixes)
-        folded: dict[int, int] = {}
-        root = _hide(root, internal, imports, folded, c_functions)
-        total = total_ns(root)
+        # hot spots first: over the recorder's rows while no node of the tree was made
+        spots = self_times(thread.root, hiding) if hot_spots else {}
+        root = shown_tree(thread.root, hiding)
+        total = shown_total(root)
         if out:
             out.append("")
         header = f"Thread {thread.name} (id {thread.thread_id}): {fmt(total)} {mode}"
@@ -114,75 +110,45 @@ def render_tree(
             )
             continue
         if hot_spots:
-            out.extend(_hot_spots(root, labels, total, hot_spots, pal, fmt))
+            out.extend(_hot_spots(spots, labels, total, hot_spots, pal, fmt))
         out.append(pal.dim(column_header(_COLUMNS, profile.mode)))
-        share_limit = int(min_share * total)
-        limit = max(min_time_ns, share_limit)
-        if not limit:
-            why = ""
-        elif share_limit >= min_time_ns:
-            why = f"below {100 * min_share:.3g}% of the thread"
-        else:
-            why = f"below the limit ({fmt(min_time_ns)})"
-        view = _View(labels, pal, width, limit, why, max_depth, top, fold, folded, fmt)
+        limit, why = _limit(min_time_ns, min_share, total, fmt)
+        view = _View(labels, pal, width, limit, why, max_depth, top, fold, fmt)
         view.render(root, total, out)
     if not profile.threads:
         out.append("(empty profile: no threads)")
     return "\n".join(out) + "\n"
 
 
-def _internal_frames(profile: CallProfile) -> list[bool]:
-    return [
+def _limit(
+    min_time_ns: int, min_share: float, total: int, fmt: Callable[[int], str]
+) -> tuple[int, str]:
+    """The inclusive time under which nodes are summarised, and the words saying why."""
+    share_limit = int(min_share * total)
+    limit = max(min_time_ns, share_limit)
+    if not limit:
+        return 0, ""
+    if share_limit >= min_time_ns:
+        return limit, f"below {100 * min_share:.3g}% of the thread"
+    return limit, f"below the limit ({fmt(min_time_ns)})"
+
+
+def _hiding(profile: CallProfile, prefixes: tuple[str, ...], fold: bool) -> Hiding:
+    """The view's rules: profkit's frames (and those outside ``prefixes``) hidden, import
+    machinery folded when ``fold``, C functions hidden at the root (see :func:`_c_functions`)."""
+    frames = profile.frames
+    hidden = [
         matches(f.name, INTERNAL_MODULES)
         or (f.name.startswith(_LAUNCHER_ROOTS) and f.file.endswith("contextlib.py"))
-        for f in profile.frames
+        or (bool(prefixes) and not matches(f.name, prefixes))
+        for f in frames
     ]
-
-
-def _import_frames(profile: CallProfile) -> list[bool]:
-    return [
-        f.file.startswith(_IMPORT_FILES) or matches(f.name, _IMPORT_NAMES) for f in profile.frames
-    ]
-
-
-def _hide(
-    root: CallNode,
-    internal: list[bool],
-    imports: list[bool] | None,
-    folded: dict[int, int],
-    c_functions: list[bool] | None = None,
-) -> CallNode:
-    """A copy of ``root`` without profkit's frames (and import machinery when
-    ``imports`` is given): their children move up to the nearest shown caller (merged
-    with a same-frame sibling there), their self time is charged to it, and
-    ``folded[id(node)]`` counts the frames folded into each shown node.
-
-    A C function (``c_functions``) left at the thread's root after that was called by
-    hidden frames only, the runner's (``isinstance`` in its exit path, or under the
-    import machinery it triggers): hidden as well.
-    """
-    c_funcs = c_functions or []
-    if not any(internal) and not (imports and any(imports)) and not any(c_funcs):
-        return root
-    new_root = CallNode(-1)
-    merge_into(new_root, root)
-    stack: list[tuple[CallNode, CallNode]] = [(root, new_root)]
-    while stack:
-        old, target = stack.pop()
-        for child in old.children.values():
-            frame = child.frame
-            if internal[frame] or (target is new_root and c_funcs and c_funcs[frame]):
-                target.exclusive_ns += child.exclusive_ns
-                stack.append((child, target))
-            elif imports is not None and imports[frame]:
-                target.exclusive_ns += child.exclusive_ns
-                folded[id(target)] = folded.get(id(target), 0) + 1
-                stack.append((child, target))
-            else:
-                shown = target.child(frame)
-                merge_into(shown, child)
-                stack.append((child, shown))
-    return new_root
+    imports = (
+        [f.file.startswith(_IMPORT_FILES) or matches(f.name, _IMPORT_NAMES) for f in frames]
+        if fold
+        else []
+    )
+    return Hiding(len(frames), hidden, imports, _c_functions(profile))
 
 
 def _c_functions(profile: CallProfile) -> list[bool]:
@@ -195,7 +161,7 @@ def _c_functions(profile: CallProfile) -> list[bool]:
 
 
 def _hot_spots(
-    root: CallNode,
+    spots: dict[int, int],
     labels: list[str],
     total: int,
     count: int,
@@ -203,25 +169,25 @@ def _hot_spots(
     fmt: Callable[[int], str] = format_ns,
 ) -> list[str]:
     """The functions with the most self time over the whole thread, any path."""
-    functions = collect([root]).functions
-    best = sorted(functions.items(), key=lambda item: -item[1].exclusive_ns)[:count]
+    best = sorted(spots.items(), key=lambda item: -item[1])[:count]
     base = total or 1
     what = "self bytes" if fmt is not format_ns else "self time"
     lines = [pal.dim(f"  hot spots ({what}, all paths):")]
-    for frame, t in best:
-        if t.exclusive_ns <= 0:
+    for frame, self_ns in best:
+        if self_ns <= 0:
             break
-        share = t.exclusive_ns / base
+        share = self_ns / base
+        label = labels[frame] if 0 <= frame < len(labels) else "<root>"
         lines.append(
-            pal.heat(share, f"  {fmt(t.exclusive_ns):>8} {100 * share:>5.1f}%  ")
-            + escape(labels[frame], MAX_NAME_CHARS)
+            pal.heat(share, f"  {fmt(self_ns):>8} {100 * share:>5.1f}%  ")
+            + escape(label, MAX_NAME_CHARS)
         )
     return lines
 
 
 #: stack items of the view: a node, a "more" summary (count, inclusive, calls) or a
 #: folded chain (frames, inclusive, packages)
-_Entry = CallNode | tuple[int, int, int] | tuple[str, int, str]
+_Entry = ShownNode | tuple[int, int, int] | tuple[str, int, str]
 
 
 class _View:
@@ -237,7 +203,6 @@ class _View:
         max_depth: int | None,
         top: int | None,
         fold: bool,
-        folded: dict[int, int],
         fmt: Callable[[int], str] = format_ns,
     ) -> None:
         self.fmt = fmt
@@ -249,14 +214,13 @@ class _View:
         self.max_depth = max_depth
         self.top = top
         self.fold = fold
-        self.folded = folded
-        self.chains: dict[int, tuple[list[CallNode], CallNode]] = {}
+        self.chains: dict[int, tuple[list[ShownNode], ShownNode]] = {}
         room = (width or 10_000) - len(_COLUMNS)
         # the indent is 2 columns per level; beyond this many levels show "[depth]"
         self.room = room
         self.max_levels = max((room - MIN_NAME) // 2, 1) if width is not None else 10_000
 
-    def _visible(self, node: CallNode) -> tuple[list[CallNode], list[CallNode]]:
+    def _visible(self, node: ShownNode) -> tuple[list[ShownNode], list[ShownNode]]:
         children = sorted(node.children.values(), key=lambda c: -c.inclusive_ns)
         shown = [c for c in children if c.inclusive_ns >= self.limit]
         if self.top is not None:
@@ -264,7 +228,7 @@ class _View:
         kept = {id(c) for c in shown}
         return shown, [c for c in children if id(c) not in kept]
 
-    def _passes_through(self, node: CallNode) -> CallNode | None:
+    def _passes_through(self, node: ShownNode) -> ShownNode | None:
         """The one child ``node`` hands (nearly) all its time to, else ``None``."""
         if not node.children:
             return None
@@ -274,7 +238,7 @@ class _View:
         rest = node.exclusive_ns + sum(c.inclusive_ns for c in hidden)
         return shown[0] if rest <= self.limit else None
 
-    def render(self, root: CallNode, total: int, out: list[str]) -> None:
+    def render(self, root: ShownNode, total: int, out: list[str]) -> None:
         stack: list[tuple[_Entry, tuple[bool, ...], bool, int]] = []
         self._push_children(root, (), 1, stack)
         share_base = total or 1
@@ -305,7 +269,7 @@ class _View:
                 f"{100 * share:>5.1f}% {node.calls:>8}  "
             )
             name = self.labels[node.frame] if 0 <= node.frame < len(self.labels) else "<root>"
-            hidden_imports = self.folded.get(id(node))
+            hidden_imports = node.folded
             if hidden_imports:
                 name += f" [+{hidden_imports} import frames]"
             cut = self.max_depth is not None and depth >= self.max_depth and bool(node.children)
@@ -324,7 +288,7 @@ class _View:
 
     def _push_children(
         self,
-        node: CallNode,
+        node: ShownNode,
         guides: tuple[bool, ...],
         depth: int,
         stack: list[tuple[_Entry, tuple[bool, ...], bool, int]],
@@ -349,7 +313,7 @@ class _View:
 
     def _push_chain(
         self,
-        node: CallNode,
+        node: ShownNode,
         guides: tuple[bool, ...],
         depth: int,
         stack: list[tuple[_Entry, tuple[bool, ...], bool, int]],
@@ -359,13 +323,13 @@ class _View:
         if found is None:
             return False
         middle, last = found
-        frames = len(middle) + sum(self.folded.get(id(n), 0) for n in middle)  # + imports
+        frames = len(middle) + sum(n.folded for n in middle)  # + imports
         line = (str(frames), middle[0].inclusive_ns, self._packages(middle))
         stack.append((last, guides, True, depth))
         stack.append((line, guides, False, depth))
         return True
 
-    def _chain(self, node: CallNode) -> list[CallNode]:
+    def _chain(self, node: ShownNode) -> list[ShownNode]:
         """``node`` and the nodes below it while each passes its time to one child."""
         chain = [node]
         while True:
@@ -374,7 +338,7 @@ class _View:
                 return chain
             chain.append(nxt)
 
-    def _packages(self, nodes: list[CallNode]) -> str:
+    def _packages(self, nodes: list[ShownNode]) -> str:
         seen: dict[str, None] = {}
         for n in nodes:
             label = self.labels[n.frame]

@@ -402,3 +402,35 @@ def test_flat_export_merges_the_children_of_merged_functions() -> None:
     (callee,) = same.children.values()
     assert (same.calls, same.inclusive_ns, callee.calls, callee.inclusive_ns) == (2, 10, 2, 10)
     assert len(data) // 64 == 3
+
+
+def test_report_self_times_from_the_rows_match_the_nodes() -> None:
+    """The end-of-run hot spots come from the recorder's rows (no node made): the same
+    numbers as from the nodes, and reading them leaves the tree pristine for the saver."""
+    from profkit.report.shown import Hiding, self_times
+    from profkit.report.text import render_tree
+
+    clock = FakeClock()
+    prof = EltProfiler(Settings(), clock=clock, standalone=False)
+    d = FakeDriver(prof, clock)
+    for i in range(30):
+        with d.call("app.main", before=3):
+            d.leaf(f"app.f{i % 4}", 10 + i)
+            with d.call("app.glue", after=2):
+                d.leaf("app.f1", 5)
+                with d.call("app.g", after=1):
+                    d.leaf("app.f2", 7)
+    prof.shutdown()
+    assert prof.profile is not None
+    profile = prof.profile
+    root = profile.threads[0].root
+    hidden = [f.name == "app.glue" for f in profile.frames]
+    hiding = Hiding(len(profile.frames), hidden)
+    assert root.flat_columns() is not None  # type: ignore[attr-defined]
+    from_rows = self_times(root, hiding)
+    text = render_tree(profile, hot_spots=3)
+    assert root.flat_columns() is None  # type: ignore[attr-defined]  # nodes made now
+    assert self_times(root, hiding) == from_rows
+    assert "app.glue" in text and "app.f2" in text
+    by_name = {profile.frames[f].name: t for f, t in from_rows.items()}
+    assert by_name["app.main"] == 30 * (3 + 2)  # its own, and app.glue's (hidden)

@@ -21,7 +21,7 @@ from profkit.calltree.model import CallNode
 
 #: Columns of a row: parent, frame, calls, inclusive, exclusive, min, max, subtree size.
 COLS = 8
-_SIZE = 7
+_PARENT, _FRAME, _EXCL, _SIZE = 0, 1, 4, 7
 #: The base class's ``children`` slot, which the property below fills on first access.
 _CHILDREN: Any = CallNode.__dict__["children"]
 _new = object.__new__
@@ -67,6 +67,16 @@ class LazyCallNode(CallNode):
         node of it was made (see :mod:`profkit.calltree.stream_writer`); else None."""
         rows = pristine_rows(self)
         return _rows_json(rows.data) if rows is not None else None
+
+    def flat_columns(self) -> tuple[memoryview, memoryview, memoryview] | None:
+        """(parents, frames, self times) of every row of this whole tree, pre-order, while
+        no node of it was made (so the rows still say what the tree says); else None.
+        Lets a whole-tree pass (the report's hot spots) run without making a node."""
+        rows = pristine_rows(self)
+        if rows is None:
+            return None
+        v = rows.values
+        return v[_PARENT::COLS], v[_FRAME::COLS], v[_EXCL::COLS]
 
     def _make_children(self) -> dict[int, CallNode]:
         rows = self._rows

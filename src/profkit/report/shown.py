@@ -1,0 +1,204 @@
+"""A thread's tree as the text view shows it, made only where the view reads it.
+
+Why lazy: the end of ``profkit run`` prints about 40 lines of a tree that can have
+~100,000 nodes (sympy), and copying the whole tree to hide profkit's frames and fold the
+import machinery cost more CPU (1.1 s) and memory (+66 MB) than the program's own run.
+A :class:`ShownNode` stands for the nodes of one frame under one shown path (several
+real nodes once hidden frames between them are taken out) and works out its children
+only when they are read, so the cost follows what is printed: the shown nodes, their
+children's totals, and the hidden frames directly under them.
+
+The rules (:class:`Hiding`) are the ones a copy used to apply: a hidden frame's children
+move up to its nearest shown caller (merged with a same-frame sibling there) and its self
+time is charged to that caller; import machinery counts as folded frames; a C function
+left at the thread's root (called by hidden frames only) is hidden as well.
+
+:func:`self_times` is the one whole-tree pass the view needs (hot spots: self time by
+function over every path), over the recorder's flat rows when the tree still has them,
+without making a node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from profkit.calltree.model import CallNode
+
+ROOT = -1  #: the frame of a thread's root
+
+
+class Hiding:
+    """Which frames the view leaves out, as flags by frame index (``frames`` of them)."""
+
+    __slots__ = ("anywhere", "folds", "under_root")
+
+    def __init__(
+        self,
+        frames: int,
+        hidden: Sequence[bool] = (),
+        imports: Sequence[bool] = (),
+        c_at_root: Sequence[bool] = (),
+    ) -> None:
+        """``hidden``: dropped, time to the caller (profkit's own, outside ``--prefix``);
+        ``imports``: dropped and counted as folded; ``c_at_root``: dropped where their
+        nearest shown caller is the thread's root. Missing flags are False."""
+
+        def flags(given: Sequence[bool]) -> list[bool]:
+            out = [bool(x) for x in given[:frames]]
+            return out + [False] * (frames - len(out))
+
+        hide, imp, c_root = flags(hidden), flags(imports), flags(c_at_root)
+        #: dropped wherever they are
+        self.anywhere = [h or i for h, i in zip(hide, imp, strict=True)]
+        #: dropped when their nearest shown caller is the root
+        self.under_root = [a or c for a, c in zip(self.anywhere, c_root, strict=True)]
+        #: dropping them counts as folding a frame
+        self.folds = [i and not h for h, i in zip(hide, imp, strict=True)]
+
+    def drops(self, frame: int, under_root: bool) -> bool:
+        """Whether ``frame`` is left out (frames outside the table never are)."""
+        flags = self.under_root if under_root else self.anywhere
+        return 0 <= frame < len(flags) and flags[frame]
+
+
+class ShownNode:
+    """One node of the shown tree: the real nodes merged into it (``sources``) and their
+    summed calls and inclusive time; self time, folded frames and children are worked
+    out (:meth:`expand`) on first read."""
+
+    __slots__ = (
+        "_children",
+        "_exclusive",
+        "_folded",
+        "calls",
+        "frame",
+        "hiding",
+        "inclusive_ns",
+        "sources",
+    )
+
+    def __init__(self, frame: int, source: CallNode, hiding: Hiding) -> None:
+        self.frame = frame
+        self.hiding = hiding
+        self.calls = source.calls
+        self.inclusive_ns = source.inclusive_ns
+        self.sources = [source]
+        self._children: dict[int, ShownNode] | None = None
+        self._exclusive = 0
+        self._folded = 0
+
+    def add(self, source: CallNode) -> None:
+        """Merge one more real node of this frame (under the same shown path)."""
+        self.sources.append(source)
+        self.calls += source.calls
+        self.inclusive_ns += source.inclusive_ns
+
+    @property
+    def children(self) -> dict[int, ShownNode]:
+        """The shown children by frame."""
+        return self.expand()._children  # type: ignore[return-value]
+
+    @property
+    def exclusive_ns(self) -> int:
+        """Own self time plus that of the hidden frames directly below."""
+        return self.expand()._exclusive
+
+    @property
+    def folded(self) -> int:
+        """Import-machinery frames folded into this node."""
+        return self.expand()._folded
+
+    def expand(self) -> ShownNode:
+        """Work out children, self time and folded count (once): the sources' children,
+        with hidden ones replaced by theirs, same frames merged."""
+        if self._children is not None:
+            return self
+        hiding = self.hiding
+        drop = hiding.under_root if self.frame == ROOT else hiding.anywhere
+        folds = hiding.folds
+        known = len(drop)
+        children: dict[int, ShownNode] = {}
+        exclusive = folded = 0
+        work: list[CallNode] = []
+        for source in reversed(self.sources):
+            exclusive += source.exclusive_ns
+            work.extend(reversed(source.children.values()))
+        pop, extend = work.pop, work.extend
+        while work:
+            real = pop()
+            frame = real.frame
+            if 0 <= frame < known and drop[frame]:
+                exclusive += real.exclusive_ns
+                folded += folds[frame]
+                extend(reversed(real.children.values()))
+                continue
+            shown = children.get(frame)
+            if shown is None:
+                children[frame] = ShownNode(frame, real, hiding)
+            else:
+                shown.add(real)
+        self._children = children
+        self._exclusive = exclusive
+        self._folded = folded
+        return self
+
+
+def shown_tree(root: CallNode, hiding: Hiding) -> ShownNode:
+    """The shown view of a thread's tree (its root; nothing below is made yet)."""
+    return ShownNode(ROOT, root, hiding)
+
+
+def total_ns(root: ShownNode) -> int:
+    """The time a shown tree covers: the root's, or its children's sum when unset."""
+    return root.inclusive_ns or sum(c.inclusive_ns for c in root.children.values())
+
+
+#: ``flat_columns()`` of a tree that offers its rows: (parents, frames, self times)
+Columns = tuple[Sequence[int], Sequence[int], Sequence[int]]
+
+
+def self_times(root: CallNode, hiding: Hiding) -> dict[int, int]:
+    """Self time by frame over the whole tree as the view shows it: a hidden frame's
+    self time goes to its nearest shown caller (the root's share to no function).
+
+    One pass over the recorder's flat rows when the tree offers them (``flat_columns``:
+    no node made), else one walk over the nodes.
+    """
+    columns: Callable[[], Columns | None] | None = getattr(root, "flat_columns", None)
+    flat = columns() if columns is not None else None
+    if flat is not None:
+        return _self_times_rows(*flat, hiding)
+    out: dict[int, int] = {}
+    stack: list[tuple[CallNode, int]] = [(c, ROOT) for c in root.children.values()]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node, owner = pop()
+        frame = node.frame
+        if not hiding.drops(frame, owner == ROOT):
+            owner = frame
+        if owner != ROOT:
+            out[owner] = out.get(owner, 0) + node.exclusive_ns
+        for child in node.children.values():
+            push((child, owner))
+    return out
+
+
+def _self_times_rows(
+    parents: Sequence[int], frames: Sequence[int], exclusive: Sequence[int], hiding: Hiding
+) -> dict[int, int]:
+    """:func:`self_times` over pre-order rows (row 0 the root; parents before children)."""
+    out: dict[int, int] = {}
+    owners = [ROOT] * len(frames)  # each row's nearest shown frame (itself when shown)
+    anywhere, under_root = hiding.anywhere, hiding.under_root
+    known = len(anywhere)
+    get = out.get
+    for row in range(1, len(frames)):
+        owner = owners[parents[row]]
+        frame = frames[row]
+        drop = under_root if owner == ROOT else anywhere
+        if not (0 <= frame < known and drop[frame]):
+            owner = frame
+        owners[row] = owner
+        if owner != ROOT:
+            out[owner] = get(owner, 0) + exclusive[row]
+    return out
