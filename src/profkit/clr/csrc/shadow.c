@@ -112,7 +112,7 @@ static void consume(thr_t *t, const ev_t *e) {
         while (t->n_stack < depth) /* its caller's Enter was lost: a placeholder frame */
             if (stack_push(t, 0, when) < 0) return;
         if (stack_push(t, e->id, when) < 0) return;
-        lines_after_push(t, when);
+        if (g_lines_on) lines_after_push(t, when); /* checked here: no call without lines */
         return;
     }
     while (t->n_stack > depth + 1) stack_discard(t);
@@ -136,7 +136,7 @@ static void consume(thr_t *t, const ev_t *e) {
         n->calls++;
         n->incl += dur;
     }
-    lines_after_pop(t, index, e->id, dur);
+    if (g_lines_on) lines_after_pop(t, index, e->id, dur);
 }
 
 /* Drain one ring; returns the number of events consumed. */
