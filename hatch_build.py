@@ -2,7 +2,8 @@
 
 * ``profkit.profilers.elt._native``: ELT trace mode's recorder;
 * ``profkit.collect._profhook``: the ``sys.setprofile`` backend's dispatcher (3.11's
-  tracing collector).
+  tracing collector);
+* ``profkit.monitor._closes``: the monitor's per-line loop over close lines.
 
 Why optional: profkit works everywhere in pure Python; the C modules only make tracing
 cheaper (see bench/README.md). So a machine without a C compiler or Python headers
@@ -57,6 +58,7 @@ EXTENSIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     ("profkit.sampler._walker", ("src/profkit/sampler/_walker.c",)),
     ("profkit.heap._heaphook", ("src/profkit/heap/_heaphook.c",)),
+    ("profkit.monitor._closes", ("src/profkit/monitor/_closes.c",)),
 )
 
 

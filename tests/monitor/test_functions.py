@@ -1,13 +1,32 @@
-"""The hot-function table's fast parser against a plain per-line reference."""
+"""The hot-function table's fast parser (C and Python loops) against a per-line reference."""
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from profkit.monitor import functions
 from profkit.monitor.functions import MAX_DEPTH, DepthSums, FunctionTable, is_idle_wait
+
+
+@pytest.fixture(autouse=True, params=["c", "python"])
+def loop(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test here runs on both loops (the C one where it was built)."""
+    saved = functions._native
+    if request.param == "python":
+        functions._native = None
+    elif saved is None:
+        if os.environ.get("PROFKIT_REQUIRE_NATIVE") == "1":
+            pytest.fail("profkit.monitor._closes was not built")
+        pytest.skip("profkit.monitor._closes was not built (no C compiler at install)")
+    yield request.param
+    functions._native = saved
+
 
 #: The reference: one close line, matched whole (what the wire format documents).
 _CLOSE = re.compile(
