@@ -245,6 +245,7 @@ def sender_rate(seconds: float) -> tuple[float, float]:
     drain = receiver(sink)
     address = sink.getsockname()
     sender = UdpSender(address, "bench/1")
+    sender.max_datagram = DATAGRAM  # as --datagram says (it picks 16 KB for loopback itself)
     peer = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     peer.connect(address)
 
