@@ -5,12 +5,12 @@ protobuf package. Field numbers are those of google/pprof ``proto/profile.proto`
 Profile{1 sample_type, 2 sample, 4 location, 5 function, 6 string_table, 9 time_nanos,
 10 duration_nanos, 11 period_type, 12 period, 14 default_sample_type},
 ValueType{1 type, 2 unit}, Sample{1 location_id (packed, leaf first), 2 value (packed),
-3 label}, Label{1 key, 2 str}, Location{1 id, 4 line}, Line{1 function_id, 2 line},
+3 label}, Label{1 key, 2 str, 3 num}, Location{1 id, 4 line}, Line{1 function_id, 2 line},
 Function{1 id, 2 name, 3 system_name, 4 filename, 5 start_line}.
 
 Each call path becomes one sample with two values: ``calls`` (count) and ``time``
-(self nanoseconds), labelled with its thread's name, so pprof's cumulative view gives
-back the inclusive times.
+(self nanoseconds), labelled with its thread's name (and OS thread id and pid when
+known), so pprof's cumulative view gives back the inclusive times.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import gzip
 from collections.abc import Iterator
 from typing import TypeGuard
 
-from profkit.calltree.model import CallNode, CallProfile
+from profkit.calltree.model import CallNode, CallProfile, ThreadTree
 from profkit.errors import ProfkitError
 from profkit.report.tree import total_ns, walk_stack
 
@@ -145,12 +145,10 @@ def encode(profile: CallProfile) -> bytes:
         period = profile.metadata.get("alloc_sample_bytes")
     parts.append(value_type(1, count_name, "count"))
     parts.append(value_type(1, time_name, unit))
-    thread_key = s("thread")
     _check_size(profile)
     encoded = [varint(i + 1) for i in range(len(profile.frames))]
     for thread in profile.threads:
-        label = _bytes(3, _int(1, thread_key) + _int(2, s(thread.name)))
-        parts.extend(_samples(thread.root, encoded, label))
+        parts.extend(_samples(thread.root, encoded, _thread_labels(thread, s)))
     for index, frame in enumerate(profile.frames):
         line = _bytes(4, _int(1, index + 1) + _int(2, frame.line))
         parts.append(_bytes(4, _int(1, index + 1) + line))
@@ -177,6 +175,17 @@ def encode(profile: CallProfile) -> bytes:
     # pprof strings must be UTF-8: a lone surrogate (non-UTF-8 file name) is written escaped
     strings = b"".join(_bytes(6, text.encode("utf-8", "backslashreplace")) for text in s.table)
     return b"".join(parts) + strings + tail
+
+
+def _thread_labels(thread: ThreadTree, s: _Strings) -> bytes:
+    """A sample's labels: ``thread`` (its name), and the OS thread id (``tid``) and
+    process id (``pid``) as numbers when the profile recorded them (``pprof -tagfocus``,
+    Pyroscope's label filters)."""
+    out = _bytes(3, _int(1, s("thread")) + _int(2, s(thread.name)))
+    for key, number in (("tid", thread.native_id), ("pid", thread.pid)):
+        if _int64(number):
+            out += _bytes(3, _int(1, s(key)) + _int(3, number))
+    return out
 
 
 def _int64(value: object) -> TypeGuard[int]:

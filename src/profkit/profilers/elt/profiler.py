@@ -20,10 +20,7 @@ Clock: :func:`time.perf_counter_ns`, bound at import so a program that mocks ``t
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import os
-import sys
 import threading
 import time
 import weakref
@@ -33,59 +30,33 @@ from typing import Any
 
 from profkit.api import EventMask, FunctionInfo, ProfilerCallback, ProfilerInfo
 from profkit.api.ids import FunctionId, ThreadId
-from profkit.api.names import LAUNCHER_MODULES, PROFKIT_MODULES, prefix_matches
-from profkit.calltree.model import CallProfile, Frame, Span, ThreadTree
-from profkit.profilers.elt import ccalls, flat, native
+from profkit.api.names import prefix_matches
+from profkit.calltree.model import CallProfile
+from profkit.profilers.elt import ccalls, native
+from profkit.profilers.elt.attach import AttachWatch
+from profkit.profilers.elt.build import Results
 from profkit.profilers.elt.config import EltSettings
+from profkit.profilers.elt.names import INTERNAL_MODULES, PROFKIT_MAIN, full_name, module_of
+from profkit.profilers.elt.sampling import SampleHooks
 from profkit.profilers.elt.sinks import LineFlusher, Sink, TextSink, UdpSender
+from profkit.profilers.elt.threads import ThreadMark, this_thread
 from profkit.profilers.elt.trace import Stack, TraceHooks
-from profkit.profilers.elt.tree import Node, convert
+from profkit.profilers.elt.tree import Node
 
 _perf_counter_ns = time.perf_counter_ns
 _time_ns = time.time_ns
-_get_ident = threading.get_ident
 #: Whether the C recorder's own ``CLOCK_MONOTONIC`` reads equal ``perf_counter_ns``'s.
 _PERF_COUNTER_IS_MONOTONIC = (
     time.get_clock_info("perf_counter").implementation == "clock_gettime(CLOCK_MONOTONIC)"
 )
 
-#: profkit's own machinery, never shown (it runs the program; it is not the program).
-INTERNAL_MODULES = LAUNCHER_MODULES + PROFKIT_MODULES
-
-
-#: ``python -m profkit``'s entry file: its ``<module>`` is named ``__main__`` by the collector,
-#: so no module prefix can hide it (the stack sampler sees it under the program).
-_PROFKIT_MAIN = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "__main__.py"
-)
+__all__ = ["INTERNAL_MODULES", "EltProfiler", "SamplingProfiler", "full_name", "module_of"]
 
 #: Most spans a timeline keeps (about 200 MB of tuples); later calls are counted, not kept.
 SPAN_CAP = 1_000_000
 
 
-def module_of(info: FunctionInfo, main_module: tuple[str, str] | None = None) -> str:
-    """The module a function's name and the prefix filter use.
-
-    Frozen stdlib code (``<frozen runpy>``) is named by its module (Python 3.11+ freezes
-    start-up modules such as ``runpy`` and ``importlib._bootstrap``). ``main_module`` is
-    ``(file, name)`` of a module run as ``__main__`` by ``-m``: its functions are named
-    after the module (``myapp.cli``), so ``--prefix myapp`` keeps them.
-    """
-    filename = info.filename
-    if main_module is not None and filename == main_module[0]:
-        return main_module[1]
-    if filename.startswith("<frozen ") and filename.endswith(">"):
-        return filename[8:-1]
-    return info.module
-
-
-def full_name(info: FunctionInfo, main_module: tuple[str, str] | None = None) -> str:
-    """``module.qualname`` as reports show it (see :func:`module_of`)."""
-    module = module_of(info, main_module)
-    return f"{module}.{info.name}" if module else info.name
-
-
-class EltProfiler(TraceHooks, ProfilerCallback):
+class EltProfiler(TraceHooks, SampleHooks, Results, AttachWatch, ProfilerCallback):
     """Call-tree profiler (``mode=trace``) or stack-sampling profiler (``mode=sample``).
 
     Loadable by environment activation as ``profkit.profilers.elt:EltProfiler``: the
@@ -135,8 +106,8 @@ class EltProfiler(TraceHooks, ProfilerCallback):
         self._attach_frame: FrameType | None = None
         self._lock = threading.Lock()
         # (thread ident, name, stack) for every thread seen; stack[0] is its root node.
-        self._stacks: list[tuple[int, str, Stack]] = []
-        self._samples: dict[ThreadId, tuple[str, Node]] = {}
+        self._stacks: list[tuple[ThreadMark, Stack]] = []
+        self._samples: dict[ThreadId, tuple[str, int | None, Node]] = {}
         self._accepted: dict[FunctionId, bool] = {}
         self._names: dict[FunctionId, str] = {}
         self._flusher: LineFlusher | None = None
@@ -161,7 +132,7 @@ class EltProfiler(TraceHooks, ProfilerCallback):
         self.main_module: tuple[str, str] | None = main_module
         #: source files never shown whatever their module: profkit's entry points
         #: (``profkit run`` adds its console script)
-        self.internal_files: frozenset[str] = frozenset({_PROFKIT_MAIN, *internal_files})
+        self.internal_files: frozenset[str] = frozenset({PROFKIT_MAIN, *internal_files})
 
     @classmethod
     def from_settings(
@@ -280,48 +251,6 @@ class EltProfiler(TraceHooks, ProfilerCallback):
         if self.on_profile is not None:
             self.on_profile(self.profile)
 
-    def _attach_done(self) -> bool:
-        """True once the collector's ``attach`` call has returned.
-
-        An environment-activated profiler cannot be told when ``attach`` has finished;
-        until then the events are the collector's own start-up work (its enum, dataclass
-        and threading calls), which belong to no program. ``initialize`` noted the
-        outermost ``profkit.collect`` frame that called it; while that frame is still on
-        the stack, we are inside ``attach``. Checked only while paused. Once done, an
-        ``atexit`` hook stops recording before the collector's own detach (registered
-        after the collector's hook, so it runs first).
-        """
-        marker = self._attach_frame
-        if marker is not None:
-            frame: FrameType | None = sys._getframe(1)
-            while frame is not None:
-                if frame is marker:
-                    return False
-                frame = frame.f_back
-            self._attach_frame = None
-        atexit.register(self.stop_events)
-        return True
-
-    def _note_attach_frame(self) -> None:
-        """Remember the frame whose return ends the start-up work (see :meth:`_attach_done`).
-
-        That is the outermost ``profkit.collect`` frame of the chain that called
-        ``initialize`` — or, when the start-up hook runs from a ``.pth`` file, the
-        outermost ``site`` frame: the rest of ``site``'s start-up (user site-packages,
-        ``sitecustomize``) is the interpreter's, not the program's.
-        """
-        frame: FrameType | None = sys._getframe(2)
-        outermost = None
-        in_profkit = True
-        while frame is not None:
-            name = str(frame.f_globals.get("__name__"))
-            if in_profkit and not name.startswith("profkit."):
-                in_profkit = False
-            if (in_profkit and name.startswith("profkit.collect")) or name == "site":
-                outermost = frame
-            frame = frame.f_back
-        self._attach_frame = outermost
-
     def _thread_verdict(self) -> bool | None:
         """Whether to record the thread of a first event: True to record it; False not
         yet (paused: the event is profkit's own start-up, ask again at the next one); None
@@ -347,7 +276,7 @@ class EltProfiler(TraceHooks, ProfilerCallback):
             return stack
         self._local.stack = stack
         with self._lock:
-            self._stacks.append((_get_ident(), threading.current_thread().name, stack))
+            self._stacks.append((this_thread(), stack))
         return stack
 
     def use_native(self) -> None:
@@ -381,13 +310,13 @@ class EltProfiler(TraceHooks, ProfilerCallback):
     def _new_native_thread(self) -> object:
         """The C recorder's first event on a thread: the :meth:`_new_thread` decisions.
 
-        Returns the thread's token (ident, name) to record it, ``False`` for a throwaway
+        Returns the thread's token (a :class:`ThreadMark`) to record it, ``False`` for a throwaway
         answer while paused (asked again at the next event), or ``None`` for silence.
         """
         verdict = self._thread_verdict()
         if not verdict:
             return verdict
-        return (_get_ident(), threading.current_thread().name)
+        return this_thread()
 
     def _name(self, function_id: FunctionId) -> str:
         name = self._names.get(function_id)
@@ -402,167 +331,6 @@ class EltProfiler(TraceHooks, ProfilerCallback):
     def _function_info(self, function_id: FunctionId) -> FunctionInfo:
         assert self._info is not None
         return self._info.get_function_info(function_id)
-
-    # -- sample mode ------------------------------------------------------------------
-    def stack_sample(
-        self,
-        thread_id: ThreadId,
-        function_ids: tuple[FunctionId, ...],
-        timestamp_ns: int,
-        weight_ns: int,
-    ) -> None:
-        """Add one sample: every shown frame on the path gets the weight (the leaf's self
-        time follows: ``convert`` derives it from the children's)."""
-        if self._paused:
-            return
-        entry = self._samples.get(thread_id)
-        if entry is None:
-            entry = self._samples[thread_id] = (self._thread_name(thread_id), Node(None))
-        node = entry[1]
-        node.incl += weight_ns
-        accepted = self._accepted
-        for fid in function_ids:
-            try:
-                if not accepted[fid]:
-                    continue
-            except KeyError:
-                if not self._accept_id(fid):
-                    continue
-            try:
-                node = node.children[fid]
-            except KeyError:
-                node = node.child(fid)
-            node.calls += 1
-            node.incl += weight_ns
-
-    def _accept_id(self, fid: FunctionId) -> bool:
-        ok = self._accepted[fid] = self.accepts(self._function_info(fid))
-        return ok
-
-    def _thread_name(self, thread_id: ThreadId) -> str:
-        try:
-            assert self._info is not None
-            return self._info.get_thread_info(thread_id).name
-        except Exception:
-            return f"Thread-{thread_id}"
-
-    # -- results ----------------------------------------------------------------------
-    def build_profile(self) -> CallProfile:
-        """The profile so far: open calls are closed now, hidden-only branches dropped."""
-        now = self._clock()
-        profile = CallProfile(mode="sample" if self.settings.mode == "sample" else "trace")
-        frames: dict[int, Frame] = {}
-        # C functions the C recorder named itself (ccalls.c); others are the collector's.
-        c_names: dict[int, str] = self._recorder.c_names if self._recorder is not None else {}
-
-        def frame_of(fid: int) -> Frame:
-            frame = frames.get(fid)
-            if frame is None:
-                c_name = c_names.get(fid)
-                if c_name is not None:
-                    frame = frames[fid] = Frame(c_name)
-                else:
-                    info = self._function_info(FunctionId(fid))
-                    frame = frames[fid] = Frame(
-                        self._display_name(info), info.filename, info.first_line
-                    )
-            return frame
-
-        if self.settings.mode == "sample":
-            for tid, (name, root) in sorted(self._samples.items()):
-                tree = convert(root, profile, frame_of, root_totals=True)
-                profile.threads.append(ThreadTree(int(tid), name, tree))
-        elif self._recorder is not None:
-            self._build_native(profile, now, frame_of)
-        else:
-            flusher_ident = self._flusher_ident()
-            with self._lock:
-                stacks = list(self._stacks)
-            names = {t.ident: t.name for t in threading.enumerate()}
-            thread_index: dict[int, int] = {}
-            for ident, name, stack in stacks:
-                if ident == flusher_ident:
-                    continue
-                self._closed_open_calls += self.close_open(stack, now)
-                tree = convert(stack[0], profile, frame_of, root_totals=False)
-                if tree.children:
-                    thread_index[id(stack)] = len(profile.threads)
-                    profile.threads.append(ThreadTree(ident, names.get(ident, name), tree))
-            if self._spans:
-                self._add_spans(profile, thread_index, frame_of)
-        profile.metadata.update(self._metadata(now))
-        return profile
-
-    def _build_native(
-        self, profile: CallProfile, now: int, frame_of: Callable[[int], Frame]
-    ) -> None:
-        """The threads (and timeline) the C recorder holds, as the Python path builds them."""
-        assert self._recorder is not None
-        names = {t.ident: t.name for t in threading.enumerate()}
-        thread_index: dict[int, int] = {}
-        # The C export: rows in the file's layout, nodes made only when read (flat.py).
-        closed, flat_threads = self._recorder.export_flat(
-            now, lambda fid: profile.frame_id(frame_of(fid))
-        )
-        self._closed_open_calls += closed
-        for token, data in flat_threads:
-            ident, name = token
-            thread_index[id(token)] = len(profile.threads)
-            profile.threads.append(ThreadTree(ident, names.get(ident, name), flat.tree(data)))
-        if self._spans is not None:
-            spans, self._spans_dropped = self._recorder.spans()
-            # Keyed by the thread's token (alive in ``exported``), as the Python path keys
-            # them by its stack.
-            self._spans = [(id(token), *rest) for token, *rest in spans]
-            self._add_spans(profile, thread_index, frame_of)
-
-    def _add_spans(
-        self,
-        profile: CallProfile,
-        thread_index: dict[int, int],
-        frame_of: Callable[[int], Frame],
-    ) -> None:
-        """The timeline, in start order, times relative to the start of profiling."""
-        base = self._started_ns
-        spans = self._spans or []
-        for key, fid, start, end, depth in sorted(spans, key=lambda s: (s[0], s[2], s[4])):
-            index = thread_index.get(key)
-            if index is None:
-                continue  # a thread left out of the profile (silent, or nothing shown)
-            frame = profile.frame_id(frame_of(fid))
-            profile.spans.append(Span(index, frame, max(start - base, 0), end - base, depth))
-
-    def _flusher_ident(self) -> int | None:
-        thread = self._flusher.thread if self._flusher is not None else None
-        return thread.ident if thread is not None else None
-
-    def _metadata(self, now: int) -> dict[str, Any]:
-        meta: dict[str, Any] = {
-            "profiler": f"{type(self).__module__}:{type(self).__qualname__}",
-            "pid": os.getpid(),
-            "argv": list(sys.argv),
-            "python": sys.version.split()[0],
-            "start_time_ns": self._started_wall_ns,
-            "duration_ns": now - self._started_ns,
-            "settings": self.settings.as_dict(),
-            "open_calls_closed_at_end": self._closed_open_calls,
-        }
-        if self.settings.mode != "sample":
-            # Which implementation recorded it (PROFKIT_NATIVE=auto picks one silently).
-            meta["trace_engine"] = "c" if self._recorder is not None else "python"
-        if self._info is not None:
-            with contextlib.suppress(Exception):
-                meta["backend"] = self._info.backend_name
-        if self._flusher is not None:
-            # Counted once: the flusher's queue drops, plus what the socket refused.
-            meta["lines_dropped"] = self._flusher.dropped + (
-                self._udp.socket_dropped if self._udp else 0
-            )
-        if self._udp is not None:
-            meta["udp_datagrams_sent"] = self._udp.sent_datagrams
-        if self._spans is not None:
-            meta["timeline_spans_dropped"] = self._spans_dropped
-        return meta
 
 
 class SamplingProfiler(EltProfiler):

@@ -1,0 +1,180 @@
+"""The profile at the end of a run: per-thread trees, timeline and metadata.
+
+Three sources, one shape: sample mode's trees, the C recorder's flat export (nodes made
+only when read, :mod:`~profkit.profilers.elt.flat`), or the pure Python stacks. Each
+thread keeps Python's id, its name and its OS thread id (``native_id``), so exports
+name threads as ``top -H``, ``perf`` and debuggers do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from profkit.api import FunctionInfo, ProfilerInfo
+from profkit.api.ids import FunctionId, ThreadId
+from profkit.calltree.model import CallNode, CallProfile, Frame, Span, ThreadTree
+from profkit.profilers.elt import flat
+from profkit.profilers.elt.config import EltSettings
+from profkit.profilers.elt.sinks import LineFlusher, UdpSender
+from profkit.profilers.elt.threads import ThreadMark
+from profkit.profilers.elt.trace import Stack
+from profkit.profilers.elt.tree import Node, convert
+
+
+class Results:
+    """Mixin with :meth:`build_profile`; :class:`EltProfiler` provides the state."""
+
+    settings: EltSettings
+    _clock: Callable[[], int]
+    _info: ProfilerInfo | None
+    _recorder: Any
+    _lock: threading.Lock
+    _stacks: list[tuple[ThreadMark, Stack]]
+    _samples: dict[ThreadId, tuple[str, int | None, Node]]
+    _spans: list[tuple[int, int, int, int, int]] | None
+    _spans_dropped: int
+    _started_ns: int
+    _started_wall_ns: int
+    _closed_open_calls: int
+    _flusher: LineFlusher | None
+    _udp: UdpSender | None
+
+    def _function_info(self, function_id: FunctionId) -> FunctionInfo:  # the profiler's
+        raise NotImplementedError
+
+    def _display_name(self, info: FunctionInfo) -> str:
+        raise NotImplementedError
+
+    def close_open(self, stack: Stack, now: int) -> int:
+        raise NotImplementedError
+
+    # -- results ----------------------------------------------------------------------
+    def build_profile(self) -> CallProfile:
+        """The profile so far: open calls are closed now, hidden-only branches dropped."""
+        now = self._clock()
+        profile = CallProfile(mode="sample" if self.settings.mode == "sample" else "trace")
+        frames: dict[int, Frame] = {}
+        # C functions the C recorder named itself (ccalls.c); others are the collector's.
+        c_names: dict[int, str] = self._recorder.c_names if self._recorder is not None else {}
+
+        def frame_of(fid: int) -> Frame:
+            frame = frames.get(fid)
+            if frame is None:
+                c_name = c_names.get(fid)
+                if c_name is not None:
+                    frame = frames[fid] = Frame(c_name)
+                else:
+                    info = self._function_info(FunctionId(fid))
+                    frame = frames[fid] = Frame(
+                        self._display_name(info), info.filename, info.first_line
+                    )
+            return frame
+
+        if self.settings.mode == "sample":
+            for tid, (name, native_id, root) in sorted(self._samples.items()):
+                tree = convert(root, profile, frame_of, root_totals=True)
+                profile.threads.append(ThreadTree(int(tid), name, tree, native_id))
+        elif self._recorder is not None:
+            self._build_native(profile, now, frame_of)
+        else:
+            self._build_python(profile, now, frame_of)
+        profile.metadata.update(self._metadata(now))
+        return profile
+
+    def _build_python(
+        self, profile: CallProfile, now: int, frame_of: Callable[[int], Frame]
+    ) -> None:
+        """The threads (and timeline) of the pure Python path's stacks."""
+        flusher_ident = self._flusher_ident()
+        with self._lock:
+            stacks = list(self._stacks)
+        thread_index: dict[int, int] = {}
+        for mark, stack in stacks:
+            if mark.ident == flusher_ident:
+                continue
+            self._closed_open_calls += self.close_open(stack, now)
+            tree = convert(stack[0], profile, frame_of, root_totals=False)
+            if tree.children:
+                thread_index[id(stack)] = len(profile.threads)
+                profile.threads.append(_thread_tree(mark, tree, self._info))
+        if self._spans:
+            self._add_spans(profile, thread_index, frame_of)
+
+    def _build_native(
+        self, profile: CallProfile, now: int, frame_of: Callable[[int], Frame]
+    ) -> None:
+        """The threads (and timeline) the C recorder holds, as the Python path builds them."""
+        assert self._recorder is not None
+        thread_index: dict[int, int] = {}
+        # The C export: rows in the file's layout, nodes made only when read (flat.py).
+        closed, flat_threads = self._recorder.export_flat(
+            now, lambda fid: profile.frame_id(frame_of(fid))
+        )
+        self._closed_open_calls += closed
+        for token, data in flat_threads:
+            thread_index[id(token)] = len(profile.threads)
+            profile.threads.append(_thread_tree(token, flat.tree(data), self._info))
+        if self._spans is not None:
+            spans, self._spans_dropped = self._recorder.spans()
+            # Keyed by the thread's token (alive in ``exported``), as the Python path keys
+            # them by its stack.
+            self._spans = [(id(token), *rest) for token, *rest in spans]
+            self._add_spans(profile, thread_index, frame_of)
+
+    def _add_spans(
+        self,
+        profile: CallProfile,
+        thread_index: dict[int, int],
+        frame_of: Callable[[int], Frame],
+    ) -> None:
+        """The timeline, in start order, times relative to the start of profiling."""
+        base = self._started_ns
+        spans = self._spans or []
+        for key, fid, start, end, depth in sorted(spans, key=lambda s: (s[0], s[2], s[4])):
+            index = thread_index.get(key)
+            if index is None:
+                continue  # a thread left out of the profile (silent, or nothing shown)
+            frame = profile.frame_id(frame_of(fid))
+            profile.spans.append(Span(index, frame, max(start - base, 0), end - base, depth))
+
+    def _flusher_ident(self) -> int | None:
+        thread = self._flusher.thread if self._flusher is not None else None
+        return thread.ident if thread is not None else None
+
+    def _metadata(self, now: int) -> dict[str, Any]:
+        meta: dict[str, Any] = {
+            "profiler": f"{type(self).__module__}:{type(self).__qualname__}",
+            "pid": os.getpid(),
+            "argv": list(sys.argv),
+            "python": sys.version.split()[0],
+            "start_time_ns": self._started_wall_ns,
+            "duration_ns": now - self._started_ns,
+            "settings": self.settings.as_dict(),
+            "open_calls_closed_at_end": self._closed_open_calls,
+        }
+        if self.settings.mode != "sample":
+            # Which implementation recorded it (PROFKIT_NATIVE=auto picks one silently).
+            meta["trace_engine"] = "c" if self._recorder is not None else "python"
+        if self._info is not None:
+            with contextlib.suppress(Exception):
+                meta["backend"] = self._info.backend_name
+        if self._flusher is not None:
+            # Counted once: the flusher's queue drops, plus what the socket refused.
+            meta["lines_dropped"] = self._flusher.dropped + (
+                self._udp.socket_dropped if self._udp else 0
+            )
+        if self._udp is not None:
+            meta["udp_datagrams_sent"] = self._udp.sent_datagrams
+        if self._spans is not None:
+            meta["timeline_spans_dropped"] = self._spans_dropped
+        return meta
+
+
+def _thread_tree(mark: ThreadMark, root: CallNode, info: ProfilerInfo | None) -> ThreadTree:
+    """A recorded thread's tree, named as the thread is named now (or was, if gone)."""
+    return ThreadTree(mark.ident, mark.current_name(info), root, mark.native_id)
