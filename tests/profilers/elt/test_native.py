@@ -434,3 +434,12 @@ def test_report_self_times_from_the_rows_match_the_nodes() -> None:
     assert "app.glue" in text and "app.f2" in text
     by_name = {profile.frames[f].name: t for f, t in from_rows.items()}
     assert by_name["app.main"] == 30 * (3 + 2)  # its own, and app.glue's (hidden)
+
+
+def test_the_extension_exports_only_its_init_function() -> None:
+    """The recorder's units share their functions (``ELT_HIDDEN`` in native.h); the built
+    module exports ``PyInit__native`` alone, so none can clash with another extension's."""
+    from profkit.profilers.elt import _native  # type: ignore[attr-defined]
+    from tests.clr.test_exports import exported
+
+    assert exported(_native.__file__) == {"PyInit__native"}
