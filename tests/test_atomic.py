@@ -162,3 +162,35 @@ def test_a_new_file_gets_the_umask_without_changing_it(tmp_path: Path) -> None:
         real_umask(old)
     assert calls == []  # the process umask was never touched (it raced other threads)
     assert stat.S_IMODE((tmp_path / "new.txt").stat().st_mode) == 0o640
+
+
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_a_killed_writers_temp_file_is_removed_by_the_next_write(tmp_path: Path) -> None:
+    """kill -9 between creating the temp file and the rename leaves it; the next write of
+    the same target removes it (never a live writer's, never another host's)."""
+    from profkit._atomic import _temp_owner, write_atomic
+
+    host = _temp_owner().rpartition("-")[0]
+    orphan = tmp_path / f".out.json.{host}-{_dead_pid()}.0123456789ab.tmp"
+    live = tmp_path / f".out.json.{host}-{os.getpid()}.0123456789ab.tmp"
+    elsewhere = tmp_path / f".out.json.otherhost-{_dead_pid()}.0123456789ab.tmp"
+    other_target = tmp_path / f".other.json.{host}-{_dead_pid()}.0123456789ab.tmp"
+    for p in (orphan, live, elsewhere, other_target):
+        p.write_bytes(b"half")
+    write_atomic(tmp_path / "out.json", b"{}")
+    assert not orphan.exists()
+    assert live.exists() and elsewhere.exists() and other_target.exists()
+    assert (tmp_path / "out.json").read_bytes() == b"{}"
+    assert not [
+        p
+        for p in os.listdir(tmp_path)
+        if p.startswith(".out.json.") and p not in {live.name, elsewhere.name}
+    ]

@@ -135,13 +135,61 @@ def _make_temp(directory: str, base: str, mode: int = 0o600) -> tuple[int, str]:
     """
     flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     flags |= getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)
+    owner = _temp_owner()
+    _remove_orphans(directory, base, owner)
     for _ in range(100):
-        name = os.path.join(directory, f".{base}.{os.urandom(6).hex()}.tmp")
+        name = os.path.join(directory, f".{base}.{owner}.{os.urandom(6).hex()}.tmp")
         try:
             return os.open(name, flags, mode), name
         except FileExistsError:
             continue
     raise FileExistsError(errno.EEXIST, "no free temporary file name", directory)
+
+
+def _temp_owner() -> str:
+    """``<host>-<pid>``: who writes a temp file, so a later writer can tell an orphan."""
+    host = "".join(c for c in os.uname().nodename if c.isalnum())[:32] or "host"
+    return f"{host}-{os.getpid()}"
+
+
+def _remove_orphans(directory: str, base: str, owner: str) -> None:
+    """Remove temp files of ``base`` left by a writer of this host that no longer exists.
+
+    A writer killed with SIGKILL (or a power cut) between creating its temp file and the
+    rename leaves ``.<base>.<host>-<pid>.<random>.tmp`` behind; the next write of the same
+    target removes it. Only our own regular files are touched, only those named by this
+    host (a shared filesystem's other hosts have their own pids), and only when that pid is
+    gone: a live writer's temp file is never removed.
+    """
+    host = owner.rpartition("-")[0]
+    prefix = f".{base}.{host}-"
+    try:
+        entries = [e for e in os.scandir(directory) if e.name.startswith(prefix)]
+    except OSError:
+        return
+    for entry in entries:
+        pid_text, _, rest = entry.name[len(prefix) :].partition(".")
+        if not pid_text.isdigit() or len(rest) != 16 or not rest.endswith(".tmp"):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+                continue
+            if _alive(int(pid_text)):
+                continue
+            os.unlink(entry.path)
+        except OSError:
+            continue
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, someone else's
+    return True
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes, *, fsync: bool = True) -> None:

@@ -425,3 +425,31 @@ def test_nothing_left_behind(backend: str) -> None:
     assert sys.getprofile() is None
     assert threading.Thread._bootstrap_inner.__module__ == "threading"
     assert not any(type(f).__name__ == "ImportWatcher" for f in sys.meta_path)
+
+
+def ctrl_c_lands_here() -> None:
+    pass
+
+
+class InterruptsOnEnter(Recorder):
+    """A profiler whose callback raises KeyboardInterrupt: once the program runs, nothing tells
+    that from a Ctrl-C landing inside the callback, so it is the program's."""
+
+    def function_enter(self, fid: int) -> None:  # type: ignore[override]
+        super().function_enter(fid)
+        if self.name(fid) == "ctrl_c_lands_here":
+            raise KeyboardInterrupt
+
+
+def test_a_callbacks_keyboard_interrupt_reaches_the_running_program(backend: str) -> None:
+    import pytest
+
+    rec = InterruptsOnEnter(EventMask.ENTER_LEAVE)
+    attach(rec, backend)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            ctrl_c_lands_here()
+        session = current_session()
+        assert session is not None and session.active  # not taken for a failure
+    finally:
+        detach()

@@ -162,7 +162,11 @@ def test_a_profiler_exception_goes_to_fail_and_not_into_the_program(impl: Module
     assert ("fail", "ValueError", "function_leave") in seen
 
 
-def test_a_base_exception_from_the_profiler_reaches_the_program(impl: ModuleType) -> None:
+def test_a_base_exception_goes_to_the_rule_and_what_it_raises_reaches_the_program(
+    impl: ModuleType,
+) -> None:
+    """Both twins hand a KeyboardInterrupt to ``fail`` (the rule decides: contained during
+    start-up, the program's afterwards); whatever ``fail`` raises reaches the program."""
     seen: list[tuple[Any, ...]] = []
     fid = id(pk_leaf.__code__)
 
@@ -173,8 +177,12 @@ def test_a_base_exception_from_the_profiler_reaches_the_program(impl: ModuleType
         with pytest.raises(KeyboardInterrupt):
             pk_leaf(1)
 
-    _run(_hook(impl, seen, status={fid: PLAIN}, enter=interrupt), body)
-    assert not [e for e in seen if e[0] == "fail"]
+    def fail(exc: BaseException, what: str) -> None:
+        seen.append(("fail", type(exc).__name__, what))
+        raise exc  # the rule once the program runs
+
+    _run(_hook(impl, seen, status={fid: PLAIN}, enter=interrupt, fail=fail), body)
+    assert ("fail", "KeyboardInterrupt", "function_enter") in seen
 
 
 def test_both_report_the_same_events() -> None:

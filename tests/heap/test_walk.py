@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import sys
 import weakref
+from pathlib import Path
 
 import pytest
 
@@ -176,3 +177,30 @@ def test_a_raising_callback_stops_the_walk_and_propagates() -> None:
 
     with pytest.raises(ValueError, match="profiler bug"):
         walk_heap(boom, boom)
+
+
+_ASYNCIO_THEN_WALK = """
+import asyncio, gc
+from profkit.heap.walk import walk_heap
+
+async def child(i):
+    await asyncio.sleep(0)
+    return i
+
+async def parent():
+    return sum(await asyncio.gather(child(1), child(2)))
+
+asyncio.run(parent())  # leaves dead future iterators on _asyncio's free list
+walk_heap(lambda *a: None, lambda *a: None)
+gc.collect()  # hung forever on 3.12.0-3.12.5 when the walk traversed _asyncio (gh-122695)
+print("ok")
+"""
+
+
+def test_a_walk_after_asyncio_leaves_the_collector_working(tmp_path: Path) -> None:
+    import subprocess
+
+    prog = tmp_path / "p.py"
+    prog.write_text(_ASYNCIO_THEN_WALK)
+    proc = subprocess.run([sys.executable, str(prog)], capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stdout) == (0, "ok\n"), proc.stderr[-2000:]

@@ -21,6 +21,7 @@ import os
 import sys
 from typing import Any
 
+from profkit._text import escape
 from profkit.errors import UsageError
 from profkit.settings import SETTINGS, Settings, misspelt_variables
 
@@ -95,7 +96,10 @@ def _handler(args: argparse.Namespace) -> int:
     flags = {s.field: _flag_text(getattr(args, s.field)) for s in SETTINGS}
     settings = Settings.from_env(os.environ).with_flags(flags)
     for name, meant in misspelt_variables(os.environ):
-        _say(f"profkit: note: {name} is not a profkit setting (did you mean {meant}?)\n")
+        # the name comes from the environment: escaped like every name we print
+        _say(
+            f"profkit: note: {escape(name, 200)} is not a profkit setting (did you mean {meant}?)\n"
+        )
     run = session.Run(program, settings, _say)
     running = run.start()
     ended: BaseException | None = None

@@ -129,7 +129,7 @@ def attach(
                 raise UnsupportedEventError(
                     f"the {choice.name} backend cannot deliver {EventMask(missing)!r}"
                 )
-        except Exception as exc:
+        except BaseException as exc:
             session.fail(exc, "initialize")
             return AttachedSession(session, Choice(backend, f"initialize failed: {exc}"))
         attached = AttachedSession(session, choice)

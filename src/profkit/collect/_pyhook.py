@@ -116,7 +116,7 @@ def _profile_function(b: _Bindings) -> Callable[[FrameType, str, Any], None]:
                 if st == plain_fast:
                     try:
                         enter_cb(fid)
-                    except Exception as exc:
+                    except BaseException as exc:
                         fail(exc, "function_enter")
                     return
                 if st == rejected:
@@ -132,7 +132,7 @@ def _profile_function(b: _Bindings) -> Callable[[FrameType, str, Any], None]:
                                 enter_cb(fid)
                             else:
                                 resume_cb(fid)
-                        except Exception as exc:
+                        except BaseException as exc:
                             fail(exc, "function_enter")
                         return
             elif event == "return":
@@ -141,7 +141,7 @@ def _profile_function(b: _Bindings) -> Callable[[FrameType, str, Any], None]:
                 if st == plain_fast:
                     try:
                         leave_cb(fid)
-                    except Exception as exc:
+                    except BaseException as exc:
                         fail(exc, "function_leave")
                     return
                 if st == rejected:
@@ -157,7 +157,7 @@ def _profile_function(b: _Bindings) -> Callable[[FrameType, str, Any], None]:
                             yield_cb(fid)
                         else:
                             leave_cb(fid)  # a return or an unwind: both leave
-                    except Exception as exc:
+                    except BaseException as exc:
                         fail(exc, "function_leave")
                     return
             elif state[0] and (not transitions or c_call(frame, event, arg)):

@@ -72,7 +72,7 @@ class Catalog:
             return bool(accept(self.functions.info(fid)))
         except RecursionError:
             return None  # the program's RecursionError (see failure.py)
-        except Exception as exc:
+        except BaseException as exc:
             self._rule.fail(exc, "function filter")
             return False
 

@@ -11,14 +11,20 @@ here::
         profiler_method(...)
     except RecursionError:
         pass
-    except Exception as exc:
+    except BaseException as exc:
         fail(exc, "what")
 
 ``except RecursionError: pass`` is the rule's first case inlined: a ``RecursionError`` is
 the program's (it is at its recursion limit and the callback's frames pushed it over), and
-calling ``fail`` there could overflow again and land in the program. Exceptions that are
-not ``Exception`` (``KeyboardInterrupt``, ``SystemExit``) are never caught: they belong to
-the program and reach it as they would without profiling.
+calling ``fail`` there could overflow again and land in the program.
+
+The sites catch ``BaseException``, and ``fail`` decides. A ``KeyboardInterrupt`` or
+``SystemExit`` raised in a callback once the program runs is the program's (a Ctrl-C lands
+wherever the main thread is, often inside a callback, and nothing tells a profiler's own
+``raise KeyboardInterrupt`` from it): it is raised again, into the program. During start-up
+(while ``site`` runs the ``.pth`` files, ``sitecustomize`` and ``usercustomize``) there is no
+program yet and such an exception would be "Fatal Python error: init_import_site" for every
+Python process of the environment: then it is the profiler's, contained like any other.
 """
 
 from __future__ import annotations
@@ -58,6 +64,8 @@ class FailureRule:
         a handler runs wherever the main thread is, often inside a callback. It is raised
         again, into the program, where it would have surfaced without profiling.
         """
+        if not isinstance(exc, Exception) and not in_start_up():
+            raise exc  # KeyboardInterrupt, SystemExit once the program runs: the program's
         if isinstance(exc, RecursionError) and what != "initialize":
             return
         if _from_signal_handler(exc):
@@ -73,7 +81,7 @@ class FailureRule:
             fn(*args)
         except RecursionError:
             pass
-        except Exception as exc:
+        except BaseException as exc:
             self.fail(exc, what)
 
     def call_at_shutdown(self, profiler: object, name: str) -> None:
@@ -108,6 +116,17 @@ def _stderr_line(line: str) -> None:
         sys.stderr.flush()
     except Exception:  # pragma: no cover - a closed stderr must not break the program
         pass
+
+
+def in_start_up() -> bool:
+    """Whether Python is still importing ``site`` (the start-up hook runs from there).
+
+    Failure path only. The import system marks a module's spec ``_initializing`` while it
+    executes; ``site`` is imported once, at start-up, and finishes before the program runs.
+    """
+    site = sys.modules.get("site")
+    spec = getattr(site, "__spec__", None)
+    return bool(getattr(spec, "_initializing", False))
 
 
 def _from_signal_handler(exc: BaseException) -> bool:

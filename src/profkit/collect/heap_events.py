@@ -85,7 +85,7 @@ class HeapEvents:
                 self._pid = os.getpid()
                 self.live.clear()
             self._deliver(self.sampler.drain())
-        except Exception as exc:
+        except BaseException as exc:
             self.ctx.fail(exc, "delivering allocations")
         finally:
             if native:

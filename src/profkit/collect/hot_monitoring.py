@@ -120,7 +120,7 @@ def _start_callback(plan: Plan, fail: Callable[[BaseException, str], None]) -> C
                 enter(idf(code))
             except RecursionError:
                 pass
-            except Exception as exc:
+            except BaseException as exc:
                 fail(exc, "function_enter")
 
         return on_start
@@ -134,7 +134,7 @@ def _start_callback(plan: Plan, fail: Callable[[BaseException, str], None]) -> C
                 arguments(fid, arguments_of(getframe(1)))
         except RecursionError:
             pass
-        except Exception as exc:
+        except BaseException as exc:
             fail(exc, "function_enter")
 
     return on_start_general
@@ -151,7 +151,7 @@ def _return_callback(plan: Plan, fail: Callable[[BaseException, str], None]) -> 
                 leave(idf(code))
             except RecursionError:
                 pass
-            except Exception as exc:
+            except BaseException as exc:
                 fail(exc, "function_leave")
 
         return on_return
@@ -165,7 +165,7 @@ def _return_callback(plan: Plan, fail: Callable[[BaseException, str], None]) -> 
                 leave(fid)
         except RecursionError:
             pass
-        except Exception as exc:
+        except BaseException as exc:
             fail(exc, "function_leave")
 
     return on_return_general
@@ -184,7 +184,7 @@ def _generator_callbacks(
                 yield_(idf(code))
             except RecursionError:
                 pass
-            except Exception as exc:
+            except BaseException as exc:
                 fail(exc, "function_yield")
 
     def on_resume(code: Any, offset: int) -> None:
@@ -193,7 +193,7 @@ def _generator_callbacks(
                 resume(idf(code))
             except RecursionError:
                 pass
-            except Exception as exc:
+            except BaseException as exc:
                 fail(exc, "function_resume")
 
     resumed = monitoring_form(resume, fail) or on_resume
@@ -234,7 +234,7 @@ def _unwind_callback(
                 leave(fid)
         except RecursionError:
             pass
-        except Exception as exc:
+        except BaseException as exc:
             fail(exc, "function_leave")
 
     return on_unwind
@@ -253,7 +253,7 @@ def _transition_callbacks(ctx: BackendContext) -> dict[int, Callable[..., Any]]:
                 to_native(native_id(func))
             except RecursionError:
                 pass
-            except Exception as exc:
+            except BaseException as exc:
                 fail(exc, "python_to_native_transition")
 
     def on_c_return(code: Any, offset: int, func: object, arg0: object) -> None:
@@ -262,7 +262,7 @@ def _transition_callbacks(ctx: BackendContext) -> dict[int, Callable[..., Any]]:
                 to_python(native_id(func))
             except RecursionError:
                 pass
-            except Exception as exc:
+            except BaseException as exc:
                 fail(exc, "native_to_python_transition")
 
     return {ev.CALL: on_call, ev.C_RETURN: on_c_return, ev.C_RAISE: on_c_return}
@@ -308,7 +308,7 @@ def _exception_callbacks(
                     fn(fid, exc_value)
                 except RecursionError:
                     pass
-                except Exception as exc:
+                except BaseException as exc:
                     fail(exc, what)
 
         return on_exception

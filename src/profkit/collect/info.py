@@ -203,7 +203,7 @@ class SessionInfo:
             )
         except RecursionError:
             pass  # the program's, as everywhere (see collect.failure)
-        except Exception as exc:
+        except BaseException as exc:
             session.rule.fail(exc, "walk_heap")
         finally:
             if hook is not None:

@@ -232,7 +232,7 @@ def _discovery_callbacks(
                 arguments(fid, arguments_of(getframe(2)))
         except RecursionError:
             pass
-        except Exception as exc:
+        except BaseException as exc:
             fail(exc, "function_enter")
 
     def on_start(code: CodeType, offset: int) -> Any:
@@ -261,7 +261,7 @@ def _discovery_callbacks(
                     leave(id(code))
             except RecursionError:
                 pass
-            except Exception as exc:
+            except BaseException as exc:
                 fail(exc, "function_leave")
         return None
 

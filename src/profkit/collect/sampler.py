@@ -135,7 +135,7 @@ class Sampler:
             for ident, stack, weight in samples:
                 try:
                     stack_sample(ThreadId(ident), stack, now, weight)
-                except Exception as exc:
+                except BaseException as exc:
                     fail(exc, "stack_sample")
                     return
                 self.samples += 1

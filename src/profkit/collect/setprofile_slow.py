@@ -121,7 +121,7 @@ def _deliverers(
                 resume(fid)
         except RecursionError:
             pass
-        except Exception as exc:
+        except BaseException as exc:
             fail(exc, "function_enter")
 
     def deliver_exit(fid: int, kind: int, value: object) -> None:
@@ -137,7 +137,7 @@ def _deliverers(
             leave(fid)
         except RecursionError:
             pass
-        except Exception as exc:
+        except BaseException as exc:
             fail(exc, "function_leave")
 
     return deliver_enter, deliver_exit
@@ -252,7 +252,7 @@ def make_slow(
                     to_python(native_id(arg))
             except RecursionError:
                 pass
-            except Exception as exc:
+            except BaseException as exc:
                 fail(exc, "code transition")
 
     return slow

@@ -41,7 +41,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import CodeType, FrameType
+from types import CodeType, FrameType, ModuleType
 from typing import Final
 
 #: Root kinds, in the order of precedence when one object is a root for several reasons.
@@ -263,7 +263,7 @@ def _visit(
 ) -> None:
     t = type(obj)
     try:
-        referents = gc.get_referents(obj)
+        referents = _referents(obj, t)
     except Exception:
         referents = []
     refs = tuple(id(r) for r in referents)
@@ -278,3 +278,20 @@ def _visit(
     stats.objects += 1
     stats.bytes += size
     on_object(key, types.name(t), size, refs)
+
+
+#: CPython 3.12.0-3.12.5 (gh-122695): the ``_asyncio`` module's traverse visits its free list
+#: of dead future iterators, so ``gc.get_referents`` hands them out with a reference, and
+#: dropping that list deallocates them a second time: the free list becomes a cycle and the
+#: program's next collection never ends. That module's referents are its ``__dict__`` here.
+_ASYNCIO_TRAVERSE_REVIVES_THE_DEAD: Final = (3, 12, 0) <= sys.version_info[:3] < (3, 12, 6)
+
+
+def _referents(obj: object, t: type) -> list[object]:
+    if (
+        _ASYNCIO_TRAVERSE_REVIVES_THE_DEAD
+        and t is ModuleType
+        and obj.__dict__.get("__name__") == "_asyncio"
+    ):
+        return [obj.__dict__]
+    return gc.get_referents(obj)

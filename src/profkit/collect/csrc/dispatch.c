@@ -3,16 +3,14 @@
 
 PH_HIDDEN PyObject *event_names[8]; /* PyTrace_CALL .. PyTrace_OPCODE -> interned str */
 
-/* The failure rule for the exception set now, raised by the profiler's ``what``: an
- * Exception goes to fail(exc, what), a RecursionError (the program's, at its limit:
- * failure.py) is dropped. Returns -1 with an exception set only for what must reach the
- * program (KeyboardInterrupt, SystemExit, or anything ``fail`` raises). */
+/* The failure rule for the exception set now, raised by the profiler's ``what``: it goes
+ * to fail(exc, what) (KeyboardInterrupt and SystemExit too: fail raises them again once the
+ * program runs and contains them during start-up, failure.py says why); a RecursionError
+ * (the program's, at its limit) is dropped. Returns -1 with an exception set only for what
+ * must reach the program (anything ``fail`` raises). */
 PH_HIDDEN int
 contain(Hook *self, const char *what)
 {
-    if (!PyErr_ExceptionMatches(PyExc_Exception)) {
-        return -1; /* KeyboardInterrupt, SystemExit: the program's */
-    }
     if (PyErr_ExceptionMatches(PyExc_RecursionError)) {
         PyErr_Clear();
         return 0;

@@ -22,7 +22,7 @@
  * a throw() entered) and ``state`` ([running]). Everything the fast path does not decide
  * -- first sight of a code, frames running at attach, a throw(), a C call of an unknown
  * caller, a stopped session -- goes to the Python ``slow(frame, event, arg)``, as it does
- * from ``hook``. The failure rule is the same too: an Exception from the profiler goes to
+ * from ``hook``. The failure rule is the same too: an exception from the profiler goes to
  * ``fail(exc, what)``; a RecursionError is the program's and is dropped; anything
  * ``fail`` or ``slow`` raises otherwise goes into the program.
  *
