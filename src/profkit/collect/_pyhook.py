@@ -189,7 +189,7 @@ def _c_calls(b: _Bindings) -> Callable[[FrameType, str, Any], bool]:
                 target(native_id(arg))
             except RecursionError:
                 pass
-            except Exception as exc:
+            except BaseException as exc:
                 fail(exc, "code transition")
         return True
 
