@@ -113,3 +113,37 @@ def test_analysis_is_shed_only_while_behind() -> None:
     for _ in range(8):
         strides.append(_stride(strides[-1], BEHIND))
     assert strides == [1, 2, 4, 8, 16, 16, 16, 16, 16] and MAX_STRIDE == 16
+
+
+def test_analysis_is_shed_by_queue_fill_with_hysteresis() -> None:
+    from profkit.monitor.server import BEHIND, _stride_by_fill
+
+    assert _stride_by_fill(1, 0.05, 1.0) == 1
+    assert _stride_by_fill(1, 0.6, BEHIND / 2) == 1  # a burst the buffer is there for
+    assert _stride_by_fill(1, 0.95, 0.0) == 2  # nearly full: shed at once
+    assert _stride_by_fill(1, 0.6, BEHIND) == 2 and _stride_by_fill(8, 0.9, BEHIND) == 16
+    assert _stride_by_fill(16, 0.9, BEHIND) == 16
+    assert _stride_by_fill(4, 0.2, BEHIND) == 4  # between the marks: as it was
+    assert _stride_by_fill(4, 0.05, BEHIND) == 1
+
+
+def test_queue_fill_reports_the_kernel_queue() -> None:
+    import sys
+
+    from profkit.monitor.receive import queue_fill
+
+    sock = open_socket("127.0.0.1", 0)
+    fill = queue_fill(sock)
+    if fill is None:
+        assert not sys.platform.startswith("linux")
+        pytest.skip("SO_MEMINFO is Linux's")
+    assert fill() == 0.0
+    sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sender.sendto(b"x" * 60_000, sock.getsockname())
+    deadline = time.monotonic() + 60  # a bound against hanging, not a timing assertion
+    while fill() == 0.0:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert 0.0 < fill() < 1.0
+    sender.close()
+    sock.close()

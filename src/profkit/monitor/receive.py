@@ -31,6 +31,9 @@ SLOT = MAX_UDP_PAYLOAD + 1
 
 Receiver = Callable[[], Sequence[memoryview]]
 
+#: ``SO_MEMINFO`` (Linux 3.5+): the socket's memory counters, receive queue bytes first.
+_SO_MEMINFO = 55
+
 _MSG_DONTWAIT = 0x40
 
 
@@ -121,3 +124,29 @@ def _mmsg_receiver(sock: socket.socket, batch: int) -> Receiver:
 
 #: Nothing queued, or a signal arrived: the caller waits and calls again (PEP 475's spirit).
 _AGAIN = frozenset({errno.EAGAIN, errno.EWOULDBLOCK, errno.EINTR})
+
+
+def queue_fill(sock: socket.socket) -> Callable[[], float] | None:
+    """A function telling how full ``sock``'s kernel receive queue is (0.0 to 1.0), or None
+    where the kernel does not say (``SO_MEMINFO`` is Linux's).
+
+    Why: the one sure sign that a receiver is about to lose datagrams is a queue close
+    to its limit; a long busy spell is only a guess (a burst of the sender's may be
+    long and harmless). One ``getsockopt``, a few microseconds: asked once per batch.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    getsockopt = sock.getsockopt
+    level = socket.SOL_SOCKET
+    try:
+        getsockopt(level, _SO_MEMINFO, 8)
+    except OSError:
+        return None
+
+    def fill() -> float:
+        raw = getsockopt(level, _SO_MEMINFO, 8)
+        queued = int.from_bytes(raw[0:4], sys.byteorder)
+        limit = int.from_bytes(raw[4:8], sys.byteorder)
+        return queued / limit if limit else 0.0
+
+    return fill

@@ -15,14 +15,20 @@ from typing import Protocol
 
 from profkit.errors import UsageError
 from profkit.monitor.core import Monitor
-from profkit.monitor.receive import receiver
+from profkit.monitor.receive import BATCH, queue_fill, receiver
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 2222
 #: Kernel receive buffer asked for: bursts wait here while the loop is busy printing.
 RCVBUF = 32 << 20
-#: Seconds of a never-empty queue after which the loop counts as behind (see :func:`serve`):
-#: well under what the kernel buffer holds at a million lines a second (~8 MB, ~0.3 s).
+#: Receive queue fill (of its limit) above which the loop is behind once the queue has
+#: not been empty for :data:`BEHIND` seconds (at once above :data:`FULL`), and below
+#: which it has caught up (see :func:`serve`); in between the stride stays as it is.
+BEHIND_FILL = 0.3
+FULL = 0.8
+CAUGHT_UP_FILL = 0.1
+#: Seconds of a never-empty queue that may count as behind: a burst of the sender's
+#: (100,000 lines at once from the ELT profiler's flusher) fills the queue for less.
 BEHIND = 0.1
 #: At most one datagram in this many goes into the hot list while behind.
 MAX_STRIDE = 16
@@ -146,18 +152,21 @@ def serve(
     seconds, also in the middle of a long burst. The view only buffers in ``show``: its
     writing happens in ``tick``, off the per-datagram path.
 
-    Falling behind: when the queue has not been empty for :data:`BEHIND` seconds, the
-    kernel buffer is filling and will soon drop datagrams — lines nobody sees and loss
-    that is the monitor's own. So the loop sheds the costly part instead: of each batch
-    only every ``stride``-th datagram goes into the hot list (``stride`` doubling per
-    batch while behind, up to :data:`MAX_STRIDE`; back to 1 when the queue empties).
-    Every datagram is still checked, counted and shown; the summary says how many were
-    not analysed (``Monitor.unanalysed``).
+    Falling behind: when the kernel's receive queue is more than 30 % full
+    (:data:`BEHIND_FILL`) and has not been empty for :data:`BEHIND` seconds, or is nearly
+    full (where the kernel does not tell the fill: not empty for :data:`BEHIND`
+    seconds), it will soon drop datagrams — lines nobody sees and loss that is the
+    monitor's own. So the loop sheds the costly part instead: of each batch only every
+    ``stride``-th datagram goes into the hot list (``stride`` doubling per batch while
+    behind, up to :data:`MAX_STRIDE`; back to 1 once the queue is under 10 % full
+    or empty). Every datagram is still checked, counted and shown; the summary says how
+    many were not analysed (``Monitor.unanalysed``).
     """
     import select
 
     sock.setblocking(False)
     receive = receiver(sock)
+    fill = queue_fill(sock)
     feed = monitor.feed
     show = view.show
     clock = time.monotonic
@@ -173,7 +182,12 @@ def serve(
             if not datagrams:
                 break
             burst += len(datagrams)
-            stride = _stride(stride, now - busy_since)
+            if len(datagrams) < BATCH:
+                stride = 1  # the queue is empty now
+            elif fill is not None:
+                stride = _stride_by_fill(stride, fill(), now - busy_since)
+            else:
+                stride = _stride(stride, now - busy_since)
             for i, data in enumerate(datagrams):
                 result = feed(data, now, i % stride == 0)
                 if result is not None:
@@ -188,6 +202,15 @@ def serve(
             view.tick(monitor)
             next_tick = now + refresh
             wait([sock], [], [], idle_timeout)  # PEP 475: retried after a signal
+
+
+def _stride_by_fill(stride: int, fill: float, busy: float) -> int:
+    """The next batch's analysis stride when the receive queue is ``fill`` full and has not
+    been empty for ``busy`` seconds. A burst that fills the queue and is gone within
+    :data:`BEHIND` is what the buffer is for: it is shed only when nearly full."""
+    if fill > FULL or (fill > BEHIND_FILL and busy >= BEHIND):
+        return min(stride * 2, MAX_STRIDE)
+    return 1 if fill < CAUGHT_UP_FILL else stride
 
 
 def _stride(stride: int, busy: float) -> int:
