@@ -56,7 +56,10 @@ EXTENSIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
             for unit in ("module", "dispatch", "codes", "natives")
         ),
     ),
-    ("profkit.sampler._walker", ("src/profkit/sampler/_walker.c",)),
+    (
+        "profkit.sampler._walker",
+        ("src/profkit/sampler/_walker.c", "src/profkit/sampler/_walker_chain.c"),
+    ),
     ("profkit.heap._heaphook", ("src/profkit/heap/_heaphook.c",)),
     ("profkit.monitor._closes", ("src/profkit/monitor/_closes.c",)),
 )

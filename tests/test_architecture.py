@@ -34,7 +34,7 @@ ALLOWED: dict[str, set[str]] = {
         "_output",
         "_text",
     },
-    "sampler": {"api", "calltree", "runner", "errors", "_text"},
+    "sampler": {"api", "calltree", "runner", "settings", "errors", "_text"},
     "clr": {"calltree", "formats", "runner", "settings", "errors", "wire", "_text"},
     "calltree": {"errors", "_atomic", "_inputs"},
     "report": {"api", "calltree", "errors", "_text"},

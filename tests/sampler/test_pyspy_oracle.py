@@ -83,19 +83,10 @@ def _both(spy: str, pid: int, out: Path, seconds: float) -> tuple[float, float]:
     return ours, theirs
 
 
-# Seen at the end of session 4 on an idle machine (load < 2), reproducibly: profkit's share
-# of gen falls to 9-15 % while py-spy, sampling the same process at the same time, reports
-# 25-36 %. Under load (where the sampler's author measured) both agreed within 10 points, and
-# each alone here gives 28 % (profkit) vs 36 % (py-spy). Not understood yet: kept running
-# (non-strict) so the disagreement stays visible, and issue #12 stays open for it.
-IDLE_DISAGREEMENT = pytest.mark.xfail(
-    strict=False,
-    reason="profkit's out-of-process share of a tight generator disagrees with py-spy's on "
-    "an idle machine (issue #12, open)",
-)
-
-
-@IDLE_DISAGREEMENT
+# Session 4 saw profkit's share of gen fall to 9-15 % on an idle machine while py-spy said
+# 25-36 %: a walk a yield had cut was replaced by a fresh read, a new draw taken only when
+# the first saw the generator. Cut walks are now kept, their callers spliced on (_walker.c,
+# splice_callers), and this test is strict again (issue #12).
 @pytest.mark.parametrize("version", all_targets())
 def test_generator_share_matches_py_spy(version, target, tmp_path):
     """Within 10 points. A sampling estimate on a machine shared by many jobs can stray

@@ -9,7 +9,7 @@ import pytest
 
 from profkit.sampler import dump
 from profkit.sampler.reader import StackReader
-from tests.sampler.conftest import SLEEPER, all_targets, interpreter
+from tests.sampler.conftest import GENERATOR, SLEEPER, all_targets, interpreter
 
 
 def _settled(pid, ok, timeout=5.0):
@@ -97,6 +97,26 @@ def test_c_and_python_walks_agree(native, target):
     stacks = reader.sample()
     main, _ = _main_and_napper(stacks, t.pid)
     assert [i.name for i, _ in main.frames] == ["__main__.main", "__main__.<module>"]
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["c", "python"])
+def test_a_generator_is_sampled_with_its_callers(native, target):
+    # Both walks keep a chain a yield cut and splice its callers on (issue #12): gen is
+    # seen, and (all but rarely) under main and <module>.
+    t = target(GENERATOR)
+    reader = StackReader.attach(t.pid)
+    reader.native = native
+    reader.mem.native = native
+    shapes: dict[tuple[str, ...], int] = {}
+    for _ in range(400):
+        for stack in reader.sample():
+            names = tuple(info.name for info, _ in stack.frames)
+            shapes[names] = shapes.get(names, 0) + 1
+        time.sleep(0.0005)
+    in_gen = {k: v for k, v in shapes.items() if k[0] == "__main__.gen"}
+    full = in_gen.get(("__main__.gen", "__main__.main", "__main__.<module>"), 0)
+    assert sum(in_gen.values()) > 0.1 * sum(shapes.values()), shapes
+    assert full >= 0.9 * sum(in_gen.values()), shapes
 
 
 @pytest.mark.parametrize("version", all_targets())

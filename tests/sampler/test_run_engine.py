@@ -78,6 +78,49 @@ def test_in_process_fallback_says_why(tmp_path):
     assert load(tmp_path / "f.json").metadata.get("engine") != "out-of-process"
 
 
+SPLIT = """
+import threading, time
+def spin(seconds):
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+sleeper = threading.Thread(target=time.sleep, args=(0.6,), name="sleeper")
+sleeper.start()
+spin(0.6)
+sleeper.join()
+"""
+
+
+def test_run_sample_takes_every_mode_attach_has(tmp_path):
+    """gil and active (only running threads) as attach/top measure them: the sleeping
+    thread gets (almost) nothing, the spinning main thread the run."""
+    from profkit.settings import SAMPLE_CLOCKS
+
+    (tmp_path / "app.py").write_text(SPLIT)
+    for clock in ("gil", "active"):
+        assert clock in SAMPLE_CLOCKS
+        out = f"{clock}.json"
+        r = _run(["--mode", "sample", "--sample-clock", clock, "-o", out, "app.py"], tmp_path)
+        assert r.returncode == 0, r.stderr
+        profile = load(tmp_path / out)
+        assert profile.metadata["engine"] == "out-of-process"
+        times = {t.name: t.root.inclusive_ns for t in profile.threads}
+        main = times.pop("MainThread", 0)
+        # (a loaded machine runs the spinning thread for only part of its 0.6 s)
+        assert main > 0.1e9 and sum(times.values()) < 0.2 * main, (clock, main, times)
+
+
+def test_in_process_sampler_refuses_what_it_cannot_measure(tmp_path):
+    (tmp_path / "app.py").write_text("print('ran')\n")
+    r = _run(
+        ["--mode", "sample", "--sample-clock", "gil", "-o", "x.json", "app.py"],
+        tmp_path,
+        env={"PROFKIT_SAMPLER": "in-process"},
+    )
+    assert r.returncode == 2 and "ran" not in r.stdout
+    assert "cannot measure --sample-clock gil" in r.stderr, r.stderr
+
+
 def test_sigterm_ends_run_like_the_program_and_keeps_the_profile(tmp_path):
     (tmp_path / "app.py").write_text(
         "import time\nprint('ready', flush=True)\ndef wait():\n    time.sleep(60)\nwait()\n"

@@ -34,11 +34,6 @@ def _thread_time(profile: CallProfile) -> dict[str, int]:
     return {t.name: t.root.inclusive_ns for t in profile.threads}
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="on an idle machine the share of gen can fall below the bound: see "
-    "test_pyspy_oracle.IDLE_DISAGREEMENT (issue #12, open)",
-)
 @pytest.mark.parametrize("version", all_targets())
 def test_tight_generator_is_seen_inside_the_generator(version, target):
     t = target(GENERATOR, interpreter(version))
@@ -47,6 +42,15 @@ def test_tight_generator_is_seen_inside_the_generator(version, target):
     share = _self_share(profile, ".gen")
     # A loose sanity bound: test_pyspy_oracle judges the share against py-spy, same run.
     assert 0.1 < share < 0.9, share
+    # A walk a yield cut keeps the generator and has its callers spliced on (issue #12):
+    # gen's samples still sit under main, all but the few whose callers were not found.
+    gen_ns = under_main = 0
+    for th in profile.threads:
+        for depth, node in th.root.walk():
+            if node.frame >= 0 and profile.frames[node.frame].name.endswith(".gen"):
+                gen_ns += node.exclusive_ns
+                under_main += node.exclusive_ns if depth > 1 else 0
+    assert under_main >= 0.9 * gen_ns, (under_main, gen_ns)
     assert session.stats.ticks > 0.5 * session.stats.asked
     meta = profile.metadata
     assert meta["pid"] == t.pid and meta["python"].startswith(version)

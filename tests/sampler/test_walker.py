@@ -97,7 +97,8 @@ def test_random_memory_never_crashes(content, start, chunk_at):
 
 def test_a_cyclic_thread_list_stops_at_max_threads():
     # runtime: interpreters.head at 0; interp: next at 0, threads.head at 8;
-    # tstate: next 8, thread_id 16, native id 24, chunk 32, current_frame 40 (span 48).
+    # tstate: next 8, thread_id 16, native id 24, chunk 32, top 40 (unused here: no generator),
+    # current_frame 40 (span 48).
     buf, base = _buffer(64 * 3 + FRAME)
     runtime, interp, tstate, frame = base, base + 64, base + 128, base + 192
     struct.pack_into("<Q", buf, 0, interp)
@@ -105,9 +106,27 @@ def test_a_cyclic_thread_list_stops_at_max_threads():
     struct.pack_into("<QQQQQQ", buf, 128, 0, tstate, 77, 4242, 0, frame)  # next = itself
     _frame(buf, base, 0, 0x1000, 0, skip=192)
     no = (1 << 64) - 1
-    params = (0, 0, 8, 48, 8, 16, 24, 32, 40, no, 0, 0, 0, 0, 0, 50, 2)
+    params = (0, 0, 8, 48, 8, 16, 24, 32, 40, 40, no, 0, 0, 0, 0, 0, 50, 2)
     threads, torn, retries = walker.sample(os.getpid(), runtime, False, params, PARAMS)
     assert len(threads) == 50 and torn == 0 and retries == 0
     native, ident, holds, pairs = threads[0]
     assert (native, ident, holds) == (4242, 77, False)
     assert struct.unpack("=QQ", pairs)[0] == 0x1000
+
+
+def test_a_chain_cut_by_a_yield_keeps_the_generator_not_a_fresh_read():
+    # The thread's current frame is a generator's (owner 1) whose previous is 0: a yield
+    # tore the chain. This memory never changes, so the callers are never found: the walker
+    # reads again (twice) for them, then keeps the generator's frame alone. It must not drop
+    # the sample or replace it by a later read (that biased samples away from generators).
+    buf, base = _buffer(64 * 3 + FRAME)
+    runtime, interp, tstate, frame = base, base + 64, base + 128, base + 192
+    struct.pack_into("<Q", buf, 0, interp)
+    struct.pack_into("<QQ", buf, 64, 0, tstate)
+    struct.pack_into("<QQQQQQ", buf, 128, 0, 0, 77, 4242, 0, frame)
+    _frame(buf, base, 0, 0x1000, 0, owner=1, skip=192)
+    no = (1 << 64) - 1
+    params = (0, 0, 8, 48, 8, 16, 24, 32, 40, 40, no, 0, 0, 0, 0, 0, 50, 2)
+    threads, torn, retries = walker.sample(os.getpid(), runtime, False, params, PARAMS)
+    assert len(threads) == 1 and torn == 0 and retries == 2
+    assert struct.unpack("=QQ", threads[0][3]) == (0x1000, 0x1000 + 200)

@@ -13,11 +13,9 @@ import sys
 from typing import Any
 
 from profkit.errors import UsageError
+from profkit.settings import SAMPLE_CLOCK_HELP, SAMPLE_CLOCKS
 
-MODE_HELP = (
-    "wall: every thread, wall time (default); cpu: threads' own CPU time; "
-    "gil: only the thread holding the GIL; active: wall time of threads that are running"
-)
+MODE_HELP = SAMPLE_CLOCK_HELP
 
 
 def add_target(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +33,7 @@ def add_sampling_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--mode",
-        choices=("wall", "cpu", "gil", "active"),
+        choices=SAMPLE_CLOCKS,
         default="wall",
         help=MODE_HELP,
     )

@@ -17,6 +17,7 @@ from profkit.api import ProfilerCallback
 from profkit.calltree.model import CallProfile
 from profkit.runner.choice import Finished, Job
 from profkit.runner.python import Prepared, Program, Running
+from profkit.settings import IN_PROCESS_CLOCKS
 
 
 class InProcessProfiler(Protocol):
@@ -43,6 +44,9 @@ class InProcessEngine:
         self._parent_pid = 0
 
     def unavailable(self, job: Job) -> str | None:
+        clock = job.settings.sample_clock
+        if job.settings.mode == "sample" and clock not in IN_PROCESS_CLOCKS:
+            return f"the in-process sampler cannot measure --sample-clock {clock} (wall, cpu)"
         return None
 
     def prepare(self, job: Job) -> tuple[str, ...]:

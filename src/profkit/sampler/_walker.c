@@ -1,187 +1,33 @@
-/* profkit.sampler._walker: walk one thread's frame chain in another process, in C.
+/* profkit.sampler._walker: read threads and frame chains of another process, in C.
  *
  * Why C: a sample's cost is dominated by the frame walk (one struct per frame: code,
  * previous, instruction pointer, owner). In Python that is ~2-4 us a frame, so a
  * 1000-deep recursion took ~4 ms a sample; here it is a few ns a frame plus one
- * process_vm_readv per 16 KiB data-stack chunk. The Python side (reader.py) keeps the
- * policy: it names code objects, caches stacks and decides what a failure means.
+ * process_vm_readv per 16 KiB data-stack chunk (_walker_chain.c). The Python side
+ * (reader.py) keeps the policy: it names code objects, caches stacks and decides what a
+ * failure means. The target is never stopped.
  *
  * read(pid, address, size) -> bytes: one process_vm_readv, OSError(errno) on failure.
  *
- * walk(pid, frame, chunk, params) -> bytes
+ * walk(pid, frame, chunk, params) -> (pairs, torn)
  *   frame:  address of the innermost _PyInterpreterFrame (0: no frames)
  *   chunk:  address of the thread's newest _PyStackChunk (0: unknown)
  *   params: (span, off_code, off_prev, off_instr, off_owner, chunk_prev, chunk_size,
  *            max_depth, max_chunk)
- * Returns (pairs, torn): the frames innermost first as packed native uint64 pairs
- * (code, instr), frames owned by the C stack (owner 3) skipped; torn is 1 when the chain
- * ended at a generator-owned frame (a thread's outermost frame never is one: the
- * generator yielded while we read, and the caller should read again). A failed read raises OSError with
- * the errno of process_vm_readv (ESRCH: the process is gone; EPERM: not permitted;
- * EFAULT: a torn chain). The target is never stopped.
+ *   pairs are the frames innermost first as packed native uint64 (code, instr), frames
+ *   owned by the C stack (owner 3) skipped; torn is 1 when the chain ended at a
+ *   generator-owned frame (a yield happened while we read: see splice_callers).
+ *
+ * sample(pid, runtime, want_gil, thread_params, walk_params): every thread; see sample().
+ * A failed read raises OSError with the errno of process_vm_readv (ESRCH: the process is
+ * gone; EPERM: not permitted; EFAULT: a torn chain).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include <errno.h>
-#include <stdint.h>
-#include <string.h>
-#include <sys/types.h>
-#include <sys/uio.h>
 
-#define MAX_REGIONS 64
-#define FRAME_OWNED_BY_GENERATOR 1
-#define FRAME_OWNED_BY_CSTACK 3
-#define GUESS_CHUNK (16 * 1024)
-/* Most chunk bytes one walk holds (a torn or hostile chain cannot make it allocate more). */
-#define CHUNK_BUDGET (8u << 20)
-
-typedef struct {
-    uint64_t start, end;
-    unsigned char *data;
-} Region;
-
-static int read_remote(pid_t pid, uint64_t addr, void *buf, size_t size, size_t *got) {
-    struct iovec local = {buf, size};
-    struct iovec remote = {(void *)(uintptr_t)addr, size};
-    ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-    if (n < 0) return errno ? errno : EIO;
-    if (got != NULL) {
-        *got = (size_t)n;
-        return 0;
-    }
-    return (size_t)n == size ? 0 : EFAULT;
-}
-
-static uint64_t u64_at(const unsigned char *p) {
-    uint64_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-/* Read the chunk at ``chunk`` into a new region; returns its previous chunk or 0. */
-static int load_chunk(pid_t pid, uint64_t chunk, Region *regions, int *nregions,
-                      uint64_t off_prev, uint64_t off_size, uint64_t max_chunk,
-                      uint64_t *previous) {
-    *previous = 0;
-    if (*nregions >= MAX_REGIONS) return 0;
-    unsigned char *data = PyMem_RawMalloc(GUESS_CHUNK);
-    if (data == NULL) return ENOMEM;
-    size_t got = 0;
-    int err = read_remote(pid, chunk, data, GUESS_CHUNK, &got);
-    if (err == EFAULT || (err == 0 && got < off_size + 8)) {
-        /* The guess ran past a mapping's end: read the header, then exactly the chunk. */
-        err = read_remote(pid, chunk + off_size, data, 8, NULL);
-        got = 0;
-    }
-    if (err) {
-        PyMem_RawFree(data);
-        return err == EFAULT ? 0 : err; /* a bad chunk pointer: walk frame by frame */
-    }
-    uint64_t size = got >= off_size + 8 ? u64_at(data + off_size) : u64_at(data);
-    if (size == 0 || size > max_chunk || size < off_size + 8) {
-        PyMem_RawFree(data);
-        return 0; /* not a chunk we trust: frames in it are read one by one */
-    }
-    uint64_t used = 0;
-    for (int i = 0; i < *nregions; i++) used += regions[i].end - regions[i].start;
-    if (used + size > CHUNK_BUDGET) {
-        PyMem_RawFree(data);
-        return 0; /* enough held for one walk: further frames are read one by one */
-    }
-    if (size > got) {
-        unsigned char *bigger = PyMem_RawRealloc(data, (size_t)size);
-        if (bigger == NULL) {
-            PyMem_RawFree(data);
-            return ENOMEM;
-        }
-        data = bigger;
-        err = read_remote(pid, chunk, data, (size_t)size, NULL);
-        if (err) {
-            PyMem_RawFree(data);
-            return err == EFAULT ? 0 : err;
-        }
-    }
-    regions[*nregions].start = chunk;
-    regions[*nregions].end = chunk + size;
-    regions[*nregions].data = data;
-    (*nregions)++;
-    *previous = u64_at(data + off_prev);
-    return 0;
-}
-
-typedef struct {
-    uint64_t span, off_code, off_prev, off_instr, off_owner, chunk_prev, chunk_size, max_depth,
-        max_chunk;
-} WalkParams;
-
-static int check_walk_params(const WalkParams *w) {
-    return w->span <= 4096 && w->off_code + 8 <= w->span && w->off_prev + 8 <= w->span &&
-           w->off_instr + 8 <= w->span && w->off_owner < w->span && w->chunk_prev + 8 <= 4096 &&
-           w->chunk_size + 8 <= 4096 && w->max_depth >= 1 && w->max_depth <= (1u << 20);
-}
-
-/* Walk one frame chain (no GIL needed). ``out`` holds 2 * max_depth words; ``*cut`` is set
- * when the chain ended at a generator's frame (a yield happened while we read). */
-static int walk_chain(pid_t pid, uint64_t frame, uint64_t chunk, const WalkParams *w,
-                      uint64_t *out, size_t *count, int *cut) {
-    Region regions[MAX_REGIONS];
-    int nregions = 0;
-    size_t n = 0;
-    int err = 0;
-    uint64_t pending = 0;
-    unsigned char one[4096];
-    int last_owner = 0;
-
-    if (chunk) err = load_chunk(pid, chunk, regions, &nregions, w->chunk_prev, w->chunk_size,
-                                w->max_chunk, &pending);
-    uint64_t depth = 0;
-    while (!err && frame && depth < w->max_depth) {
-        depth++;
-        const unsigned char *p = NULL;
-        for (int i = nregions - 1; i >= 0; i--) {
-            if (regions[i].start <= frame && frame + w->span <= regions[i].end) {
-                p = regions[i].data + (frame - regions[i].start);
-                break;
-            }
-        }
-        /* Older chunks hold the outer frames: read them as the walk reaches them. */
-        while (p == NULL && pending && !err) {
-            uint64_t size = 0;
-            err = read_remote(pid, pending + w->chunk_size, &size, 8, NULL);
-            if (err == EFAULT) {
-                err = 0;
-                pending = 0;
-                break;
-            }
-            if (err || !(pending <= frame && frame + w->span <= pending + size)) break;
-            uint64_t before = pending;
-            err = load_chunk(pid, before, regions, &nregions, w->chunk_prev, w->chunk_size,
-                             w->max_chunk, &pending);
-            if (!err && nregions && regions[nregions - 1].start == before &&
-                frame + w->span <= regions[nregions - 1].end)
-                p = regions[nregions - 1].data + (frame - before);
-        }
-        if (err) break;
-        if (p == NULL) {
-            err = read_remote(pid, frame, one, (size_t)w->span, NULL);
-            if (err) break;
-            p = one;
-        }
-        uint64_t code = u64_at(p + w->off_code);
-        last_owner = p[w->off_owner];
-        if (code && p[w->off_owner] != FRAME_OWNED_BY_CSTACK) {
-            out[2 * n] = code;
-            out[2 * n + 1] = u64_at(p + w->off_instr);
-            n++;
-        }
-        frame = u64_at(p + w->off_prev);
-    }
-    for (int i = 0; i < nregions; i++) PyMem_RawFree(regions[i].data);
-    *count = n;
-    *cut = frame == 0 && last_owner == FRAME_OWNED_BY_GENERATOR;
-    return err;
-}
+#include "_walker.h"
 
 static PyObject *raise_errno(int err) {
     if (err == ENOMEM) return PyErr_NoMemory();
@@ -201,64 +47,174 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     WalkParams w;
     if (!PyArg_ParseTuple(args, "LKK" WALK_FORMAT, &pid_arg, &frame, &chunk, WALK_ARGS(w)))
         return NULL;
-    if (!check_walk_params(&w)) {
+    if (!pk_check_walk_params(&w)) {
         PyErr_SetString(PyExc_ValueError, "walk: offsets out of range");
         return NULL;
     }
-    uint64_t *out = PyMem_RawMalloc(2 * sizeof(uint64_t) * w.max_depth);
-    if (out == NULL) return PyErr_NoMemory();
-    size_t n = 0;
-    int cut = 0, err;
+    Walk one = {PyMem_RawMalloc(2 * sizeof(uint64_t) * w.max_depth), NULL, 0, 0};
+    if (one.out == NULL) return PyErr_NoMemory();
+    int err;
     Py_BEGIN_ALLOW_THREADS
-    err = walk_chain((pid_t)pid_arg, frame, chunk, &w, out, &n, &cut);
+    err = pk_walk_chain((pid_t)pid_arg, frame, chunk, &w, &one);
     Py_END_ALLOW_THREADS
-    if (err) {
-        PyMem_RawFree(out);
-        return raise_errno(err);
-    }
-    PyObject *pairs = PyBytes_FromStringAndSize((const char *)out, (Py_ssize_t)(n * 16));
-    PyMem_RawFree(out);
+    PyObject *pairs = err ? NULL : PyBytes_FromStringAndSize((const char *)one.out, (Py_ssize_t)one.n * 16);
+    PyMem_RawFree(one.out);
+    if (err) return raise_errno(err);
     if (pairs == NULL) return NULL;
-    return Py_BuildValue("(Ni)", pairs, cut);
+    return Py_BuildValue("(Ni)", pairs, one.cut_frame != 0);
 }
 
 typedef struct {
     uint64_t interpreters_head, interp_next, interp_threads_head, tstate_span, tstate_next,
-        tstate_thread_id, tstate_native_thread_id, tstate_datastack_chunk, tstate_current_frame,
-        tstate_cframe, cframe_current_frame, gil_where, gil_locked, gil_holder, interp_gil,
-        max_threads, retries;
+        tstate_thread_id, tstate_native_thread_id, tstate_datastack_chunk,
+        tstate_datastack_top, tstate_current_frame, tstate_cframe, cframe_current_frame,
+        gil_where, gil_locked, gil_holder, interp_gil, max_threads, retries;
 } ThreadParams;
 
-#define THREAD_FORMAT "(KKKKKKKKKKKKKKKKK)"
+#define THREAD_FORMAT "(KKKKKKKKKKKKKKKKKK)"
 #define THREAD_ARGS(t)                                                                      \
     &(t).interpreters_head, &(t).interp_next, &(t).interp_threads_head, &(t).tstate_span,    \
         &(t).tstate_next, &(t).tstate_thread_id, &(t).tstate_native_thread_id,               \
-        &(t).tstate_datastack_chunk, &(t).tstate_current_frame, &(t).tstate_cframe,          \
-        &(t).cframe_current_frame, &(t).gil_where, &(t).gil_locked, &(t).gil_holder,         \
-        &(t).interp_gil, &(t).max_threads, &(t).retries
+        &(t).tstate_datastack_chunk, &(t).tstate_datastack_top, &(t).tstate_current_frame,   \
+        &(t).tstate_cframe, &(t).cframe_current_frame, &(t).gil_where, &(t).gil_locked,      \
+        &(t).gil_holder, &(t).interp_gil, &(t).max_threads, &(t).retries
 
 #define NO_OFFSET UINT64_MAX
 
 static int read_u64(pid_t pid, uint64_t addr, uint64_t *value) {
-    return read_remote(pid, addr, value, 8, NULL);
+    return pk_read_remote(pid, addr, value, 8, NULL);
 }
 
-/* The innermost frame of a thread state (bytes already read into ``ts``). */
-static int current_frame(pid_t pid, const unsigned char *ts, const ThreadParams *t,
-                         uint64_t *frame) {
+/* Walk a thread's chain from its current frame (its thread state's bytes read into ``ts``). */
+static int walk_thread(pid_t pid, const unsigned char *ts, const ThreadParams *t,
+                       const WalkParams *w, Walk *walk) {
+    int err = 0;
+    uint64_t frame = 0;
     if (t->tstate_current_frame != NO_OFFSET) {
-        *frame = u64_at(ts + t->tstate_current_frame);
-        return 0;
+        frame = u64_at(ts + t->tstate_current_frame);
+    } else {
+        uint64_t cframe = u64_at(ts + t->tstate_cframe);
+        if (cframe) err = read_u64(pid, cframe + t->cframe_current_frame, &frame);
     }
-    uint64_t cframe = u64_at(ts + t->tstate_cframe);
-    *frame = 0;
-    return cframe ? read_u64(pid, cframe + t->cframe_current_frame, frame) : 0;
+    if (err) return err;
+    return pk_walk_chain(pid, frame, u64_at(ts + t->tstate_datastack_chunk), w, walk);
+}
+
+/* Where the callers of the yield-cut generator frame start in ``again`` (n when not found). */
+static size_t callers_at(const Walk *again, uint64_t cut_frame, uint64_t chunk1, uint64_t top1) {
+    for (size_t k = 0; k < again->n; k++)
+        if (again->addrs[k] == cut_frame) return k + 1;
+    for (size_t k = 0; k < again->n; k++)
+        if (chunk1 < again->addrs[k] && again->addrs[k] < top1) return k;
+    return again->n;
+}
+
+/* A walk cut by a yield (walk->cut_frame) still says truly what ran at the instant t1 the
+ * thread's current frame was read: the generator and what it called. Only its callers are
+ * missing (a suspended generator's frame has no previous). Keeping a fresh read instead, as
+ * this walker once did, drew a new sample at a later instant exactly when the first one saw
+ * a generator: on an idle machine, where the target runs while we read, that moved a third
+ * of a tight generator's samples to its consumer (issue #12). So the t1 frames are kept and
+ * their callers read again: the frames after the generator's own frame when it is running
+ * again; else the innermost frame that existed at t1 (in the t1 chunk, below the t1
+ * data-stack top: the consumer that resumed it) and its callers; frames pushed since are
+ * not callers. If neither is found in ``t->retries`` reads, the generator's part is kept
+ * alone (its leaf is right; py-spy keeps such stacks too). */
+static int splice_callers(pid_t pid, uint64_t tstate, const unsigned char *ts1,
+                          const ThreadParams *t, const WalkParams *w, Walk *walk, Walk *again,
+                          long *retries) {
+    uint64_t chunk1 = u64_at(ts1 + t->tstate_datastack_chunk);
+    uint64_t top1 = u64_at(ts1 + t->tstate_datastack_top);
+    unsigned char ts[4096];
+    for (uint64_t attempt = 0; attempt < t->retries; attempt++) {
+        (*retries)++;
+        int err = pk_read_remote(pid, tstate, ts, (size_t)t->tstate_span, NULL);
+        if (!err) err = walk_thread(pid, ts, t, w, again);
+        if (err) return err == EFAULT ? 0 : err;
+        size_t start = callers_at(again, walk->cut_frame, chunk1, top1);
+        if (start < again->n) {
+            for (size_t k = start; k < again->n && walk->n < w->max_depth; k++, walk->n++) {
+                walk->out[2 * walk->n] = again->out[2 * k];
+                walk->out[2 * walk->n + 1] = again->out[2 * k + 1];
+            }
+            return 0;
+        }
+    }
+    return 0;
+}
+
+/* The thread state holding the GIL of interpreter ``interp`` (0: free or unknown). */
+static int gil_holder(pid_t pid, uint64_t runtime, uint64_t interp, const ThreadParams *t,
+                      uint64_t *holder) {
+    uint64_t gil = t->gil_where == 1 ? runtime : 0;
+    int err = 0, locked = 0;
+    *holder = 0;
+    if (t->gil_where == 2) err = read_u64(pid, interp + t->interp_gil, &gil);
+    if (!err && gil) err = pk_read_remote(pid, gil + t->gil_locked, &locked, 4, NULL);
+    if (!err && gil && locked) err = read_u64(pid, gil + t->gil_holder, holder);
+    if (err == EFAULT) err = 0, *holder = 0;
+    return err;
+}
+
+typedef struct {
+    pid_t pid;
+    const ThreadParams *t;
+    const WalkParams *w;
+    Walk walk, again;
+    long torn, retries;
+} Sampler;
+
+/* Walk every thread of one interpreter into ``result``; 0 or an errno that ends the sample. */
+static int sample_interp(Sampler *s, uint64_t interp, uint64_t holder, PyObject *result) {
+    const ThreadParams *t = s->t;
+    unsigned char ts[4096];
+    uint64_t tstate = 0, seen = 0;
+    int err = read_u64(s->pid, interp + t->interp_threads_head, &tstate);
+    while (!err && tstate && seen++ < t->max_threads) {
+        int werr = pk_read_remote(s->pid, tstate, ts, (size_t)t->tstate_span, NULL);
+        if (werr) {
+            s->torn++;
+            return werr == EFAULT ? 0 : werr; /* the list itself is unreadable */
+        }
+        Py_BEGIN_ALLOW_THREADS
+        werr = walk_thread(s->pid, ts, t, s->w, &s->walk);
+        if (!werr && s->walk.cut_frame)
+            werr = splice_callers(s->pid, tstate, ts, t, s->w, &s->walk, &s->again, &s->retries);
+        Py_END_ALLOW_THREADS
+        if (werr && werr != EFAULT) return werr;
+        if (werr) {
+            s->torn++;
+        } else {
+            PyObject *item = Py_BuildValue(
+                "(KKOy#)", (unsigned long long)u64_at(ts + t->tstate_native_thread_id),
+                (unsigned long long)u64_at(ts + t->tstate_thread_id),
+                tstate == holder ? Py_True : Py_False, (const char *)s->walk.out,
+                (Py_ssize_t)(s->walk.n * 16));
+            int failed = item == NULL || PyList_Append(result, item) < 0;
+            Py_XDECREF(item);
+            if (failed) return -1;
+        }
+        tstate = u64_at(ts + t->tstate_next);
+    }
+    return err;
+}
+
+static int check_thread_params(const ThreadParams *t) {
+    uint64_t frame_at = t->tstate_current_frame != NO_OFFSET ? t->tstate_current_frame
+                                                             : t->tstate_cframe;
+    return t->tstate_span <= 4096 && t->tstate_next + 8 <= t->tstate_span &&
+           t->tstate_thread_id + 8 <= t->tstate_span &&
+           t->tstate_native_thread_id + 8 <= t->tstate_span &&
+           t->tstate_datastack_chunk + 8 <= t->tstate_span &&
+           t->tstate_datastack_top + 8 <= t->tstate_span && frame_at + 8 <= t->tstate_span &&
+           t->max_threads <= 65536 && t->retries <= 8;
 }
 
 /* sample(pid, runtime, want_gil, thread_params, walk_params)
  *   -> ([(native_id, thread_id, holds_gil, pairs), ...], torn, retries)
  * Every thread of every interpreter, as reader.py's Python loop does it. A thread whose
- * read fails with EFAULT is left out (counted in torn); ESRCH / EPERM raise OSError. */
+ * read fails with EFAULT is left out (counted in torn); ESRCH / EPERM raise OSError.
+ * retries counts the second reads that looked for a yield-cut generator's callers. */
 static PyObject *sample(PyObject *self, PyObject *args) {
     (void)self;
     long long pid_arg;
@@ -269,99 +225,38 @@ static PyObject *sample(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "LKp" THREAD_FORMAT WALK_FORMAT, &pid_arg, &runtime, &want_gil,
                           THREAD_ARGS(t), WALK_ARGS(w)))
         return NULL;
-    if (!check_walk_params(&w) || t.tstate_span > 4096 || t.tstate_next + 8 > t.tstate_span ||
-        t.tstate_thread_id + 8 > t.tstate_span || t.tstate_native_thread_id + 8 > t.tstate_span ||
-        t.tstate_datastack_chunk + 8 > t.tstate_span ||
-        (t.tstate_current_frame != NO_OFFSET && t.tstate_current_frame + 8 > t.tstate_span) ||
-        (t.tstate_current_frame == NO_OFFSET && t.tstate_cframe + 8 > t.tstate_span) ||
-        t.max_threads > 65536 || t.retries > 8) {
+    if (!pk_check_walk_params(&w) || !check_thread_params(&t)) {
         PyErr_SetString(PyExc_ValueError, "sample: offsets out of range");
         return NULL;
     }
-    pid_t pid = (pid_t)pid_arg;
-    PyObject *result = PyList_New(0);
-    if (result == NULL) return NULL;
-    uint64_t *out = PyMem_RawMalloc(2 * sizeof(uint64_t) * w.max_depth);
-    if (out == NULL) {
-        Py_DECREF(result);
-        return PyErr_NoMemory();
+    size_t words = (size_t)w.max_depth;
+    Sampler s = {(pid_t)pid_arg, &t, &w, {NULL, NULL, 0, 0}, {NULL, NULL, 0, 0}, 0, 0};
+    s.walk.out = PyMem_RawMalloc(5 * sizeof(uint64_t) * words);
+    PyObject *result = s.walk.out == NULL ? NULL : PyList_New(0);
+    if (result == NULL) {
+        PyMem_RawFree(s.walk.out);
+        return PyErr_Occurred() ? NULL : PyErr_NoMemory();
     }
-    unsigned char ts[4096];
-    long torn = 0, retries = 0;
-    int err = 0;
-    uint64_t interp = 0;
+    s.again.out = s.walk.out + 2 * words;
+    s.again.addrs = s.walk.out + 4 * words;
+    uint64_t interp = 0, holder = 0;
     int ninterp = 0;
-    err = read_u64(pid, runtime + t.interpreters_head, &interp);
+    int err = read_u64(s.pid, runtime + t.interpreters_head, &interp);
     while (!err && interp && ninterp++ < 64) {
-        uint64_t holder = 0, tstate = 0;
-        if (want_gil && t.gil_where) {
-            uint64_t gil = t.gil_where == 1 ? runtime : 0;
-            if (t.gil_where == 2) err = read_u64(pid, interp + t.interp_gil, &gil);
-            int locked = 0;
-            if (!err && gil) err = read_remote(pid, gil + t.gil_locked, &locked, 4, NULL);
-            if (!err && gil && locked) err = read_u64(pid, gil + t.gil_holder, &holder);
-            if (err == EFAULT) err = 0, holder = 0;
-        }
-        if (!err) err = read_u64(pid, interp + t.interp_threads_head, &tstate);
-        uint64_t seen = 0;
-        while (!err && tstate && seen++ < t.max_threads) {
-            size_t n = 0;
-            int cut = 0, werr = 0;
-            werr = read_remote(pid, tstate, ts, (size_t)t.tstate_span, NULL);
-            if (werr) {
-                if (werr != EFAULT) err = werr;
-                torn++;
-                break; /* the list itself is unreadable: stop this interpreter */
-            }
-            for (uint64_t attempt = 0; attempt <= t.retries; attempt++) {
-                uint64_t frame = 0;
-                if (attempt) {
-                    retries++;
-                    werr = read_remote(pid, tstate, ts, (size_t)t.tstate_span, NULL);
-                    if (werr) break;
-                }
-                Py_BEGIN_ALLOW_THREADS
-                werr = current_frame(pid, ts, &t, &frame);
-                if (!werr)
-                    werr = walk_chain(pid, frame, u64_at(ts + t.tstate_datastack_chunk), &w,
-                                      out, &n, &cut);
-                Py_END_ALLOW_THREADS
-                if (werr || !cut) break;
-            }
-            if (werr && werr != EFAULT) {
-                err = werr;
-                break;
-            }
-            if (werr) {
-                torn++;
-            } else {
-                PyObject *item = Py_BuildValue(
-                    "(KKOy#)", (unsigned long long)u64_at(ts + t.tstate_native_thread_id),
-                    (unsigned long long)u64_at(ts + t.tstate_thread_id),
-                    tstate == holder ? Py_True : Py_False, (const char *)out,
-                    (Py_ssize_t)(n * 16));
-                if (item == NULL || PyList_Append(result, item) < 0) {
-                    Py_XDECREF(item);
-                    Py_DECREF(result);
-                    PyMem_RawFree(out);
-                    return NULL;
-                }
-                Py_DECREF(item);
-            }
-            tstate = u64_at(ts + t.tstate_next);
-        }
-        if (!err) err = read_u64(pid, interp + t.interp_next, &interp);
+        if (want_gil && t.gil_where) err = gil_holder(s.pid, runtime, interp, &t, &holder);
+        if (!err) err = sample_interp(&s, interp, holder, result);
+        if (!err) err = read_u64(s.pid, interp + t.interp_next, &interp);
     }
-    PyMem_RawFree(out);
+    PyMem_RawFree(s.walk.out);
     if (err == EFAULT) {
-        torn++;
+        s.torn++;
         err = 0;
     }
     if (err) {
         Py_DECREF(result);
-        return raise_errno(err);
+        return err < 0 ? NULL : raise_errno(err);
     }
-    return Py_BuildValue("(Nll)", result, torn, retries);
+    return Py_BuildValue("(Nll)", result, s.torn, s.retries);
 }
 
 /* read(pid, address, size) -> bytes: one process_vm_readv (ctypes costs ~5 us more). */
@@ -378,12 +273,12 @@ static PyObject *read_mem(PyObject *self, PyObject *args) {
     PyObject *result = PyBytes_FromStringAndSize(NULL, size);
     if (result == NULL) return NULL;
     size_t got = 0;
-    int err = read_remote((pid_t)pid_arg, address, PyBytes_AS_STRING(result), (size_t)size, &got);
+    int err =
+        pk_read_remote((pid_t)pid_arg, address, PyBytes_AS_STRING(result), (size_t)size, &got);
     if (!err && got != (size_t)size) err = EFAULT;
     if (err) {
         Py_DECREF(result);
-        errno = err;
-        return PyErr_SetFromErrno(PyExc_OSError);
+        return raise_errno(err);
     }
     return result;
 }

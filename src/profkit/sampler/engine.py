@@ -138,7 +138,7 @@ class OutOfProcessEngine:
         settings = job.settings
         options = SamplerOptions(
             rate=1e9 / max(settings.interval_ns, 1000),
-            mode="cpu" if settings.sample_clock == "cpu" else "wall",
+            mode=settings.sample_clock,
             follow_children=settings.subprocesses,
         )
         prefixes = settings.prefixes

@@ -84,6 +84,13 @@ class Layout:
     gil_holder: int | None
 
     @property
+    def tstate_datastack_top(self) -> int:
+        """Where the thread's frame-stack top is: PyThreadState declares ``datastack_top``
+        right after ``datastack_chunk`` in 3.11, 3.12 and 3.13 (3.13's debug offsets do not
+        publish it). A yield-cut walk uses it to tell frames that existed then from newer ones."""
+        return self.tstate_datastack_chunk + 8
+
+    @property
     def tstate_span(self) -> int:
         """Bytes to read from a thread state to get every field used."""
         fields = [
@@ -91,7 +98,7 @@ class Layout:
             self.tstate_interp,
             self.tstate_thread_id,
             self.tstate_native_thread_id,
-            self.tstate_datastack_chunk,
+            self.tstate_datastack_top,
             self.tstate_cframe if self.tstate_cframe is not None else 0,
             self.tstate_current_frame if self.tstate_current_frame is not None else 0,
         ]

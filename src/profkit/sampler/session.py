@@ -26,7 +26,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from profkit._text import escape
 from profkit.calltree.model import CallNode, CallProfile, ThreadTree
@@ -41,9 +41,11 @@ from profkit.sampler.procinfo import (
     thread_name,
 )
 from profkit.sampler.reader import CodeInfo, Stack, StackReader, ThreadStack
+from profkit.settings import SAMPLE_CLOCKS, SampleClock
 
-Mode = Literal["wall", "cpu", "gil", "active"]
-MODES: tuple[Mode, ...] = ("wall", "cpu", "gil", "active")
+#: The modes are the settings' sample clocks (one table for run, attach and top).
+Mode = SampleClock
+MODES: tuple[Mode, ...] = SAMPLE_CLOCKS
 #: Seconds between scans for new child processes and exec checks.
 CHILD_SCAN_S = 0.1
 #: How far (ns) the loop may fall behind and still catch up: a late wake-up under load is

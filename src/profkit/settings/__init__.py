@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from profkit.api.names import prefix_matches
 from profkit.errors import SettingsError
@@ -55,7 +55,17 @@ from profkit.settings.parse import (
 
 Mode = Literal["trace", "sample", "memory"]
 Unit = Literal["us", "ns"]
-SampleClock = Literal["wall", "cpu"]
+#: What a sample's weight measures: the one table of sample modes (``run --sample-clock``,
+#: ``attach``/``top --mode``). gil and active are read from outside the program, so only
+#: the out-of-process sampler has them (:data:`IN_PROCESS_CLOCKS`).
+SampleClock = Literal["wall", "cpu", "gil", "active"]
+SAMPLE_CLOCKS: tuple[SampleClock, ...] = get_args(SampleClock)
+SAMPLE_CLOCK_HELP = (
+    "wall: every thread, wall time (default); cpu: threads' own CPU time; "
+    "gil: only the thread holding the GIL; active: wall time of threads that are running"
+)
+#: The clocks the in-process sampler (which runs inside the program) can measure.
+IN_PROCESS_CLOCKS: tuple[SampleClock, ...] = ("wall", "cpu")
 Native = Literal["auto", "on", "off"]
 
 
@@ -104,9 +114,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("interval_ns", "PROFKIT_INTERVAL", "--interval", interval,
             format_duration, 1_000_000, "sampling interval in sample mode (default 1ms)",
             "DURATION"),
-    Setting("sample_clock", "PROFKIT_SAMPLE_CLOCK", "--sample-clock", choice("wall", "cpu"),
-            str, "wall", "what a sample's weight measures in sample mode: wall or cpu time",
-            "{wall,cpu}"),
+    Setting("sample_clock", "PROFKIT_SAMPLE_CLOCK", "--sample-clock", choice(*SAMPLE_CLOCKS),
+            str, "wall", "what a sample's weight measures in sample mode; " + SAMPLE_CLOCK_HELP
+            + " (gil, active: sampled from outside only)", "{" + ",".join(SAMPLE_CLOCKS) + "}"),
     Setting("udp", "PROFKIT_UDP", "--udp", parse_address, format_address, None,
             "send event lines live to a profkit monitor at HOST:PORT", "HOST:PORT"),
     Setting("stream", "PROFKIT_STREAM", "--stream", optional_text, _text_or_empty, None,
