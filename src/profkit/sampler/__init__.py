@@ -12,16 +12,10 @@ docs/sampler.md for how it finds the interpreter and what each mode measures.
 """
 
 from profkit.sampler.command import SampleOutcome, sample_command, save_profiles
+from profkit.sampler.dumping import dump, format_dump
 from profkit.sampler.errors import AttachError, PermissionDenied, ProcessGone
-from profkit.sampler.session import (
-    MODES,
-    SamplerOptions,
-    SamplerSession,
-    SamplerStats,
-    dump,
-    format_dump,
-    sample_pid,
-)
+from profkit.sampler.options import MODES, SamplerOptions, SamplerStats
+from profkit.sampler.session import SamplerSession, sample_pid
 
 __all__ = [
     "MODES",

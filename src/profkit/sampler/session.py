@@ -25,27 +25,30 @@ import ctypes
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from profkit._text import escape
-from profkit.calltree.model import CallNode, CallProfile, ThreadTree
+from profkit.calltree.model import CallProfile
+from profkit.sampler.dumping import dump, format_dump, is_sampleable
 from profkit.sampler.errors import AttachError, PermissionDenied, ProcessGone
-from profkit.sampler.procinfo import (
-    ChildWatch,
-    ThreadClock,
-    children,
-    exe_path,
-    is_alive,
-    read_maps,
-    thread_name,
-)
-from profkit.sampler.reader import CodeInfo, Stack, StackReader, ThreadStack
-from profkit.settings import SAMPLE_CLOCKS, SampleClock
+from profkit.sampler.options import MODES, Mode, SamplerOptions, SamplerStats
+from profkit.sampler.procinfo import ChildWatch, children, exe_path, is_alive, read_maps
+from profkit.sampler.reader import CodeInfo, StackReader
+from profkit.sampler.recorder import ProcessRecorder
 
-#: The modes are the settings' sample clocks (one table for run, attach and top).
-Mode = SampleClock
-MODES: tuple[Mode, ...] = SAMPLE_CLOCKS
+__all__ = [
+    "MODES",
+    "Mode",
+    "ProcessRecorder",
+    "SamplerOptions",
+    "SamplerSession",
+    "SamplerStats",
+    "attach_reader",
+    "dump",
+    "format_dump",
+    "is_sampleable",
+    "sample_pid",
+]
+
 #: Seconds between scans for new child processes and exec checks.
 CHILD_SCAN_S = 0.1
 #: How far (ns) the loop may fall behind and still catch up: a late wake-up under load is
@@ -57,215 +60,8 @@ CATCH_UP_NS = 50_000_000
 #: the next sample would otherwise carry the whole stall; its excess is counted as
 #: ``unsampled_ns`` instead.
 MAX_WEIGHT_INTERVALS = 2
-#: Distinct (thread, stack) entries kept per process before new ones go to a catch-all.
-MAX_STACKS = 500_000
 _monotonic_ns = time.monotonic_ns
 _perf_ns = time.perf_counter_ns
-
-
-@dataclass(frozen=True, slots=True)
-class SamplerOptions:
-    """What to sample and how often."""
-
-    rate: float = 1000.0  #: samples per second asked
-    mode: Mode = "wall"
-    duration: float | None = None  #: seconds; None: until the target exits or stop()
-    follow_children: bool = True
-
-    def __post_init__(self) -> None:
-        if not 0 < self.rate <= 1_000_000:
-            raise ValueError(f"rate must be in (0, 1000000] Hz, not {self.rate}")
-        if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
-
-
-@dataclass(slots=True)
-class _Entry:
-    stack: Stack
-    samples: int = 0
-    weight_ns: int = 0
-
-
-@dataclass(slots=True)
-class ProcessRecorder:
-    """The samples of one process, aggregated by (thread, raw stack)."""
-
-    pid: int
-    reader: StackReader | None
-    exe: str
-    runtime_map: int  #: start of the libpython/python mapping (changes when it execs)
-    started_ns: int
-    argv: list[str] = field(default_factory=list)
-    entries: dict[tuple[int, bytes], _Entry] = field(default_factory=dict)
-    names: dict[int, str] = field(default_factory=dict)
-    idents: dict[int, int] = field(default_factory=dict)
-    clocks: dict[int, ThreadClock] = field(default_factory=dict)
-    samples: int = 0  #: thread stacks recorded
-    ticks: int = 0  #: ticks that read this process
-    torn_ticks: int = 0
-    ended: str = ""  #: why sampling this process stopped ('' while it goes on)
-    ended_ns: int = 0
-    python: str = ""
-    execs: int = 0
-
-    def add(self, stack: ThreadStack, weight_ns: int) -> None:
-        key = (stack.native_id, stack.key)
-        entry = self.entries.get(key)
-        if entry is None:
-            if len(self.entries) >= MAX_STACKS:
-                key = (stack.native_id, b"")
-                entry = self.entries.get(key)
-            if entry is None:
-                entry = self.entries[key] = _Entry(stack.frames if key[1] else ())
-            if stack.native_id not in self.names:
-                self.names[stack.native_id] = self.thread_label(stack.native_id)
-                self.idents[stack.native_id] = stack.thread_id
-        entry.samples += 1
-        entry.weight_ns += weight_ns
-        self.samples += 1
-
-    def thread_label(self, tid: int) -> str:
-        return thread_label(self.pid, tid)
-
-    def clock(self, tid: int) -> ThreadClock:
-        found = self.clocks.get(tid)
-        if found is None:
-            found = self.clocks[tid] = ThreadClock(self.pid, tid)
-        return found
-
-    def close(self, why: str) -> None:
-        if not self.ended:
-            self.ended = why
-            self.ended_ns = _monotonic_ns()
-        for c in self.clocks.values():
-            c.close()
-        self.clocks.clear()
-
-    def profile(
-        self,
-        options: SamplerOptions,
-        extra: dict[str, Any],
-        keep: Callable[[CodeInfo], bool] | None = None,
-        program_only: bool = False,
-    ) -> CallProfile:
-        """The call trees of this process in profkit's profile model (mode ``sample``).
-
-        ``keep`` hides the frames it rejects, charging their time to the nearest shown
-        caller (what ``--prefix`` does in-process). ``program_only`` leaves out the main
-        thread's samples outside the program's main code (the interpreter's start-up and
-        shutdown: an in-process profiler attaches at the program's first line).
-        """
-        main_roots = {"__main__", "runpy", ""}
-        if self.reader is not None and self.reader.namer.main_module:
-            main_roots.add(self.reader.namer.main_module)
-        profile = CallProfile(mode="sample")
-        trees: dict[int, ThreadTree] = {}
-        frame_ids: dict[CodeInfo, int] = {}
-        lines: dict[tuple[int, int], int] = {}
-        for (tid, _key), entry in self.entries.items():
-            if (
-                program_only
-                and tid == self.pid
-                and (not entry.stack or entry.stack[-1][0].module not in main_roots)
-            ):
-                continue
-            tree = trees.get(tid)
-            if tree is None:
-                tree = trees[tid] = ThreadTree(tid, self.names.get(tid, f"Thread-{tid}"))
-            node = tree.root
-            node.inclusive_ns += entry.weight_ns
-            node.calls += entry.samples
-            for info, _line in reversed(entry.stack):
-                if keep is not None and not keep(info):
-                    continue
-                fid = frame_ids.get(info)
-                if fid is None:
-                    fid = frame_ids[info] = profile.frame_id(info.frame)
-                node = node.child(fid)
-                node.calls += entry.samples
-                node.inclusive_ns += entry.weight_ns
-            node.exclusive_ns += entry.weight_ns
-            if entry.stack and entry.stack[0][0] in frame_ids:
-                info, line = entry.stack[0]
-                at = (frame_ids[info], line)
-                lines[at] = lines.get(at, 0) + entry.samples
-        for tree in trees.values():
-            _fix_root(tree.root)
-        profile.threads = sorted(
-            trees.values(), key=lambda t: (t.thread_id != self.pid, t.thread_id)
-        )
-        end = self.ended_ns or _monotonic_ns()
-        reader = self.reader
-        profile.metadata = {
-            "profiler": "profkit.sampler",
-            "pid": self.pid,
-            "argv": self.argv,
-            "python": self.python,
-            "start_time_ns": extra.get("start_time_ns", 0),
-            "duration_ns": max(end - self.started_ns, 0),
-            "settings": {"mode": "sample", "sampler_mode": options.mode, "rate": options.rate},
-            "sampler": {
-                "mode": options.mode,
-                "rate": options.rate,
-                "ticks": self.ticks,
-                "samples": self.samples,
-                "torn_ticks": self.torn_ticks,
-                "ended": self.ended or "stopped",
-                "execs": self.execs,
-                "native_walker": bool(reader and reader.native),
-                "thread_idents": {str(k): v for k, v in self.idents.items()},
-                # Where the time was, per line: [frame, line, samples], innermost frames.
-                "lines": sorted([f, ln, n] for (f, ln), n in lines.items()),
-            },
-        }
-        profile.metadata.update(extra)
-        return profile
-
-
-def thread_label(pid: int, tid: int) -> str:
-    """``MainThread`` for the main thread (as Python and in-process profiles call it),
-    another thread's kernel name (``comm``; CPython before 3.14 does not pass ``threading``
-    names to the kernel, so it is often the program's), ``Thread-<tid>`` once it is gone."""
-    if tid == pid:
-        return "MainThread"
-    return thread_name(pid, tid) or f"Thread-{tid}"
-
-
-def _fix_root(root: CallNode) -> None:
-    """A root's exclusive time is its weight outside any frame (threads with no frame)."""
-    root.exclusive_ns = root.inclusive_ns - sum(c.inclusive_ns for c in root.children.values())
-    root.calls = 0
-
-
-@dataclass(slots=True)
-class SamplerStats:
-    """What the loop did: samples asked vs delivered, and what each cost."""
-
-    asked: int = 0  #: ticks the schedule asked for (elapsed * rate)
-    ticks: int = 0  #: ticks done
-    late: int = 0  #: ticks that started more than one interval late
-    unsampled_ns: int = 0  #: wall time the sampler was kept from running (not in any weight)
-    busy_ns: int = 0  #: time spent sampling (not sleeping)
-    elapsed_ns: int = 0
-
-    @property
-    def delivered_ratio(self) -> float:
-        return self.ticks / self.asked if self.asked else 0.0
-
-    @property
-    def cost_us(self) -> float:
-        """Mean sampler time per tick (every process and thread), in µs."""
-        return self.busy_ns / self.ticks / 1000 if self.ticks else 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "asked": self.asked,
-            "ticks": self.ticks,
-            "late": self.late,
-            "unsampled_ns": self.unsampled_ns,
-            "cost_us_per_tick": round(self.cost_us, 2),
-            "elapsed_ns": self.elapsed_ns,
-        }
 
 
 def _set_timer_slack_ns(ns: int) -> None:
@@ -538,35 +334,6 @@ def sample_pid(pid: int, options: SamplerOptions | None = None) -> dict[int, Cal
     finally:
         session.close()
     return session.profiles()
-
-
-def dump(pid: int) -> list[ThreadStack]:
-    """Every thread's stack of ``pid`` now (one sample; no waiting)."""
-    return StackReader.attach(pid).sample(want_gil=True)
-
-
-def format_dump(pid: int, stacks: list[ThreadStack]) -> str:
-    """``profkit dump``'s text: each thread, innermost frame first, like a traceback upside down."""
-    lines = []
-    for s in stacks:
-        name = thread_label(pid, s.native_id)
-        gil = " [holds the GIL]" if s.holds_gil else ""
-        lines.append(f"Thread {s.native_id} ({escape(name)}){gil}:")
-        if not s.frames:
-            lines.append("    (no Python frames)")
-        for info, line in s.frames:
-            # Names and files come from the target: never let them drive the terminal.
-            lines.append(f"    {escape(info.name, 512)} ({escape(info.filename, 512)}:{line})")
-    return "\n".join(lines) + ("\n" if lines else "")
-
-
-def is_sampleable(pid: int) -> str | None:
-    """None when ``pid`` can be sampled, else the one-line reason (for the run fallback)."""
-    try:
-        StackReader.attach(pid)
-    except AttachError as exc:
-        return str(exc)
-    return None
 
 
 if sys.platform != "linux":  # pragma: no cover

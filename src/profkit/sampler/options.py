@@ -1,0 +1,61 @@
+"""What a sampler session is asked to do (:class:`SamplerOptions`) and what it did
+(:class:`SamplerStats`): plain values shared by the loop, the recorder, the CLI and the
+``run`` engine, kept apart so none of them imports the loop to name its options."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from profkit.settings import SAMPLE_CLOCKS, SampleClock
+
+#: The modes are the settings' sample clocks (one table for run, attach and top).
+Mode = SampleClock
+MODES: tuple[Mode, ...] = SAMPLE_CLOCKS
+
+
+@dataclass(frozen=True, slots=True)
+class SamplerOptions:
+    """What to sample and how often."""
+
+    rate: float = 1000.0  #: samples per second asked
+    mode: Mode = "wall"
+    duration: float | None = None  #: seconds; None: until the target exits or stop()
+    follow_children: bool = True
+
+    def __post_init__(self) -> None:
+        if not 0 < self.rate <= 1_000_000:
+            raise ValueError(f"rate must be in (0, 1000000] Hz, not {self.rate}")
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+
+
+@dataclass(slots=True)
+class SamplerStats:
+    """What the loop did: samples asked vs delivered, and what each cost."""
+
+    asked: int = 0  #: ticks the schedule asked for (elapsed * rate)
+    ticks: int = 0  #: ticks done
+    late: int = 0  #: ticks that started more than one interval late
+    unsampled_ns: int = 0  #: wall time the sampler was kept from running (not in any weight)
+    busy_ns: int = 0  #: time spent sampling (not sleeping)
+    elapsed_ns: int = 0
+
+    @property
+    def delivered_ratio(self) -> float:
+        return self.ticks / self.asked if self.asked else 0.0
+
+    @property
+    def cost_us(self) -> float:
+        """Mean sampler time per tick (every process and thread), in µs."""
+        return self.busy_ns / self.ticks / 1000 if self.ticks else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "asked": self.asked,
+            "ticks": self.ticks,
+            "late": self.late,
+            "unsampled_ns": self.unsampled_ns,
+            "cost_us_per_tick": round(self.cost_us, 2),
+            "elapsed_ns": self.elapsed_ns,
+        }

@@ -1,0 +1,194 @@
+"""One sampled process's samples, aggregated by (thread, raw stack), and the profile
+they make.
+
+Why apart from the loop (session.py): the loop's job is timing (when to read, what weight
+a sample gets); this is bookkeeping (one dict update per thread per tick) and, once at the
+end, building call trees in profkit's profile model, so the per-sample cost does not grow
+with stack depth beyond the walk itself.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from profkit.calltree.model import CallNode, CallProfile, ThreadTree
+from profkit.sampler.codes import CodeInfo, Stack
+from profkit.sampler.options import SamplerOptions
+from profkit.sampler.procinfo import ThreadClock, thread_name
+from profkit.sampler.reader import StackReader, ThreadStack
+
+#: Distinct (thread, stack) entries kept per process before new ones go to a catch-all.
+MAX_STACKS = 500_000
+_monotonic_ns = time.monotonic_ns
+
+
+@dataclass(slots=True)
+class _Entry:
+    stack: Stack
+    samples: int = 0
+    weight_ns: int = 0
+
+
+@dataclass(slots=True)
+class ProcessRecorder:
+    """The samples of one process, aggregated by (thread, raw stack)."""
+
+    pid: int
+    reader: StackReader | None
+    exe: str
+    runtime_map: int  #: start of the libpython/python mapping (changes when it execs)
+    started_ns: int
+    argv: list[str] = field(default_factory=list)
+    entries: dict[tuple[int, bytes], _Entry] = field(default_factory=dict)
+    names: dict[int, str] = field(default_factory=dict)
+    idents: dict[int, int] = field(default_factory=dict)
+    clocks: dict[int, ThreadClock] = field(default_factory=dict)
+    samples: int = 0  #: thread stacks recorded
+    ticks: int = 0  #: ticks that read this process
+    torn_ticks: int = 0
+    ended: str = ""  #: why sampling this process stopped ('' while it goes on)
+    ended_ns: int = 0
+    python: str = ""
+    execs: int = 0
+
+    def add(self, stack: ThreadStack, weight_ns: int) -> None:
+        key = (stack.native_id, stack.key)
+        entry = self.entries.get(key)
+        if entry is None:
+            if len(self.entries) >= MAX_STACKS:
+                key = (stack.native_id, b"")
+                entry = self.entries.get(key)
+            if entry is None:
+                entry = self.entries[key] = _Entry(stack.frames if key[1] else ())
+            if stack.native_id not in self.names:
+                self.names[stack.native_id] = self.thread_label(stack.native_id)
+                self.idents[stack.native_id] = stack.thread_id
+        entry.samples += 1
+        entry.weight_ns += weight_ns
+        self.samples += 1
+
+    def thread_label(self, tid: int) -> str:
+        return thread_label(self.pid, tid)
+
+    def clock(self, tid: int) -> ThreadClock:
+        found = self.clocks.get(tid)
+        if found is None:
+            found = self.clocks[tid] = ThreadClock(self.pid, tid)
+        return found
+
+    def close(self, why: str) -> None:
+        if not self.ended:
+            self.ended = why
+            self.ended_ns = _monotonic_ns()
+        for c in self.clocks.values():
+            c.close()
+        self.clocks.clear()
+
+    def profile(
+        self,
+        options: SamplerOptions,
+        extra: dict[str, Any],
+        keep: Callable[[CodeInfo], bool] | None = None,
+        program_only: bool = False,
+    ) -> CallProfile:
+        """The call trees of this process in profkit's profile model (mode ``sample``).
+
+        ``keep`` hides the frames it rejects, charging their time to the nearest shown
+        caller (what ``--prefix`` does in-process). ``program_only`` leaves out the main
+        thread's samples outside the program's main code (the interpreter's start-up and
+        shutdown: an in-process profiler attaches at the program's first line).
+        """
+        profile = CallProfile(mode="sample")
+        lines = self._build_trees(profile, keep, program_only)
+        end = self.ended_ns or _monotonic_ns()
+        reader = self.reader
+        profile.metadata = {
+            "profiler": "profkit.sampler",
+            "pid": self.pid,
+            "argv": self.argv,
+            "python": self.python,
+            "start_time_ns": extra.get("start_time_ns", 0),
+            "duration_ns": max(end - self.started_ns, 0),
+            "settings": {"mode": "sample", "sampler_mode": options.mode, "rate": options.rate},
+            "sampler": {
+                "mode": options.mode,
+                "rate": options.rate,
+                "ticks": self.ticks,
+                "samples": self.samples,
+                "torn_ticks": self.torn_ticks,
+                "ended": self.ended or "stopped",
+                "execs": self.execs,
+                "native_walker": bool(reader and reader.native),
+                "thread_idents": {str(k): v for k, v in self.idents.items()},
+                # Where the time was, per line: [frame, line, samples], innermost frames.
+                "lines": sorted([f, ln, n] for (f, ln), n in lines.items()),
+            },
+        }
+        profile.metadata.update(extra)
+        return profile
+
+    def _build_trees(
+        self,
+        profile: CallProfile,
+        keep: Callable[[CodeInfo], bool] | None,
+        program_only: bool,
+    ) -> dict[tuple[int, int], int]:
+        """Fill ``profile``'s frames and threads from the entries; the innermost frames'
+        samples by (frame, line) (what ``sampler.lines`` keeps)."""
+        main_roots = {"__main__", "runpy", ""}
+        if self.reader is not None and self.reader.namer.main_module:
+            main_roots.add(self.reader.namer.main_module)
+        trees: dict[int, ThreadTree] = {}
+        frame_ids: dict[CodeInfo, int] = {}
+        lines: dict[tuple[int, int], int] = {}
+        for (tid, _key), entry in self.entries.items():
+            if (
+                program_only
+                and tid == self.pid
+                and (not entry.stack or entry.stack[-1][0].module not in main_roots)
+            ):
+                continue
+            tree = trees.get(tid)
+            if tree is None:
+                tree = trees[tid] = ThreadTree(tid, self.names.get(tid, f"Thread-{tid}"))
+            node = tree.root
+            node.inclusive_ns += entry.weight_ns
+            node.calls += entry.samples
+            for info, _line in reversed(entry.stack):
+                if keep is not None and not keep(info):
+                    continue
+                fid = frame_ids.get(info)
+                if fid is None:
+                    fid = frame_ids[info] = profile.frame_id(info.frame)
+                node = node.child(fid)
+                node.calls += entry.samples
+                node.inclusive_ns += entry.weight_ns
+            node.exclusive_ns += entry.weight_ns
+            if entry.stack and entry.stack[0][0] in frame_ids:
+                info, line = entry.stack[0]
+                at = (frame_ids[info], line)
+                lines[at] = lines.get(at, 0) + entry.samples
+        for tree in trees.values():
+            _fix_root(tree.root)
+        profile.threads = sorted(
+            trees.values(), key=lambda t: (t.thread_id != self.pid, t.thread_id)
+        )
+        return lines
+
+
+def thread_label(pid: int, tid: int) -> str:
+    """``MainThread`` for the main thread (as Python and in-process profiles call it),
+    another thread's kernel name (``comm``; CPython before 3.14 does not pass ``threading``
+    names to the kernel, so it is often the program's), ``Thread-<tid>`` once it is gone."""
+    if tid == pid:
+        return "MainThread"
+    return thread_name(pid, tid) or f"Thread-{tid}"
+
+
+def _fix_root(root: CallNode) -> None:
+    """A root's exclusive time is its weight outside any frame (threads with no frame)."""
+    root.exclusive_ns = root.inclusive_ns - sum(c.inclusive_ns for c in root.children.values())
+    root.calls = 0
