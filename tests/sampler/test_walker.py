@@ -130,3 +130,11 @@ def test_a_chain_cut_by_a_yield_keeps_the_generator_not_a_fresh_read():
     threads, torn, retries = walker.sample(os.getpid(), runtime, False, params, PARAMS)
     assert len(threads) == 1 and torn == 0 and retries == 2
     assert struct.unpack("=QQ", threads[0][3]) == (0x1000, 0x1000 + 200)
+
+
+def test_the_extension_exports_only_its_init_function():
+    """The walker's units share functions (``WALKER_HIDDEN`` in _walker.h); the built module
+    exports ``PyInit__walker`` alone, so none can clash with another extension's."""
+    from tests.clr.test_exports import exported
+
+    assert exported(walker.__file__) == {"PyInit__walker"}

@@ -8,6 +8,13 @@
 #include <string.h>
 #include <sys/types.h>
 
+/* The units share these functions; the module exports only PyInit__walker. */
+#if defined(__GNUC__)
+#define WALKER_HIDDEN __attribute__((visibility("hidden")))
+#else
+#define WALKER_HIDDEN
+#endif
+
 #define FRAME_OWNED_BY_GENERATOR 1
 #define FRAME_OWNED_BY_CSTACK 3
 
@@ -32,12 +39,12 @@ static inline uint64_t u64_at(const unsigned char *p) {
 }
 
 /* One process_vm_readv; 0 or an errno (EFAULT for a short read when ``got`` is NULL). */
-int pk_read_remote(pid_t pid, uint64_t addr, void *buf, size_t size, size_t *got);
+WALKER_HIDDEN int pk_read_remote(pid_t pid, uint64_t addr, void *buf, size_t size, size_t *got);
 
 /* 1 when the walk parameters are sane (spans and offsets inside one page, depth bounded). */
-int pk_check_walk_params(const WalkParams *w);
+WALKER_HIDDEN int pk_check_walk_params(const WalkParams *w);
 
 /* Walk one frame chain from ``frame`` (no GIL needed); 0 or an errno. */
-int pk_walk_chain(pid_t pid, uint64_t frame, uint64_t chunk, const WalkParams *w, Walk *walk);
+WALKER_HIDDEN int pk_walk_chain(pid_t pid, uint64_t frame, uint64_t chunk, const WalkParams *w, Walk *walk);
 
 #endif
