@@ -5,8 +5,10 @@ what ``llvm-profdata show`` and ``overlap`` print (and profkit's JSON variant) i
 presentation, kept here so library users get it without the CLI, and the formats
 package stays bytes ↔ model only. Modules: :mod:`.llvm_show` (``show`` text),
 :mod:`.json_show` (``show --json``), :mod:`.llvm_overlap` (``overlap`` text),
-:mod:`.show_options`, :mod:`.topn`. Module names differ from the functions they define,
-so importing a module never shadows an exported function.
+:mod:`.show_options`, :mod:`.topn`; ``show`` text prints its records in :mod:`.llvm_show`,
+value-profile sites in :mod:`.show_values` and its summary in :mod:`.show_footer`. Module
+names differ from the functions they define, so importing a module never shadows an
+exported function.
 """
 
 from __future__ import annotations
