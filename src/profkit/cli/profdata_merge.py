@@ -238,7 +238,7 @@ def _run_merge(args: argparse.Namespace) -> int:
     from profkit.formats.instrprof.indexed_writer import build_indexed, write_indexed
     from profkit.formats.instrprof.merge import drop_all_zero
     from profkit.formats.instrprof.merge.files import MergeInput, default_jobs, merge_files
-    from profkit.formats.instrprof.text import NEWEST_DIALECT, format_text, write_text
+    from profkit.formats.instrprof.text_writer import NEWEST_DIALECT, format_text, write_text
 
     inputs = [MergeInput(path, weight) for path, weight in gather_inputs(args)]
     ensure_not_an_input(args.output, [i.path for i in inputs])

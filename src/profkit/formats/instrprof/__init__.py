@@ -34,7 +34,8 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from profkit.formats.instrprof.raw import parse_raw
     from profkit.formats.instrprof.reader import parse_profile, read_profile, sniff
     from profkit.formats.instrprof.summary import compute_summary
-    from profkit.formats.instrprof.text import format_text, parse_text, write_text
+    from profkit.formats.instrprof.text import parse_text
+    from profkit.formats.instrprof.text_writer import format_text, write_text
 
 #: Exported name → the submodule (of this package) that defines it.
 _EXPORTS: dict[str, str] = {
@@ -50,7 +51,7 @@ _EXPORTS: dict[str, str] = {
     "ValueKind": "model",
     "build_indexed": "indexed_writer",
     "compute_summary": "summary",
-    "format_text": "text",
+    "format_text": "text_writer",
     "merge_profiles": "merge",
     "overlap": "overlap_calc",
     "parse_indexed": "indexed",
@@ -60,7 +61,7 @@ _EXPORTS: dict[str, str] = {
     "read_profile": "reader",
     "sniff": "reader",
     "write_indexed": "indexed_writer",
-    "write_text": "text",
+    "write_text": "text_writer",
 }
 
 __all__ = [
