@@ -33,7 +33,7 @@ from profkit.formats.instrprof.model import (
     ValueSite,
 )
 from profkit.formats.instrprof.names import add_names, decode_names
-from profkit.formats.instrprof.raw_sections import locate, next_profile
+from profkit.formats.instrprof.raw_sections import RawSections, locate, next_profile
 from profkit.formats.instrprof.values import read_value_block
 
 _NATIVE = "<" if sys.byteorder == "little" else ">"
@@ -129,21 +129,16 @@ def _read_one(
         rec_layout.struct.iter_unpack(cur.data[data_pos : data_pos + num_data * rec_layout.size])
     )
     _build_records(
-        cur, h, version, order, psize, kind, rec_layout, records, data_pos,
-        counters, bitmap, vtables, symtab, profile, timestamps,
-    )  # fmt: skip
+        cur, where, order, psize, records, counters, bitmap, vtables, symtab, profile, timestamps
+    )
 
 
 def _build_records(
     cur: Cursor,
-    h: dict[str, int],
-    version: int,
+    where: RawSections,
     order: str,
     psize: int,
-    kind: ProfileKind,
-    lay: Layout,
     records: list[tuple[int, ...]],
-    data_pos: int,
     counters: memoryview,
     bitmap: memoryview,
     vtables: list[tuple[int, ...]],
@@ -151,54 +146,35 @@ def _build_records(
     profile: Profile,
     timestamps: list[tuple[int, int]],
 ) -> None:
-    """Turn data records into :class:`FunctionRecord` s, reading value blocks in step."""
-    byte_cov = bool(kind & ProfileKind.SINGLE_BYTE_COVERAGE)
-    temporal = bool(kind & ProfileKind.TEMPORAL)
+    """Turn data records into :class:`FunctionRecord` s, reading value blocks in step.
+
+    The loop runs once per function of files with hundreds of thousands of them, so its
+    common path is inline; the rare parts (timestamps, bitmaps, unaligned counters) and
+    error messages are calls."""
+    byte_cov = bool(where.kind & ProfileKind.SINGLE_BYTE_COVERAGE)
+    temporal = bool(where.kind & ProfileKind.TEMPORAL)
     cell = 1 if byte_cov else 8
     pmask = (1 << (psize * 8)) - 1
     sign = 1 << (psize * 8 - 1)
-    relative = version >= RELATIVE_POINTERS_FROM
+    lay, data_pos = where.record, where.data[0]
     rec_size = lay.size
-    counters_delta = h["counters_delta"] & pmask
-    bitmap_delta = h.get("bitmap_delta", 0) & pmask
-    i_name, i_hash, i_cptr = lay.pos("name_ref"), lay.pos("func_hash"), lay.pos("counter_ptr")
-    i_fptr, i_nc = lay.pos("function_ptr"), lay.pos("num_counters")
-    i_vs, n_kinds = lay.index["num_value_sites"]
-    i_bptr = lay.pos("bitmap_ptr") if lay.has("bitmap_ptr") else -1
-    i_nb = lay.pos("num_bitmap_bytes") if lay.has("num_bitmap_bytes") else -1
-
-    if byte_cov:
-        cells: Sequence[int] = bytes(counters).translate(_COVERAGE_TABLE)
-    else:
-        arr = array("Q")
-        arr.frombytes(counters)
-        if order != _NATIVE:
-            arr.byteswap()
-        cells = arr
-    # One C-level conversion of the whole section; records then take list slices.
-    flat: list[int] = cells.tolist() if isinstance(cells, array) else []
-    raw_counters = bytes(counters) if temporal else b""
+    cdelta = where.header["counters_delta"] & pmask
+    bdelta = where.header.get("bitmap_delta", 0) & pmask
+    i_name, i_hash, i_cptr, i_fptr, i_nc, i_vs, n_kinds, i_bptr, i_nb = _record_fields(lay)
+    cells, flat = _counter_cells(counters, order, byte_cov)
     n_bytes = len(counters)
-
-    out = profile.records
-    append = out.append
-    step = rec_size if relative else 0
-    cdelta = counters_delta
-    bdelta = bitmap_delta
-    nbitmap = len(bitmap)
+    append = profile.records.append
+    # v8+: CounterPtr is relative to the record, which moves rec_size further from the
+    # counters with every record (spec §4.5); v5/v7 pointers are absolute.
+    step = rec_size if where.version >= RELATIVE_POINTERS_FROM else 0
     remap: _Remapper | None = None
     for idx, rec in enumerate(records):
         nref = rec[i_name]
         name = symtab.get(nref)
         if name is None:
-            raise cur.fail(
-                "malformed",
-                f"record {idx}: name hash 0x{nref:016x} is not in the names section",
-                data_pos + idx * rec_size,
-            )
+            detail = f"record {idx}: name hash 0x{nref:016x} is not in the names section"
+            raise cur.fail("malformed", detail, data_pos + idx * rec_size)
         n = rec[i_nc]
-        # v8+: CounterPtr is relative to the record, which moves rec_size further from
-        # the counters with every record (spec §4.5); v5/v7 pointers are absolute.
         off = (rec[i_cptr] - cdelta) & pmask
         cdelta -= step
         if n == 0 or off + n * cell > n_bytes:
@@ -207,37 +183,24 @@ def _build_records(
                 data_pos + idx * rec_size,
             )  # fmt: skip
         if temporal:
-            ts = int.from_bytes(raw_counters[off : off + 8], "little" if order == "<" else "big")
-            if ts not in (0, _M64):
-                timestamps.append((ts, nref))
-            off += 8
-            n -= 8 // cell
+            off, n = _timestamp(cur, counters, order, cell, off, n, nref, timestamps)
             if n <= 0:
-                raise cur.fail(
-                    "malformed",
-                    f"record {idx} ({name}): no counters after timestamp",
-                    data_pos + idx * rec_size,
-                )
-        if cell == 8:
-            if off & 7 == 0:
-                counts = flat[off >> 3 : (off >> 3) + n]
-            else:
-                counts = list(array("Q", bytes(counters[off : off + 8 * n])))
-                if order != _NATIVE:
-                    counts = _swapped(counts)
-        else:
+                detail = f"record {idx} ({name}): no counters after timestamp"
+                raise cur.fail("malformed", detail, data_pos + idx * rec_size)
+        if cell != 8:
             counts = list(cells[off : off + n])
+        elif off & 7 == 0:
+            counts = flat[off >> 3 : (off >> 3) + n]
+        else:
+            counts = _unaligned_counts(counters, off, n, order)
         bm = b""
         if i_nb >= 0:
             nb = rec[i_nb]
-            if nb:
+            if nb:  # MC/DC only
                 boff = (rec[i_bptr] - bdelta) & pmask
-                if boff + nb > nbitmap:
-                    raise cur.fail(
-                        "malformed",
-                        f"record {idx} ({name}): bitmap bytes outside the bitmap section",
-                        data_pos + idx * rec_size,
-                    )
+                if boff + nb > len(bitmap):
+                    detail = f"record {idx} ({name}): bitmap bytes outside the bitmap section"
+                    raise cur.fail("malformed", detail, data_pos + idx * rec_size)
                 bm = bytes(bitmap[boff : boff + nb])
             bdelta -= step
         frec = FunctionRecord(name, rec[i_hash], counts, bm)
@@ -248,6 +211,63 @@ def _build_records(
                     remap = _Remapper(records, i_fptr, i_name, vtables)
                 frec.value_sites = remap(sites)
         append(frec)
+
+
+def _record_fields(lay: Layout) -> tuple[int, int, int, int, int, int, int, int, int]:
+    """Tuple positions of the record fields :func:`_build_records` reads (-1: absent):
+    name, hash, counter pointer, function pointer, number of counters, first value-site
+    count and number of value kinds, bitmap pointer, number of bitmap bytes."""
+    i_vs, n_kinds = lay.index["num_value_sites"]
+    return (
+        lay.pos("name_ref"),
+        lay.pos("func_hash"),
+        lay.pos("counter_ptr"),
+        lay.pos("function_ptr"),
+        lay.pos("num_counters"),
+        i_vs,
+        n_kinds,
+        lay.pos("bitmap_ptr") if lay.has("bitmap_ptr") else -1,
+        lay.pos("num_bitmap_bytes") if lay.has("num_bitmap_bytes") else -1,
+    )
+
+
+def _counter_cells(
+    counters: memoryview, order: str, byte_cov: bool
+) -> tuple[Sequence[int], list[int]]:
+    """(each counter cell, the same as a list for 8-byte counters): one C-level
+    conversion of the whole section, so records then take list slices."""
+    if byte_cov:
+        return bytes(counters).translate(_COVERAGE_TABLE), []
+    arr = array("Q")
+    arr.frombytes(counters)
+    if order != _NATIVE:
+        arr.byteswap()
+    return arr, arr.tolist()
+
+
+def _timestamp(
+    cur: Cursor,
+    counters: memoryview,
+    order: str,
+    cell: int,
+    off: int,
+    n: int,
+    nref: int,
+    timestamps: list[tuple[int, int]],
+) -> tuple[int, int]:
+    """Temporal profiles: the record's first 8 bytes are its first-call timestamp.
+    Records it (0 and all-ones mean "never called") and returns the counters' (off, n)."""
+    raw = bytes(counters[off : off + 8])
+    ts = int.from_bytes(raw, "little" if order == "<" else "big")
+    if ts not in (0, _M64):
+        timestamps.append((ts, nref))
+    return off + 8, n - 8 // cell
+
+
+def _unaligned_counts(counters: memoryview, off: int, n: int, order: str) -> list[int]:
+    """8-byte counters at an offset that is not a multiple of 8 (not from clang's runtime)."""
+    counts = list(array("Q", bytes(counters[off : off + 8 * n])))
+    return _swapped(counts) if order != _NATIVE else counts
 
 
 def _counter_problem(
