@@ -25,11 +25,6 @@ ALLOWED: dict[str, str] = {
     "cli/profdata_merge.py::_run_merge": "being split in session 5 (this file's author)",
     "clr/launch.py::run_dotnet": "being split in session 5 (this file's author)",
     "clr/result.py::parse_result": "being split in session 5 (this file's author)",
-    "formats/instrprof/raw.py::_build_records": "being split in session 5 (this file's author)",
-    "formats/instrprof/text.py": "being split in session 5 (this file's author)",
-    "present/instrprof/llvm_show.py": "being split in session 5 (this file's author)",
-    "present/instrprof/llvm_show.py::show_text": "being split in session 5 (this file's author)",
-    "present/instrprof/llvm_show.py::_footer": "being split in session 5 (this file's author)",
 }
 
 
