@@ -157,6 +157,39 @@ def test_forked_child_is_followed(target):
     assert any(f.name == "__main__.parent_loop" for f in profiles[t.pid].frames)
 
 
+def test_short_lived_children_are_followed_above_the_floor(target):
+    """Children are looked for every CHILD_LOOK_S (20 ms; the floor in docs/sampler.md):
+    five forks that each live 50 ms (2.5 looks; the old 100 ms scan missed most), one after
+    the other, are all found and sampled."""
+    from profkit.sampler.session import CHILD_LOOK_S
+
+    assert CHILD_LOOK_S <= 0.02
+    t = target(
+        """
+        import os, time
+        def short_child():
+            end = time.time() + 0.05
+            while time.time() < end:
+                pass
+            os._exit(0)
+        print("ready", flush=True)
+        for _ in range(5):
+            pid = os.fork()
+            if pid == 0:
+                short_child()
+            os.waitpid(pid, 0)
+            time.sleep(0.03)
+        while True:
+            time.sleep(0.01)
+        """
+    )
+    _session, profiles = _sample(t.pid, duration=0.9)
+    children = [p for pid, p in profiles.items() if pid != t.pid]
+    assert len(children) == 5, sorted(profiles)
+    for child in children:
+        assert any(f.name == "__main__.short_child" for f in child.frames)
+
+
 def test_exec_of_a_non_python_program_ends_that_process(target):
     t = target(
         """

@@ -40,7 +40,8 @@ def add_sampling_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-children",
         action="store_true",
-        help="do not follow child Python processes",
+        help="do not follow child Python processes (followed by default: new children are "
+        "looked for every 20 ms, so one that ends within ~20 ms of its start may be missed)",
     )
 
 

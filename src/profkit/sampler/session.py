@@ -11,9 +11,9 @@ totals stay true to the clock). Modes say which threads count and with what weig
 * ``active``: wall time, idle threads left out (a thread counts when the kernel has it
   running or runnable at the sample: state ``R``).
 
-Samples are aggregated by raw stack (one dict update per thread per tick); the call
-trees are built once at the end, so the per-sample cost does not grow with stack depth
-beyond the walk itself. Child processes are found every ``CHILD_SCAN_S`` seconds and
+Samples are aggregated by raw stack (recorder.py: one dict update per thread per tick);
+the call trees are built once at the end, so the per-sample cost does not grow with stack
+depth beyond the walk itself. Child processes are looked for every ``CHILD_LOOK_S`` and
 sampled too when they run Python (a ``fork`` of the target always does; a child that
 ``exec``s something else is dropped, and re-found if it later execs Python).
 """
@@ -49,7 +49,12 @@ __all__ = [
     "sample_pid",
 ]
 
-#: Seconds between scans for new child processes and exec checks.
+#: Seconds between looks for new child processes. A child is sampled from the look that
+#: finds it (plus its attach, ~1 ms), so one that ends sooner than this after it started
+#: may be missed: the documented floor (docs/sampler.md, --help). A look lists /proc
+#: (~50-250 us), about 1 % of a core at this cadence, on the sampler's side only.
+CHILD_LOOK_S = 0.02
+#: Seconds between checks of the processes followed for exit and exec (reads their maps).
 CHILD_SCAN_S = 0.1
 #: How far (ns) the loop may fall behind and still catch up: a late wake-up under load is
 #: made good by sampling at once, without sleeping, until back on schedule (each sample's
@@ -142,6 +147,7 @@ class SamplerSession:
         next_tick = start
         last = start
         next_scan = start + int(CHILD_SCAN_S * 1e9)
+        next_look = start
         next_call = start + int(every_s * 1e9)
         stats = self.stats
         sleep = time.sleep
@@ -164,6 +170,9 @@ class SamplerSession:
                 if now >= next_scan:
                     self.scan()
                     next_scan = now + int(CHILD_SCAN_S * 1e9)
+                if now >= next_look:
+                    self.look()
+                    next_look = now + int(CHILD_LOOK_S * 1e9)
                 stats.busy_ns += _perf_ns() - t0
                 stats.ticks += 1
                 if until is not None and until():
@@ -227,7 +236,7 @@ class SamplerSession:
                         rec.add(s, wall_ns)
 
     def scan(self) -> None:
-        """Follow new child processes, notice exec, and end processes that have gone."""
+        """Notice exec, and end processes that have gone (every ``CHILD_SCAN_S``)."""
         for rec in list(self.recorders.values()):
             if rec.ended:
                 continue
@@ -236,6 +245,10 @@ class SamplerSession:
                 continue
             if rec.reader is not None and _runtime_map(rec.pid, rec.reader) != rec.runtime_map:
                 self._exec(rec)
+
+    def look(self) -> None:
+        """Follow new child processes, and watched ones that exec'd Python (every
+        ``CHILD_LOOK_S``: what decides how short-lived a child may be and still be seen)."""
         if self._initial and self.options.follow_children:
             self._initial = False
             for child in children(self.pid):
