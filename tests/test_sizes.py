@@ -23,8 +23,6 @@ ALLOWED: dict[str, str] = {
     "cli/profdata_merge.py": "being split in session 5 (this file's author)",
     "cli/profdata_merge.py::_register_merge": "being split in session 5 (this file's author)",
     "cli/profdata_merge.py::_run_merge": "being split in session 5 (this file's author)",
-    "clr/launch.py::run_dotnet": "being split in session 5 (this file's author)",
-    "clr/result.py::parse_result": "being split in session 5 (this file's author)",
 }
 
 

@@ -85,21 +85,7 @@ def run_dotnet(
         proc = subprocess.Popen(
             [host.path, assembly, *args], env=env, stdin=stdin, stdout=stdout, stderr=stderr
         )
-        # Ctrl-C reaches the program through the terminal: profkit waits for it to end.
-        # A SIGTERM sent to profkit alone is passed on, so the program ends as it would
-        # (CoreCLR runs its exit handlers and the profiler writes its result), and profkit
-        # then saves the profile and dies of SIGTERM too (profkit.runner.outcome).
-        saved = {}
-        if _main_thread():
-            saved[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
-            saved[signal.SIGTERM] = signal.signal(
-                signal.SIGTERM, lambda signum, frame: _forward(proc, signum)
-            )
-        try:
-            code = _wait(proc)
-        finally:
-            for signum, previous in saved.items():
-                signal.signal(signum, previous)
+        code = _wait_passing_signals(proc)
         outcome = DotnetOutcome(status=code, host=host)
         if code < 0:
             outcome.signal = -code
@@ -135,6 +121,26 @@ def run_dotnet(
         save_perf_map(PerfMap.from_entries(perf_map_entries(result)), path)
         outcome.perf_map = path
     return outcome
+
+
+def _wait_passing_signals(proc: subprocess.Popen[bytes]) -> int:
+    """Wait for the program; its exit status (negative: the signal that killed it).
+
+    Ctrl-C reaches the program through the terminal: profkit waits for it to end.
+    A SIGTERM sent to profkit alone is passed on, so the program ends as it would
+    (CoreCLR runs its exit handlers and the profiler writes its result), and profkit
+    then saves the profile and dies of SIGTERM too (profkit.runner.outcome)."""
+    saved = {}
+    if _main_thread():
+        saved[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        saved[signal.SIGTERM] = signal.signal(
+            signal.SIGTERM, lambda signum, frame: _forward(proc, signum)
+        )
+    try:
+        return _wait(proc)
+    finally:
+        for signum, previous in saved.items():
+            signal.signal(signum, previous)
 
 
 def _forward(proc: subprocess.Popen[bytes], signum: int) -> None:

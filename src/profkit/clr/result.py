@@ -153,6 +153,31 @@ _SCALARS = {
 
 def parse_result(data: bytes, path: str = "<clr result>") -> ClrResult:
     """Parse a result file's bytes (see the module docstring)."""
+    lines = _framed_lines(data, path)
+    out = ClrResult()
+    known_tids: set[int] = set()
+    for number, line in enumerate(lines[1:-1], start=2):
+        parts = line.split("\t")
+        record = parts[0]
+        want = _FIELDS.get(record)
+        if want is None:
+            raise FormatError(
+                "malformed", f"unknown record {record[:40]!r}", path=path, line=number
+            )
+        # a name field is last and may not contain a tab (the writer replaces them)
+        if len(parts) - 1 != want:
+            raise FormatError(
+                "malformed",
+                f"{record}: {len(parts) - 1} fields, expected {want}",
+                path=path,
+                line=number,
+            )
+        _read_record(out, record, parts[1:], path, number, known_tids)
+    return out
+
+
+def _framed_lines(data: bytes, path: str) -> list[str]:
+    """The file's lines, checked to begin with the magic and version and end with ``end``."""
     if len(data) > MAX_BYTES:
         raise FormatError("too_large", f"{len(data)} bytes (at most {MAX_BYTES})", path=path)
     text = data.decode("utf-8", "replace")
@@ -176,95 +201,90 @@ def parse_result(data: bytes, path: str = "<clr result>") -> ClrResult:
             "truncated", "no 'end' record: the profiled process stopped before writing it all",
             path=path, line=len(lines),
         )  # fmt: skip
-    out = ClrResult()
-    known_tids: set[int] = set()
-    for number, line in enumerate(lines[1:-1], start=2):
-        parts = line.split("\t")
-        record = parts[0]
-        want = _FIELDS.get(record)
-        if want is None:
+    return lines
+
+
+def _read_record(
+    out: ClrResult, record: str, f: list[str], path: str, number: int, known_tids: set[int]
+) -> None:
+    """Add one record (its fields ``f``, counted already) to ``out``."""
+    if record in _SCALARS:
+        setattr(out, _SCALARS[record], _int(f[0], 10, record, path, number))
+    elif record == "udp":
+        out.udp_datagrams = _int(f[0], 10, "udp datagrams", path, number)
+        out.udp_dropped = _int(f[1], 10, "udp dropped", path, number)
+    elif record == "prefix":
+        out.prefixes.append(f[0])
+    elif record == "method":
+        out.methods[_int(f[0], 10, "method id", path, number)] = f[1]
+    elif record == "thread":
+        tid = _int(f[0], 10, "thread id", path, number)
+        out.threads[tid] = f[1]
+        known_tids.add(tid)
+    elif record == "node":
+        _read_node(out, f, path, number, known_tids)
+    elif record == "module":
+        out.modules.append(
+            Module(
+                _int(f[0], 16, "module id", path, number),
+                _int(f[1], 16, "module base", path, number),
+                _int(f[2], 10, "module flags", path, number),
+                f[3],
+            )
+        )
+    elif record == "code":
+        _read_code(out, f, path, number)
+    elif record == "span":
+        tid, method, start, end, depth = (_int(v, 10, "span field", path, number) for v in f)
+        if method not in out.methods or end < start:
             raise FormatError(
-                "malformed", f"unknown record {record[:40]!r}", path=path, line=number
+                "malformed", f"span of method {method} ({start}..{end})", path=path, line=number
             )
-        # a name field is last and may not contain a tab (the writer replaces them)
-        if len(parts) - 1 != want:
-            raise FormatError(
-                "malformed",
-                f"{record}: {len(parts) - 1} fields, expected {want}",
-                path=path,
-                line=number,
+        out.spans.append(SpanRecord(tid, method, start, end, depth))
+    else:  # event
+        out.events.append(
+            Event(
+                _int(f[0], 10, "event time", path, number),
+                _int(f[1], 10, "event thread", path, number),
+                f[2],
+                f[3],
             )
-        f = parts[1:]
-        if record in _SCALARS:
-            setattr(out, _SCALARS[record], _int(f[0], 10, record, path, number))
-        elif record == "udp":
-            out.udp_datagrams = _int(f[0], 10, "udp datagrams", path, number)
-            out.udp_dropped = _int(f[1], 10, "udp dropped", path, number)
-        elif record == "prefix":
-            out.prefixes.append(f[0])
-        elif record == "method":
-            out.methods[_int(f[0], 10, "method id", path, number)] = f[1]
-        elif record == "thread":
-            tid = _int(f[0], 10, "thread id", path, number)
-            out.threads[tid] = f[1]
-            known_tids.add(tid)
-        elif record == "node":
-            tid = _int(f[0], 10, "node thread", path, number)
-            if tid not in known_tids:
-                raise FormatError(
-                    "malformed", f"node of unknown thread {tid}", path=path, line=number
-                )
-            n, parent, method, calls, incl, lo, hi = (
-                _int(v, 10, "node field", path, number) for v in f[1:]
-            )
-            nodes = out.nodes.setdefault(tid, [])
-            if n != len(nodes) + 1 or parent >= n:
-                raise FormatError(
-                    "malformed", f"node {n} (parent {parent}) out of order", path=path, line=number
-                )
-            if method != 0 and method not in out.methods:
-                raise FormatError(
-                    "malformed", f"node names unknown method {method}", path=path, line=number
-                )
-            nodes.append(Node(n, parent, method, calls, incl, lo, hi))
-        elif record == "module":
-            out.modules.append(
-                Module(
-                    _int(f[0], 16, "module id", path, number),
-                    _int(f[1], 16, "module base", path, number),
-                    _int(f[2], 10, "module flags", path, number),
-                    f[3],
-                )
-            )
-        elif record == "code":
-            if f[2] not in ("jit", "r2r"):
-                raise FormatError("malformed", f"code kind {f[2][:20]!r}", path=path, line=number)
-            out.code.append(
-                CodeRange(
-                    _int(f[0], 16, "code start", path, number),
-                    _int(f[1], 16, "code size", path, number),
-                    f[2],
-                    _int(f[3], 16, "code module", path, number),
-                    f[4],
-                )
-            )
-        elif record == "span":
-            tid, method, start, end, depth = (_int(v, 10, "span field", path, number) for v in f)
-            if method not in out.methods or end < start:
-                raise FormatError(
-                    "malformed", f"span of method {method} ({start}..{end})", path=path, line=number
-                )
-            out.spans.append(SpanRecord(tid, method, start, end, depth))
-        else:  # event
-            out.events.append(
-                Event(
-                    _int(f[0], 10, "event time", path, number),
-                    _int(f[1], 10, "event thread", path, number),
-                    f[2],
-                    f[3],
-                )
-            )
-    return out
+        )
+
+
+def _read_node(out: ClrResult, f: list[str], path: str, number: int, known_tids: set[int]) -> None:
+    """A call-tree node: its thread, parent and method must already be known."""
+    tid = _int(f[0], 10, "node thread", path, number)
+    if tid not in known_tids:
+        raise FormatError("malformed", f"node of unknown thread {tid}", path=path, line=number)
+    n, parent, method, calls, incl, lo, hi = (
+        _int(v, 10, "node field", path, number) for v in f[1:]
+    )
+    nodes = out.nodes.setdefault(tid, [])
+    if n != len(nodes) + 1 or parent >= n:
+        raise FormatError(
+            "malformed", f"node {n} (parent {parent}) out of order", path=path, line=number
+        )
+    if method != 0 and method not in out.methods:
+        raise FormatError(
+            "malformed", f"node names unknown method {method}", path=path, line=number
+        )
+    nodes.append(Node(n, parent, method, calls, incl, lo, hi))
+
+
+def _read_code(out: ClrResult, f: list[str], path: str, number: int) -> None:
+    """A code range: JIT-compiled or ReadyToRun, in a module."""
+    if f[2] not in ("jit", "r2r"):
+        raise FormatError("malformed", f"code kind {f[2][:20]!r}", path=path, line=number)
+    out.code.append(
+        CodeRange(
+            _int(f[0], 16, "code start", path, number),
+            _int(f[1], 16, "code size", path, number),
+            f[2],
+            _int(f[3], 16, "code module", path, number),
+            f[4],
+        )
+    )
 
 
 def load_result(path: str) -> ClrResult:
