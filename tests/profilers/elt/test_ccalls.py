@@ -194,3 +194,23 @@ def test_a_forked_child_releases_the_parents_tool() -> None:
         assert mon.get_tool(tool) == "profkit-c-calls"  # the parent keeps it
     finally:
         hook.stop()
+
+
+@needs_monitoring
+def test_a_profiler_dropped_without_detaching_frees_its_tool_id() -> None:
+    """The recorder's C-call callbacks sit in sys.monitoring's registry for the whole
+    process: they must not keep the profiler (and so its tool id) alive once it is dropped,
+    or cProfile later finds "Another profiling tool is already active"."""
+    import gc
+
+    from tests.profilers.elt.test_profiler import make
+
+    mon: Any = sys.monitoring  # type: ignore[attr-defined]
+    before = {t: mon.get_tool(t) for t in range(6)}
+    prof, driver, _lines = make()
+    with driver.call("app.main", 10):
+        driver.leaf("app.work", 20)
+    taken = [t for t in range(6) if mon.get_tool(t) == "profkit-c-calls" and before[t] is None]
+    del prof, driver, _lines
+    gc.collect()
+    assert {t: mon.get_tool(t) for t in range(6)} == before, taken

@@ -293,12 +293,15 @@ class EltProfiler(TraceHooks, SampleHooks, Results, AttachWatch, ProfilerCallbac
         recorder_type = native.Recorder
         assert recorder_type is not None  # use_native is only called when it was built
         own_clock = self._clock is _perf_counter_ns and _PERF_COUNTER_IS_MONOTONIC
+        # The recorder reaches back weakly: its c_call/c_return are sys.monitoring
+        # callbacks (a process-wide registry), so a strong reference to this profiler would
+        # keep it, and its C-call tool id, alive forever once dropped without detaching.
         recorder = self._recorder = recorder_type(
-            self._new_native_thread,
+            _weakly(self._new_native_thread),
             self._basetime,
             clock=None if own_clock else self._clock,
             emit=self._emit,
-            name=self._name,
+            name=_weakly(self._name),
             unit=self._unit,
             span_cap=-1 if self._spans is None else self._span_cap,
         )
@@ -337,3 +340,14 @@ class SamplingProfiler(EltProfiler):
     """The same profiler in sample mode (``profkit.profilers.elt:SamplingProfiler``)."""
 
     mode_override = "sample"
+
+
+def _weakly(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method`` called through a weak reference to its object (None once it is gone)."""
+    ref = weakref.WeakMethod(method)
+
+    def call(*args: Any) -> Any:
+        target = ref()
+        return None if target is None else target(*args)
+
+    return call
