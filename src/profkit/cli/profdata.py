@@ -22,9 +22,10 @@ def register(sub: Any, name: str, help_text: str) -> None:
         dest="profdata_command", metavar="SUBCOMMAND", parser_class=type(parser)
     )
     _register_show(inner)
-    from profkit.cli import profdata_merge
+    from profkit.cli import profdata_merge, profdata_overlap
 
     profdata_merge.register(inner)
+    profdata_overlap.register(inner)
     parser.set_defaults(handler=lambda args: _no_subcommand(parser))
 
 

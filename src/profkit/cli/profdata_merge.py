@@ -1,10 +1,10 @@
-"""`profkit profdata merge` and `profkit profdata overlap` (llvm-profdata's options).
+"""`profkit profdata merge` (llvm-profdata's options).
 
-Thin: gather the inputs, call :mod:`profkit.formats.instrprof.merge.files` /
-:mod:`~profkit.formats.instrprof.overlap_calc` (text from
-:mod:`profkit.present.instrprof`), write the result. Bad input is a
-:class:`ProfkitError` (one line, exit status 2); per-input problems are warnings on
-stderr, one line each, naming the file.
+Thin: gather the inputs (:mod:`.profdata_inputs`), call
+:mod:`profkit.formats.instrprof.merge.files` (or the Dask scale-out of
+:mod:`.profdata_scale`), write the result; ``overlap`` is :mod:`.profdata_overlap`.
+Bad input is a :class:`ProfkitError` (one line, exit status 2); per-input problems are
+warnings on stderr, one line each, naming the file.
 
 Imported by ``profkit profdata show`` too (argparse needs every subparser), so module
 level imports stay minimal; readers, writers and file helpers load in the handlers.
@@ -13,13 +13,13 @@ level imports stay minimal; readers, writers and file helpers load in the handle
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 import time
 from typing import Any, TextIO
 
 from profkit.cli import profdata_scale
+from profkit.cli.profdata_inputs import gather_inputs
 from profkit.errors import ProfkitError, UsageError
 
 #: llvm-profdata release → the indexed version its `merge` writes.
@@ -27,9 +27,8 @@ LLVM_INDEXED_VERSION = {14: 7, 16: 9, 19: 12, 22: 13}
 
 
 def register(sub: Any) -> None:
-    """Add ``merge`` and ``overlap`` to the ``profkit profdata`` subparsers."""
+    """Add ``merge`` to the ``profkit profdata`` subparsers."""
     _register_merge(sub)
-    _register_overlap(sub)
 
 
 # ---------------------------------------------------------------------------------------
@@ -70,6 +69,14 @@ def _register_merge(sub: Any) -> None:
         choices=sorted(LLVM_INDEXED_VERSION),
         help="write exactly what llvm-profdata-N writes (text dialect and indexed version)",
     )
+    _add_input_options(p)
+    _add_content_options(p)
+    profdata_scale.add_options(p)
+    p.set_defaults(handler=run_merge)
+
+
+def _add_input_options(p: argparse.ArgumentParser) -> None:
+    """Weighted inputs and input lists (gathered by :func:`gather_inputs`)."""
     p.add_argument(
         "--weighted-input",
         action="append",
@@ -85,6 +92,10 @@ def _register_merge(sub: Any) -> None:
         metavar="LIST",
         help="a file listing inputs, one '[W,]path' per line ('#' comments)",
     )
+
+
+def _add_content_options(p: argparse.ArgumentParser) -> None:
+    """What the merged profile keeps, how the merge runs, and when it fails."""
     p.add_argument("--sparse", action="store_true", help="drop functions whose counts are all zero")
     p.add_argument(
         "--temporal-profile-trace-reservoir-size",
@@ -117,82 +128,6 @@ def _register_merge(sub: Any) -> None:
         default="any",
         help="fail if any input is invalid (default), only if all are, or never",
     )
-    profdata_scale.add_options(p)
-    p.set_defaults(handler=run_merge)
-
-
-#: llvm-profdata's weights are uint64_t.
-_MAX_WEIGHT = (1 << 64) - 1
-
-
-def _clip(text: str, limit: int = 80) -> str:
-    """``text`` cut for an error line (a 5,000-digit weight is not echoed back whole)."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _parse_weight(text: str, where: str) -> int:
-    digits = text.strip().lstrip("+")
-    if digits.isascii() and digits.isdigit() and len(digits.lstrip("0")) > len(str(_MAX_WEIGHT)):
-        # (int() refuses over 4,300 digits with a ValueError: judge by length first)
-        raise UsageError(f"{where}: weight must be below 2^64 ({len(digits)} digits given)")
-    try:
-        weight = int(text)
-    except ValueError:
-        raise UsageError(f"{where}: weight {text[:40]!r} is not an integer") from None
-    if weight < 1:
-        raise UsageError(f"{where}: weight must be at least 1, not {weight}")
-    if weight > _MAX_WEIGHT:
-        raise UsageError(f"{where}: weight must be below 2^64, not {weight}")
-    return weight
-
-
-def _expand(path: str, weight: int, out: list[tuple[str, int]]) -> None:
-    if os.path.isdir(path):
-        for root, dirs, files in os.walk(path):
-            dirs.sort()
-            for name in sorted(files):
-                out.append((os.path.join(root, name), weight))
-    elif os.path.exists(path):
-        out.append((path, weight))
-    else:
-        raise UsageError(f"{path}: no such file or directory")
-
-
-def gather_inputs(args: argparse.Namespace) -> list[tuple[str, int]]:
-    """Every input as (path, weight) in llvm-profdata's order.
-
-    That is: positional inputs, then ``--weighted-input`` ones, then ``--input-files``
-    lists — the order decides which record wins when two disagree, and how ``-j``
-    deals inputs to writers. Directories are walked in sorted order (LLVM: directory
-    order, which is not reproducible).
-    """
-    found: list[tuple[str, int]] = []
-    for path in args.inputs:
-        _expand(path, 1, found)
-    for item in args.weighted_input:
-        weight_text, sep, path = item.partition(",")
-        if not sep or not path:
-            raise UsageError(f"--weighted-input={_clip(item)}: expected W,FILE")
-        _expand(path, _parse_weight(weight_text, f"--weighted-input={_clip(item)}"), found)
-    for listing in args.input_files:
-        try:
-            with open(listing, encoding="utf-8", errors="surrogateescape") as fh:
-                lines = fh.read().splitlines()
-        except OSError as exc:
-            raise UsageError(f"{listing}: cannot read input list: {exc.strerror}") from None
-        for number, raw_line in enumerate(lines, start=1):
-            line = raw_line.strip()
-            if not line or line.startswith("#"):
-                continue
-            weight = 1
-            head, sep, tail = line.partition(",")
-            if sep and head.strip().isdigit():
-                weight = _parse_weight(head.strip(), f"{listing}: line {number}")
-                line = tail.strip()
-            _expand(line, weight, found)
-    if not found:
-        raise UsageError("no input files")
-    return found
 
 
 class _ProgressBar:
@@ -234,11 +169,10 @@ def run_merge(args: argparse.Namespace) -> int:
 
 
 def _run_merge(args: argparse.Namespace) -> int:
-    from profkit._atomic import ensure_not_an_input, write_errors
-    from profkit.formats.instrprof.indexed_writer import build_indexed, write_indexed
+    from profkit._atomic import ensure_not_an_input
     from profkit.formats.instrprof.merge import drop_all_zero
-    from profkit.formats.instrprof.merge.files import MergeInput, default_jobs, merge_files
-    from profkit.formats.instrprof.text_writer import NEWEST_DIALECT, format_text, write_text
+    from profkit.formats.instrprof.merge.files import MergeInput, default_jobs
+    from profkit.formats.instrprof.text_writer import NEWEST_DIALECT
 
     inputs = [MergeInput(path, weight) for path, weight in gather_inputs(args)]
     ensure_not_an_input(args.output, [i.path for i in inputs])
@@ -253,33 +187,51 @@ def _run_merge(args: argparse.Namespace) -> int:
         dialect = args.llvm_version
         if version is None:
             version = LLVM_INDEXED_VERSION[args.llvm_version]
-    bar = _ProgressBar(len(inputs), sys.stderr) if sys.stderr.isatty() else None
-    profdata_scale.check_options(args)
-    try:
-        if args.dask:
-            outcome = profdata_scale.run_dask(args, inputs, jobs, bar)
-        else:
-            outcome = merge_files(
-                inputs,
-                jobs=jobs,
-                # --sparse is applied by the writers: LLVM ≤ 16 order names before dropping.
-                sparse=False,
-                progress=bar,
-                trace_reservoir_size=args.temporal_profile_trace_reservoir_size,
-                max_trace_length=args.temporal_profile_max_trace_length,
-                llvm_contexts=jobs,  # as llvm-profdata -j N: N writers merged pairwise
-                llvm_version=_llvm_release(args.llvm_version, version),
-                binary=profdata_scale.correlation(args),
-            )
-    finally:
-        if bar is not None:
-            bar.close()
+    outcome = _merge(args, inputs, jobs, version)
     chosen = None
     if version is None and not args.text and not args.llvm_default:
         from profkit.formats.instrprof.compat import readable_version
 
         chosen = readable_version(outcome.input_versions, outcome.profile)
         version = chosen.version
+    _report_failures(args, outcome, len(inputs))
+    _filter_functions(outcome.profile, args.function, args.no_function)
+    if args.text and args.sparse:
+        drop_all_zero(outcome.profile)
+    _write(args, outcome.profile, version, dialect)
+    if chosen is not None:
+        _say_version(chosen)
+    return 0
+
+
+def _merge(args: argparse.Namespace, inputs: list[Any], jobs: int, version: int | None) -> Any:
+    """Merge ``inputs`` here or on Dask, with a progress bar on a terminal."""
+    from profkit.formats.instrprof.merge.files import merge_files
+
+    bar = _ProgressBar(len(inputs), sys.stderr) if sys.stderr.isatty() else None
+    profdata_scale.check_options(args)
+    try:
+        if args.dask:
+            return profdata_scale.run_dask(args, inputs, jobs, bar)
+        return merge_files(
+            inputs,
+            jobs=jobs,
+            # --sparse is applied by the writers: LLVM ≤ 16 order names before dropping.
+            sparse=False,
+            progress=bar,
+            trace_reservoir_size=args.temporal_profile_trace_reservoir_size,
+            max_trace_length=args.temporal_profile_max_trace_length,
+            llvm_contexts=jobs,  # as llvm-profdata -j N: N writers merged pairwise
+            llvm_version=_llvm_release(args.llvm_version, version),
+            binary=profdata_scale.correlation(args),
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _report_failures(args: argparse.Namespace, outcome: Any, n_inputs: int) -> None:
+    """Warn about each input that could not be merged; raise if ``--failure-mode`` says so."""
     profdata_scale.report_warnings(outcome.warnings, outcome.profile, args.show_mismatched)
     for path, message in outcome.failures:
         shown = message if message.startswith(path) else f"{path}: {message}"
@@ -291,31 +243,31 @@ def _run_merge(args: argparse.Namespace) -> int:
         args.failure_mode == "any" or (args.failure_mode == "all" and not outcome.merged)
     ):
         raise ProfkitError(
-            f"{failed} of {len(inputs)} input(s) could not be merged "
+            f"{failed} of {n_inputs} input(s) could not be merged "
             f"(--failure-mode={args.failure_mode}); first: {outcome.failures[0][0]}"
         )
-    _filter_functions(outcome.profile, args.function, args.no_function)
-    if args.text and args.sparse:
-        drop_all_zero(outcome.profile)
+
+
+def _write(args: argparse.Namespace, profile: Any, version: int | None, dialect: int) -> None:
+    """Write the merged profile: atomically to ``-o FILE``, or to stdout for ``-o -``."""
+    from profkit._atomic import write_errors
+    from profkit.formats.instrprof.indexed_writer import build_indexed, write_indexed
+    from profkit.formats.instrprof.text_writer import format_text, write_text
+
     if args.output == "-":  # like llvm-profdata: "-o -" writes to stdout
         if args.text:
-            data = format_text(outcome.profile, llvm_version=dialect).encode(
-                "utf-8", "surrogateescape"
-            )
+            data = format_text(profile, llvm_version=dialect).encode("utf-8", "surrogateescape")
         else:
-            data = build_indexed(outcome.profile, version, sparse=args.sparse)
+            data = build_indexed(profile, version, sparse=args.sparse)
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
     else:
         with write_errors(f"cannot write {args.output}: "):
             if args.text:
-                write_text(outcome.profile, args.output, llvm_version=dialect)
+                write_text(profile, args.output, llvm_version=dialect)
             else:
-                write_indexed(outcome.profile, args.output, version, sparse=args.sparse)
-    if chosen is not None:
-        _say_version(chosen)
-    return 0
+                write_indexed(profile, args.output, version, sparse=args.sparse)
 
 
 def _say_version(choice: Any) -> None:
@@ -349,55 +301,3 @@ def _filter_functions(profile: Any, keep: str | None, drop: str | None) -> None:
         f"{len(names) - len(kept)} of {len(names)} functions in the original profile are filtered.",
         file=sys.stderr,
     )
-
-
-# ---------------------------------------------------------------------------------------
-# overlap
-
-
-def _register_overlap(sub: Any) -> None:
-    help_text = "show how much two profiles overlap (llvm-profdata overlap)"
-    p = sub.add_parser("overlap", help=help_text, description=help_text)
-    p.add_argument("base", help="the base profile")
-    p.add_argument("test", help="the test profile")
-    p.add_argument(
-        "--function", metavar="SUBSTRING", help="show per-function overlap for matching names"
-    )
-    p.add_argument(
-        "--value-cutoff",
-        type=int,
-        default=-1,
-        metavar="N",
-        help="show per-function overlap for functions whose max count is at least N",
-    )
-    p.add_argument("--cs", action="store_true", help="compare the context-sensitive records")
-    p.add_argument("-o", "--output", help="write the report here instead of stdout")
-    p.add_argument(
-        "--llvm-version",
-        type=int,
-        choices=sorted(LLVM_INDEXED_VERSION),
-        default=22,
-        help="print exactly as llvm-profdata-N does (14-19 spell 'infomation')",
-    )
-    p.set_defaults(handler=run_overlap)
-
-
-def run_overlap(args: argparse.Namespace) -> int:
-    """The ``overlap`` handler."""
-    from profkit._atomic import ensure_not_an_input, write_atomic, write_errors
-    from profkit.formats.instrprof.overlap_calc import overlap
-    from profkit.formats.instrprof.reader import read_profile
-    from profkit.present.instrprof.llvm_overlap import format_overlap
-
-    if args.output:
-        ensure_not_an_input(args.output, [args.base, args.test])
-    base = read_profile(args.base)
-    test = read_profile(args.test)
-    result = overlap(base, test, cs=args.cs, function=args.function, value_cutoff=args.value_cutoff)
-    text = format_overlap(result, args.base, args.test, llvm_version=args.llvm_version)
-    if args.output:
-        with write_errors(f"cannot write {args.output}: "):
-            write_atomic(args.output, text.encode("utf-8", "surrogateescape"))
-    else:
-        sys.stdout.write(text)
-    return 0
