@@ -12,14 +12,16 @@ each tool's fixed start/exit cost (measured on an empty script) out of both side
     python bench/elt_bench.py --repeat 9 --workload recursion
     python bench/elt_bench.py --peer "profkit trace"   # a quicker subset (+ bare, cProfile)
     python bench/elt_bench.py --hot-path               # ns per enter+leave, no collector
-    python bench/elt_bench.py --real                   # sympy and json.tool, wall + peak RSS
+    python bench/elt_bench.py --real --repeat 3        # sympy and json.tool: wall, CPU, peak RSS
     python bench/elt_bench.py --sampling-ab 21         # sampling overhead, A/B in-process
     python bench/elt_bench.py --sampling-ab 11 --scale 5   # ... over longer runs
 
 Targets (issue #4): trace mode overhead ≤ cProfile's on 3.12+; sampling ≤ 1.03× bare.
 Real programs (issue #11, ``--real``): whole-process wall overhead ≤ cProfile's, peak
 memory ≤ 2× cProfile's, on sympy (simplify/integrate/factor) and ``python -m json.tool``
-on a generated 8 MB file; one run each, the profiler's own start-up and saving included.
+on a generated 8 MB file; whole runs (the profiler's start-up, saving and end-of-run tree
+included), the best of ``--repeat`` (default 1); CPU time beside wall time, since on a
+loaded machine wall time mostly measures the other load.
 Peers missing from an interpreter (``pip install -e '.[bench]'``) are skipped, not faked.
 """
 
@@ -454,8 +456,11 @@ def _json_input(directory: str) -> str:
     return path
 
 
-def _run_once(cmd: list[str]) -> tuple[float, float]:
-    """(wall seconds, peak RSS in MB) of one whole run (``wait4``'s ru_maxrss)."""
+def _run_once(cmd: list[str]) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak RSS in MB) of one whole run (``wait4``'s rusage).
+
+    CPU time (user + system) is reported beside wall time because on a loaded machine
+    wall time mostly measures the other load; both are the profiled process's own."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -467,11 +472,12 @@ def _run_once(cmd: list[str]) -> tuple[float, float]:
     wall = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
         raise subprocess.CalledProcessError(os.waitstatus_to_exitcode(status), cmd)
-    return wall, usage.ru_maxrss / 1024
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
-def real_programs(python: str) -> None:
-    """Bare, cProfile, pyinstrument and profkit trace on real programs: wall and peak RSS."""
+def real_programs(python: str, repeat: int = 1) -> None:
+    """Bare, cProfile, pyinstrument and profkit trace on real programs: wall, CPU and peak
+    RSS (the best of ``repeat`` runs each, runs of the tools interleaved)."""
     version = subprocess.run(
         [python, "-c", "import sys; print(sys.version.split()[0])"],
         capture_output=True,
@@ -491,22 +497,32 @@ def real_programs(python: str) -> None:
         programs["json.tool 8 MB"] = ["-m", "json.tool", source, os.path.join(tmp, "out.json")]
         for name, program in programs.items():
             # each tool gets the program as python would: script, or -m module
-            runs = _real_commands(python, program, tmp)
+            runs = {t: c for t, c in _real_commands(python, program, tmp).items() if c}
             subprocess.run(runs["bare"], capture_output=True, check=True)  # warm caches
-            results = {tool: _run_once(cmd) for tool, cmd in runs.items() if cmd is not None}
-            bare_wall, _ = results["bare"]
-            c_wall, c_rss = results["cProfile"]
-            print(f"\n{version} {name}: one run each, wall and peak RSS")
-            print(
-                f"  {'tool':<16}{'wall':>9}{'× bare':>8}{'overhead/cProfile':>19}{'peak MB':>9}"
-                f"{'× cProfile':>11}"
-            )
-            for tool, (wall, rss) in results.items():
-                over = (wall - bare_wall) / (c_wall - bare_wall) if c_wall > bare_wall else 0.0
-                print(
-                    f"  {tool:<16}{wall:>8.2f}s{wall / bare_wall:>7.2f}×{over:>18.2f}×"
-                    f"{rss:>9.0f}{rss / c_rss:>10.2f}×"
-                )
+            samples: dict[str, list[tuple[float, float, float]]] = {tool: [] for tool in runs}
+            for _ in range(repeat):
+                for tool, cmd in runs.items():
+                    samples[tool].append(_run_once(cmd))
+            best = {t: tuple(min(col) for col in zip(*v, strict=True)) for t, v in samples.items()}
+            _real_table(f"{version} {name}", best, repeat)
+
+
+def _real_table(title: str, best: dict[str, tuple[float, ...]], repeat: int) -> None:
+    """Each tool: wall and CPU time, × bare, added time ÷ cProfile's added time, peak RSS."""
+    bare_wall, bare_cpu, _ = best["bare"]
+    c_wall, c_cpu, c_rss = best["cProfile"]
+    print(f"\n{title}: best of {repeat} run(s) each; wall, CPU (user+sys), peak RSS")
+    print(
+        f"  {'tool':<16}{'wall':>8}{'× bare':>8}{'over/cP':>9}{'CPU':>8}{'× bare':>8}"
+        f"{'over/cP':>9}{'peak MB':>9}{'× cP':>7}"
+    )
+    for tool, (wall, cpu, rss) in best.items():
+        over = (wall - bare_wall) / (c_wall - bare_wall) if c_wall > bare_wall else 0.0
+        over_cpu = (cpu - bare_cpu) / (c_cpu - bare_cpu) if c_cpu > bare_cpu else 0.0
+        print(
+            f"  {tool:<16}{wall:>7.2f}s{wall / bare_wall:>7.2f}×{over:>8.2f}×"
+            f"{cpu:>7.2f}s{cpu / bare_cpu:>7.2f}×{over_cpu:>8.2f}×{rss:>9.0f}{rss / c_rss:>6.2f}×"
+        )
 
 
 def _real_commands(python: str, program: list[str], tmp: str) -> dict[str, list[str] | None]:
@@ -531,7 +547,7 @@ def main() -> int:
     parser.add_argument(
         "--python", action="append", help="interpreter(s) to measure (default: this one)"
     )
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, help="runs per measurement (default 5; --real: 1)")
     parser.add_argument("--workload", action="append", choices=sorted(WORKLOADS))
     parser.add_argument(
         "--peer",
@@ -572,7 +588,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.real:
         for python in args.python or [sys.executable]:
-            real_programs(python)
+            real_programs(python, args.repeat or 1)
         return 0
     if args.hot_path:
         hot_path()
@@ -587,7 +603,7 @@ def main() -> int:
         if shutil.which(python) is None and not os.path.exists(python):
             print(f"skipping {python}: not found", file=sys.stderr)
             continue
-        bench(python, args.repeat, args.workload or list(WORKLOADS), args.peer)
+        bench(python, args.repeat or 5, args.workload or list(WORKLOADS), args.peer)
     return 0
 
 
