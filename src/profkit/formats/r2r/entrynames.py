@@ -12,7 +12,7 @@ from profkit.formats.r2r.image import (
     SECTION_MANIFEST_METADATA,
     Component,
     R2RImage,
-    _to_offset,
+    to_offset,
 )
 from profkit.formats.r2r.metadata import (
     ASSEMBLYREF,
@@ -74,7 +74,7 @@ class EntryNamer:
         if SECTION_MANIFEST_METADATA not in self.image.sections:
             return None
         rva, size = self.image.sections[SECTION_MANIFEST_METADATA]
-        return Metadata(self.data, _to_offset(self.pe, rva, size, "manifest"), size, path=self.path)
+        return Metadata(self.data, to_offset(self.pe, rva, size, "manifest"), size, path=self.path)
 
     def methoddef_name(
         self,

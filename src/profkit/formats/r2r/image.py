@@ -127,18 +127,19 @@ class R2RImage:
         return md
 
 
-def _fail(path: str | None, kind: str, detail: str, offset: int) -> FormatError:
+def r2r_error(path: str | None, kind: str, detail: str, offset: int) -> FormatError:
+    """A :class:`FormatError` naming the image file and the offset of the bad bytes."""
     return FormatError(kind, detail, path=path, offset=offset)  # type: ignore[arg-type]
 
 
-def _to_offset(pe: PEImage, rva: int, size: int, what: str, at: int = 0) -> int:
+def to_offset(pe: PEImage, rva: int, size: int, what: str, at: int = 0) -> int:
     """File offset of ``size`` bytes at ``rva``; an RVA outside every section is an
     error at ``at``, the file offset where that RVA was read."""
     try:
         return pe.rva_to_offset(rva, size, what)
     except FormatError as exc:
         if exc.offset is None:
-            raise _fail(pe.path, exc.kind, exc.detail, at) from None
+            raise r2r_error(pe.path, exc.kind, exc.detail, at) from None
         raise
 
 
@@ -158,7 +159,7 @@ def _cli_header(pe: PEImage) -> tuple[int, int, int, int, int] | None:
 
 
 def _read_cor_header(pe: PEImage, rva: int, at: int) -> tuple[int, int, int, int, int]:
-    off = _to_offset(pe, rva, 72, "CLI header", at)
+    off = to_offset(pe, rva, 72, "CLI header", at)
     cur = Cursor(pe.data, off, path=pe.path, error=FormatError)
     cur.skip(8, "CLI header")
     md_rva, md_size, flags = cur.unpack("<III", "CLI header")
@@ -168,7 +169,7 @@ def _read_cor_header(pe: PEImage, rva: int, at: int) -> tuple[int, int, int, int
 
 
 def _metadata_at(pe: PEImage, md_rva: int, md_size: int, at: int) -> Metadata:
-    off = _to_offset(pe, md_rva, md_size, "metadata", at)
+    off = to_offset(pe, md_rva, md_size, "metadata", at)
     return Metadata(pe.data, off, md_size, path=pe.path)
 
 
@@ -187,18 +188,18 @@ def _export_rva(pe: PEImage, symbol: bytes) -> int | None:
     rva, size = pe.directories[0]
     if not rva or not size:
         return None
-    off = _to_offset(pe, rva, 40, "export directory", _directory_offset(pe, 0))
+    off = to_offset(pe, rva, 40, "export directory", _directory_offset(pe, 0))
     cur = Cursor(pe.data, off, path=pe.path, error=FormatError)
     cur.skip(20, "export directory")
     n_functions, n_names, functions, names, ordinals = cur.unpack("<IIIII", "export directory")
     if n_names > 0x10000 or n_functions > 0x10000:
         raise cur.fail("too_large", f"{n_names} export names / {n_functions} functions")
-    name_off = _to_offset(pe, names, 4 * n_names, "export name table", off + 32)
-    ord_off = _to_offset(pe, ordinals, 2 * n_names, "export ordinal table", off + 36)
-    fn_off = _to_offset(pe, functions, 4 * n_functions, "export address table", off + 28)
+    name_off = to_offset(pe, names, 4 * n_names, "export name table", off + 32)
+    ord_off = to_offset(pe, ordinals, 2 * n_names, "export ordinal table", off + 36)
+    fn_off = to_offset(pe, functions, 4 * n_functions, "export address table", off + 28)
     for i in range(n_names):
         (name_rva,) = struct.unpack_from("<I", pe.data, name_off + 4 * i)
-        at = _to_offset(pe, name_rva, 1, "export name", name_off + 4 * i)
+        at = to_offset(pe, name_rva, 1, "export name", name_off + 4 * i)
         if pe.data[at : at + len(symbol) + 1] == symbol + b"\0":
             (ordinal,) = struct.unpack_from("<H", pe.data, ord_off + 2 * i)
             if ordinal >= n_functions:
@@ -211,7 +212,7 @@ def _read_sections(
     pe: PEImage, rva: int, what: str, at: int = 0
 ) -> tuple[int, dict[int, tuple[int, int]]]:
     """A READYTORUN_CORE_HEADER at ``rva``: (flags, {section type: (rva, size)})."""
-    off = _to_offset(pe, rva, 8, what, at)
+    off = to_offset(pe, rva, 8, what, at)
     cur = Cursor(pe.data, off, path=pe.path, error=FormatError)
     flags, n = cur.unpack("<II", what)
     if n > _MAX_SECTIONS:
@@ -222,7 +223,7 @@ def _read_sections(
         kind, s_rva, s_size = cur.unpack("<III", f"{what} section")
         if s_size:
             # every section must lie in the file: later reads of it cannot fail
-            _to_offset(pe, s_rva, s_size, f"R2R section {kind}", cur.pos - 12)
+            to_offset(pe, s_rva, s_size, f"R2R section {kind}", cur.pos - 12)
         sections.setdefault(kind, (s_rva, s_size))
     return flags, sections
 
@@ -252,7 +253,7 @@ def read_r2r_image(data: bytes, *, path: str | None = None) -> R2RImage:
             path=path,
             offset=0,
         )
-    off = _to_offset(pe, header_rva, 16, "ReadyToRun header", cli[0] + 64 if cli else 0)
+    off = to_offset(pe, header_rva, 16, "ReadyToRun header", cli[0] + 64 if cli else 0)
     cur = Cursor(data, off, path=path, error=FormatError)
     signature, major, minor = cur.unpack("<IHH", "ReadyToRun header")
     if signature != RTR_SIGNATURE:
@@ -263,7 +264,7 @@ def read_r2r_image(data: bytes, *, path: str | None = None) -> R2RImage:
             offset=off,
         )
     if major < 2 or major > 64:
-        raise _fail(path, "unsupported_version", f"ReadyToRun version {major}.{minor}", off + 4)
+        raise r2r_error(path, "unsupported_version", f"ReadyToRun version {major}.{minor}", off + 4)
     flags, sections = _read_sections(pe, header_rva + 8, "ReadyToRun header", off)
     arch, os_name = _machine(pe)
     composite = composite or metadata is None
@@ -282,7 +283,7 @@ def _machine(pe: PEImage) -> tuple[str, str]:
         arch = _MACHINES.get(pe.machine ^ xor)
         if arch is not None:
             return arch, os_name
-    raise _fail(pe.path, "malformed", f"unknown COFF machine 0x{pe.machine:04x}", 0)
+    raise r2r_error(pe.path, "malformed", f"unknown COFF machine 0x{pe.machine:04x}", 0)
 
 
 def _components(image: R2RImage) -> list[Component]:
@@ -291,16 +292,18 @@ def _components(image: R2RImage) -> list[Component]:
     manifest = None
     if SECTION_MANIFEST_METADATA in image.sections:
         m_rva, m_size = image.sections[SECTION_MANIFEST_METADATA]
-        manifest = Metadata(pe.data, _to_offset(pe, m_rva, m_size, "manifest"), m_size, path=path)
+        manifest = Metadata(pe.data, to_offset(pe, m_rva, m_size, "manifest"), m_size, path=path)
     if SECTION_COMPONENT_ASSEMBLIES not in image.sections:
-        raise _fail(path, "malformed", "composite image without a ComponentAssemblies section", 0)
+        raise r2r_error(
+            path, "malformed", "composite image without a ComponentAssemblies section", 0
+        )
     c_rva, c_size = image.sections[SECTION_COMPONENT_ASSEMBLIES]
-    c_off = _to_offset(pe, c_rva, c_size, "ComponentAssemblies")
+    c_off = to_offset(pe, c_rva, c_size, "ComponentAssemblies")
     count = c_size // 16
     mvids: list[bytes | None] = [None] * count
     if SECTION_MANIFEST_MVIDS in image.sections:
         v_rva, v_size = image.sections[SECTION_MANIFEST_MVIDS]
-        v_off = _to_offset(pe, v_rva, v_size, "ManifestAssemblyMvids")
+        v_off = to_offset(pe, v_rva, v_size, "ManifestAssemblyMvids")
         for i in range(min(count, v_size // 16)):
             mvids[i] = bytes(pe.data[v_off + 16 * i : v_off + 16 * i + 16])
     components = []

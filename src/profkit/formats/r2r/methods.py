@@ -22,8 +22,8 @@ from profkit.formats.r2r.image import (
     SECTION_RUNTIME_FUNCTIONS,
     MethodBody,
     R2RImage,
-    _fail,
-    _to_offset,
+    r2r_error,
+    to_offset,
 )
 from profkit.formats.r2r.metadata import METHODDEF
 from profkit.formats.r2r.nativeformat import NativeReader, native_array, native_hashtable
@@ -45,7 +45,7 @@ class _MethodCollector:
         self.names = EntryNamer(image)
 
     def fail(self, kind: str, detail: str, offset: int) -> FormatError:
-        return _fail(self.path, kind, detail, offset)
+        return r2r_error(self.path, kind, detail, offset)
 
     def section_reader(
         self, sections: dict[int, tuple[int, int]], kind: int
@@ -53,7 +53,7 @@ class _MethodCollector:
         if kind not in sections:
             return None
         rva, size = sections[kind]
-        off = _to_offset(self.pe, rva, size, f"R2R section {kind}")
+        off = to_offset(self.pe, rva, size, f"R2R section {kind}")
         return NativeReader(self.data, off, off + size, self.path)
 
     def runtime_functions(self) -> tuple[np.ndarray, np.ndarray, int]:
@@ -61,7 +61,7 @@ class _MethodCollector:
         if SECTION_RUNTIME_FUNCTIONS not in self.image.sections:
             return np.zeros(0, np.int64), np.zeros(0, np.int64), 0
         rva, size = self.image.sections[SECTION_RUNTIME_FUNCTIONS]
-        off = _to_offset(self.pe, rva, size, "RuntimeFunctions")
+        off = to_offset(self.pe, rva, size, "RuntimeFunctions")
         self.rf_offset = off
         width = 3 if self.image.architecture == "X64" else 2
         n = size // (4 * width)
@@ -88,7 +88,7 @@ class _MethodCollector:
                 if u & 3:  # packed unwind data: FunctionLength in bits 2..12, in words
                     ends[i] = begins[i] + ((u >> 2) & 0x7FF) * 4
                 else:
-                    off = _to_offset(self.pe, u, 4, "ARM64 unwind data", self.rf_offset + 8 * i)
+                    off = to_offset(self.pe, u, 4, "ARM64 unwind data", self.rf_offset + 8 * i)
                     (word,) = struct.unpack_from("<I", self.data, off)
                     ends[i] = begins[i] + (word & 0x3FFFF) * 4
         return ends
@@ -195,7 +195,7 @@ class _MethodCollector:
         if SECTION_HOT_COLD_MAP not in self.image.sections:
             return {}
         rva, size = self.image.sections[SECTION_HOT_COLD_MAP]
-        off = _to_offset(self.pe, rva, size, "HotColdMap")
+        off = to_offset(self.pe, rva, size, "HotColdMap")
         pairs = np.frombuffer(self.data, "<u4", (size // 8) * 2, off).reshape(-1, 2).tolist()
         out = {}
         for i, (cold, hot) in enumerate(pairs):
