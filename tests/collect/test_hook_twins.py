@@ -322,3 +322,30 @@ def test_both_report_the_same_c_calls() -> None:
         _run(_c_hook(twin, seen, status={id(pk_c_caller.__code__): PLAIN}), pk_c_caller)
         results.append(_transitions(seen))
     assert all(r == results[0] for r in results)
+
+
+def pk_quiet_callee() -> None:
+    sorted([2, 1])
+
+
+def pk_loud_caller() -> None:
+    len([])
+    pk_quiet_callee()
+    abs(-1)  # after a rejected callee returned: the caller is the loud one again
+
+
+def test_c_calls_are_charged_to_the_code_that_made_them(impl: ModuleType) -> None:
+    """The C hook remembers the last caller's verdict; a return must not leave it stale."""
+    seen: list[tuple[Any, ...]] = []
+    status = {id(pk_loud_caller.__code__): PLAIN, id(pk_quiet_callee.__code__): REJECTED}
+    _run(_c_hook(impl, seen, status=status), lambda: [pk_loud_caller() for _ in range(2)])
+    assert (
+        _transitions(seen)
+        == [
+            ("to_native", "len"),
+            ("to_python", "len"),
+            ("to_native", "abs"),
+            ("to_python", "abs"),
+        ]
+        * 2
+    )

@@ -33,6 +33,7 @@ codes_free(Hook *self)
     }
     Entry *codes = self->codes;
     Py_ssize_t size = self->codes_mask + 1;
+    self->caller_code = NULL; /* its status was a row of this table */
     self->codes = NULL;
     self->codes_mask = self->codes_used = 0;
     for (Py_ssize_t i = 0; i < size; i++) {

@@ -32,6 +32,24 @@ contain(Hook *self, const char *what)
     return 0;
 }
 
+/* target(arg): straight through the target's vectorcall slot when it has one (the
+ * profiler's bound C methods do), which saves PyObject_CallOneArg's own frame on every
+ * event. */
+static inline PyObject *
+call_one(PyObject *target, PyObject *arg)
+{
+    vectorcallfunc call = PyVectorcall_Function(target);
+    if (call == NULL) {
+        return PyObject_CallOneArg(target, arg);
+    }
+    PyObject *args[2] = {NULL, arg};
+    PyObject *r = call(target, args + 1, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    if (r == NULL && !PyErr_Occurred()) {
+        PyErr_SetString(PyExc_SystemError, "a profiler callback returned NULL without an exception");
+    }
+    return r;
+}
+
 /* Call target(fid) under the failure rule (contain). */
 PH_HIDDEN int
 deliver(Hook *self, PyObject *target, PyObject *fid, const char *what)
@@ -39,7 +57,7 @@ deliver(Hook *self, PyObject *target, PyObject *fid, const char *what)
     if (target == NULL) {
         return 0;
     }
-    PyObject *r = PyObject_CallOneArg(target, fid);
+    PyObject *r = call_one(target, fid);
     if (r != NULL) {
         Py_DECREF(r);
         return 0;
@@ -118,6 +136,8 @@ fast_path(Hook *self, PyFrameObject *frame, int what)
         return PyErr_Occurred() ? -1 : 0;
     }
     long st = e->status;
+    self->caller_code = key; /* entered (or returning to its caller): see caller_code */
+    self->caller_status = st;
     if (st == ST_REJECTED) {
         return 1;
     }

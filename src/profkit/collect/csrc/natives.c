@@ -134,11 +134,19 @@ c_call_path(Hook *self, PyFrameObject *frame, int what, PyObject *arg)
     PyCodeObject *code = PyFrame_GetCode(frame);
     void *key = code;
     Py_DECREF(code); /* the frame keeps it alive for this event */
-    Entry *e = code_entry(self, key);
-    if (e == NULL) {
-        return PyErr_Occurred() ? -1 : 0; /* a caller not classified yet: the slow path's */
+    long status;
+    if (key == self->caller_code) {
+        status = self->caller_status; /* the code last entered or returned to */
     }
-    if (e->status == ST_REJECTED) {
+    else {
+        Entry *e = code_entry(self, key);
+        if (e == NULL) {
+            return PyErr_Occurred() ? -1 : 0; /* a caller not classified yet: the slow path's */
+        }
+        status = self->caller_status = e->status;
+        self->caller_code = key;
+    }
+    if (status == ST_REJECTED) {
         return 1; /* a filtered-out caller's C calls stay in its time */
     }
     PyObject *target = what == PyTrace_C_CALL ? self->to_native : self->to_python;

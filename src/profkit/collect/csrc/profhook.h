@@ -98,6 +98,11 @@ typedef struct {
     Py_ssize_t codes_mask, codes_used;
     Native *natives;
     Py_ssize_t natives_mask, natives_used;
+    /* The code of the last Python event and its status (a row of ``codes``: rows never
+     * change while running, and a classified code is kept alive, so its address is its
+     * own): C calls are mostly made by the code last entered or returned to. */
+    void *caller_code;
+    long caller_status;
 } Hook;
 
 /* codes.c */
