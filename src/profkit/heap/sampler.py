@@ -27,6 +27,8 @@ import tracemalloc
 from dataclasses import dataclass
 from types import CodeType
 
+from profkit.heap.typenames import TypeNames
+
 _IMPORT_ERROR: str | None = None
 try:
     import profkit.heap._heaphook as _heaphook
@@ -66,6 +68,17 @@ class Free:
 
 
 Event = Allocation | Free
+
+__all__ = [
+    "DEFAULT_MEAN_BYTES",
+    "Allocation",
+    "AllocationSampler",
+    "Event",
+    "Free",
+    "StackFrame",
+    "TypeNames",
+    "native_available",
+]
 
 
 def native_available() -> bool:
@@ -238,68 +251,3 @@ def _walk(code: CodeType) -> list[CodeType]:
         if isinstance(const, CodeType):
             out.extend(_walk(const))
     return out
-
-
-class TypeNames:
-    """Names the type of a sampled object from the words its block held.
-
-    The C hooks cannot ask an object its type while it is being allocated (it is not built
-    yet), so they read the words where ``ob_type`` would be (at the block, after the GC
-    header, after the 3.12+ pre-header) when the block is freed or the log drained. One of
-    them is the type's address if the block was an object: it is kept only if it is the
-    address of a type that exists (every type is reachable from ``object.__subclasses__``),
-    so a buffer whose words happen to look like pointers is not given a type.
-    """
-
-    BUFFER = "(buffer)"
-    #: an object-allocator block that holds no type: storage, not an object (bytearray
-    #: contents, dict tables), or an object whose type is gone
-    UNKNOWN = "(buffer)"
-
-    def __init__(self) -> None:
-        self._names: dict[int, str] = {}
-        self._refreshed = False
-
-    def name(self, domain: int, words: tuple[int, ...]) -> str:
-        if domain == 0:
-            return self.BUFFER
-        for word in words:
-            found = self._names.get(word)
-            if found is not None:
-                return found
-        if words and any(words) and not self._refreshed:
-            self._refresh()  # a type made since the last look: once per batch
-            return self.name(domain, words)
-        return self.UNKNOWN
-
-    def new_batch(self) -> None:
-        self._refreshed = False
-
-    def _refresh(self) -> None:
-        self._refreshed = True
-        names: dict[int, str] = {}
-        todo: list[type] = [object]
-        while todo:
-            t = todo.pop()
-            if id(t) in names:
-                continue
-            names[id(t)] = _type_name(t)
-            todo.extend(type.__subclasses__(t))
-        self._names = names
-
-
-_TYPE_MODULE = type.__dict__["__module__"]
-_TYPE_QUALNAME = type.__dict__["__qualname__"]
-
-
-def _type_name(t: type) -> str:
-    """``module.qualname`` read through ``type``'s own descriptors: a metaclass property
-    named ``__module__`` is the program's code, and must neither run nor fail us here."""
-    try:
-        module = _TYPE_MODULE.__get__(t, type)
-        qual = _TYPE_QUALNAME.__get__(t, type)
-    except Exception:
-        return "(type)"
-    if not isinstance(module, str) or not isinstance(qual, str):
-        return "(type)"
-    return qual if module == "builtins" else f"{module}.{qual}"

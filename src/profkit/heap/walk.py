@@ -44,6 +44,8 @@ from dataclasses import dataclass, field
 from types import CodeType, FrameType, ModuleType
 from typing import Final
 
+from profkit.heap.typenames import type_name
+
 #: Root kinds, in the order of precedence when one object is a root for several reasons.
 MODULE: Final = "module"
 FRAME: Final = "frame"
@@ -55,8 +57,6 @@ RootsCallback = Callable[[tuple[int, ...], tuple[str, ...]], None]
 
 _PROFKIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (or type())
-_type_module = type.__dict__["__module__"]
-_type_qualname = type.__dict__["__qualname__"]
 _type_mro = type.__dict__["__mro__"]
 _type_dict = type.__dict__["__dict__"]
 _type_flags = type.__dict__["__flags__"]
@@ -90,7 +90,7 @@ class _Types:
         key = id(t)
         found = self.names.get(key)
         if found is None:
-            found = self.names[key] = _type_name(t)
+            found = self.names[key] = type_name(t)
         return found
 
     def sizeof_is_c(self, t: type) -> bool:
@@ -101,20 +101,6 @@ class _Types:
         if found is None:
             found = self.safe_sizeof[key] = _sizeof_is_c(t)
         return found
-
-
-def _type_name(t: type) -> str:
-    """``module.qualname`` as everywhere in profkit, read without running a metaclass."""
-    try:
-        module = _type_module.__get__(t)
-        qual = _type_qualname.__get__(t)
-    except Exception:
-        return "?"
-    if not isinstance(qual, str):
-        return "?"
-    if not isinstance(module, str) or module == "builtins":
-        return qual
-    return f"{module}.{qual}"
 
 
 def _sizeof_is_c(t: type) -> bool:
