@@ -60,7 +60,10 @@ EXTENSIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "profkit.sampler._walker",
         ("src/profkit/sampler/_walker.c", "src/profkit/sampler/_walker_chain.c"),
     ),
-    ("profkit.heap._heaphook", ("src/profkit/heap/_heaphook.c",)),
+    (
+        "profkit.heap._heaphook",
+        tuple(f"src/profkit/heap/csrc/{unit}.c" for unit in ("module", "hook", "table", "log")),
+    ),
     ("profkit.monitor._closes", ("src/profkit/monitor/_closes.c",)),
 )
 

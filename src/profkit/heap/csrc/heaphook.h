@@ -1,0 +1,139 @@
+/* profkit.heap._heaphook: sampled allocation tracking for the heap half of the profiling API.
+ *
+ * Why C: an allocator hook runs on every PyMem_Malloc / PyObject_Malloc of the program, tens of
+ * millions a second; in Python it would cost more than the program. Here an allocation that is
+ * not sampled costs one thread-local subtraction and a compare; a free costs one load from a
+ * bitmap of sampled addresses (and a probe of a small hash table when the bit is set).
+ *
+ * What it does:
+ *   - wraps the PYMEM_DOMAIN_MEM and PYMEM_DOMAIN_OBJ allocators (both are called with the GIL
+ *     held, so the shared log needs no lock), chaining to the allocators that were installed
+ *     before it; PYMEM_DOMAIN_RAW is left alone (it runs without the GIL, where no Python
+ *     stack can be read safely);
+ *   - chooses allocations by bytes: each thread counts down a random number of bytes drawn from
+ *     an exponential distribution with the configured mean, and the allocation that crosses
+ *     zero is sampled. An allocation of size s is then sampled with probability
+ *     p = 1 - exp(-s / mean), so large allocations are almost always seen, and weighting each
+ *     sample by s / p makes the estimated totals unbiased (as tcmalloc and Go's heap profiler do);
+ *   - records, for a sampled allocation, its address, size, weight, thread and Python stack (code
+ *     objects and instruction offsets, read from the interpreter's frame records without calling
+ *     Python, as tracemalloc does), and for a sampled block that is freed, a free event;
+ *   - hands the log to Python on drain(), which turns offsets into line numbers.
+ *
+ * Re-entrancy: nothing here calls back into Python while a hook runs; the log grows with libc's
+ * realloc, never the Python allocators. Code objects in the log are kept alive by a reference.
+ *
+ * The units, split by concern (hatch_build.py compiles them into one extension):
+ *   hook.c    the allocator functions and the byte countdown that chooses samples;
+ *   table.c   the sampled-address table (and the bitmap in front of it) a free is checked in;
+ *   log.c     the event log: a sample's stack, free events, asking Python to drain;
+ *   module.c  the Python functions (start, stop, drain, ...).
+ */
+#ifndef PROFKIT_HEAPHOOK_H
+#define PROFKIT_HEAPHOOK_H
+
+#define PY_SSIZE_T_CLEAN
+#ifndef Py_BUILD_CORE
+#define Py_BUILD_CORE 1 /* the frame record layout (internal/pycore_frame.h), as tracemalloc */
+#endif
+#include <Python.h>
+#include <stdint.h>
+
+/* Shared between the units, not exported: direct (PC-relative) access, no GOT load on the
+ * hot path. */
+#define HIDDEN __attribute__((visibility("hidden")))
+/* initial-exec: each access reads straight from the thread pointer. The default model for a
+ * shared object calls __tls_get_addr, several times on every allocation of the program. */
+#define FAST_TLS __attribute__((tls_model("initial-exec")))
+
+#define MAX_DEPTH 128
+
+enum { EV_ALLOC = 1, EV_FREE = 2 };
+
+/* An object allocated by PyObject_Malloc starts at the block, or after the GC header, or
+ * after the GC header and the 3.12+ pre-header: the type pointer (ob_type, one word into the
+ * object) is looked for at these offsets, and Python keeps the one that is a known type. */
+#define N_CAND 3
+
+typedef struct {
+    uint64_t id;         /* sample id: alloc and its free share it */
+    uintptr_t ptr;       /* the block (alloc) */
+    size_t size;         /* bytes asked for (alloc) */
+    double weight;       /* bytes this sample stands for (alloc) */
+    unsigned long thread;
+    uintptr_t cand[N_CAND]; /* type-pointer candidates, read at free (free) or drain (alloc) */
+    uint32_t frame_start; /* into the frame arrays */
+    uint16_t depth;
+    uint8_t kind;
+    uint8_t domain;      /* 0: PYMEM_DOMAIN_MEM (buffers), 1: PYMEM_DOMAIN_OBJ (objects) */
+} Event;
+
+typedef struct {
+    PyCodeObject *code; /* strong reference */
+    int lasti;          /* in code units */
+} FrameRec;
+
+typedef struct {
+    Event *events;
+    size_t n_events, cap_events;
+    FrameRec *frames;
+    size_t n_frames, cap_frames;
+} Log;
+
+/* Open addressing: sampled address -> sample id; 0 address = empty, 1 = tombstone. */
+typedef struct {
+    uintptr_t key;
+    uint64_t id;
+    size_t size;
+} Slot;
+
+/* -- hook.c: sampling ----------------------------------------------------------------------- */
+extern HIDDEN int installed;
+extern HIDDEN double mean_bytes;
+extern HIDDEN uint64_t seed_epoch;
+extern HIDDEN _Thread_local int64_t countdown FAST_TLS; /* bytes to the next sample; < 0: draw */
+/* > 0: this thread's allocations are not sampled (inside the hook, a drain, or pause()) */
+extern HIDDEN _Thread_local int in_hook FAST_TLS;
+HIDDEN void hooks_install(void);
+HIDDEN int hooks_are_ours(void);
+HIDDEN void hooks_uninstall(void);
+
+/* -- table.c: the sampled-address table ------------------------------------------------------ */
+/* A free is checked against this bitmap before the table: one bit per 16-byte address
+ * slot, folded to 64 Ki bits, set for every sampled address. Most frees are of blocks never
+ * sampled and stop at one load. */
+#define FILTER_BITS (1u << 16)
+extern HIDDEN uint64_t filter[FILTER_BITS / 64];
+extern HIDDEN size_t table_live;
+
+static inline size_t
+filter_index(uintptr_t key)
+{
+    return (size_t)((key >> 4) ^ (key >> 20)) & (FILTER_BITS - 1);
+}
+
+static inline int
+filter_may_hold(uintptr_t key)
+{
+    size_t i = filter_index(key);
+    return (filter[i >> 6] >> (i & 63)) & 1;
+}
+
+HIDDEN int table_put(uintptr_t key, uint64_t id, size_t size);
+HIDDEN Slot *table_find(uintptr_t key);
+HIDDEN void table_forget(Slot *slot);
+HIDDEN void table_clear(void);
+HIDDEN void read_candidates(uintptr_t ptr, size_t size, uintptr_t *cand);
+
+/* -- log.c: the event log ------------------------------------------------------------------ */
+extern HIDDEN Log log_;
+extern HIDDEN uint64_t dropped; /* samples lost to a failed log growth (counted, never silent) */
+extern HIDDEN PyObject *notify_callable;
+extern HIDDEN size_t notify_threshold;
+extern HIDDEN int notify_pending;
+HIDDEN void log_clear(Log *l);
+HIDDEN void record_alloc(void *ptr, size_t size, uint8_t domain);
+HIDDEN void record_free(void *ptr, const uintptr_t *cand_read_before);
+HIDDEN void settle_live_samples(void);
+
+#endif

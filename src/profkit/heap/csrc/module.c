@@ -1,0 +1,194 @@
+/* The Python functions of profkit.heap._heaphook (see heaphook.h): start and stop the hooks,
+ * drain the log into Python objects, reset after fork, pause/resume, status.
+ */
+#include <string.h>
+
+#include "heaphook.h"
+
+static PyObject *
+heaphook_start(PyObject *self, PyObject *args)
+{
+    double mean;
+    if (!PyArg_ParseTuple(args, "d", &mean)) return NULL;
+    if (!(mean >= 1.0) || mean > 1e15) {
+        PyErr_SetString(PyExc_ValueError, "the sampling mean must be between 1 byte and 1e15");
+        return NULL;
+    }
+    if (installed) {
+        PyErr_SetString(PyExc_RuntimeError, "allocation sampling is already running");
+        return NULL;
+    }
+    /* A new session: whatever an earlier one left undrained describes blocks whose frees
+     * were not seen, so it is dropped rather than reported as alive. */
+    log_clear(&log_);
+    table_clear();
+    dropped = 0;
+    notify_pending = 0;
+    mean_bytes = mean;
+    seed_epoch++;
+    hooks_install();
+    Py_RETURN_NONE;
+}
+
+/* Uninstalls only when ours is still the installed allocator of every domain: a later hook
+ * chained to us would otherwise be cut off (and would call into freed state). */
+static PyObject *
+heaphook_stop(PyObject *self, PyObject *unused)
+{
+    if (!installed || !hooks_are_ours()) Py_RETURN_FALSE;
+    hooks_uninstall();
+    settle_live_samples();
+    Py_RETURN_TRUE;
+}
+
+/* drain() -> (events, dropped): events is a list of
+ *   ("alloc", id, size, weight, thread, ((code, line), ...), domain, address, type words)
+ *   with the stack innermost frame first, or
+ *   ("free", id, type words)
+ * in the order they happened. The log is detached first, so allocations made while the
+ * Python objects are built go into a fresh log, not the one being read. */
+static PyObject *
+heaphook_drain(PyObject *self, PyObject *unused)
+{
+    Log taken = log_;
+    memset(&log_, 0, sizeof(log_));
+    /* The objects built below are this drain's own, not the program's: never sample them
+     * (with a small mean they would fill the fresh log as fast as this empties the old). */
+    int was_in_hook = in_hook;
+    in_hook = 1;
+    uint64_t lost = dropped;
+    dropped = 0;
+    PyObject *alloc_s = NULL, *free_s = NULL;
+    PyObject *out = PyList_New(0);
+    if (out == NULL) goto fail;
+    alloc_s = PyUnicode_InternFromString("alloc");
+    free_s = PyUnicode_InternFromString("free");
+    if (alloc_s == NULL || free_s == NULL) goto fail;
+    for (size_t i = 0; i < taken.n_events; i++) {
+        Event *ev = &taken.events[i];
+        PyObject *item;
+        if (ev->kind == EV_FREE) {
+            item = Py_BuildValue("(OK(KKK))", free_s, (unsigned long long)ev->id,
+                                 (unsigned long long)ev->cand[0], (unsigned long long)ev->cand[1],
+                                 (unsigned long long)ev->cand[2]);
+        } else {
+            /* still alive (its sample id still at its address): read its type words now */
+            Slot *slot = table_find(ev->ptr);
+            if (slot != NULL && slot->id == ev->id) read_candidates(ev->ptr, slot->size, ev->cand);
+            PyObject *stack = PyTuple_New(ev->depth);
+            if (stack == NULL) goto fail;
+            for (uint16_t k = 0; k < ev->depth; k++) {
+                FrameRec *fr = &taken.frames[ev->frame_start + k];
+                int line = PyCode_Addr2Line(fr->code, fr->lasti * (int)sizeof(_Py_CODEUNIT));
+                PyObject *pair = Py_BuildValue("(Oi)", (PyObject *)fr->code, line);
+                if (pair == NULL) {
+                    Py_DECREF(stack);
+                    goto fail;
+                }
+                PyTuple_SET_ITEM(stack, k, pair);
+            }
+            item = Py_BuildValue("(OKndkNbK(KKK))", alloc_s, (unsigned long long)ev->id,
+                                 (Py_ssize_t)ev->size, ev->weight, ev->thread, stack,
+                                 (char)ev->domain, (unsigned long long)ev->ptr,
+                                 (unsigned long long)ev->cand[0], (unsigned long long)ev->cand[1],
+                                 (unsigned long long)ev->cand[2]);
+        }
+        if (item == NULL) goto fail;
+        int rc = PyList_Append(out, item);
+        Py_DECREF(item);
+        if (rc < 0) goto fail;
+    }
+    log_clear(&taken);
+    Py_DECREF(alloc_s);
+    Py_DECREF(free_s);
+    in_hook = was_in_hook;
+    return Py_BuildValue("(NK)", out, (unsigned long long)lost);
+fail:
+    in_hook = was_in_hook;
+    log_clear(&taken);
+    Py_XDECREF(alloc_s);
+    Py_XDECREF(free_s);
+    Py_XDECREF(out);
+    return NULL;
+}
+
+/* After fork the child holds the parent's log and table: both describe the parent. */
+static PyObject *
+heaphook_reset(PyObject *self, PyObject *unused)
+{
+    log_clear(&log_);
+    table_clear();
+    dropped = 0;
+    notify_pending = 0;
+    seed_epoch++;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+heaphook_set_notify(PyObject *self, PyObject *args)
+{
+    PyObject *callable;
+    Py_ssize_t threshold;
+    if (!PyArg_ParseTuple(args, "On", &callable, &threshold)) return NULL;
+    if (callable != Py_None && !PyCallable_Check(callable)) {
+        PyErr_SetString(PyExc_TypeError, "set_notify: the first argument must be callable or None");
+        return NULL;
+    }
+    if (threshold < 0) {
+        PyErr_SetString(PyExc_ValueError, "set_notify: the threshold must be >= 0");
+        return NULL;
+    }
+    Py_XSETREF(notify_callable, callable == Py_None ? NULL : Py_NewRef(callable));
+    notify_threshold = notify_callable ? (size_t)threshold : 0;
+    Py_RETURN_NONE;
+}
+
+/* pause()/resume(): this thread's allocations are not sampled in between (profkit's own
+ * bookkeeping, e.g. turning a drained log into event objects, is not the program's). */
+static PyObject *
+heaphook_pause(PyObject *self, PyObject *unused)
+{
+    in_hook++;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+heaphook_resume(PyObject *self, PyObject *unused)
+{
+    if (in_hook > 0) in_hook--;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+heaphook_status(PyObject *self, PyObject *unused)
+{
+    return Py_BuildValue("{s:O,s:d,s:n,s:K}", "installed", installed ? Py_True : Py_False,
+                         "mean_bytes", mean_bytes, "live_samples", (Py_ssize_t)table_live,
+                         "dropped", (unsigned long long)dropped);
+}
+
+static PyMethodDef methods[] = {
+    {"start", heaphook_start, METH_VARARGS, "start(mean_bytes): install the sampling hooks."},
+    {"stop", heaphook_stop, METH_NOARGS,
+     "stop() -> bool: uninstall when ours is still the installed allocator."},
+    {"drain", heaphook_drain, METH_NOARGS, "drain() -> (events, dropped) since the last drain."},
+    {"reset", heaphook_reset, METH_NOARGS, "reset(): forget everything (the child after fork)."},
+    {"set_notify", heaphook_set_notify, METH_VARARGS,
+     "set_notify(callable or None, threshold): call it at a safe point once the log holds "
+     "threshold events."},
+    {"pause", heaphook_pause, METH_NOARGS, "pause(): stop sampling this thread's allocations."},
+    {"resume", heaphook_resume, METH_NOARGS, "resume(): undo one pause()."},
+    {"status", heaphook_status, METH_NOARGS, "status() -> dict."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "profkit.heap._heaphook",
+    "Sampled allocation tracking in C (see profkit.heap).", -1, methods,
+};
+
+PyMODINIT_FUNC
+PyInit__heaphook(void)
+{
+    return PyModule_Create(&module);
+}
