@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "heaphook.h"
+#include "internal/pycore_frame.h" /* _Py_CODEUNIT (internal from 3.13) */
 
 static PyObject *
 heaphook_start(PyObject *self, PyObject *args)
