@@ -180,6 +180,8 @@ ENGINES: tuple[Setting, ...] = (
             "build time (hatch_build.py), 1: a C part that fails to compile fails the install"),
     Setting("no_native", "PROFKIT_NO_NATIVE", "", parse_enable, _bool_text, False,
             "build time (hatch_build.py), 1: compile no C part"),
+    Setting("no_recvmmsg", "PROFKIT_NO_RECVMMSG", "", parse_enable, _bool_text, False,
+            "the monitor, 1: receive one datagram a call, not recvmmsg batches (tests)"),
 )
 # fmt: on
 
