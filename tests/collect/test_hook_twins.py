@@ -4,7 +4,9 @@ same constructor, the same tables, the same decisions, checked by the same tests
 from __future__ import annotations
 
 import contextlib
+import gc
 import sys
+import weakref
 from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
@@ -349,3 +351,37 @@ def test_c_calls_are_charged_to_the_code_that_made_them(impl: ModuleType) -> Non
         ]
         * 2
     )
+
+
+def test_the_c_hook_keeps_no_class_alive(impl: ModuleType) -> None:
+    """A class whose instances' C methods were called dies when the program drops it."""
+
+    def short_lived() -> Any:
+        class PkShortLived(list):  # type: ignore[type-arg]
+            pass
+
+        return PkShortLived
+
+    def pk_c_caller_of(cls: Any) -> None:
+        cls().append(1)
+
+    seen: list[tuple[Any, ...]] = []
+    status = {id(pk_c_caller_of.__code__): PLAIN}
+    hook = _c_hook(impl, seen, status=status)
+    box = [short_lived()]
+    ref = weakref.ref(box[0])
+    _run(hook, lambda: pk_c_caller_of(box[0]))
+    assert [(k, n.rsplit("<locals>.", 1)[-1]) for k, n in _transitions(seen)] == [
+        ("to_native", "PkShortLived.append"),
+        ("to_python", "PkShortLived.append"),
+    ]
+    box.clear()
+    gc.collect()
+    assert ref() is None
+    seen.clear()
+    _run(hook, lambda: pk_c_caller_of(short_lived()))  # maybe at the dead one's address
+    assert [(k, n.rsplit("<locals>.", 1)[-1]) for k, n in _transitions(seen)] == [
+        ("to_native", "PkShortLived.append"),
+        ("to_python", "PkShortLived.append"),
+    ]
+    del hook

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from typing import Any
 
 import pytest
@@ -59,3 +61,23 @@ def test_a_subclass_method_is_its_own_function() -> None:
     table = FunctionTable()
     assert table.native_id(PkList().append) != table.native_id([].append)
     assert table.native_id(PkDict.fromkeys) != table.native_id(dict.fromkeys)
+
+
+def _short_lived_class() -> tuple[Any, Any]:
+    class PkShortLived(list):  # type: ignore[type-arg]
+        pass
+
+    return PkShortLived, weakref.ref(PkShortLived)
+
+
+def test_a_class_seen_through_its_c_methods_is_not_kept_alive() -> None:
+    """Keeping it would change the program (its weakref callbacks, its memory)."""
+    table = FunctionTable()
+    cls, ref = _short_lived_class()
+    fid = table.native_id(cls().append)
+    assert table.native_id(cls().append) == fid  # the quick path
+    del cls
+    gc.collect()
+    assert ref() is None
+    again, _ = _short_lived_class()  # may take the dead class's address: same name, same id
+    assert table.native_id(again().append) == fid

@@ -10,8 +10,10 @@ by ``module.qualname`` because bound builtin methods are fresh objects on every 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
+import weakref
 from collections.abc import Callable
 from itertools import islice
 from types import BuiltinFunctionType, CodeType, ModuleType
@@ -23,6 +25,8 @@ from profkit.api.info import FunctionInfo, ModuleInfo, ThreadInfo
 
 _BUILTIN = BuiltinFunctionType
 _OWNER_TYPES = (type, ModuleType)
+_HEAPTYPE = 1 << 9  #: Py_TPFLAGS_HEAPTYPE: a class made at run time (not a static type)
+_type_flags = type.__dict__["__flags__"].__get__  #: type's own, whatever the metaclass says
 
 #: co_flags bits of generator, coroutine and async-generator code.
 GENERATOR_FLAGS = 0x20 | 0x80 | 0x200
@@ -44,9 +48,9 @@ class FunctionTable:
         self._born: dict[int, object] = {}  #: fid → the token of the call that created it
         self.accepted: dict[int, bool] = {}  #: fid → filter verdict
         self._natives: dict[str, int] = {}
-        #: (id(owner), name) → id: the per-call shortcut of :meth:`native_id`
-        self._natives_quick: dict[tuple[int, str], int] = {}
-        self._native_owners: list[object] = []  #: kept alive: their ids are keys above
+        #: (id(owner), name) → (id, weak reference to the owner or None): the per-call
+        #: shortcut of :meth:`native_id`
+        self._natives_quick: dict[tuple[int, str], tuple[int, weakref.ref[Any] | None]] = {}
         self._native_info: dict[int, FunctionInfo] = {}
         self._infos: dict[int, FunctionInfo] = {}
         self._native_counter = itertools.count(1)
@@ -76,11 +80,20 @@ class FunctionTable:
             if owner is not None and not issubclass(kind, _OWNER_TYPES):
                 owner = kind
             quick = (id(owner), func.__name__)
-            fid = self._natives_quick.get(quick)
-            if fid is None:
-                fid = self._named_native_id(func)
-                self._native_owners.append(owner)  # its id stays its own
-                fid = self._natives_quick.setdefault(quick, fid)
+            hit = self._natives_quick.get(quick)
+            if hit is not None and (hit[1] is None or hit[1]() is owner):
+                return FunctionId(hit[0])
+            fid = self._named_native_id(func)
+            # Owners are not kept alive (that would change the program: its weakref
+            # callbacks, its memory); a weak reference tells a dead one's successor at
+            # the same address. Static types live as long as the interpreter.
+            if owner is None or (
+                issubclass(type(owner), type) and not _type_flags(owner) & _HEAPTYPE
+            ):
+                self._natives_quick[quick] = (fid, None)
+            else:
+                with contextlib.suppress(TypeError):  # an owner without weak references
+                    self._natives_quick[quick] = (fid, weakref.ref(owner))
             return FunctionId(fid)
         return FunctionId(self._named_native_id(func))
 

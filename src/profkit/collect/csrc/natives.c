@@ -13,7 +13,7 @@
  * name, ``__module__`` + ``__qualname__``: the PyMethodDef (ml_name) and the owner
  * (``self`` when it is a type -- ``dict.fromkeys`` -- or a module -- ``builtins.len``
  * --, else ``self``'s type: ``TextIOWrapper.write``). A callable of any other kind
- * takes the slow path.
+ * takes the slow path. The cache keeps no owner alive (see owner_is_static).
  */
 #include "profhook.h"
 
@@ -83,6 +83,39 @@ natives_reserve(Hook *self)
     return 0;
 }
 
+/* Whether the cache may hold ``owner`` by its address alone: nothing (a function bound to
+ * nothing) or a static type, which lives as long as the interpreter. Anything else (a
+ * class of the program's, a module) is held by a weak reference: keeping it alive would
+ * change the program (its weakref callbacks, its memory). */
+static int
+owner_is_static(PyObject *owner)
+{
+    return owner == NULL
+           || (PyType_Check(owner) && !(((PyTypeObject *)owner)->tp_flags & Py_TPFLAGS_HEAPTYPE));
+}
+
+/* Whether the entry's owner is still the object at its address (not a newer one that
+ * took the address of a dead one). */
+static int
+owner_alive(Native *n)
+{
+    if (n->ref == NULL) {
+        return 1;
+    }
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *obj;
+    int alive = PyWeakref_GetRef(n->ref, &obj);
+    if (alive <= 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    Py_DECREF(obj); /* alive: someone else holds it too */
+    return obj == n->owner;
+#else
+    return PyWeakref_GET_OBJECT(n->ref) == n->owner;
+#endif
+}
+
 /* native_id(callable), cached: a new reference, or NULL with the exception native_id
  * raised (or MemoryError) set. */
 static PyObject *
@@ -91,32 +124,40 @@ native_fid(Hook *self, PyCFunctionObject *callable)
     void *ml = callable->m_ml;
     PyObject *owner = owner_of(callable);
     Native *n = natives_find(self, ml, owner);
-    if (n != NULL) {
+    if (n != NULL && owner_alive(n)) {
         return Py_NewRef(n->fid);
     }
     Py_XINCREF(owner); /* native_id runs Python code, which may drop the callable's self */
     PyObject *fid = PyObject_CallOneArg(self->native_id, (PyObject *)callable);
-    if (fid == NULL || !PyLong_CheckExact(fid)) {
+    PyObject *ref = NULL;
+    if (fid == NULL || !PyLong_CheckExact(fid)
+        || (!owner_is_static(owner) && (ref = PyWeakref_NewRef(owner, NULL)) == NULL)) {
+        /* an error, an id this hook cannot cache, or an owner without weak references:
+         * the answer (if any) serves this event only */
+        if (fid != NULL && PyErr_Occurred()) {
+            PyErr_Clear();
+        }
         Py_XDECREF(owner);
-        if (fid != NULL) { /* not an id this hook can cache: used as it is, not kept */
-            return fid;
-        }
-        return NULL;
+        return fid;
     }
-    /* That call may have let another thread fill the same entry or grow the table. */
-    if (natives_find(self, ml, owner) == NULL) {
-        if (natives_reserve(self) < 0) {
-            PyErr_Clear(); /* no room to cache: the answer serves this event only */
-            Py_XDECREF(owner);
-            return fid;
-        }
+    /* That call may have let another thread fill the same entry or grow the table; an
+     * entry of a dead owner at the same address is refreshed in place (same key). */
+    n = natives_find(self, ml, owner);
+    if (n != NULL) {
+        Py_XSETREF(n->ref, ref);
+        Py_SETREF(n->fid, Py_NewRef(fid));
+    }
+    else if (natives_reserve(self) < 0) {
+        PyErr_Clear(); /* no room to cache: the answer serves this event only */
+        Py_XDECREF(ref);
+    }
+    else {
         Py_ssize_t i = slot_of(ml, owner, self->natives_mask);
         while (self->natives[i].ml != NULL) {
             i = (i + 1) & self->natives_mask;
         }
-        self->natives[i] = (Native){ml, owner, Py_NewRef(fid)}; /* owns ``owner`` now */
+        self->natives[i] = (Native){ml, owner, ref, Py_NewRef(fid)};
         self->natives_used++;
-        return fid;
     }
     Py_XDECREF(owner);
     return fid;
@@ -166,7 +207,7 @@ PH_HIDDEN int
 natives_traverse(Hook *self, visitproc visit, void *arg)
 {
     for (Py_ssize_t i = 0; self->natives != NULL && i <= self->natives_mask; i++) {
-        Py_VISIT(self->natives[i].owner);
+        Py_VISIT(self->natives[i].ref);
     }
     return 0;
 }
@@ -182,7 +223,7 @@ natives_free(Hook *self)
     self->natives = NULL;
     self->natives_mask = self->natives_used = 0;
     for (Py_ssize_t i = 0; i < size; i++) {
-        Py_XDECREF(natives[i].owner);
+        Py_XDECREF(natives[i].ref);
         Py_XDECREF(natives[i].fid);
     }
     PyMem_Free(natives);

@@ -70,11 +70,12 @@ typedef struct {
 
 /* One C function's id, cached (natives.c). The key is what the function's name depends
  * on: its PyMethodDef and the owner its qualified name is taken from (the type it is
- * bound to or whose instance it is bound to, or its module); the entry holds the owner,
- * so no other type can take its address while the hook lives. */
+ * bound to or whose instance it is bound to, or its module). The owner is not kept
+ * alive: a weak reference tells whether the object at its address is still it. */
 typedef struct {
     void *ml;         /* key; NULL: empty slot */
-    PyObject *owner;  /* key, strong; may be NULL (a function bound to nothing) */
+    PyObject *owner;  /* key, borrowed; may be NULL (a function bound to nothing) */
+    PyObject *ref;    /* a weak reference to owner; NULL for a static type or NULL owner */
     PyObject *fid;    /* native_id(callable): the int the profiler is called with */
 } Native;
 
