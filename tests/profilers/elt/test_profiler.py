@@ -5,7 +5,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from profkit.api import EventMask
+from profkit.api import EventMask, ThreadInfo
+from profkit.api.errors import UnknownIdError
+from profkit.api.ids import ThreadId
 from profkit.calltree.model import CallNode, CallProfile
 from profkit.profilers.elt import EltProfiler, SamplingProfiler
 from profkit.settings import Settings
@@ -352,3 +354,23 @@ def test_timeline_is_capped_and_counts_the_rest() -> None:
     profile = finish(prof)
     assert len(profile.spans) == 3
     assert profile.metadata["timeline_spans_dropped"] == 2
+
+
+def test_sampled_threads_carry_the_collectors_native_ids() -> None:
+    """Sample mode learns a thread's name and OS id from the collector (the sampler runs
+    on a thread of its own); an id it does not know gives a placeholder name, no OS id."""
+    clock = FakeClock()
+    prof = SamplingProfiler(Settings(prefixes=("app",)), clock=clock, standalone=False)
+    d = FakeDriver(prof, clock)
+
+    def thread_info(tid: ThreadId) -> ThreadInfo:
+        if tid == 9:
+            raise UnknownIdError("never seen")
+        return ThreadInfo(tid, f"T{tid}", 5000 + tid, True)
+
+    d.info.get_thread_info = thread_info  # type: ignore[method-assign]
+    d.sample(1, ["app.main"], 1000)
+    d.sample(9, ["app.main"], 1000)
+    profile = finish(prof)
+    got = {(t.thread_id, t.name, t.native_id) for t in profile.threads}
+    assert got == {(1, "T1", 5001), (9, "Thread-9", None)}
