@@ -229,12 +229,56 @@ class MemoryProfiler(ProfilerCallback):
                 "peak_bytes": round(done.peak_bytes),
                 "leaked_bytes": round(sum(w for w, _ in leaked)),
                 "memory_views": {"peak": rows(at_peak.values()), "leaked": rows(leaked)},
+                "memory_threads": self._per_thread(log, at_peak.values(), leaked),
             }
         )
         if self._info is not None:
             with contextlib.suppress(Exception):  # only informative
                 profile.metadata["backend"] = self._info.backend_name
         return profile
+
+    def _per_thread(
+        self,
+        log: list[tuple[Any, ...]],
+        at_peak: Iterable[tuple[float, _Key]],
+        leaked: Iterable[tuple[float, _Key]],
+    ) -> list[dict[str, Any]]:
+        """Per allocating thread: bytes allocated, its own peak (the most of its allocations
+        alive at once), its share of the process peak, and what it left alive at the end.
+        The views' rows are process-wide; this says which thread holds what."""
+        rows: dict[int, dict[str, float]] = {}
+
+        def row(thread: int) -> dict[str, float]:
+            return rows.setdefault(
+                thread, {"allocated": 0.0, "live": 0.0, "peak": 0.0, "at_peak": 0.0, "leaked": 0.0}
+            )
+
+        owner: dict[int, tuple[int, float]] = {}
+        for entry in log:
+            if entry[0] == "a":
+                thread, weight = entry[3][0], entry[2]
+                r = row(thread)
+                r["allocated"] += weight
+                r["live"] += weight
+                r["peak"] = max(r["peak"], r["live"])
+                owner[entry[1]] = (thread, weight)
+            elif (found := owner.pop(entry[1], None)) is not None:
+                row(found[0])["live"] -= found[1]
+        for weight, (thread, _fids) in at_peak:
+            row(thread)["at_peak"] += weight
+        for weight, (thread, _fids) in leaked:
+            row(thread)["leaked"] += weight
+        return [
+            {
+                "thread": thread,
+                "name": self._thread_name(thread),
+                "allocated_bytes": round(r["allocated"]),
+                "peak_bytes": round(r["peak"]),
+                "at_process_peak_bytes": round(r["at_peak"]),
+                "leaked_bytes": round(r["leaked"]),
+            }
+            for thread, r in sorted(rows.items())
+        ]
 
     def _thread_name(self, thread: int) -> str:
         for t in threading.enumerate():
