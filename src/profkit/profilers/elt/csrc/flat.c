@@ -13,53 +13,73 @@
  */
 #include "native.h"
 
-/* One node of a thread's output tree while it is merged (frames, not functions). */
+/* One node of a thread's output tree while it is merged (frames, not functions).
+ * Indices are 32-bit (72 bytes a node instead of 88: a long run's export holds one per
+ * recorded node); flatten refuses a thread of 2**31 nodes or more, which the recorder
+ * could not hold in under ~170 GB anyway. */
+typedef int32_t Idx;
+#define IDX_MAX INT32_MAX
+
 typedef struct {
-    Py_ssize_t parent, first, last, next; /* children in creation order */
+    Idx parent, first, last, next; /* children in creation order */
+    int32_t keep;
     int64_t frame, calls, incl, excl, min, max;
-    int keep;
 } Out;
 
 static inline size_t
-out_slot(Py_ssize_t parent, int64_t frame, size_t mask)
+out_slot(Idx parent, int64_t frame, size_t mask)
 {
     uint64_t h = (uint64_t)parent * 0x9E3779B97F4A7C15ULL ^ (uint64_t)frame * 0xC2B2AE3D27D4EB4FULL;
     return (size_t)(h ^ (h >> 29)) & mask;
 }
 
-/* One thread's rows (plain C); NULL with MemoryError set. Functions that share a frame
- * (two code objects with one name, file and line: dataclass-made methods, say) merge
- * into one node as convert() merges them: calls, times and children added up. Then
- * empty branches are pruned, and the rest written in pre-order with subtree sizes. */
-static int64_t *
-flatten(Copy *c, const FidFrame *table, size_t nframes, size_t *out_rows)
+static inline void
+put_row(int64_t *row, const Out *node, int64_t parent_row)
+{
+    row[FLAT_PARENT] = parent_row;
+    row[FLAT_FRAME] = node->frame;
+    row[FLAT_CALLS] = node->calls;
+    row[FLAT_INCL] = node->incl;
+    row[FLAT_EXCL] = node->excl;
+    row[FLAT_MIN] = node->min;
+    row[FLAT_MAX] = node->max;
+    row[FLAT_SIZE] = 1;
+}
+
+/* One thread's rows as ``bytes``; NULL with an exception set. Functions that share a
+ * frame (two code objects with one name, file and line: dataclass-made methods, say)
+ * merge into one node as convert() merges them: calls, times and children added up.
+ * Then empty branches are pruned, and the rest written in pre-order with subtree sizes.
+ *
+ * Memory (the export is the run's peak; issue #11): each buffer lives only through the
+ * phase that needs it. The copy's rows and the hash are freed once merged; the rows are
+ * written straight into the result (sized by the kept count), not copied into it; self
+ * times are summed into the nodes while merging, without a per-row array. Peak: about
+ * 150 bytes a recorded node, not ~300. Only copies and the table are read, so building
+ * the (untracked) bytes object cannot change anything under the walk. */
+static PyObject *
+flatten(Copy *c, const FidFrame *table, size_t nframes)
 {
     size_t n = c->count ? c->count : 1;
+    if (n >= (size_t)IDX_MAX) {
+        PyErr_SetString(PyExc_MemoryError, "export_flat: a thread of 2**31 nodes or more");
+        return NULL;
+    }
     size_t slots = 16;
     while (slots < 2 * n) {
         slots *= 2;
     }
-    int64_t *sumc = PyMem_Calloc(n, sizeof(int64_t));
-    Py_ssize_t *index = PyMem_Malloc(n * sizeof(Py_ssize_t));
-    Py_ssize_t *hash = PyMem_Malloc(slots * sizeof(Py_ssize_t));
-    Py_ssize_t *stack = PyMem_Malloc(n * sizeof(Py_ssize_t));
+    PyObject *result = NULL;
+    Idx *index = PyMem_Malloc(n * sizeof(Idx));
+    Idx *hash = PyMem_Malloc(slots * sizeof(Idx));
+    Idx *stack = NULL;
     Out *out = PyMem_Calloc(n, sizeof(Out));
-    int64_t *rows = PyMem_Malloc(n * FLAT_COLS * sizeof(int64_t));
-    if (sumc == NULL || index == NULL || hash == NULL || stack == NULL || out == NULL
-        || rows == NULL) {
-        PyMem_Free(rows);
-        rows = NULL;
+    if (index == NULL || hash == NULL || out == NULL) {
         PyErr_NoMemory();
         goto done;
     }
     for (size_t s = 0; s < slots; s++) {
         hash[s] = -1;
-    }
-    /* Children come after their parent in pre-order: one backward pass sees every child
-     * before its parent; a node's self time excludes all its children's times. */
-    for (size_t i = c->count; i-- > 1;) {
-        Py_ssize_t p = c->rows[i].parent;
-        sumc[p] = wrap_add(sumc[p], c->rows[i].incl);
     }
     size_t m = 1; /* out[0] is the root */
     int merged = 0;
@@ -68,12 +88,12 @@ flatten(Copy *c, const FidFrame *table, size_t nframes, size_t *out_rows)
     index[0] = 0;
     for (size_t i = 1; i < c->count; i++) {
         Row *r = &c->rows[i];
-        Py_ssize_t parent = index[r->parent];
+        Idx parent = index[r->parent];
         int64_t frame = frame_for(table, nframes, r->fid)->frame;
         /* Every node goes through the table: two functions with one frame merge, and so
          * do the children of merged nodes (one function under two merged parents). */
         size_t s = out_slot(parent, frame, slots - 1);
-        Py_ssize_t o;
+        Idx o;
         while ((o = hash[s]) >= 0 && !(out[o].parent == parent && out[o].frame == frame)) {
             s = (s + 1) & (slots - 1);
         }
@@ -81,7 +101,7 @@ flatten(Copy *c, const FidFrame *table, size_t nframes, size_t *out_rows)
             merged = 1;
         }
         else {
-            o = (Py_ssize_t)m++;
+            o = (Idx)m++;
             hash[s] = o;
             Out *node = &out[o];
             node->parent = parent;
@@ -96,6 +116,14 @@ flatten(Copy *c, const FidFrame *table, size_t nframes, size_t *out_rows)
             out[parent].last = o;
         }
         index[i] = o;
+        /* Self time: a completed row adds its inclusive time to its node, and each row
+         * takes its inclusive time out of its parent row's node when that row completed
+         * a call (the root's self time is never kept). The same sums as adding
+         * ``incl - children's incl`` per completed row, in another (wrapping) order. */
+        if (r->parent > 0 && c->rows[r->parent].calls > 0) {
+            Out *up = &out[parent];
+            up->excl = wrap_sub(up->excl, r->incl);
+        }
         if (r->calls > 0) {
             Out *node = &out[o];
             int64_t lo = r->min == NO_MIN ? 0 : r->min;
@@ -107,18 +135,35 @@ flatten(Copy *c, const FidFrame *table, size_t nframes, size_t *out_rows)
             }
             node->calls = wrap_add(node->calls, r->calls);
             node->incl = wrap_add(node->incl, r->incl);
-            node->excl = wrap_add(node->excl, wrap_sub(r->incl, sumc[i]));
+            node->excl = wrap_add(node->excl, r->incl);
         }
     }
+    /* Merged: the copy and the hash are not read again. */
+    PyMem_Free(hash);
+    hash = NULL;
+    PyMem_Free(c->rows);
+    c->rows = NULL;
+    c->count = 0;
     /* Kept: completed a call, or something kept below (parents precede children). */
+    size_t kept = 1;
     for (size_t o = m; o-- > 1;) {
         if (out[o].calls > 0) {
             out[o].keep = 1;
         }
         if (out[o].keep) {
+            kept++;
             out[out[o].parent].keep = 1;
         }
     }
+    if (kept == 1) {
+        result = Py_NewRef(Py_None); /* nothing kept: the thread is left out */
+        goto done;
+    }
+    result = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(kept * FLAT_COLS * sizeof(int64_t)));
+    if (result == NULL) {
+        goto done;
+    }
+    int64_t *rows = (int64_t *)PyBytes_AS_STRING(result);
     /* Pre-order over the kept nodes, children in creation order; ``index`` now maps an
      * output node to its row. Without a merge the nodes were made in the rows' own
      * pre-order, and pruning whole subtrees keeps it: one pass in order. */
@@ -130,49 +175,39 @@ flatten(Copy *c, const FidFrame *table, size_t nframes, size_t *out_rows)
             if (o > 0 && !node->keep) {
                 continue;
             }
-            int64_t *row = &rows[k * FLAT_COLS];
-            index[o] = (Py_ssize_t)k++;
-            row[FLAT_PARENT] = o == 0 ? -1 : index[node->parent];
-            row[FLAT_FRAME] = node->frame;
-            row[FLAT_CALLS] = node->calls;
-            row[FLAT_INCL] = node->incl;
-            row[FLAT_EXCL] = node->excl;
-            row[FLAT_MIN] = node->min;
-            row[FLAT_MAX] = node->max;
-            row[FLAT_SIZE] = 1;
+            index[o] = (Idx)k;
+            put_row(&rows[k++ * FLAT_COLS], node, o == 0 ? -1 : index[node->parent]);
             if (node->parent == 0) {
                 root_incl = wrap_add(root_incl, node->incl);
             }
         }
     }
     else {
+        stack = PyMem_Malloc(m * sizeof(Idx));
+        if (stack == NULL) {
+            Py_CLEAR(result);
+            PyErr_NoMemory();
+            goto done;
+        }
         stack[top++] = 0;
     }
     while (top > 0) {
-        Py_ssize_t o = stack[--top];
+        Idx o = stack[--top];
         Out *node = &out[o];
-        int64_t *row = &rows[k * FLAT_COLS];
-        index[o] = (Py_ssize_t)k++;
-        row[FLAT_PARENT] = o == 0 ? -1 : index[node->parent];
-        row[FLAT_FRAME] = node->frame;
-        row[FLAT_CALLS] = node->calls;
-        row[FLAT_INCL] = node->incl;
-        row[FLAT_EXCL] = node->excl;
-        row[FLAT_MIN] = node->min;
-        row[FLAT_MAX] = node->max;
-        row[FLAT_SIZE] = 1;
+        index[o] = (Idx)k;
+        put_row(&rows[k++ * FLAT_COLS], node, o == 0 ? -1 : index[node->parent]);
         if (node->parent == 0) {
             root_incl = wrap_add(root_incl, node->incl);
         }
         /* pushed last child first, so the first child comes out first */
         size_t mark = top;
-        for (Py_ssize_t ch = node->first; ch >= 0; ch = out[ch].next) {
+        for (Idx ch = node->first; ch >= 0; ch = out[ch].next) {
             if (out[ch].keep) {
                 stack[top++] = ch;
             }
         }
         for (size_t a = mark, b = top; b > a + 1; a++, b--) {
-            Py_ssize_t tmp = stack[a];
+            Idx tmp = stack[a];
             stack[a] = stack[b - 1];
             stack[b - 1] = tmp;
         }
@@ -182,14 +217,12 @@ flatten(Copy *c, const FidFrame *table, size_t nframes, size_t *out_rows)
         int64_t p = rows[j * FLAT_COLS + FLAT_PARENT];
         rows[p * FLAT_COLS + FLAT_SIZE] += rows[j * FLAT_COLS + FLAT_SIZE];
     }
-    *out_rows = k;
 done:
-    PyMem_Free(sumc);
     PyMem_Free(index);
     PyMem_Free(hash);
     PyMem_Free(stack);
     PyMem_Free(out);
-    return rows;
+    return result;
 }
 
 /* export_flat(now, frame_of) -> (closed, [(token, rows)]).
@@ -233,6 +266,8 @@ Recorder_export_flat(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
         table[k].fid = fids[k];
         table[k].frame = -1;
     }
+    PyMem_Free(fids); /* the table holds them now (8 bytes a node less at the peak) */
+    fids = NULL;
     if (intern_frames(copies, n, table, nfids, frame_of) < 0) {
         goto done;
     }
@@ -241,24 +276,20 @@ Recorder_export_flat(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
         goto done;
     }
     for (size_t i = 0; i < n; i++) {
-        size_t m;
-        int64_t *rows = flatten(&copies[i], table, nfids, &m);
-        if (rows == NULL) {
+        PyObject *data = flatten(&copies[i], table, nfids); /* frees the copy's rows */
+        if (data == NULL) {
             goto done;
         }
-        if (m > 1) {
-            PyObject *data = PyBytes_FromStringAndSize(
-                (const char *)rows, (Py_ssize_t)(m * FLAT_COLS * sizeof(int64_t)));
-            PyObject *pair = data == NULL ? NULL : PyTuple_Pack(2, copies[i].token, data);
-            Py_XDECREF(data);
+        if (data != Py_None) {
+            PyObject *pair = PyTuple_Pack(2, copies[i].token, data);
             if (pair == NULL || PyList_Append(threads, pair) < 0) {
                 Py_XDECREF(pair);
-                PyMem_Free(rows);
+                Py_DECREF(data);
                 goto done;
             }
             Py_DECREF(pair);
         }
-        PyMem_Free(rows);
+        Py_DECREF(data);
     }
     result = Py_BuildValue("(LO)", closed, threads);
 done:
