@@ -115,6 +115,8 @@ def test_thread_names_and_native_ids(target):
 
     assert ids <= {int(x) for x in os.listdir(f"/proc/{t.pid}/task")}
     assert profile.threads[0].thread_id == t.pid
+    # and the saved profile says so, for the exports (Chrome tid, pprof labels)
+    assert all(th.native_id == th.thread_id for th in profile.threads)
 
 
 def test_target_exiting_mid_sample_ends_cleanly(target):

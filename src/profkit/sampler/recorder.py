@@ -153,7 +153,9 @@ class ProcessRecorder:
                 continue
             tree = trees.get(tid)
             if tree is None:
-                tree = trees[tid] = ThreadTree(tid, self.names.get(tid, f"Thread-{tid}"))
+                # keyed by the OS id, which is also what exports show (Chrome tid, pprof)
+                name = self.names.get(tid, f"Thread-{tid}")
+                tree = trees[tid] = ThreadTree(tid, name, native_id=tid)
             node = tree.root
             node.inclusive_ns += entry.weight_ns
             node.calls += entry.samples
