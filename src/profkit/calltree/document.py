@@ -8,6 +8,7 @@ reading every field checked, naming a JSON-pointer location (``/threads/0/nodes/
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, NoReturn
 
 from profkit.calltree.model import CallNode, CallProfile, Frame, Span, ThreadTree
@@ -46,25 +47,29 @@ def _thread_json(t: ThreadTree) -> dict[str, Any]:
 
 
 def _flatten(root: CallNode) -> list[list[int]]:
-    rows: list[list[int]] = []
+    return list(node_rows(root))
+
+
+def node_rows(root: CallNode) -> Iterator[list[int]]:
+    """A thread's ``nodes`` rows, ``[parent, frame, calls, inclusive, exclusive, min, max]``,
+    in pre-order with children in insertion order (the model's order): the one order the
+    document and the streaming writer both write."""
     stack: list[tuple[int, CallNode]] = [(-1, root)]
+    index = 0
     while stack:
         parent, node = stack.pop()
-        index = len(rows)
-        rows.append(
-            [
-                parent,
-                node.frame,
-                node.calls,
-                node.inclusive_ns,
-                node.exclusive_ns,
-                node.min_ns,
-                node.max_ns,
-            ]
-        )
-        # reversed so children come out in insertion order (the model's order)
+        yield [
+            parent,
+            node.frame,
+            node.calls,
+            node.inclusive_ns,
+            node.exclusive_ns,
+            node.min_ns,
+            node.max_ns,
+        ]
+        # reversed so children come out in insertion order
         stack.extend((index, child) for child in reversed(node.children.values()))
-    return rows
+        index += 1
 
 
 # --------------------------------------------------------------------------- from JSON

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from profkit._atomic import AtomicOutput
+from profkit.calltree.document import node_rows
 from profkit.calltree.file import FORMAT, VERSION
 from profkit.calltree.model import CallNode, CallProfile
 
@@ -113,23 +114,8 @@ def _node_pieces(root: CallNode) -> Iterator[bytes]:
         return
     batch: list[list[int]] = []
     first = True
-    stack: list[tuple[int, CallNode]] = [(-1, root)]
-    index = 0
-    while stack:
-        parent, node = stack.pop()
-        batch.append(
-            [
-                parent,
-                node.frame,
-                node.calls,
-                node.inclusive_ns,
-                node.exclusive_ns,
-                node.min_ns,
-                node.max_ns,
-            ]
-        )
-        stack.extend((index, child) for child in reversed(node.children.values()))
-        index += 1
+    for row in node_rows(root):
+        batch.append(row)
         if len(batch) >= BATCH:
             text = _dumps(batch)[1:-1]
             yield text if first else b"," + text

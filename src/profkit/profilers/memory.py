@@ -33,7 +33,7 @@ from profkit.api import EventMask, ProfilerCallback
 from profkit.api.ids import FunctionId, ObjectId, ThreadId
 from profkit.api.info import FunctionInfo, ProfilerInfo
 from profkit.api.names import prefix_matches
-from profkit.calltree.model import CallNode, CallProfile, Frame, ThreadTree, replay
+from profkit.calltree.model import CallProfile, Frame, ThreadTree, replay, tree_of
 from profkit.profilers.elt.profiler import INTERNAL_MODULES, full_name, module_of
 
 #: metadata["metric"] of a memory profile's trees: what their weights are
@@ -289,20 +289,3 @@ class MemoryProfiler(ProfilerCallback):
             return self._info.get_thread_info(ThreadId(thread)).name
         except Exception:
             return f"Thread-{thread}"
-
-
-def tree_of(stacks: Iterable[tuple[tuple[int, ...], int, int]]) -> CallNode:
-    """A call tree from ``(frame indices outermost first, samples, bytes)`` rows: every
-    node on a row's path gets its bytes inclusively, the last one also exclusively, and
-    ``calls`` counts the samples through it; the root holds the totals."""
-    root = CallNode(-1)
-    for stack, samples, weight in stacks:
-        root.calls += samples
-        root.inclusive_ns += weight
-        node = root
-        for frame in stack:
-            node = node.child(frame)
-            node.calls += samples
-            node.inclusive_ns += weight
-        node.exclusive_ns += weight
-    return root

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from profkit.calltree.model import CallNode, CallProfile, ThreadTree
+from profkit.calltree.model import CallProfile, ThreadTree, tree_of
 from profkit.errors import UsageError
 
 METRICS = ("alloc", "peak", "leaked")
@@ -38,18 +38,10 @@ def memory_view(profile: CallProfile, metric: str, where: str = "") -> CallProfi
     rows = views.get(metric) if isinstance(views, dict) else None
     if not isinstance(rows, list):
         raise UsageError(f"{name}this memory profile has no {metric!r} view")
-    root = CallNode(-1)
     count = len(profile.frames)
-    for index, row in enumerate(rows):
-        stack, samples, size = _row(row, count, f"{name}memory_views/{metric}/{index}")
-        root.calls += samples
-        root.inclusive_ns += size
-        node = root
-        for frame in stack:
-            node = node.child(frame)
-            node.calls += samples
-            node.inclusive_ns += size
-        node.exclusive_ns += size
+    root = tree_of(
+        _row(row, count, f"{name}memory_views/{metric}/{index}") for index, row in enumerate(rows)
+    )
     metadata = dict(profile.metadata)
     metadata["metric"] = METRIC_KEYS[metric]
     threads = [ThreadTree(0, "all threads", root)] if rows else []
