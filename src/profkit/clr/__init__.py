@@ -10,7 +10,9 @@ perf map (:mod:`~profkit.clr.convert`). docs/clr.md is the user's guide.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from profkit._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from profkit.clr.environment import CLSID, library_path, profiler_environment
@@ -20,21 +22,13 @@ __all__ = ["CLSID", "DotnetOutcome", "library_path", "profiler_environment", "ru
 
 #: Loaded on first use: every ``profkit run`` asks :mod:`profkit.clr.assembly` whether the
 #: target is an assembly, and importing the launcher for that cost ~20 ms of each start-up.
-_LAZY = {
-    "CLSID": "profkit.clr.environment",
-    "library_path": "profkit.clr.environment",
-    "profiler_environment": "profkit.clr.environment",
-    "DotnetOutcome": "profkit.clr.launch",
-    "run_dotnet": "profkit.clr.launch",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(
+    globals(),
+    {
+        "CLSID": "environment",
+        "library_path": "environment",
+        "profiler_environment": "environment",
+        "DotnetOutcome": "launch",
+        "run_dotnet": "launch",
+    },
+)

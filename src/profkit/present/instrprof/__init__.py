@@ -13,8 +13,9 @@ exported function.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from profkit._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from profkit.present.instrprof.json_show import show_json
@@ -31,14 +32,4 @@ _EXPORTS = {
 __all__ = ["ShowOptions", "format_overlap", "show_json", "show_text"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
