@@ -6,6 +6,18 @@
 #include "heaphook.h"
 #include "internal/pycore_frame.h" /* _Py_CODEUNIT (internal from 3.13) */
 
+/* Forget the log, the sampled addresses and the counters, and reseed the threads' draws:
+ * a new session (start) and a forked child (reset) begin from nothing. */
+static void
+forget_all(void)
+{
+    log_clear(&log_);
+    table_clear();
+    dropped = 0;
+    notify_pending = 0;
+    seed_epoch++;
+}
+
 static PyObject *
 heaphook_start(PyObject *self, PyObject *args)
 {
@@ -21,12 +33,8 @@ heaphook_start(PyObject *self, PyObject *args)
     }
     /* A new session: whatever an earlier one left undrained describes blocks whose frees
      * were not seen, so it is dropped rather than reported as alive. */
-    log_clear(&log_);
-    table_clear();
-    dropped = 0;
-    notify_pending = 0;
+    forget_all();
     mean_bytes = mean;
-    seed_epoch++;
     hooks_install();
     Py_RETURN_NONE;
 }
@@ -117,11 +125,7 @@ fail:
 static PyObject *
 heaphook_reset(PyObject *self, PyObject *unused)
 {
-    log_clear(&log_);
-    table_clear();
-    dropped = 0;
-    notify_pending = 0;
-    seed_epoch++;
+    forget_all();
     Py_RETURN_NONE;
 }
 
