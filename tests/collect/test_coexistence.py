@@ -126,3 +126,41 @@ def test_with_no_id_left_the_programs_claim_fails_as_without_profkit() -> None:
     finally:
         for t in mine:
             MON.free_tool_id(t)
+
+
+@needs_monitoring
+@pytest.mark.parametrize("first_out", [True, False])
+def test_two_watched_holders_share_one_wrapper_in_any_stop_order(first_out: bool) -> None:
+    """The collector and the C-call tool both watch their ids: a claim moves whichever
+    holds the id, and the real use_tool_id is back only when both have stopped."""
+    from profkit.collect.monitoring_ids import ClaimWatcher, transplant
+
+    real = MON.use_tool_id
+    held = {"a": 4, "b": 5}
+
+    def watcher(key: str) -> ClaimWatcher:
+        def move(tool: int, spare: int) -> None:
+            transplant(tool, spare, (), ())
+            held[key] = spare
+
+        return ClaimWatcher(lambda: (held[key],), move)
+
+    MON.use_tool_id(4, "holder-a")
+    MON.use_tool_id(5, "holder-b")
+    a, b = watcher("a"), watcher("b")
+    a.install()
+    b.install()
+    b.install()
+    try:
+        MON.use_tool_id(5, "program")
+        assert MON.get_tool(5) == "program" and MON.get_tool(held["b"]) == "holder-b"
+        (a if first_out else b).uninstall()
+        assert MON.use_tool_id is not real
+        (b if first_out else a).uninstall()
+        assert MON.use_tool_id is real
+    finally:
+        a.uninstall()
+        b.uninstall()
+        for t in {5, held["a"], held["b"]}:
+            if MON.get_tool(t) is not None:
+                MON.free_tool_id(t)

@@ -1,9 +1,11 @@
 """The ``sys.monitoring`` tool ids profkit holds, and giving one up when the program wants it.
 
-PEP 669 has six tool ids. profkit takes two free ones (4 and 3 first: PEP 669 names 0
-debuggers', 1 coverage's, 2 profilers' (cProfile's on 3.12+) and 5 optimizers', and leaves
-3 and 4 to other tools; then 5, which nothing in CPython or the usual tools claims; 2, 1, 0
-only when the program holds the others).
+PEP 669 has six tool ids. profkit's collector takes two free ones (4 and 3 first: PEP 669
+names 0 debuggers', 1 coverage's, 2 profilers' (cProfile's on 3.12+) and 5 optimizers',
+and leaves 3 and 4 to other tools; then 5, which nothing in CPython or the usual tools
+claims; 2, 1, 0 only when the program holds the others). The elt profiler's C-call tool
+(``profkit-c-calls``, ``profilers/elt/ccalls.py``) takes the third free id in the same
+order, leaving the first two to the collector: 5 when the collector takes 4 and 3.
 
 A program that claims one of profkit's ids *by number* after profkit attached
 (``sys.monitoring.use_tool_id(4, "mytool")``) would get ``ValueError``. While a session
@@ -12,9 +14,10 @@ runs, ``use_tool_id`` is wrapped: such a claim first moves profkit's tool to a f
 copied over, then the old id is cleared and freed), and then the program's claim goes
 through. When no id is free the claim fails as it would with any other tool holding it.
 The move runs with a long thread switch interval so other threads do not run events
-halfway through it. What stays visible: ``get_tool`` names profkit's ids
-(``"profkit"``, ``"profkit-discovery"``), and ``sys.monitoring.use_tool_id`` is a Python
-function while a session runs.
+halfway through it. Every tool profkit holds is watched so (:class:`ClaimWatcher`).
+What stays visible: ``get_tool`` names profkit's ids (``"profkit"``,
+``"profkit-discovery"``, ``"profkit-c-calls"``), and ``sys.monitoring.use_tool_id`` is a
+Python function while a session runs.
 """
 
 from __future__ import annotations
@@ -37,44 +40,67 @@ def free_ids() -> list[int]:
 
 
 class ClaimWatcher:
-    """Wraps ``sys.monitoring.use_tool_id`` while installed; see the module docstring.
+    """Moves one holder's tools off an id the program claims; see the module docstring.
 
-    ``move(tool, spare)`` is the backend's: it moves everything from ``tool`` to the
-    already claimed ``spare`` and frees ``tool``.
+    ``held()`` names the holder's ids now; ``move(tool, spare)`` is the holder's: it moves
+    everything from ``tool`` to the already claimed ``spare`` and frees ``tool``. Several
+    holders (the collector's two tools, the elt profiler's C-call tool) are watched at
+    once through one wrapper of ``use_tool_id``: it is put in place by the first
+    :meth:`install` and the real function is back after the last :meth:`uninstall`, in
+    whatever order the holders start and stop.
     """
 
     def __init__(
         self, held: Callable[[], tuple[int, ...]], move: Callable[[int, int], None]
     ) -> None:
-        self._held = held
-        self._move = move
-        self._original: Any = None
-        self._wrapper: Any = None
+        self.held = held
+        self.move = move
 
     def install(self) -> None:
-        """Put the wrapper in place (once)."""
-        if self._wrapper is not None:
+        """Watch this holder's ids (idempotent)."""
+        if self in _WATCHERS:
             return
-        original = self._original = MON.use_tool_id
-        held, move = self._held, self._move
-
-        def use_tool_id(tool_id: int, name: str, /) -> None:
-            tools = held()
-            if tool_id in tools and MON.get_tool(tool_id) is not None:
-                spare = next((t for t in free_ids() if t != tool_id), None)
-                if spare is not None:
-                    original(spare, MON.get_tool(tool_id))
-                    _without_switches(lambda: move(tool_id, spare))
-            original(tool_id, name)
-
-        self._wrapper = use_tool_id
-        MON.use_tool_id = use_tool_id
+        _WATCHERS.append(self)
+        if len(_WATCHERS) == 1:
+            _wrap()
 
     def uninstall(self) -> None:
-        """Restore the real ``use_tool_id`` (unless someone wrapped it after us)."""
-        wrapper, self._wrapper = self._wrapper, None
-        if wrapper is not None and MON.use_tool_id is wrapper:
-            MON.use_tool_id = self._original
+        """Stop watching; the last holder to go restores the real ``use_tool_id`` (unless
+        someone wrapped it after us)."""
+        if self in _WATCHERS:
+            _WATCHERS.remove(self)
+            if not _WATCHERS:
+                _unwrap()
+
+
+#: The holders watched now, in install order.
+_WATCHERS: list[ClaimWatcher] = []
+#: (the ``use_tool_id`` we replaced, our wrapper) while one is in place.
+_WRAPPED: list[tuple[Any, Any]] = []
+
+
+def _wrap() -> None:
+    original = MON.use_tool_id
+
+    def use_tool_id(tool_id: int, name: str, /) -> None:
+        holder = MON.get_tool(tool_id)
+        if holder is not None:
+            watcher = next((w for w in list(_WATCHERS) if tool_id in w.held()), None)
+            spare = next((t for t in free_ids() if t != tool_id), None)
+            if watcher is not None and spare is not None:
+                original(spare, holder)
+                _without_switches(lambda: watcher.move(tool_id, spare))
+        original(tool_id, name)
+
+    _WRAPPED.append((original, use_tool_id))
+    MON.use_tool_id = use_tool_id
+
+
+def _unwrap() -> None:
+    while _WRAPPED:
+        original, wrapper = _WRAPPED.pop()
+        if MON.use_tool_id is wrapper:
+            MON.use_tool_id = original
 
 
 def transplant(tool: int, spare: int, events: Iterable[int], codes: Iterable[CodeType]) -> None:

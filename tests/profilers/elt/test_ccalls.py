@@ -214,3 +214,53 @@ def test_a_profiler_dropped_without_detaching_frees_its_tool_id() -> None:
     del prof, driver, _lines
     gc.collect()
     assert {t: mon.get_tool(t) for t in range(6)} == before, taken
+
+
+CLAIMING = textwrap.dedent(
+    """
+    import sys
+    def work():
+        d = {i: i for i in range(9)}
+        for i in range(7):
+            d.get(i)
+        return sorted(d)
+    def claim(ids):
+        for tool in ids:
+            try:
+                sys.monitoring.use_tool_id(tool, "program")
+            except ValueError:
+                print(tool, "refused")
+            else:
+                print(tool, sys.monitoring.get_tool(tool))
+        work()
+    claim(int(t) for t in sys.argv[1].split(","))
+    """
+)
+
+
+@needs_monitoring
+@pytest.mark.parametrize("claims", ["0", "1", "2", "3", "4", "5", "5,4,3", "0,1,2,3"])
+def test_a_program_claiming_a_tool_id_gets_it_and_c_calls_are_still_recorded(
+    tmp_path: Path, claims: str
+) -> None:
+    """However the program claims ids by number, each claim succeeds while an id is free
+    (profkit's three tools move out of the way), and the C calls made after the moves are
+    in the profile."""
+    (tmp_path / "prog.py").write_text(CLAIMING)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROFKIT_")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "profkit", "run", "--no-tree", "-o", "p.json", "prog.py", claims],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    ids = [int(t) for t in claims.split(",")]
+    free_left = 6 - 3  # profkit holds three ids
+    expected = [f"{t} {'program' if i < free_left else 'refused'}" for i, t in enumerate(ids)]
+    assert proc.stdout.splitlines() == expected
+    kids = _children(load(tmp_path / "p.json"), "__main__.work")
+    assert kids["dict.get"].calls == 7
+    assert kids["builtins.sorted"].calls == 1

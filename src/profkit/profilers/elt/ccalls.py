@@ -15,7 +15,11 @@ them). The events:
 
 Why a tool id of its own rather than the collector's: the collector owns its tools and
 their event sets; a separate tool keeps the profiler's C part self-contained, and it is
-released when recording stops. Tool ids the collector prefers (4, 3) are tried last.
+released when recording stops. Which id, and how it moves when the program claims it by
+number (``sys.monitoring.use_tool_id(5, "x")`` must succeed under ``profkit run`` as it
+does without it), is ``collect/monitoring_ids.py``'s: the third free id in its preference
+order, the first two being left to the collector (so 5, the collector taking 4 and 3);
+it is watched by a :class:`ClaimWatcher` like the collector's own tools.
 """
 
 from __future__ import annotations
@@ -26,12 +30,10 @@ import weakref
 from typing import Any
 
 from profkit.api import FunctionInfo
+from profkit.collect.monitoring_ids import ClaimWatcher, free_ids, transplant
 
 #: ``sys.monitoring`` (3.12+), or None.
 MON: Any = getattr(sys, "monitoring", None)
-#: Tried in this order: 5 (optimizers: none in CPython), then debuggers', coverage's and
-#: cProfile's ids when free, and the collector's favourites last.
-_PREFERRED_TOOLS = (5, 0, 1, 2, 3, 4)
 
 
 def native_name(info: FunctionInfo) -> str:
@@ -54,21 +56,25 @@ class MonitoringHook:
         self.recorder = recorder
         self.tool: int | None = None
         self.pid = os.getpid()
+        #: moves the tool off an id the program claims (``monitoring_ids.py``)
+        self._watcher = ClaimWatcher(self._held, self._move)
 
     @staticmethod
     def available() -> bool:
         return MON is not None
 
     def start(self) -> bool:
-        """Claim a free tool id and turn the events on; False when none is free."""
+        """Claim a free tool id and turn the events on; False when none can be spared."""
         mon = MON
         if mon is None or self.tool is not None:
             return self.tool is not None
-        for tool in _PREFERRED_TOOLS:
-            if mon.get_tool(tool) is None:
-                break
-        else:
+        # It starts before the collector claims its two: leave it the first two free ids
+        # and stand aside when there is no third (the collector's transitions then carry
+        # the C calls).
+        free = free_ids()
+        if len(free) < 3:
             return False
+        tool = free[2]
         mon.use_tool_id(tool, "profkit-c-calls")
         ev = mon.events
         mon.register_callback(tool, ev.CALL, self.recorder.c_call)
@@ -78,10 +84,12 @@ class MonitoringHook:
         self.tool = tool
         self.pid = os.getpid()
         _LIVE.add(self)
+        self._watcher.install()
         return True
 
     def stop(self) -> None:
         """Turn the events off and release the tool id (idempotent)."""
+        self._watcher.uninstall()
         tool, self.tool = self.tool, None
         mon = MON
         if tool is None or mon is None:
@@ -94,6 +102,17 @@ class MonitoringHook:
             mon.free_tool_id(tool)
         except ValueError:
             pass  # already released (a fork child, a second stop)
+
+    def _held(self) -> tuple[int, ...]:
+        return () if self.tool is None else (self.tool,)
+
+    def _move(self, tool: int, spare: int) -> None:
+        """The program claims our ``tool``: carry on from ``spare`` (already claimed)."""
+        if tool != self.tool:
+            return
+        ev = MON.events
+        transplant(tool, spare, (ev.CALL, ev.C_RETURN, ev.C_RAISE), ())
+        self.tool = spare
 
 
 #: Hooks holding a tool id, to release the parent's in a forked child.
