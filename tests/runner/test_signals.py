@@ -159,7 +159,7 @@ def test_profkit_run_dies_of_the_programs_signal(signum: int, ready: str, tmp_pa
         "import atexit, time\n"
         "atexit.register(lambda: print('atexit', flush=True))\n"
         "print('ready', flush=True)\n"
-        "time.sleep(30)\n"
+        "time.sleep(300)\n"  # far longer than the wait below: a lost signal fails, load only slows
     )
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
@@ -181,7 +181,10 @@ def test_profkit_run_dies_of_the_programs_signal(signum: int, ready: str, tmp_pa
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == ready
         proc.send_signal(signum)
-        out, _ = proc.communicate(timeout=30)
+        try:
+            out, _ = proc.communicate(timeout=90)
+        finally:
+            proc.kill()
         results.append((proc.returncode, out))
     assert results[0][0] == -signum
     assert results[1] == results[0]  # the same death, and atexit handlers as python runs them
