@@ -133,7 +133,7 @@ def test_with_no_id_left_the_programs_claim_fails_as_without_profkit() -> None:
 def test_two_watched_holders_share_one_wrapper_in_any_stop_order(first_out: bool) -> None:
     """The collector and the C-call tool both watch their ids: a claim moves whichever
     holds the id, and the real use_tool_id is back only when both have stopped."""
-    from profkit.collect.monitoring_ids import ClaimWatcher, transplant
+    from profkit._toolids import ClaimWatcher, transplant
 
     real = MON.use_tool_id
     held = {"a": 4, "b": 5}

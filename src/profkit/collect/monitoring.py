@@ -1,7 +1,7 @@
 """The ``sys.monitoring`` backend (Python 3.12+): the fast tracing collector.
 
 Two tool ids are used (PEP 669; which ones, and how one is given up when the program
-claims it, is ``monitoring_ids.py``'s):
+claims it, is ``profkit/_toolids.py``'s):
 
 * the *discovery* tool has one global ``PY_START`` callback. It sees a code object's
   first call, registers it (``function_first_execution``), asks the filter, and answers
@@ -31,10 +31,10 @@ from collections.abc import Callable
 from types import CodeType
 from typing import Any
 
+from profkit._toolids import ClaimWatcher, free_ids, transplant
 from profkit.collect.base import Capabilities
 from profkit.collect.context import BackendContext
 from profkit.collect.hot_monitoring import ALL_MONITORING_EVENTS, main_callbacks
-from profkit.collect.monitoring_ids import ClaimWatcher, free_ids, transplant
 from profkit.collect.plan import ALL_EVENTS
 from profkit.collect.registry import GENERATOR_FLAGS
 from profkit.collect.transitions import arguments_of
@@ -76,7 +76,7 @@ class MonitoringBackend:
         self.local_events = 0
         self.pre_codes: set[int] = set()  #: code ids running at attach (slow path)
         self.pre_frames: set[int] = set()  #: frames of those codes entered after attach
-        #: moves our tool off an id the program claims (``monitoring_ids.py``)
+        #: moves our tool off an id the program claims (``_toolids.py``)
         self._watcher = ClaimWatcher(lambda: self.tools or (), self._move)
 
     # -- lifecycle -------------------------------------------------------------------

@@ -17,7 +17,7 @@ Why a tool id of its own rather than the collector's: the collector owns its too
 their event sets; a separate tool keeps the profiler's C part self-contained, and it is
 released when recording stops. Which id, and how it moves when the program claims it by
 number (``sys.monitoring.use_tool_id(5, "x")`` must succeed under ``profkit run`` as it
-does without it), is ``collect/monitoring_ids.py``'s: the third free id in its preference
+does without it), is ``profkit/_toolids.py``'s: the third free id in its preference
 order, the first two being left to the collector (so 5, the collector taking 4 and 3);
 it is watched by a :class:`ClaimWatcher` like the collector's own tools.
 """
@@ -29,8 +29,8 @@ import sys
 import weakref
 from typing import Any
 
+from profkit._toolids import ClaimWatcher, free_ids, transplant
 from profkit.api import FunctionInfo
-from profkit.collect.monitoring_ids import ClaimWatcher, free_ids, transplant
 
 #: ``sys.monitoring`` (3.12+), or None.
 MON: Any = getattr(sys, "monitoring", None)
@@ -56,7 +56,7 @@ class MonitoringHook:
         self.recorder = recorder
         self.tool: int | None = None
         self.pid = os.getpid()
-        #: moves the tool off an id the program claims (``monitoring_ids.py``)
+        #: moves the tool off an id the program claims (``_toolids.py``)
         self._watcher = ClaimWatcher(self._held, self._move)
 
     @staticmethod
