@@ -21,7 +21,8 @@ ALLOWED: dict[str, set[str]] = {
     "collect": {"api", "settings", "errors", "_text", "heap", "_toolids"},
     "heap": {"errors", "calltree"},
     # _toolids: the elt C-call tool moves off a claimed sys.monitoring id as the collector's do
-    "profilers": {"api", "calltree", "errors", "wire", "_toolids"},
+    # _streamfile: the --stream file the runner opened and checked, handed to the text sink
+    "profilers": {"api", "calltree", "errors", "wire", "_toolids", "_streamfile"},
     # runner loads engines and profilers by name from its table (importlib), not imports
     "runner": {
         "api",
@@ -33,6 +34,7 @@ ALLOWED: dict[str, set[str]] = {
         "settings",
         "_atomic",
         "_output",
+        "_streamfile",
         "_text",
     },
     "sampler": {"api", "calltree", "runner", "settings", "errors", "_text"},
@@ -52,6 +54,7 @@ ALLOWED: dict[str, set[str]] = {
     "_text": set(),
     "_lazy": set(),
     "_toolids": set(),
+    "_streamfile": {"_atomic"},
     "errors": set(),
 }
 #: modules allowed one more import than their package, each with its reason

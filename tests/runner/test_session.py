@@ -196,6 +196,38 @@ def test_stream_is_not_written_through_a_planted_symlink(tmp_path: Path) -> None
     assert victim.read_text() == "precious"
 
 
+SWAP_AFTER_THE_CHECK = """\
+import os, sys
+from profkit.cli.main import main
+from profkit.runner import session
+
+victim = sys.argv.pop(1)
+checked = session.refuse_overwrite
+
+def then_swap(path, stream, inputs):
+    checked(path, stream, inputs)
+    os.rename(stream, stream + ".checked")
+    os.symlink(victim, stream)  # before the profiler's sink opens the stream
+
+session.refuse_overwrite = then_swap
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_stream_is_not_written_through_a_symlink_swapped_in_after_the_check(
+    tmp_path: Path,
+) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    (tmp_path / "driver.py").write_text(SWAP_AFTER_THE_CHECK)
+    code = "def work(): pass\nwork()"
+    cmd = [sys.executable, "driver.py", str(victim), "run", "--no-tree", "--stream", "ev.txt"]
+    out = _run([*cmd, "-o", "p.json", "-c", code], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert victim.read_text() == "precious"
+    assert "Enter: work" in (tmp_path / "ev.txt.checked").read_text()
+
+
 CALLBACK_RAISES = """\
 from profkit.api import EventMask, ProfilerCallback
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from profkit._atomic import refuse_input_as_output, refuse_planted_symlinks
+from profkit._atomic import refuse_input_as_output
 from profkit.errors import UsageError
 from profkit.runner import output
 from profkit.runner.choice import Finished, Job, Target, choose
@@ -124,6 +124,10 @@ class Run:
                 finished = self.engine.end(ended)  # type: ignore[attr-defined]
         finally:
             self._environment.close()
+            if self.settings.stream and self.settings.stream != "stderr":
+                from profkit import _streamfile as streamfile
+
+                streamfile.discard()  # opened at the check, and no sink took it
         if finished.forked_child:
             return Result(finished.outcome, None, forked_child=True)
         return self._report(finished)
@@ -214,11 +218,12 @@ def _same_path(a: str, b: str) -> bool:
 
 
 def _check_stream(stream: str) -> None:
-    """Open the ``--stream`` file as the profiler will (created or truncated) — after the
-    overwrite checks, never before (opening it truncates it)."""
+    """Open the ``--stream`` file for the profiler (created or truncated), once: its sink
+    takes this file, so a symlink swapped in later is never followed (``_streamfile.py``).
+    After the overwrite checks, never before (opening it truncates it)."""
+    from profkit import _streamfile as streamfile
+
     try:
-        refuse_planted_symlinks(stream)  # the profiler opens it plainly: never through /tmp's traps
-        with open(stream, "w", encoding="utf-8"):
-            pass
+        streamfile.prepare(stream)
     except OSError as exc:
         raise UsageError(f"--stream {stream}: {exc.strerror or exc}") from None

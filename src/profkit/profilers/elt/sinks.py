@@ -20,6 +20,7 @@ import threading
 from collections import deque
 from typing import IO, Protocol
 
+from profkit import _streamfile as streamfile
 from profkit.wire import udp as protocol
 
 
@@ -34,12 +35,12 @@ class TextSink:
 
     def __init__(self, target: str) -> None:
         self._owned = target != "stderr"
-        self._out: IO[str] = (
-            # {pid}: child processes get their own file (see output.child_template)
-            open(target.replace("{pid}", str(os.getpid())), "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
-            if self._owned
-            else sys.stderr
-        )
+        self._out: IO[str] = sys.stderr
+        if self._owned:
+            # {pid}: child processes get their own file (see output.child_template). The
+            # runner's checked file when it opened one, never the path reopened.
+            path = target.replace("{pid}", str(os.getpid()))
+            self._out = streamfile.take(path) or streamfile.open_stream(path)
 
     def write_lines(self, lines: list[str]) -> None:
         try:
