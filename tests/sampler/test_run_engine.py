@@ -78,6 +78,19 @@ def test_in_process_fallback_says_why(tmp_path):
     assert load(tmp_path / "f.json").metadata.get("engine") != "out-of-process"
 
 
+def test_a_misspelt_sampler_choice_is_an_error_before_anything_runs(tmp_path):
+    (tmp_path / "app.py").write_text("open('ran', 'w').close()\n")
+    r = _run(
+        ["--mode", "sample", "-o", "f.json", "app.py"], tmp_path, {"PROFKIT_SAMPLER": "inproces"}
+    )
+    assert r.returncode == 2
+    assert r.stderr == (
+        "profkit: error: PROFKIT_SAMPLER='inproces': expected one of auto, in-process, "
+        "inprocess, off\n"
+    )
+    assert not (tmp_path / "ran").exists() and not (tmp_path / "f.json").exists()
+
+
 SPLIT = """
 import threading, time
 def spin(seconds):

@@ -28,6 +28,8 @@ from profkit.runner.python import Program
 from profkit.sampler.command import sample_command
 from profkit.sampler.reader import CodeInfo
 from profkit.sampler.session import SamplerOptions
+from profkit.settings import SAMPLER_IN_PROCESS as IN_PROCESS
+from profkit.settings import read as read_setting
 
 _probe_result: list[str | None] = []
 
@@ -107,7 +109,7 @@ class OutOfProcessEngine:
     """:class:`~profkit.runner.choice.Engine`: ``script``/``module``/``code`` as a child."""
 
     def unavailable(self, job: Job) -> str | None:
-        if os.environ.get("PROFKIT_SAMPLER", "").lower() in ("in-process", "inprocess", "off"):
+        if read_setting(os.environ, "sampler") in IN_PROCESS:
             return "PROFKIT_SAMPLER=in-process"
         reason = probe()
         if reason is not None:

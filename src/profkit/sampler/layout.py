@@ -14,8 +14,10 @@ import os
 import struct
 from dataclasses import dataclass
 
+from profkit.errors import SettingsError
 from profkit.sampler._offsets import LAYOUTS
 from profkit.sampler.errors import AttachError
+from profkit.settings import read as read_setting
 
 #: ``_Py_DebugOffsets`` of 3.13: cookie, version, free_threaded, then these groups of u64.
 _DEBUG_GROUPS_313 = (
@@ -132,7 +134,12 @@ def from_table(hexversion: int) -> Layout:
     version = _version_str(hexversion)
     minor = version.rsplit(".", 1)[0]
     known = sorted(v for v in LAYOUTS if v.rsplit(".", 1)[0] == minor)
-    assume = os.environ.get("PROFKIT_SAMPLER_LAYOUT", "")
+    assume: str = read_setting(os.environ, "sampler_layout")
+    if assume and assume not in LAYOUTS:  # a typo is an error, never "no assumption"
+        raise SettingsError(
+            f"PROFKIT_SAMPLER_LAYOUT={assume!r}: expected one of the measured layouts "
+            f"{', '.join(sorted(LAYOUTS))}"
+        )
     if version in LAYOUTS:
         chosen = version
     elif assume in known:

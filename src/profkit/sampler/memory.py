@@ -14,6 +14,7 @@ import errno
 import os
 
 from profkit.sampler.errors import AttachError, PermissionDenied, ProcessGone, ReadFault
+from profkit.settings import read as read_setting
 
 
 class _IoVec(ctypes.Structure):
@@ -83,13 +84,29 @@ def error_for(pid: int, err: int, address: int, size: int) -> AttachError:
     return ReadFault(f"pid {pid}: cannot read {size} bytes at {address:#x}: {os.strerror(err)}")
 
 
+def native_wanted(built: bool) -> bool:
+    """Whether the sampler's C part (``_walker.c``: reads and the frame walk) is used.
+
+    ``PROFKIT_NATIVE`` is the settings row trace mode's C hot path reads too, read through
+    the table so that a misspelt value is an error, not silently "auto": ``off`` uses the
+    Python twins, ``on`` requires the C part, ``auto`` uses it when built.
+    """
+    choice = read_setting(os.environ, "native")
+    if choice == "on" and not built:
+        raise AttachError(
+            "PROFKIT_NATIVE=on: the sampler's C part (profkit.sampler._walker) is not built "
+            "(reinstall with a C compiler, or PROFKIT_NATIVE=auto)"
+        )
+    return built and choice != "off"
+
+
 class Memory:
     """Reads of one process's address space; one ``process_vm_readv`` per call."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self.reads = 0  #: system calls made (for the bench)
-        self.native = _native_read is not None and os.environ.get("PROFKIT_NATIVE") != "off"
+        self.native = native_wanted(_native_read is not None)
         self._buffers: dict[int, ctypes.Array[ctypes.c_char]] = {}
         self._local = _IoVec()
         self._remote = _IoVec()

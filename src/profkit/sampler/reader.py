@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from profkit.sampler.codes import CodeInfo, CodeNamer, Stack
 from profkit.sampler.errors import AttachError, ProcessGone, ReadFault
 from profkit.sampler.locate import Target, locate
-from profkit.sampler.memory import Memory, error_for
+from profkit.sampler.memory import Memory, error_for, native_wanted
 from profkit.sampler.naming import Namer
 from profkit.sampler.pywalk import PyWalker, Walk, callers_at
 
@@ -69,7 +69,7 @@ class StackReader:
         self.namer = namer or Namer.for_process(target.pid)
         self.codes = CodeNamer(self.mem, self.layout, target.code_type, self.namer)
         self.pywalk = PyWalker(self.mem, self.layout, MAX_DEPTH, _MAX_CHUNK)
-        self.native = _walker is not None and os.environ.get("PROFKIT_NATIVE") != "off"
+        self.native = native_wanted(_walker is not None)
         lay = self.layout
         self._params = (
             lay.frame_span,

@@ -67,6 +67,8 @@ SAMPLE_CLOCK_HELP = (
 #: The clocks the in-process sampler (which runs inside the program) can measure.
 IN_PROCESS_CLOCKS: tuple[SampleClock, ...] = ("wall", "cpu")
 Native = Literal["auto", "on", "off"]
+#: ``PROFKIT_SAMPLER`` values that ask for the in-process sampler outright.
+SAMPLER_IN_PROCESS = ("in-process", "inprocess", "off")
 
 
 # -- the table -------------------------------------------------------------------------------
@@ -134,8 +136,8 @@ SETTINGS: tuple[Setting, ...] = (
             "trace mode: C functions and methods (TextIOWrapper.write, dict.get) as nodes of "
             "their own, their time out of the caller's self time"),
     Setting("native", "PROFKIT_NATIVE", "--native", choice("auto", "on", "off"), str, "auto",
-            "trace mode's C hot path: auto (used when built), on (required: an error if it "
-            "is not built), off (pure Python)",
+            "the C parts of trace mode's hot path and of the out-of-process sampler: auto "
+            "(used when built), on (required: an error if not built), off (pure Python)",
             "{auto,on,off}"),
     Setting("alloc_sample_bytes", "PROFKIT_ALLOC_SAMPLE", "--alloc-sample", parse_size,
             format_size, 512 * 1024,
@@ -164,10 +166,12 @@ ACTIVATION: tuple[Setting, ...] = (
 ENGINES: tuple[Setting, ...] = (
     Setting("dotnet", "PROFKIT_DOTNET", "", stripped, _str, "",
             "the dotnet host for .NET targets (after --dotnet; docs/clr.md)"),
-    Setting("sampler", "PROFKIT_SAMPLER", "", stripped, _str, "",
-            "run --mode sample: in-process to use the in-process sampler outright"),
+    Setting("sampler", "PROFKIT_SAMPLER", "", choice("auto", *SAMPLER_IN_PROCESS), _str, "auto",
+            "run --mode sample: in-process (or off: no sampling from outside) uses the "
+            "in-process sampler outright; auto (default) samples from outside when allowed"),
     Setting("sampler_layout", "PROFKIT_SAMPLER_LAYOUT", "", stripped, _str, "",
-            "the out-of-process sampler: assume this CPython's layout (docs/sampler.md)"),
+            "the out-of-process sampler: assume this measured CPython layout (3.12.1) for "
+            "a release of the same minor version it has no table for (docs/sampler.md)"),
     Setting("clr_output", "PROFKIT_CLR_OUTPUT", "", stripped, _str, "",
             "set by profkit for its CLR profiler library: the result file"),
     Setting("clr_events", "PROFKIT_CLR_EVENTS", "", stripped, _str, "",
@@ -322,6 +326,7 @@ __all__ = [
     "COLLECTOR_INTERVAL_VAR",
     "ENGINES",
     "MIN_INTERVAL_NS",
+    "SAMPLER_IN_PROCESS",
     "SETTINGS",
     "Setting",
     "Settings",
