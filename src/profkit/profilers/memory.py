@@ -200,7 +200,8 @@ class MemoryProfiler(ProfilerCallback):
             by_thread.setdefault(thread, []).append((stack, int(count), round(weight)))
         for thread in sorted(by_thread):
             root = tree_of(by_thread[thread])
-            profile.threads.append(ThreadTree(thread, self._thread_name(thread), root))
+            name, native_id = self._thread_ids(thread)
+            profile.threads.append(ThreadTree(thread, name, root, native_id))
 
         def rows(alive: Iterable[tuple[float, _Key]]) -> list[list[Any]]:
             summed: dict[tuple[int, ...], list[float]] = {}
@@ -281,11 +282,20 @@ class MemoryProfiler(ProfilerCallback):
         ]
 
     def _thread_name(self, thread: int) -> str:
+        return self._thread_ids(thread)[0]
+
+    def _thread_ids(self, thread: int) -> tuple[str, int | None]:
+        """A thread's name and OS thread id (``native_id``, what exports show: Chrome tid,
+        pprof labels), as the trace and sample modes record them. Allocations may be
+        delivered on another thread (the collector's log, drained at detach), so the ids
+        are looked up, not read at delivery: a live thread's own, else the collector's
+        record of a thread that has ended."""
         for t in threading.enumerate():
             if t.ident == thread:
-                return t.name
+                return t.name, t.native_id
         try:
             assert self._info is not None
-            return self._info.get_thread_info(ThreadId(thread)).name
+            info = self._info.get_thread_info(ThreadId(thread))
         except Exception:
-            return f"Thread-{thread}"
+            return f"Thread-{thread}", None
+        return info.name, info.native_id
