@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from profkit._record import fields as record_fields
 from profkit.errors import SettingsError
 from profkit.settings import (
     COLLECTOR_INTERVAL_VAR,
@@ -109,7 +110,7 @@ def test_ipv6_address() -> None:
 
 def test_table_matches_dataclass() -> None:
     fields = [s.field for s in SETTINGS]
-    assert fields == list(Settings.__dataclass_fields__)
+    assert fields == list(record_fields(Settings))
     assert all(s.env.startswith("PROFKIT_") and s.flag.startswith("--") for s in SETTINGS)
     assert all(getattr(Settings(), s.field) == s.default for s in SETTINGS)
 

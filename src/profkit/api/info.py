@@ -8,14 +8,14 @@ for the whole session.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Protocol
 
+from profkit._record import record
 from profkit.api.events import EventMask
 from profkit.api.ids import FunctionId, ModuleId, ObjectId, ThreadId
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class FunctionInfo:
     """What is known about a function id (``GetFunctionInfo`` + ``GetTokenAndMetaData``)."""
 
@@ -33,7 +33,7 @@ class FunctionInfo:
         return f"{self.module}.{self.name}" if self.module else self.name
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ModuleInfo:
     """What is known about a module id (``GetModuleInfo``)."""
 
@@ -42,7 +42,7 @@ class ModuleInfo:
     filename: str | None  #: None until the load finishes, or for built-in modules
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ThreadInfo:
     """What is known about a thread id."""
 

@@ -10,6 +10,7 @@ has nothing to do on 3.11).
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,8 @@ def _always() -> str | None:
 
 
 def _monitoring_unavailable() -> str | None:
+    if not hasattr(sys, "monitoring"):  # 3.11: the answer without importing four modules
+        return "sys.monitoring needs Python 3.12+"
     from profkit.collect.monitoring import reason_unavailable
 
     return reason_unavailable()

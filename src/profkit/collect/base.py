@@ -7,13 +7,13 @@ poked in afterwards. The session only ever talks to this protocol.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
 
+from profkit._record import record
 from profkit.api.events import EventMask
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Capabilities:
     """What a backend can deliver, so callers test flags instead of class names."""
 

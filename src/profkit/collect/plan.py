@@ -9,9 +9,9 @@ for what it implements *and* selects.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+from profkit._record import record
 from profkit.api.callback import ProfilerCallback
 from profkit.api.events import EventMask
 
@@ -33,7 +33,7 @@ def overridden(profiler: ProfilerCallback, name: str) -> Fn:
     return method
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Plan:
     """Bound callbacks for one mask; ``None`` means: do not even hook the event."""
 

@@ -9,8 +9,7 @@ What each backend is and whether it can run here comes from the table in ``backe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from profkit._record import record
 from profkit.api.errors import UnsupportedEventError
 from profkit.api.events import EventMask
 from profkit.collect.backends import NAMES, TABLE, capabilities, unavailable
@@ -29,7 +28,7 @@ TRACING_BITS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Choice:
     """The backend picked and why (shown by ``profkit run --debug`` and in reports)."""
 

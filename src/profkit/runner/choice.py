@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Protocol
 
+from profkit._record import record
 from profkit.calltree.model import CallProfile
 from profkit.errors import UsageError
 from profkit.runner.outcome import Outcome
@@ -44,7 +44,7 @@ class Target(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Job:
     """One run: the target, the settings (``output`` already decided), the chosen row,
     and where the engine may say something (profkit's stderr lines)."""
@@ -55,17 +55,35 @@ class Job:
     say: Callable[[str], None]
 
 
-@dataclass(slots=True)
 class Finished:
     """What an engine hands back: how the program ended, the profile, and, for
-    ``argv`` shown by reports, anything the engine wants recorded in the metadata."""
+    ``argv`` shown by reports, anything the engine wants recorded in the metadata.
 
-    outcome: Outcome
-    profile: CallProfile | None
-    #: True in a forked child of the program that returned through profkit's code: it
-    #: saved its own profile (environment activation); the caller only passes its ending on.
-    forked_child: bool = False
-    metadata: dict[str, object] = field(default_factory=dict)
+    A plain class (a fresh ``metadata`` dict each): see :mod:`profkit._record` for why
+    nothing on ``profkit run``'s start-up path is a dataclass."""
+
+    __slots__ = ("forked_child", "metadata", "outcome", "profile")
+
+    def __init__(
+        self,
+        outcome: Outcome,
+        profile: CallProfile | None,
+        forked_child: bool = False,
+        metadata: dict[str, object] | None = None,
+    ) -> None:
+        self.outcome = outcome
+        self.profile = profile
+        #: True in a forked child of the program that returned through profkit's code: it
+        #: saved its own profile (environment activation); the caller only passes its
+        #: ending on.
+        self.forked_child = forked_child
+        self.metadata: dict[str, object] = {} if metadata is None else metadata
+
+    def __repr__(self) -> str:
+        return (
+            f"Finished(outcome={self.outcome!r}, profile={self.profile!r}, "
+            f"forked_child={self.forked_child!r}, metadata={self.metadata!r})"
+        )
 
 
 class Engine(Protocol):
@@ -88,7 +106,7 @@ class Engine(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ProfilerChoice:
     """A row of :data:`CHOICES`."""
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import signal
 import sys
-from dataclasses import dataclass
+
+from profkit._record import record
 
 
 class Terminated(SystemExit):
@@ -21,7 +22,7 @@ class Terminated(SystemExit):
     and the profile is saved; the runner then dies of SIGTERM itself."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Outcome:
     """How the program ended: ``status`` is what ``python``'s exit status would read as in a
     shell (``128 + signal`` for a signal death; see :func:`exit_signal`)."""

@@ -21,10 +21,10 @@ import sys
 import threading
 import types
 from collections.abc import Callable
-from dataclasses import dataclass
 from types import FrameType, TracebackType
 from typing import Any, Literal
 
+from profkit._record import record
 from profkit.api.names import is_profkit_module
 from profkit.errors import UsageError
 from profkit.runner import signals
@@ -34,7 +34,7 @@ Kind = Literal["script", "module", "code"]
 _OWN_FILES = frozenset({os.path.abspath(__file__), os.path.abspath(runpy.__file__)})
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Program:
     """What to run: ``kind`` is script, module or code; ``target`` the path/name/text."""
 
@@ -225,7 +225,7 @@ def _main_module(prepared: Prepared) -> types.ModuleType:
     return main
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Prepared:
     """A compiled program and the extra ``__main__`` globals it runs with."""
 

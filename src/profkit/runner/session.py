@@ -12,10 +12,10 @@ import contextlib
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from profkit._atomic import refuse_input_as_output
+from profkit._record import record
 from profkit.errors import UsageError
 from profkit.runner import output
 from profkit.runner.choice import Finished, Job, Target, choose
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 EXIT_NOT_SAVED = 2
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Result:
     """How a run ended: the program's :class:`Outcome`, where the profile went."""
 

@@ -26,11 +26,11 @@ the variable (or flag), the value and what was expected, e.g.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from profkit._record import record
+from profkit._record import replace as _replace
 from profkit.api.names import prefix_matches
 from profkit.errors import SettingsError
 from profkit.settings.parse import (
@@ -72,7 +72,7 @@ SAMPLER_IN_PROCESS = ("in-process", "inprocess", "off")
 
 
 # -- the table -------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Setting:
     """One row: dataclass field, environment variable, CLI flag, parser, formatter, default."""
 
@@ -193,7 +193,7 @@ _BY_FIELD = {s.field: s for s in SETTINGS}
 _ANY_BY_FIELD = {s.field: s for s in (*SETTINGS, *ACTIVATION, *ENGINES)}
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Settings:
     """Validated, immutable settings (see :data:`SETTINGS` for meanings and variables)."""
 
@@ -234,11 +234,11 @@ class Settings:
             if setting is None:
                 raise SettingsError(f"unknown setting {name!r}")
             changes[name] = _parse(setting, text, setting.flag)
-        return dataclasses.replace(self, **changes)
+        return _replace(self, **changes)
 
     def replace(self, **changes: Any) -> Settings:
         """A copy with already-parsed values (e.g. ``output=...`` decided by the runner)."""
-        return dataclasses.replace(self, **changes)
+        return _replace(self, **changes)
 
     def serialize(self) -> dict[str, str]:
         """Every setting as ``PROFKIT_*`` text; :meth:`from_env` reads back an equal object."""

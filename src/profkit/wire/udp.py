@@ -23,7 +23,7 @@ prints them (``Enter: NAME`` / ``Leave: NAME, Duration: …``, four spaces per d
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from profkit._record import record
 
 MAGIC = "PK1"
 #: 1500-byte Ethernet MTU − 20 (IPv4) − 8 (UDP) − slack for IP options/tunnels.
@@ -33,7 +33,7 @@ MAX_LOOPBACK_DATAGRAM = 16384
 _MAX_HEADER = 64
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Datagram:
     """One decoded datagram: its header fields and its event lines."""
 

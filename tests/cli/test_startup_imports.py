@@ -1,0 +1,114 @@
+"""The import budget of ``profkit run`` before the program's first line (issue #11).
+
+Start-up is judged by what is imported, not by timings (``bench/startup_bench.py`` times
+it against cProfile): the program itself prints ``sys.modules`` as its first line, under
+each way of starting it — ``python -m profkit run``, the ``profkit`` console script, and
+environment activation (how every child of a profiled program starts). Nothing that only
+saving, reporting, exporting, other modes or other commands need may be loaded by then:
+each would be paid again by every run, and a program that never imports ``json`` or
+``dataclasses`` would find them already there.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PROBE = "import sys\nprint(' '.join(sorted(sys.modules)))\n"
+
+#: Never loaded before the program starts (whole packages: any submodule counts).
+FORBIDDEN = (
+    # other commands and what runs after the program: saving, trees, exports, reports
+    "profkit.export",
+    "profkit.report",
+    "profkit.monitor",
+    "profkit.formats",
+    "profkit.present",
+    "profkit.heap",
+    "profkit.sampler",
+    "profkit.calltree.stream_writer",
+    "profkit.calltree.file",
+    "profkit.calltree.document",
+    "profkit.clr.engine",
+    "profkit.cli.clr",
+    "profkit.cli.report",
+    "profkit.cli.export",
+    # heavy or unneeded standard library and third-party modules
+    "importlib.metadata",
+    "pkg_resources",
+    "json",
+    "zlib",
+    "zipfile",
+    "shutil",
+    "difflib",
+    "subprocess",
+    "socket",
+    "numpy",
+    "textwrap",
+)
+#: Only for the profiler of a 3.12+ interpreter: the sys.monitoring collector.
+MONITORING = ("profkit.collect.monitoring", "profkit.collect.hot_monitoring")
+
+
+def _loaded(cmd: list[str], cwd: Path, **variables: str) -> set[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROFKIT_")}
+    env.update(variables)
+    proc = subprocess.run(
+        cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    return set(proc.stdout.split())
+
+
+def _too_early(loaded: set[str], allowed: tuple[str, ...] = ()) -> list[str]:
+    forbidden = FORBIDDEN + (MONITORING if sys.version_info < (3, 12) else ())
+    forbidden = tuple(f for f in forbidden if f not in allowed)
+    return sorted(m for m in loaded if any(m == f or m.startswith(f + ".") for f in forbidden))
+
+
+def _launchers() -> list[list[str]]:
+    found = [[sys.executable, "-m", "profkit"]]
+    script = Path(sys.executable).parent / "profkit"
+    if script.exists():
+        found.append([str(script)])
+    return found
+
+
+@pytest.mark.parametrize("launcher", _launchers(), ids=lambda c: Path(c[-1]).name)
+@pytest.mark.parametrize("mode", ["trace", "memory"])
+def test_run_imports_nothing_for_later_before_the_program(
+    launcher: list[str], mode: str, tmp_path: Path
+) -> None:
+    (tmp_path / "probe.py").write_text(PROBE)
+    loaded = _loaded(
+        [*launcher, "run", "--no-tree", "--mode", mode, "-o", "out.json", "probe.py"], tmp_path
+    )
+    assert "profkit.cli.run" in loaded  # it did run under profkit
+    # memory mode's profiler is built on the allocation hooks of profkit.heap
+    assert _too_early(loaded, ("profkit.heap",) if mode == "memory" else ()) == []
+
+
+def test_environment_activation_imports_nothing_for_later(tmp_path: Path) -> None:
+    (tmp_path / "probe.py").write_text(PROBE)
+    loaded = _loaded(
+        [sys.executable, "probe.py"],
+        tmp_path,
+        PROFKIT_ENABLE_PROFILING="1",
+        PROFKIT_PROFILER="profkit.profilers.elt:EltProfiler",
+        PROFKIT_TREE="0",
+        PROFKIT_OUTPUT="out.json",
+    )
+    assert "profkit.collect.startup" in loaded
+    assert "argparse" not in loaded  # no command line at all on this path
+    assert _too_early(loaded) == []
+
+
+def test_profiling_off_imports_nothing_of_profkit(tmp_path: Path) -> None:
+    """The ``.pth`` line runs in every process of the environment: off, it loads nothing."""
+    (tmp_path / "probe.py").write_text(PROBE)
+    loaded = _loaded([sys.executable, "probe.py"], tmp_path)
+    assert sorted(m for m in loaded if m.startswith("profkit")) == []

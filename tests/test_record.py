@@ -1,0 +1,104 @@
+"""profkit._record: what the dataclasses it replaced offered, and nothing compiled but __init__."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+import sys
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from profkit._record import fields, record, replace
+
+
+@record(frozen=True)
+class Point:
+    x: int
+    y: int = 0
+    label: str = ""
+
+
+@record
+class Cell:
+    value: int
+
+
+@dataclass(frozen=True, slots=True)
+class PointDC:
+    x: int
+    y: int = 0
+    label: str = ""
+
+
+def test_init_defaults_and_errors_like_a_dataclass() -> None:
+    assert Point(1) == Point(1, 0, "") == Point(x=1)
+    with pytest.raises(TypeError):
+        Point()  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        Point(1, 2, "a", 4)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        Point(1, x=2)  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        Point(1, z=2)  # type: ignore[call-arg]
+
+
+def test_a_default_before_a_required_field_is_refused() -> None:
+    with pytest.raises(TypeError, match="non-default"):
+
+        @record
+        class Bad:
+            a: int = 0
+            b: int  # type: ignore[misc]
+
+
+@given(st.integers(), st.integers(), st.text())
+def test_repr_eq_hash_match_the_dataclass(x: int, y: int, label: str) -> None:
+    rec, dc = Point(x, y, label), PointDC(x, y, label)
+    assert repr(rec).removeprefix("Point") == repr(dc).removeprefix("PointDC")
+    assert rec == Point(x, y, label) and hash(rec) == hash(Point(x, y, label))
+    assert rec != Point(x, y, label + "!")
+    assert rec != (x, y, label)  # compared only with its own class
+    assert pickle.loads(pickle.dumps(rec)) == rec == copy.copy(rec) == copy.deepcopy(rec)
+    assert replace(rec, y=y + 1) == Point(x, y + 1, label)
+
+
+def test_frozen_refuses_assignment_and_mutable_is_unhashable() -> None:
+    p = Point(1)
+    with pytest.raises(AttributeError):
+        p.x = 2  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        del p.x  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        p.other = 1  # type: ignore[attr-defined]  # slots: no stray attributes
+    c = Cell(1)
+    c.value = 2
+    assert c == Cell(2)
+    with pytest.raises(TypeError):
+        hash(c)
+
+
+def test_fields_match_args_and_replace_rejects_unknown_names() -> None:
+    assert fields(Point) == ("x", "y", "label") == Point.__match_args__
+    match Point(3, 4):
+        case Point(x, y):
+            assert (x, y) == (3, 4)
+    with pytest.raises(TypeError, match="no field"):
+        replace(Point(1), z=2)
+
+
+def test_creating_a_record_class_imports_no_dataclasses() -> None:
+    import subprocess
+
+    code = (
+        "import sys\nfrom profkit._record import record\n"
+        "@record(frozen=True)\nclass A:\n    a: int\n    b: str = ''\n"
+        "assert A(1) == A(1, '') and hash(A(1))\n"
+        "print('dataclasses' in sys.modules, 'inspect' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.split() == ["False", "False"]
