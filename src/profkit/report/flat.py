@@ -47,10 +47,11 @@ def render_flat(
         rows = rows[: max(top, 0)]
     width = max(width, len(_FLAT_COLUMNS) + 16)
     room = width - len(_FLAT_COLUMNS)
-    out = [
-        pal.bold(f"{len(stats.functions)} functions, {format_ns(stats.total_ns)} in total"),
-        pal.dim(column_header(_FLAT_COLUMNS, profile.mode)),
-    ]
+    out = [pal.bold(f"{len(stats.functions)} functions, {format_ns(stats.total_ns)} in total")]
+    note = compensation_note(profile)
+    if note:
+        out.append(pal.dim(note))
+    out.append(pal.dim(column_header(_FLAT_COLUMNS, profile.mode)))
     for frame, t in rows:
         share = t.exclusive_ns / base
         cols = (
@@ -61,6 +62,25 @@ def render_flat(
     if len(rows) < len(stats.functions):
         out.append(pal.dim(f"… {len(stats.functions) - len(rows)} more functions not shown"))
     return "\n".join(out) + "\n"
+
+
+def compensation_note(profile: CallProfile) -> str | None:
+    """One line saying that the times had the profiler's own cost per call taken out
+    (metadata ``compensation``, elt/compensate.py), so nobody compares them with another
+    profiler's raw times unawares; None for a profile whose times are as recorded."""
+    meta = profile.metadata.get("compensation")
+    if not (isinstance(meta, dict) and meta.get("applied") is True):
+        return None
+    costs = meta.get("cost_per_call_ns")
+    per_call = ""
+    if isinstance(costs, dict):
+        try:
+            py = float(costs["python_callee"]) + float(costs["python_caller"])
+            c = float(costs["c_callee"]) + float(costs["c_caller"])
+            per_call = f": {py:.0f} ns Python, {c:.0f} ns C"
+        except (KeyError, TypeError, ValueError):
+            per_call = ""
+    return f"profkit's own cost per call taken out{per_call} (raw: --no-compensate)"
 
 
 def _sort_value(t: Totals, key: SortKey) -> int:

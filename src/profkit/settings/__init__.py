@@ -135,6 +135,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("c_calls", "PROFKIT_C_CALLS", "--c-calls", parse_bool, _bool_text, True,
             "trace mode: C functions and methods (TextIOWrapper.write, dict.get) as nodes of "
             "their own, their time out of the caller's self time"),
+    Setting("compensate", "PROFKIT_COMPENSATE", "--compensate", parse_bool, _bool_text, True,
+            "trace mode: take the profiler's own cost per call, measured when recording "
+            "starts, out of the recorded times (the profile's metadata says by how much)"),
     Setting("native", "PROFKIT_NATIVE", "--native", choice("auto", "on", "off"), str, "auto",
             "the C parts of trace mode's hot path and of the out-of-process sampler: auto "
             "(used when built), on (required: an error if not built), off (pure Python)",
@@ -211,6 +214,7 @@ class Settings:
     subprocesses: bool = True
     timeline: bool = False
     c_calls: bool = True
+    compensate: bool = True
     native: Native = "auto"
     alloc_sample_bytes: int = 512 * 1024
 

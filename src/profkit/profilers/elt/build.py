@@ -12,13 +12,15 @@ import contextlib
 import os
 import sys
 import threading
+from array import array
 from collections.abc import Callable
 from typing import Any
 
 from profkit.api import FunctionInfo, ProfilerInfo
 from profkit.api.ids import FunctionId, ThreadId
 from profkit.calltree.model import CallNode, CallProfile, Frame, Span, ThreadTree
-from profkit.profilers.elt import flat
+from profkit.profilers.elt import calibrate, flat
+from profkit.profilers.elt.compensate import compensate_rows
 from profkit.profilers.elt.config import EltSettings
 from profkit.profilers.elt.sinks import LineFlusher, UdpSender
 from profkit.profilers.elt.threads import ThreadMark
@@ -43,6 +45,8 @@ class Results:
     _closed_open_calls: int
     _flusher: LineFlusher | None
     _udp: UdpSender | None
+    _calibration: calibrate.Calibration | None
+    _emit: Callable[[str], None] | None
 
     def _function_info(self, function_id: FunctionId) -> FunctionInfo:  # the profiler's
         raise NotImplementedError
@@ -51,6 +55,9 @@ class Results:
         raise NotImplementedError
 
     def close_open(self, stack: Stack, now: int) -> int:
+        raise NotImplementedError
+
+    def _compensate(self) -> bool:
         raise NotImplementedError
 
     # -- results ----------------------------------------------------------------------
@@ -75,6 +82,7 @@ class Results:
                     )
             return frame
 
+        profile.metadata["compensation"] = _compensation(None, self, None)
         if self.settings.mode == "sample":
             for tid, (name, native_id, root) in sorted(self._samples.items()):
                 tree = convert(root, profile, frame_of, root_totals=True)
@@ -111,14 +119,52 @@ class Results:
         """The threads (and timeline) the C recorder holds, as the Python path builds them."""
         assert self._recorder is not None
         thread_index: dict[int, int] = {}
+        cal = self._calibration
+        c_names: dict[int, str] = self._recorder.c_names
+        #: frame indices of C functions (compensated by their own costs)
+        c_frames: set[int] = set()
+        #: the calibration's functions: indices past every real frame, never interned
+        cal_frames: dict[int, str] = {}
+
+        def frame_index(fid: int) -> int:
+            if fid in c_names:
+                index = profile.frame_id(frame_of(fid))
+                c_frames.add(index)
+                return index
+            info = self._function_info(FunctionId(fid))
+            if cal is not None and info.filename == calibrate.FILE:
+                index = _CALIBRATION_FRAMES + len(cal_frames)
+                cal_frames[index] = info.name
+                return index
+            index = profile.frame_id(frame_of(fid))
+            if info.is_native:  # 3.11: C calls come from the collector's transitions
+                c_frames.add(index)
+            return index
+
         # The C export: rows in the file's layout, nodes made only when read (flat.py).
-        closed, flat_threads = self._recorder.export_flat(
-            now, lambda fid: profile.frame_id(frame_of(fid))
-        )
+        closed, flat_threads = self._recorder.export_flat(now, frame_index)
         self._closed_open_calls += closed
+        costs = None
         for token, data in flat_threads:
+            if cal is not None and token is cal.token:
+                costs = cal.costs(
+                    memoryview(data).cast("q"),
+                    flat.COLS,
+                    lambda i: cal_frames.get(i) or profile.frames[i].name,
+                )
+        kept = [
+            (t, d if costs is None else compensate_rows(d, costs, c_frames))
+            for t, d in flat_threads
+            if cal is None or t is not cal.token
+        ]
+        if len(kept) < len(flat_threads):
+            # The calibration's thread is profkit's, not the program's: it is left out, and
+            # so are the frames only it used (threading's, the C functions it called).
+            kept = _only_used_frames(profile, kept)
+        for token, data in kept:
             thread_index[id(token)] = len(profile.threads)
             profile.threads.append(_thread_tree(token, flat.tree(data), self._info))
+        profile.metadata["compensation"] = _compensation(costs, self, cal)
         if self._spans is not None:
             spans, self._spans_dropped = self._recorder.spans()
             # Keyed by the thread's token (alive in ``exported``), as the Python path keys
@@ -173,6 +219,66 @@ class Results:
         if self._spans is not None:
             meta["timeline_spans_dropped"] = self._spans_dropped
         return meta
+
+
+def _only_used_frames(
+    profile: CallProfile, threads: list[tuple[Any, bytes]]
+) -> list[tuple[Any, bytes]]:
+    """``threads``' rows with the frames none of them uses dropped from ``profile`` (the
+    others keep their order, renumbered). Frames are interned for every exported thread,
+    before a thread can be left out."""
+    used: set[int] = set()
+    for _, data in threads:
+        used.update(memoryview(data).cast("q")[flat.COLS_FRAME :: flat.COLS])
+    if all(i in used for i in range(len(profile.frames))):
+        return threads
+    renumber: dict[int, int] = {-1: -1}
+    frames: list[Frame] = []
+    for i, frame in enumerate(profile.frames):
+        if i in used:
+            renumber[i] = len(frames)
+            frames.append(frame)
+    profile.frames = frames
+    profile._frame_index = {}  # rebuilt from the frames on the next frame_id
+    out = []
+    for token, data in threads:
+        rows = array("q")
+        rows.frombytes(data)
+        for at in range(flat.COLS_FRAME, len(rows), flat.COLS):
+            rows[at] = renumber[rows[at]]
+        out.append((token, rows.tobytes()))
+    return out
+
+
+#: First frame index given to the calibration's functions (never a real frame's).
+_CALIBRATION_FRAMES = 1 << 40
+
+
+def _compensation(
+    costs: calibrate.Costs | None, profiler: Results, cal: calibrate.Calibration | None
+) -> dict[str, Any]:
+    """The metadata that says whether (and by how much) recorded times were compensated
+    for the profiler's own cost per call (:mod:`~profkit.profilers.elt.compensate`)."""
+    if costs is not None:
+        assert cal is not None
+        return {
+            "applied": True,
+            "cost_per_call_ns": costs.as_metadata(),
+            "calibration": cal.summary(),
+        }
+    if profiler.settings.mode == "sample":
+        why = "sample mode: no cost per call"
+    elif not profiler._compensate():
+        why = "turned off (--no-compensate, PROFKIT_COMPENSATE=0)"
+    elif profiler._recorder is None:
+        why = "the pure Python recorder is not calibrated"
+    elif profiler._emit is not None:
+        why = "event lines are on (the calibration would write lines)"
+    elif cal is None or cal.token is None:
+        why = "not calibrated (only profkit run calibrates, when recording starts)"
+    else:
+        why = "the calibration recorded nothing"
+    return {"applied": False, "why": why}
 
 
 def _thread_tree(mark: ThreadMark, root: CallNode, info: ProfilerInfo | None) -> ThreadTree:

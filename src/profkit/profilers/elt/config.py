@@ -35,6 +35,11 @@ class EltSettings(Protocol):
         """C functions as nodes (optional: an object without it means True)."""
         ...
 
+    @property
+    def compensate(self) -> bool:
+        """Take the calibrated cost per call out of recorded times (optional: True)."""
+        ...
+
     def replace(self, **changes: Any) -> EltSettings:
         """A copy with some values changed (``mode`` for :class:`SamplingProfiler`)."""
         ...

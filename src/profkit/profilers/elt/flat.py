@@ -22,6 +22,8 @@ from profkit.calltree.model import CallNode
 #: Columns of a row: parent, frame, calls, inclusive, exclusive, min, max, subtree size.
 COLS = 8
 _PARENT, _FRAME, _EXCL, _SIZE = 0, 1, 4, 7
+#: The frame column (a row's frame index in the profile; -1 for the root).
+COLS_FRAME = _FRAME
 #: The base class's ``children`` slot, which the property below fills on first access.
 _CHILDREN: Any = CallNode.__dict__["children"]
 _new = object.__new__

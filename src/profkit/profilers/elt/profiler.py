@@ -32,7 +32,7 @@ from profkit.api import EventMask, FunctionInfo, ProfilerCallback, ProfilerInfo
 from profkit.api.ids import FunctionId, ThreadId
 from profkit.api.names import prefix_matches
 from profkit.calltree.model import CallProfile
-from profkit.profilers.elt import ccalls, native
+from profkit.profilers.elt import calibrate, ccalls, native
 from profkit.profilers.elt.attach import AttachWatch
 from profkit.profilers.elt.build import Results
 from profkit.profilers.elt.config import EltSettings
@@ -127,6 +127,9 @@ class EltProfiler(TraceHooks, SampleHooks, Results, AttachWatch, ProfilerCallbac
         #: the C recorder's own sys.monitoring tool for C calls, while it runs
         self._c_hook: ccalls.MonitoringHook | None = None
         self._native_wanted = settings.mode != "sample" and native.wanted(settings.native)
+        #: the cost of a recorded call, measured when ``profkit run`` starts recording
+        #: (:mod:`~profkit.profilers.elt.calibrate`); None when nothing is compensated
+        self._calibration: calibrate.Calibration | None = None
         self.profile: CallProfile | None = None
         #: (file, module name) of a module run as ``__main__`` (``profkit run -m``)
         self.main_module: tuple[str, str] | None = main_module
@@ -160,8 +163,18 @@ class EltProfiler(TraceHooks, SampleHooks, Results, AttachWatch, ProfilerCallbac
                 self.use_native()
             elif self._emit is None:
                 self.use_closures()
+            if self._recorder is not None and self._emit is None and self._compensate():
+                # Unprofiled times now, while no hook exists yet (calibrate.py, step 1):
+                # the C-call tool's CALL events start in _c_call_events.
+                self._calibration = calibrate.Calibration()
+                self._calibration.measure_bare()
             info.set_event_mask(EventMask.ENTER_LEAVE | self._c_call_events())
         info.set_function_filter(self.accepts)
+
+    def _compensate(self) -> bool:
+        """Whether recorded times lose the profiler's own cost per call (optional
+        setting: an object without it means True)."""
+        return bool(getattr(self.settings, "compensate", True))
 
     def _c_call_events(self) -> EventMask:
         """Arrange for C calls to become nodes (:mod:`~profkit.profilers.elt.ccalls`):
@@ -203,6 +216,8 @@ class EltProfiler(TraceHooks, SampleHooks, Results, AttachWatch, ProfilerCallbac
 
     def accepts(self, info: FunctionInfo) -> bool:
         """The capture-time filter: inside a prefix (if any) and not profkit's machinery."""
+        if info.filename == calibrate.FILE:
+            return True  # the calibration's code, on a thread dropped from the profile
         module = module_of(info, self.main_module)
         if prefix_matches(module, INTERNAL_MODULES) or info.filename in self.internal_files:
             return False
@@ -214,6 +229,10 @@ class EltProfiler(TraceHooks, SampleHooks, Results, AttachWatch, ProfilerCallbac
         While paused, no thread kept a stack (each event got a throwaway one), so the
         next event on any thread starts a real one.
         """
+        if self._calibration is not None:
+            # calibrate.py, step 2, while still paused: this thread's own events (starting
+            # and joining the calibration's thread) are not recorded; that thread's are.
+            self._calibration.run_profiled()
         self._started_ns = self._clock()
         self._paused = False
 
@@ -255,6 +274,9 @@ class EltProfiler(TraceHooks, SampleHooks, Results, AttachWatch, ProfilerCallbac
         """Whether to record the thread of a first event: True to record it; False not
         yet (paused: the event is profkit's own start-up, ask again at the next one); None
         never (profkit's own line flusher). Shared by both hot paths."""
+        calibration = self._calibration
+        if calibration is not None and calibration.is_calibration_thread():
+            return True  # recorded even while paused (it runs before the program)
         if self._paused:
             if not (self._resume_after_attach and self._attach_done()):
                 return False
@@ -319,7 +341,10 @@ class EltProfiler(TraceHooks, SampleHooks, Results, AttachWatch, ProfilerCallbac
         verdict = self._thread_verdict()
         if not verdict:
             return verdict
-        return this_thread()
+        token = this_thread()
+        if self._calibration is not None and self._calibration.is_calibration_thread():
+            self._calibration.token = token
+        return token
 
     def _name(self, function_id: FunctionId) -> str:
         name = self._names.get(function_id)
