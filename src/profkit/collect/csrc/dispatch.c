@@ -50,14 +50,18 @@ call_one(PyObject *target, PyObject *arg)
     return r;
 }
 
-/* Call target(fid) under the failure rule (contain). */
+/* Call target(fid) under the failure rule (contain): its C form when it has one and the
+ * id's value is known (``raw``), which does the same. */
 PH_HIDDEN int
-deliver(Hook *self, PyObject *target, PyObject *fid, const char *what)
+deliver(Hook *self, Target *target, PyObject *fid, const uintptr_t *raw, const char *what)
 {
-    if (target == NULL) {
+    if (target->direct != NULL && raw != NULL) {
+        return target->direct(target->owner, *raw) < 0 ? contain(self, what) : 0;
+    }
+    if (target->obj == NULL) {
         return 0;
     }
-    PyObject *r = call_one(target, fid);
+    PyObject *r = call_one(target->obj, fid);
     if (r != NULL) {
         Py_DECREF(r);
         return 0;
@@ -96,8 +100,9 @@ generator_call(Hook *self, Entry *e, PyFrameObject *frame)
     }
     if (found && op != self->yield_op) {
         /* a throw() stops at YIELD_VALUE: that one is the slow path's */
-        PyObject *target = lasti == e->first ? self->enter : self->resume;
-        return deliver(self, target, e->fid, "function_enter") < 0 ? -1 : 1;
+        Target *target = lasti == e->first ? &self->enter : &self->resume;
+        uintptr_t raw = (uintptr_t)e->code;
+        return deliver(self, target, e->fid, &raw, "function_enter") < 0 ? -1 : 1;
     }
     return 0;
 }
@@ -116,8 +121,9 @@ generator_return(Hook *self, Entry *e, PyFrameObject *frame)
     }
     /* 3.11/3.12 stop at the YIELD_VALUE, 3.13 at the RESUME after it */
     int suspended = op == self->yield_op || (op == self->resume_op && lasti != e->first);
-    PyObject *target = suspended ? self->yield_ : self->leave;
-    return deliver(self, target, e->fid, "function_leave") < 0 ? -1 : 1;
+    Target *target = suspended ? &self->yield_ : &self->leave;
+    uintptr_t raw = (uintptr_t)e->code;
+    return deliver(self, target, e->fid, &raw, "function_leave") < 0 ? -1 : 1;
 }
 
 /* A Python frame's call or return. 1: handled; 0: for the slow path; -1: error to the
@@ -141,15 +147,16 @@ fast_path(Hook *self, PyFrameObject *frame, int what)
     if (st == ST_REJECTED) {
         return 1;
     }
+    uintptr_t raw = (uintptr_t)key; /* the value of e->fid, id(code) */
     if (what == PyTrace_CALL) {
         if (st == self->plain_fast) {
-            return deliver(self, self->enter, e->fid, "function_enter") < 0 ? -1 : 1;
+            return deliver(self, &self->enter, e->fid, &raw, "function_enter") < 0 ? -1 : 1;
         }
         return st == self->gen_fast ? generator_call(self, e, frame) : 0;
     }
     /* PyTrace_RETURN */
     if (st == self->plain_fast) {
-        return deliver(self, self->leave, e->fid, "function_leave") < 0 ? -1 : 1;
+        return deliver(self, &self->leave, e->fid, &raw, "function_leave") < 0 ? -1 : 1;
     }
     return st == self->gen_fast ? generator_return(self, e, frame) : 0;
 }

@@ -55,6 +55,53 @@ none_to_null(PyObject *o)
     return o == Py_None ? NULL : Py_NewRef(o);
 }
 
+/* Set ``t`` to the callback ``obj`` (None: none) and, when it is a bound method whose
+ * owner offers it (``owner.__profkit_idcall__(name)``, _idcall.h), to its C form. -1
+ * with an exception set when the offer fails. */
+static int
+target_set(Target *t, PyObject *obj)
+{
+    Py_XSETREF(t->obj, none_to_null(obj));
+    t->direct = NULL;
+    t->owner = NULL;
+    PyObject *owner = NULL;
+    if (t->obj != NULL && PyCFunction_Check(t->obj)) {
+        owner = PyCFunction_GET_SELF(t->obj);
+    }
+    if (owner == NULL || PyModule_Check(owner)) {
+        return 0;
+    }
+    PyObject *offer = PyObject_GetAttrString(owner, "__profkit_idcall__");
+    if (offer == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            return -1;
+        }
+        PyErr_Clear(); /* no offer: the bound method is called */
+        return 0;
+    }
+    const char *name = ((PyCFunctionObject *)t->obj)->m_ml->ml_name;
+    PyObject *form = PyObject_CallFunction(offer, "s", name);
+    Py_DECREF(offer);
+    if (form == NULL) {
+        return -1;
+    }
+    if (PyCapsule_IsValid(form, PROFKIT_IDCALL_CAPSULE)) {
+        ProfkitIdCall *c = PyCapsule_GetPointer(form, PROFKIT_IDCALL_CAPSULE);
+        t->direct = c->call;
+        t->owner = owner;
+    }
+    Py_DECREF(form);
+    return 0;
+}
+
+static void
+target_clear(Target *t)
+{
+    t->direct = NULL;
+    t->owner = NULL;
+    Py_CLEAR(t->obj);
+}
+
 static int
 Hook_init(Hook *self, PyObject *args, PyObject *kwargs)
 {
@@ -86,12 +133,12 @@ Hook_init(Hook *self, PyObject *args, PyObject *kwargs)
     Py_XSETREF(self->throwing, Py_NewRef(throwing));
     Py_XSETREF(self->slow, Py_NewRef(slow));
     Py_XSETREF(self->fail, Py_NewRef(fail));
-    Py_XSETREF(self->enter, none_to_null(enter));
-    Py_XSETREF(self->leave, none_to_null(leave));
-    Py_XSETREF(self->yield_, none_to_null(yield_));
-    Py_XSETREF(self->resume, none_to_null(resume));
-    Py_XSETREF(self->to_native, none_to_null(to_native));
-    Py_XSETREF(self->to_python, none_to_null(to_python));
+    if (target_set(&self->enter, enter) < 0 || target_set(&self->leave, leave) < 0
+        || target_set(&self->yield_, yield_) < 0 || target_set(&self->resume, resume) < 0
+        || target_set(&self->to_native, to_native) < 0
+        || target_set(&self->to_python, to_python) < 0) {
+        return -1;
+    }
     Py_XSETREF(self->native_id, none_to_null(native_id));
     self->plain_fast = plain_fast;
     self->gen_fast = gen_fast;
@@ -112,12 +159,12 @@ Hook_traverse(Hook *self, visitproc visit, void *arg)
     Py_VISIT(self->state);
     Py_VISIT(self->slow);
     Py_VISIT(self->fail);
-    Py_VISIT(self->enter);
-    Py_VISIT(self->leave);
-    Py_VISIT(self->yield_);
-    Py_VISIT(self->resume);
-    Py_VISIT(self->to_native);
-    Py_VISIT(self->to_python);
+    Py_VISIT(self->enter.obj);
+    Py_VISIT(self->leave.obj);
+    Py_VISIT(self->yield_.obj);
+    Py_VISIT(self->resume.obj);
+    Py_VISIT(self->to_native.obj);
+    Py_VISIT(self->to_python.obj);
     Py_VISIT(self->native_id);
     return natives_traverse(self, visit, arg);
 }
@@ -133,12 +180,12 @@ Hook_clear(Hook *self)
     Py_CLEAR(self->state);
     Py_CLEAR(self->slow);
     Py_CLEAR(self->fail);
-    Py_CLEAR(self->enter);
-    Py_CLEAR(self->leave);
-    Py_CLEAR(self->yield_);
-    Py_CLEAR(self->resume);
-    Py_CLEAR(self->to_native);
-    Py_CLEAR(self->to_python);
+    target_clear(&self->enter);
+    target_clear(&self->leave);
+    target_clear(&self->yield_);
+    target_clear(&self->resume);
+    target_clear(&self->to_native);
+    target_clear(&self->to_python);
     Py_CLEAR(self->native_id);
     return 0;
 }

@@ -116,15 +116,30 @@ owner_alive(Native *n)
 #endif
 }
 
+/* The id's value as a C-form callback takes it (Target): 0 when it has none. */
+static int
+raw_of(PyObject *fid, uintptr_t *raw)
+{
+    void *p = PyLong_AsVoidPtr(fid);
+    if (p == NULL && PyErr_Occurred()) {
+        PyErr_Clear(); /* the Python form gets the int and says what is wrong with it */
+        return 0;
+    }
+    *raw = (uintptr_t)p;
+    return 1;
+}
+
 /* native_id(callable), cached: a new reference, or NULL with the exception native_id
- * raised (or MemoryError) set. */
+ * raised (or MemoryError) set; *has_raw tells whether *raw is its value. */
 static PyObject *
-native_fid(Hook *self, PyCFunctionObject *callable)
+native_fid(Hook *self, PyCFunctionObject *callable, uintptr_t *raw, int *has_raw)
 {
     void *ml = callable->m_ml;
     PyObject *owner = owner_of(callable);
     Native *n = natives_find(self, ml, owner);
     if (n != NULL && owner_alive(n)) {
+        *raw = n->raw;
+        *has_raw = n->has_raw;
         return Py_NewRef(n->fid);
     }
     Py_XINCREF(owner); /* native_id runs Python code, which may drop the callable's self */
@@ -138,14 +153,18 @@ native_fid(Hook *self, PyCFunctionObject *callable)
             PyErr_Clear();
         }
         Py_XDECREF(owner);
+        *has_raw = fid != NULL && PyLong_Check(fid) && raw_of(fid, raw);
         return fid;
     }
+    *has_raw = raw_of(fid, raw);
     /* That call may have let another thread fill the same entry or grow the table; an
      * entry of a dead owner at the same address is refreshed in place (same key). */
     n = natives_find(self, ml, owner);
     if (n != NULL) {
         Py_XSETREF(n->ref, ref);
         Py_SETREF(n->fid, Py_NewRef(fid));
+        n->raw = *raw;
+        n->has_raw = *has_raw;
     }
     else if (natives_reserve(self) < 0) {
         PyErr_Clear(); /* no room to cache: the answer serves this event only */
@@ -156,7 +175,7 @@ native_fid(Hook *self, PyCFunctionObject *callable)
         while (self->natives[i].ml != NULL) {
             i = (i + 1) & self->natives_mask;
         }
-        self->natives[i] = (Native){ml, owner, ref, Py_NewRef(fid)};
+        self->natives[i] = (Native){ml, owner, ref, Py_NewRef(fid), *raw, *has_raw};
         self->natives_used++;
     }
     Py_XDECREF(owner);
@@ -190,16 +209,19 @@ c_call_path(Hook *self, PyFrameObject *frame, int what, PyObject *arg)
     if (status == ST_REJECTED) {
         return 1; /* a filtered-out caller's C calls stay in its time */
     }
-    PyObject *target = what == PyTrace_C_CALL ? self->to_native : self->to_python;
-    if (target == NULL) {
+    Target *target = what == PyTrace_C_CALL ? &self->to_native : &self->to_python;
+    PyObject *obj = target->obj;
+    if (obj == NULL) {
         return 1;
     }
-    Py_INCREF(target); /* native_id runs Python code */
-    PyObject *fid = native_fid(self, (PyCFunctionObject *)arg);
-    int rc = fid != NULL ? deliver(self, target, fid, "code transition")
+    Py_INCREF(obj); /* native_id runs Python code; obj keeps target->owner alive */
+    uintptr_t raw = 0;
+    int has_raw = 0;
+    PyObject *fid = native_fid(self, (PyCFunctionObject *)arg, &raw, &has_raw);
+    int rc = fid != NULL ? deliver(self, target, fid, has_raw ? &raw : NULL, "code transition")
                          : contain(self, "code transition");
     Py_XDECREF(fid);
-    Py_DECREF(target);
+    Py_DECREF(obj);
     return rc < 0 ? -1 : 1;
 }
 

@@ -13,8 +13,9 @@
  * sys.monitoring does not exist, that made the setprofile backend -- and with it ELT
  * trace mode -- 2-5x cProfile's overhead. Here an event of a function whose status is
  * known costs a probe of the hook's per-code cache and the profiler's bound method,
- * called from C; a C call (c_call/c_return/c_exception) made by such a function costs
- * a second probe, of the per-C-function cache, and the profiler's method.
+ * called from C -- or, when the profiler offers one (``__profkit_idcall__``, _idcall.h),
+ * its C function, called directly; a C call (c_call/c_return/c_exception) made by such
+ * a function costs a second probe, of the per-C-function cache, and the same callback.
  *
  * What it does is exactly what ``hook`` does (setprofile.py, _pyhook.py), on the same
  * tables, which the Python side owns and fills: ``status`` (fid -> REJECTED/PLAIN/GEN/
@@ -38,6 +39,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include "../../_pyerr_compat.h"
+#include "../../_idcall.h"
 
 #if PY_VERSION_HEX < 0x030B0000
 #error "profkit needs Python 3.11 or newer"
@@ -77,7 +79,19 @@ typedef struct {
     PyObject *owner;  /* key, borrowed; may be NULL (a function bound to nothing) */
     PyObject *ref;    /* a weak reference to owner; NULL for a static type or NULL owner */
     PyObject *fid;    /* native_id(callable): the int the profiler is called with */
+    uintptr_t raw;    /* fid's value for a C-form callback (see Target) */
+    int has_raw;      /* 0: fid does not convert; only the Python form takes it */
 } Native;
+
+/* One profiler callback, (fid) -> None. When it is a bound method whose owner offers it
+ * as a C function (the ``__profkit_idcall__`` protocol, _idcall.h), ``direct`` is that
+ * function: called with the id's value, it skips the Python call (vectorcall, the int's
+ * conversion, the returned None) on every event. */
+typedef struct {
+    PyObject *obj;    /* the callback, or NULL */
+    int (*direct)(PyObject *owner, uintptr_t fid); /* or NULL: call obj */
+    PyObject *owner;  /* borrowed: obj (a bound method) keeps it alive */
+} Target;
 
 typedef struct {
     PyObject_HEAD
@@ -87,8 +101,8 @@ typedef struct {
     PyObject *state;      /* list [bool] */
     PyObject *slow;       /* (frame, event, arg) -> None */
     PyObject *fail;       /* (exc, what) -> None */
-    PyObject *enter, *leave, *yield_, *resume; /* (fid) -> None, or NULL */
-    PyObject *to_native, *to_python;           /* (fid) -> None, or NULL */
+    Target enter, leave, yield_, resume;  /* (fid) -> None */
+    Target to_native, to_python;          /* (fid) -> None */
     PyObject *native_id;  /* (callable) -> fid; NULL: C calls take the slow path */
     long plain_fast;      /* PLAIN, or -1 when entry/exit need more than enter/leave */
     long gen_fast;        /* GEN, or -1 */
@@ -117,7 +131,8 @@ PH_HIDDEN void natives_free(Hook *self);
 
 /* dispatch.c */
 PH_HIDDEN int contain(Hook *self, const char *what);
-PH_HIDDEN int deliver(Hook *self, PyObject *target, PyObject *fid, const char *what);
+PH_HIDDEN int deliver(Hook *self, Target *target, PyObject *fid, const uintptr_t *raw,
+                      const char *what);
 PH_HIDDEN int running(Hook *self);
 PH_HIDDEN int dispatch(Hook *self, PyFrameObject *frame, int what, PyObject *arg);
 PH_HIDDEN int profile_func(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);

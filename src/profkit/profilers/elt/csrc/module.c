@@ -1,6 +1,7 @@
 /* profkit.profilers.elt._native: the Recorder type and module (see native.h). */
 #include "native.h"
 #include "../../../_pyerr_compat.h"
+#include "../../../_idcall.h"
 
 static uint64_t next_serial = 1;
 
@@ -79,6 +80,47 @@ ID_METHOD(Recorder_enter, do_enter(self, fid, OPEN_ENTER))
 ID_METHOD(Recorder_resume, do_enter(self, fid, OPEN_RESUME))
 ID_METHOD(Recorder_leave, do_leave(self, fid, CLOSE_LEAVE))
 ID_METHOD(Recorder_yield, do_leave(self, fid, CLOSE_YIELD))
+
+/* The same four as plain C functions, for a collector dispatching in C (the
+ * ``__profkit_idcall__`` protocol, _idcall.h): no argument parsing, no returned None. */
+#define ID_CALL(NAME, CALL)                                                             \
+    static int NAME##_c(PyObject *owner, uintptr_t fid)                                 \
+    {                                                                                   \
+        Recorder *self = (Recorder *)owner;                                             \
+        return CALL;                                                                    \
+    }                                                                                   \
+    static ProfkitIdCall NAME = {NAME##_c};
+ID_CALL(idcall_enter, do_enter(self, fid, OPEN_ENTER))
+ID_CALL(idcall_resume, do_enter(self, fid, OPEN_RESUME))
+ID_CALL(idcall_leave, do_leave(self, fid, CLOSE_LEAVE))
+ID_CALL(idcall_yield, do_leave(self, fid, CLOSE_YIELD))
+
+static PyObject *
+Recorder_idcall(Recorder *self, PyObject *name)
+{
+    static const struct {
+        const char *name;
+        ProfkitIdCall *call;
+    } forms[] = {
+        {"enter", &idcall_enter},
+        {"resume", &idcall_resume},
+        {"leave", &idcall_leave},
+        {"yield_", &idcall_yield},
+    };
+    const char *wanted = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+    if (wanted == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "__profkit_idcall__ takes a method name");
+        }
+        return NULL;
+    }
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        if (strcmp(wanted, forms[i].name) == 0) {
+            return PyCapsule_New(forms[i].call, PROFKIT_IDCALL_CAPSULE, NULL);
+        }
+    }
+    Py_RETURN_NONE;
+}
 
 /* The sys.monitoring-shaped methods: PY_START/PY_RESUME pass (code, offset), PY_RETURN/
  * PY_YIELD (code, offset, value); the function id is id(code).
@@ -276,6 +318,9 @@ static PyMethodDef Recorder_methods[] = {
      "__profkit_monitoring__(name, on_error): the sys.monitoring-shaped form of the\n"
      "id-shaped method ``name`` (enter, resume, leave, yield_), or None; errors go to\n"
      "on_error."},
+    {"__profkit_idcall__", (PyCFunction)Recorder_idcall, METH_O,
+     "__profkit_idcall__(name): the id-shaped method ``name`` (enter, resume, leave,\n"
+     "yield_) as a C function in a capsule, for a collector dispatching in C; or None."},
     {"c_call", (PyCFunction)(void (*)(void))Recorder_c_call, METH_FASTCALL,
      "sys.monitoring CALL callback: a C function called by recorded code starts a node;\n"
      "never raises."},

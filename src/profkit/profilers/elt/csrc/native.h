@@ -74,13 +74,17 @@
 #define CHUNK_NODES 1024
 #define NO_MIN ((int64_t)1 << 62) /* trace.py's tree.NO_MIN */
 
+/* Fields in the order the events touch them: an enter reads fid, last_hit and next_hit,
+ * a leave writes calls..max; the tree links and the name come after (first sight,
+ * export). Most nodes are out of the cache by the time they are entered again. */
 typedef struct Node {
     uintptr_t fid;
+    struct Node *last_hit; /* the child found last time: loops call the same callee */
+    struct Node *next_hit; /* the sibling found after this one last time (enter_call) */
+    int64_t calls, incl, min, max;
     struct Node *parent;
     struct Node *first_child;
     struct Node *next_sibling;
-    struct Node *last_hit; /* the child found last time: loops call the same callee */
-    int64_t calls, incl, min, max;
     PyObject *name; /* event lines: the function's name, looked up once per node */
 } Node;
 
@@ -92,6 +96,7 @@ typedef struct Chunk {
 
 typedef struct {
     Node *node;
+    uintptr_t fid; /* node->fid, which a leave compares without reaching for the node */
     int64_t start;
     int kind; /* OPEN_ENTER or OPEN_RESUME: how its event line opens */
 } Frame;

@@ -139,7 +139,7 @@ enter_call(Recorder *self, uintptr_t fid, int kind, uintptr_t caller, PyObject *
     }
     /* A C call: nothing to do (not even a Python clock's call) unless its caller is the
      * top of the stack; checked again below, after the clock. */
-    if (caller != 0 && (t->depth == 0 || t->frames[t->depth - 1].node->fid != caller)) {
+    if (caller != 0 && (t->depth == 0 || t->frames[t->depth - 1].fid != caller)) {
         return 0;
     }
     /* A Python clock is read before the push, not after: it runs arbitrary code (another
@@ -168,10 +168,19 @@ enter_call(Recorder *self, uintptr_t fid, int kind, uintptr_t caller, PyObject *
     }
     Node *n = parent->last_hit;
     if (n == NULL || n->fid != fid) {
-        n = child_of(t, parent, fid);
-        if (n == NULL) {
-            PyErr_NoMemory();
-            return -1;
+        /* Callers repeat sequences of callees (a, b, c, a, b, c): the callee that came
+         * after the last one last time is the next guess, before the node table. */
+        Node *last = n;
+        n = last != NULL ? last->next_hit : NULL;
+        if (n == NULL || n->fid != fid) {
+            n = child_of(t, parent, fid);
+            if (n == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            if (last != NULL) {
+                last->next_hit = n;
+            }
         }
         parent->last_hit = n;
     }
@@ -196,6 +205,7 @@ enter_call(Recorder *self, uintptr_t fid, int kind, uintptr_t caller, PyObject *
     }
     Frame *f = &t->frames[t->depth++];
     f->node = n;
+    f->fid = fid;
     f->kind = kind;
     if (self->emit == NULL) { /* the hot path: no Python code from the push to here */
         f->start = clock == NULL ? monotonic_ns() : start;
@@ -248,8 +258,8 @@ do_c_leave(Recorder *self, uintptr_t fid, uintptr_t caller)
         return -1;
     }
     Thread *t = known_thread(self);
-    if (t == &SILENT || t->depth < 2 || t->frames[t->depth - 1].node->fid != fid
-        || t->frames[t->depth - 2].node->fid != caller) {
+    if (t == &SILENT || t->depth < 2 || t->frames[t->depth - 1].fid != fid
+        || t->frames[t->depth - 2].fid != caller) {
         return 0;
     }
     t->depth--;
@@ -274,14 +284,14 @@ do_leave(Recorder *self, uintptr_t fid, int close_kind)
     if (t == &SILENT || t->depth == 0) {
         return 0;
     }
-    if (t->frames[t->depth - 1].node->fid == fid) {
+    if (t->frames[t->depth - 1].fid == fid) {
         t->depth--;
         return close_frame(self, t, now, close_kind, 1);
     }
     /* Resync: a deeper match means the calls above it missed their leave (closed now,
      * at the same instant); no match means it was entered before recording began. */
     for (Py_ssize_t i = t->depth - 2; i >= 0; i--) {
-        if (t->frames[i].node->fid == fid) {
+        if (t->frames[i].fid == fid) {
             while (t->depth > i + 1) { /* re-read: event lines run Python code */
                 t->depth--;
                 if (close_frame(self, t, now, CLOSE_LEAVE, 1) < 0) {

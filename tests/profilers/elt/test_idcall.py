@@ -1,0 +1,119 @@
+"""The recorder's side of the ``__profkit_idcall__`` protocol (``src/profkit/_idcall.h``):
+its id-shaped methods as C functions, which the setprofile backend's C dispatcher calls
+instead of the methods. Same trees either way, and the same failure rule."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import pytest
+
+from profkit.profilers.elt import native
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="the C recorder is not built")
+_profhook = pytest.importorskip("profkit.collect._profhook")
+
+from profkit.collect.setprofile_slow import GEN, PLAIN, RESUME, YIELD  # noqa: E402
+
+CAPSULE = "profkit._idcall.v1"
+
+
+@pytest.fixture(autouse=True)
+def hot_path() -> str:
+    """These tests pick their paths themselves (overrides the conftest's both-ways run)."""
+    return "native"
+
+
+def pk_leaf(x: int = 0) -> int:
+    return x + 1
+
+
+def pk_outer(n: int) -> int:
+    return sum(pk_leaf(i) for i in range(n)) + len(str(n))
+
+
+def _recorder(**kwargs: Any) -> Any:
+    assert native.Recorder is not None
+    return native.Recorder(lambda: ("t", "T"), **kwargs)
+
+
+def test_the_four_callbacks_are_offered_and_nothing_else() -> None:
+    rec = _recorder()
+    for name in ("enter", "resume", "leave", "yield_"):
+        form = rec.__profkit_idcall__(name)
+        assert type(form).__name__ == "PyCapsule" and repr(form).count(CAPSULE) == 1
+    assert rec.__profkit_idcall__("py_start") is None
+    assert rec.__profkit_idcall__("export") is None
+    with pytest.raises(TypeError):
+        rec.__profkit_idcall__(b"enter")
+
+
+def _hook(callbacks: dict[str, Any], status: dict[int, int], fails: list[Any]) -> Any:
+    return _profhook.Hook(
+        status=status,
+        gen_code={},
+        throwing={},
+        state=[True],
+        slow=lambda frame, event, arg: None,
+        fail=lambda exc, what: fails.append((type(exc).__name__, what)),
+        plain_fast=PLAIN,
+        gen_fast=GEN,
+        transitions=False,
+        resume_op=RESUME,
+        yield_op=YIELD,
+        **callbacks,
+    )
+
+
+def _wrapped(method: Any) -> Any:
+    return lambda fid: method(fid)
+
+
+def _tree(wrap: bool) -> Any:
+    """pk_outer and pk_leaf recorded through the C dispatcher: with the recorder's
+    methods themselves (their C forms), or wrapped in lambdas (no offer: called)."""
+    clock = iter(range(0, 10**9, 7))
+    rec = _recorder(clock=lambda: next(clock))
+    names = {"enter": rec.enter, "leave": rec.leave, "yield_": rec.yield_, "resume": rec.resume}
+    if wrap:
+        names = {k: _wrapped(f) for k, f in names.items()}
+    status = {id(pk_outer.__code__): PLAIN, id(pk_leaf.__code__): PLAIN}
+    fails: list[Any] = []
+    hook = _hook(names, status, fails)
+    old = sys.getprofile()
+    sys.setprofile(hook)
+    try:
+        pk_outer(5)
+    finally:
+        sys.setprofile(old)
+    assert not fails
+    return rec.export(10**9)[1][0][1]
+
+
+def test_the_c_forms_record_what_the_methods_record() -> None:
+    direct, called = _tree(wrap=False), _tree(wrap=True)
+    fids = {row[1] for row in direct}
+    assert {id(pk_outer.__code__), id(pk_leaf.__code__)} <= fids
+    # same shape and counts; times differ only by the lambdas' clock-free calls
+    assert [(p, f, calls) for p, f, calls, *_ in direct] == [
+        (p, f, calls) for p, f, calls, *_ in called
+    ]
+
+
+def test_an_error_in_the_c_form_goes_to_the_failure_rule() -> None:
+    def clock() -> int:
+        raise ValueError("clock broken")
+
+    rec = _recorder(clock=clock)
+    fails: list[Any] = []
+    callbacks = {"enter": rec.enter, "leave": rec.leave, "yield_": None, "resume": None}
+    hook = _hook(callbacks, {id(pk_leaf.__code__): PLAIN}, fails)
+    old = sys.getprofile()
+    sys.setprofile(hook)
+    try:
+        assert pk_leaf(1) == 2  # the program goes on
+    finally:
+        sys.setprofile(old)
+    assert ("ValueError", "function_enter") in fails
+    assert ("ValueError", "function_leave") in fails
