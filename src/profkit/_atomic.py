@@ -20,6 +20,10 @@ only if it belongs to us or to the directory's owner — the rule Linux applies 
 ``O_EXCL | O_NOFOLLOW``; a new file's permissions come from the kernel applying the umask
 at creation (the umask is never changed, not even briefly: that raced other threads).
 
+A writer killed mid-write leaves its temp file: it is the target's fixed temp name, held
+with ``flock`` while written, so the next write of that target finds it unlocked and
+replaces it without listing the directory (:func:`_claim_fixed`).
+
 File errors are plain :class:`OSError` (callers add the file name and their own
 wording); this module imports only :mod:`profkit.errors` and :mod:`profkit._output`, so any
 layer may use it.
@@ -37,6 +41,12 @@ from typing import BinaryIO, cast
 
 from profkit import _output
 from profkit.errors import ProfkitError, UsageError
+
+try:
+    from fcntl import LOCK_EX, LOCK_NB
+    from fcntl import flock as _flock
+except ImportError:  # pragma: no cover - not POSIX: only the temp names of our own
+    _flock = None  # type: ignore[assignment]
 
 #: Set by the CLI's Ctrl-C handler. Python can lose a KeyboardInterrupt (raised inside a
 #: ``__del__``, a weakref callback or an at-fork hook, it is only reported as "ignored"), and
@@ -70,6 +80,7 @@ class AtomicOutput:
         self._fsync = fsync
         self._tmp: str | None = None
         self._fh: BinaryIO | None = None
+        self._lock: int | None = None  #: holds the fixed temp name's lock (see _claim_fixed)
 
     def __enter__(self) -> BinaryIO:
         try:
@@ -89,7 +100,9 @@ class AtomicOutput:
         # created 0666 and the kernel applies the umask, as open() would.
         self._mode = st.st_mode & 0o7777 if st is not None else None
         create_mode = 0o600 if st is not None else 0o666
-        fd, self._tmp = _make_temp(os.path.dirname(target), os.path.basename(target), create_mode)
+        fd, self._tmp, self._lock = _make_temp(
+            os.path.dirname(target), os.path.basename(target), create_mode
+        )
         self._target = target
         self._fh = _checked(fd, self._tmp)
         return self._fh
@@ -118,6 +131,9 @@ class AtomicOutput:
             if self._tmp is not None:
                 with contextlib.suppress(OSError):
                     os.unlink(self._tmp)
+            if self._lock is not None:  # after the rename or unlink: see _claim_fixed
+                os.close(self._lock)
+                self._lock = None
 
 
 def _checked(fd: int, name: str) -> BinaryIO:
@@ -126,24 +142,96 @@ def _checked(fd: int, name: str) -> BinaryIO:
     return cast(BinaryIO, _output.CheckedFile(fd, name=name))
 
 
-def _make_temp(directory: str, base: str, mode: int = 0o600) -> tuple[int, str]:
-    """``tempfile.mkstemp`` in ``directory`` as ``.<base>.<random>.tmp`` (``mode`` minus the
-    umask).
+def _make_temp(directory: str, base: str, mode: int = 0o600) -> tuple[int, str, int | None]:
+    """A new temp file in ``directory`` for target ``base`` (``mode`` minus the umask):
+    ``(fd, name, the descriptor holding its lock or None)``.
 
-    Written out because importing :mod:`tempfile` (with :mod:`shutil` and :mod:`random`)
-    costs several ms of every ``profkit run`` start-up, for one file name.
+    The target's own fixed name when free (:func:`_claim_fixed`), else, while another writer
+    of the same target is at work, ``tempfile.mkstemp``'s way as
+    ``.<base>.<host>-<pid>.<random>.tmp``. Written out because importing :mod:`tempfile`
+    (with :mod:`shutil` and :mod:`random`) costs several ms of every ``profkit run``
+    start-up, for one file name.
     """
     flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     flags |= getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)
     owner = _temp_owner()
+    claimed = _claim_fixed(directory, base, owner, flags, mode)
+    if claimed is not None:
+        return claimed
     _remove_orphans(directory, base, owner)
     for _ in range(100):
         name = os.path.join(directory, f".{base}.{owner}.{os.urandom(6).hex()}.tmp")
         try:
-            return os.open(name, flags, mode), name
+            return os.open(name, flags, mode), name, None
         except FileExistsError:
             continue
     raise FileExistsError(errno.EEXIST, "no free temporary file name", directory)
+
+
+def _claim_fixed(
+    directory: str, base: str, owner: str, flags: int, mode: int
+) -> tuple[int, str, int] | None:
+    """The target's fixed temp name ``.<base>.<host>.tmp``, created afresh and locked
+    (``flock``) until renamed; None when another live writer holds it (or no ``flock``).
+
+    Why a fixed name: finding a killed writer's temp file among random names meant listing
+    the whole directory on every write (120 ms a write in a directory of 100,000 files).
+    Here the lock tells: a file at the fixed name that nobody holds locked is a dead
+    writer's, removed under our lock and created again. A name is removed or renamed only
+    by the lock's holder, and each holder checks once locked that the name is still its
+    own file, so two writers never share one. The lock stays held (a duplicate descriptor,
+    the third value) until the rename is done.
+    """
+    if _flock is None:
+        return None
+    path = os.path.join(directory, f".{base}.{owner.rpartition('-')[0]}.tmp")
+    for _ in range(3):
+        fresh = True
+        try:
+            fd = os.open(path, flags, mode)
+        except FileExistsError:
+            fresh = False
+            try:
+                fd = os.open(path, flags & ~(os.O_CREAT | os.O_EXCL))
+            except OSError:
+                return None  # a symlink, another user's file: not ours to reuse
+        except OSError:
+            return None
+        try:
+            ours = _lock_if_ours(fd, path)
+            if ours and fresh:
+                return fd, path, os.dup(fd)  # the duplicate shares the lock
+            if ours:
+                os.unlink(path)  # nobody held it: a killed writer's
+        except OSError:  # no flock on this filesystem: leave no file of ours behind
+            ours = False
+            if fresh:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+        os.close(fd)
+        if not ours:
+            return None
+    return None
+
+
+def _lock_if_ours(fd: int, path: str) -> bool:
+    """Lock ``fd`` (not waiting) and say whether it is our regular file still named ``path``;
+    raises :class:`OSError` where the filesystem has no locks."""
+    assert _flock is not None
+    try:
+        _flock(fd, LOCK_EX | LOCK_NB)
+    except BlockingIOError:
+        return False  # a live writer holds it
+    opened = os.fstat(fd)
+    try:
+        named = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False  # renamed or removed since we opened it
+    return (
+        stat.S_ISREG(opened.st_mode)
+        and opened.st_uid == os.geteuid()
+        and (opened.st_dev, opened.st_ino) == (named.st_dev, named.st_ino)
+    )
 
 
 def _temp_owner() -> str:
