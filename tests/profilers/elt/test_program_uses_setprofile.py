@@ -1,0 +1,58 @@
+"""A new user's finding (notes/s6/findings.md): on 3.11 trace mode rides `sys.setprofile`, so a
+program that profiles a piece of itself with cProfile (or anything calling `sys.setprofile`)
+silently ends profkit's recording: every call after `Profile.disable()` is missing from the
+profile and nothing says so. On 3.12+ (`sys.monitoring`) the same program is recorded whole."""
+
+from __future__ import annotations
+
+import os
+import pstats
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PROGRAM = """\
+import cProfile
+
+def work():
+    return sum(i * i for i in range(1000))
+
+def after():
+    return 1
+
+profile = cProfile.Profile()
+profile.enable()
+work()
+profile.disable()
+for _ in range(7):
+    after()
+"""
+
+
+def _calls(stats: pstats.Stats, name: str) -> int:
+    """Primitive calls of the functions whose pstats name ends with `name`."""
+    rows = stats.stats  # type: ignore[attr-defined]
+    return sum(row[0] for (_, _, func), row in rows.items() if func.endswith(name))
+
+
+@pytest.mark.xfail(
+    sys.version_info < (3, 12),
+    strict=True,
+    reason="3.11: the program's own sys.setprofile(None) ends profkit's recording",
+)
+def test_calls_after_the_programs_own_cprofile_are_recorded(tmp_path: Path) -> None:
+    script = tmp_path / "prog.py"
+    script.write_text(PROGRAM)
+    out = tmp_path / "prog.pstats"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROFKIT_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "profkit", "run", "--no-tree", "-o", str(out), str(script)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert _calls(pstats.Stats(str(out)), "after") == 7
