@@ -29,7 +29,11 @@ Scenarios:
     python bench/ccall_truth.py --program sympy --repeat 3
 
 Needs ``perf`` (linux-perf) and permission to record (``perf_event_paranoid`` <= 2).
-Python 3.11 has no ``-X perf``: the perf column is then left out (the others still run).
+Python 3.11 has no ``-X perf``: there the unprofiled column is ``py-spy record --native``'s
+(sampled from outside, C frames unwound; ``pip install py-spy``), charged by the same rule,
+or left out when py-spy is not installed. perf and py-spy count time on the CPU, profilers
+wall time: where the program waits (a terminal that reads slowly), the profilers' shares of
+the waiting function are larger than the truth's by that waiting.
 """
 
 from __future__ import annotations
@@ -39,10 +43,12 @@ import collections
 import os
 import pstats
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -62,6 +68,8 @@ C_FUNCS = {
 }
 _C_NAMES = frozenset(C_FUNCS.values())
 TOP = 10
+#: The unprofiled run's column: perf (3.12+) or py-spy --native (3.11).
+TRUTH = "unprofiled"
 
 
 def _samples(script: str) -> Iterator[list[str]]:
@@ -97,13 +105,12 @@ class Scenario:
         #: fold every C function into its Python caller (perf names only C_FUNCS)
         self.python_only = python_only
 
-    def run(self, cmd: list[str], env: dict[str, str] | None = None) -> None:
-        """``cmd`` to the end, its stdout a pty (drained here) or discarded."""
+    def run(self, cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+        """``cmd`` to the end, its stdout a pty (drained here) or discarded; its (wall,
+        CPU) seconds."""
         if not self.tty:
-            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
-            return
+            return _timed(cmd, subprocess.DEVNULL, env)
         master, slave = os.openpty()
-        drained = [0]
 
         def drain() -> None:
             while True:
@@ -113,16 +120,46 @@ class Scenario:
                     return
                 if not chunk:
                     return
-                drained[0] += len(chunk)
 
         reader = threading.Thread(target=drain, daemon=True)
         reader.start()
         try:
-            subprocess.run(cmd, check=True, stdout=slave, env=env)
+            return _timed(cmd, slave, env)
         finally:
             os.close(slave)
             reader.join()
             os.close(master)
+
+
+def _timed(cmd: list[str], stdout: int, env: dict[str, str] | None) -> tuple[float, float]:
+    """(wall, CPU) seconds of ``cmd``, the wall time less the time its main thread waited
+    for a CPU (``/proc/PID/schedstat``, read from the exited process before it is reaped):
+    on a loaded machine that wait is not the program's."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=stdout, env=env)
+    os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+    wall = time.perf_counter() - start
+    try:
+        queued = int(Path(f"/proc/{proc.pid}/schedstat").read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        queued = 0.0
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise subprocess.CalledProcessError(proc.returncode, cmd)
+    return wall - queued, usage.ru_utime + usage.ru_stime
+
+
+def off_cpu_to_write(shares: dict[str, float], wall: float, cpu: float) -> dict[str, float]:
+    """perf's and py-spy's shares are of time *on the CPU*; a profiler's are of wall time.
+    On a terminal the program also waits (the terminal reads slower than it writes), and it
+    waits in ``TextIOWrapper.write``: the bare run's wall time beyond its CPU time (and
+    beyond its wait for a CPU, see :func:`_timed`) is given to it, the rest keeps its
+    shares scaled by CPU / wall."""
+    waiting = max(wall - cpu, 0.0) / wall if wall > 0 else 0.0
+    out = {name: share * (1 - waiting) for name, share in shares.items()}
+    out["TextIOWrapper.write"] = out.get("TextIOWrapper.write", 0.0) + waiting
+    return out
 
 
 def _charge(frames: list[str], python_only: bool) -> str | None:
@@ -146,6 +183,32 @@ def perf_shares(python: str, scenario: Scenario, work: str) -> dict[str, float]:
         name = _charge(frames, scenario.python_only)
         if name is not None:
             counts[name] += 1
+    total = sum(counts.values())
+    return {name: n / total for name, n in counts.items()}
+
+
+_PY_FRAME = re.compile(r"^(.*) \((?:[^()]*\.py|<[^()]*>):\d+\)$")
+
+
+def pyspy_shares(spy: str, python: str, scenario: Scenario, work: str) -> dict[str, float]:
+    """The unprofiled run's shares from ``py-spy record --native`` (3.11: no ``-X perf``),
+    charged by the same rule as perf's samples: the C function the innermost Python frame
+    called, when it is one of ``C_FUNCS``, else that Python function."""
+    out = os.path.join(work, "spy.txt")
+    cmd = [spy, "record", "--native", "--rate", "1000", "--format", "raw", "-o", out, "--"]
+    scenario.run([*cmd, python, *scenario.program])
+    counts: collections.Counter[str] = collections.Counter()
+    for line in Path(out).read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        frames = stack.split(";")
+        inner = max((i for i, f in enumerate(frames) if _PY_FRAME.match(f)), default=None)
+        if inner is None or not count.isdigit():
+            continue
+        native = [f.split(" (", 1)[0] for f in frames[inner + 1 :]]
+        named = [] if scenario.python_only else [C_FUNCS[f] for f in native if f in C_FUNCS]
+        match = _PY_FRAME.match(frames[inner])
+        assert match is not None
+        counts[named[0] if named else _short(match[1])] += int(count)
     total = sum(counts.values())
     return {name: n / total for name, n in counts.items()}
 
@@ -271,20 +334,34 @@ def main() -> int:
             scenario = Scenario(["-m", "json.tool", source, *out], tty=args.tty, python_only=False)
             title = f"json.tool 8 MB, output to {'a terminal (pty)' if args.tty else 'a file'}"
         scenario.run([args.python, *scenario.program])  # warm the file cache
+        # bare: (wall, CPU) of each run, for the wall-time truth on a terminal
+        bare: list[tuple[float, float]] = []
         tools: dict[str, Callable[[], dict[str, float]]] = {}
+        spy = shutil.which("py-spy", path=os.path.dirname(args.python)) or shutil.which("py-spy")
         if has_perf:
-            tools["perf (unprofiled)"] = lambda: perf_shares(args.python, scenario, work)
+            tools[TRUTH] = lambda: perf_shares(args.python, scenario, work)
+        elif spy is not None:
+            tools[TRUTH] = lambda: pyspy_shares(spy, args.python, scenario, work)
         tools["cProfile"] = lambda: cprofile_shares(args.python, scenario, work)
         tools["profkit as recorded"] = lambda: profkit_shares(args.python, scenario, work, False)
         tools["profkit compensated"] = lambda: profkit_shares(args.python, scenario, work, True)
         runs: dict[str, list[dict[str, float]]] = {k: [] for k in tools}
         for _ in range(max(args.repeat, 1)):
+            bare.append(scenario.run([args.python, *scenario.program]))
             for name, tool in tools.items():  # interleaved: load changes hit every tool
                 runs[name].append(tool())
         columns = {k: _mean_shares(v) for k, v in runs.items()}
+        if args.tty and TRUTH in columns:
+            wall, cpu = min(bare)  # the least disturbed bare run
+            waited = f"{TRUTH}, wall"
+            columns = {waited: off_cpu_to_write(columns[TRUTH], wall, cpu), **columns}
+            print(f"bare run on a terminal: {wall:.2f} s wall (less CPU waits), {cpu:.2f} s CPU")
     print(f"{title}, Python {version}: share of the run by self time, top {TOP} each")
     if not has_perf:
-        print("  (no perf column: python -X perf needs 3.12+)")
+        print(
+            "  (python -X perf needs 3.12+: "
+            + ("the unprofiled column is py-spy --native's)" if spy else "no unprofiled column)")
+        )
     ranked = {k: sorted(v.items(), key=lambda kv: -kv[1])[:TOP] for k, v in columns.items()}
     print("  " + "".join(f"{k:<42}" for k in ranked))
     for i in range(TOP):
@@ -293,7 +370,7 @@ def main() -> int:
             name, share = rows[i] if i < len(rows) else ("", 0.0)
             cells.append(f"{i + 1:>2}. {name[:30]:<30} {100 * share:4.1f}%")
         print("  " + "  ".join(cells))
-    truth = columns.get("perf (unprofiled)")
+    truth = columns.get(f"{TRUTH}, wall", columns.get(TRUTH))
     for k, v in columns.items():
         write = v.get("TextIOWrapper.write", 0.0)
         rank = 1 + sum(1 for s in v.values() if s > write)
@@ -302,7 +379,9 @@ def main() -> int:
             line += f" TextIOWrapper.write ranks {rank:>2} ({100 * write:4.1f}%)"
         if truth is not None and v is not truth:
             rho, l1 = agreement(truth, v)
-            line += f"   vs perf's top {TOP}: Spearman {rho:+.2f}, sum |share diff| {l1:4.1f} pts"
+            line += (
+                f"   vs the truth's top {TOP}: Spearman {rho:+.2f}, sum |share diff| {l1:4.1f} pts"
+            )
         print(line)
     return 0
 

@@ -59,7 +59,7 @@ def test_costs_land_on_the_callee_and_its_caller() -> None:
     assert a[3] == 235 + 400 + 475
     assert root[3] == a[3] and root[4] == 0
     # the shortest and longest call shrink with the inclusive time
-    assert b[5:7] == [round(4 * 400 / 600), round(10 * 400 / 600)]
+    assert b[5:7] == [4 * 400 // 600, 10 * 400 // 600]
     assert a[2] == 10 and b[2] == 100  # calls untouched
 
 

@@ -42,7 +42,7 @@ from typing import Any
 FILE = "<profkit calibration>"
 #: Calls per repetition, and repetitions (each ~0.3-1 ms recorded).
 CALLS = 2000
-REPEATS = 5
+REPEATS = 3
 
 _perf_counter_ns = time.perf_counter_ns
 
