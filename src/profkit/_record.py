@@ -3,19 +3,19 @@
 Why not :mod:`dataclasses`: it writes every method of a class (``__init__``, ``__repr__``,
 ``__eq__``, ``__hash__``, ``__setattr__``, ``__delattr__``, ``__getstate__``...) as source
 text and compiles each one when the class is created: 0.3-0.9 ms a class on 3.11, and
-``profkit run`` created a dozen before the program's first line and again on the way out
-(with ``dataclasses`` pulling in :mod:`inspect`, :mod:`ast` and :mod:`dis`). Here only
-``__init__`` is compiled (so instances are built as fast as a dataclass's, and the
-signature is a real one); the other methods are shared functions reading the fields
-through one :func:`operator.attrgetter`.
+``profkit run`` created two dozen between its start and its exit (with ``dataclasses``
+pulling in :mod:`inspect`, :mod:`ast` and :mod:`dis`). Here only ``__init__`` is compiled
+(so instances are built as fast as a dataclass's, and the signature is a real one); the
+other methods are shared functions reading the fields through one
+:func:`operator.attrgetter`.
 
 What a record offers is what the dataclasses it replaced offered: ``__init__`` with
-defaults, ``__slots__``, ``__repr__`` (``Name(field=value, ...)``), ``__eq__`` between
-instances of the same class, ``__match_args__``, and with ``frozen=True`` assignment
-refused and ``__hash__``; :func:`replace` and :func:`fields` are :mod:`dataclasses`' own. Type checkers
-treat :func:`record` as :func:`dataclasses.dataclass` (``dataclass_transform``). No
-``field()``: a record needing a per-instance default (a fresh ``dict``) writes its own
-``__init__``.
+defaults (``field(default_factory=dict)`` for a fresh one each; ``repr=False``,
+``compare=False``), ``__slots__``, ``__repr__`` (``Name(field=value, ...)``), ``__eq__``
+between instances of the same class, ``__match_args__``, and with ``frozen=True``
+assignment refused and ``__hash__``; a class's own ``__eq__``, ``__repr__`` or
+``__hash__`` is kept. :func:`replace` and :func:`fields` are :mod:`dataclasses`' own.
+Type checkers treat :func:`record` as :func:`dataclasses.dataclass` (``dataclass_transform``).
 """
 
 from __future__ import annotations
@@ -28,6 +28,33 @@ T = TypeVar("T")
 
 #: Field names of a record class, in order.
 FIELDS = "__record_fields__"
+_MISSING: Any = type("_Missing", (), {"__repr__": lambda self: "<missing>"})()
+
+
+class _Field:
+    """What :func:`field` returns: read once, when the class is made."""
+
+    __slots__ = ("compare", "default", "default_factory", "repr")
+
+    def __init__(
+        self, default: Any, default_factory: Callable[[], Any] | None, repr: bool, compare: bool
+    ) -> None:
+        self.default = default
+        self.default_factory = default_factory
+        self.repr = repr
+        self.compare = compare
+
+
+def field(
+    *,
+    default: Any = _MISSING,
+    default_factory: Callable[[], Any] | None = None,
+    repr: bool = True,
+    compare: bool = True,
+) -> Any:
+    """A field's options, as :func:`dataclasses.field` (``default_factory``, ``repr``,
+    ``compare``)."""
+    return _Field(default, default_factory, repr, compare)
 
 
 @overload
@@ -38,7 +65,7 @@ def record(cls: type[T], /) -> type[T]: ...
 def record(*, frozen: bool = False) -> Callable[[type[T]], type[T]]: ...
 
 
-@dataclass_transform()
+@dataclass_transform(field_specifiers=(field,))
 def record(cls: type[T] | None = None, /, *, frozen: bool = False) -> Any:
     """Make ``cls`` (annotated fields, optional class-level defaults) a record class."""
 
@@ -72,59 +99,94 @@ def _make(cls: type[T], frozen: bool) -> type[T]:
         for name, hint in annotations.items()
         if not (isinstance(hint, str) and hint.startswith(("ClassVar", "typing.ClassVar")))
     )
-    namespace = {k: v for k, v in cls.__dict__.items() if k not in ("__dict__", "__weakref__")}
+    own = cls.__dict__
+    namespace = {k: v for k, v in own.items() if k not in ("__dict__", "__weakref__")}
     defaults: dict[str, Any] = {}
+    factories: dict[str, Callable[[], Any]] = {}
+    shown, compared = [], []
     for name in names:
-        if name in namespace:
-            defaults[name] = namespace.pop(name)
-        elif defaults:
+        spec = namespace.pop(name, _MISSING)
+        options = spec if isinstance(spec, _Field) else _Field(spec, None, True, True)
+        if options.default_factory is not None:
+            factories[name] = options.default_factory
+        elif options.default is not _MISSING:
+            defaults[name] = options.default
+        elif defaults or factories:
             raise TypeError(f"non-default argument {name!r} follows default argument")
+        if options.repr:
+            shown.append(name)
+        if options.compare:
+            compared.append(name)
     namespace["__slots__"] = names
     namespace["__match_args__"] = names
     namespace[FIELDS] = names
-    namespace["__init__"] = _init(cls.__qualname__, names, defaults)
-    namespace["__repr__"] = _repr
-    namespace["__eq__"] = _eq
-    namespace["__reduce__"] = _reduce
+    namespace["__record_shown__"] = tuple(shown)
+    namespace["__init__"] = _init(cls.__qualname__, names, defaults, factories, frozen)
+    namespace["_values"] = staticmethod(_getter(tuple(compared)))
+    namespace["_state"] = staticmethod(_getter(names))
+    namespace.setdefault("__repr__", _repr)
+    namespace.setdefault("__reduce__", _reduce)
+    if "__eq__" not in own:
+        namespace["__eq__"] = _eq
+    explicit_hash = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
+    if not explicit_hash:
+        # as dataclasses: frozen and compared by value -> hashable; mutable -> unhashable
+        namespace["__hash__"] = _hash if frozen else None
     if frozen:
-        namespace["__hash__"] = _hash
         namespace["__setattr__"] = _refuse_set
         namespace["__delattr__"] = _refuse_delete
-    else:
-        namespace["__hash__"] = None  # mutable and compared by value: unhashable
-    namespace["_values"] = staticmethod(_values_getter(names))
     metaclass: type = type(cls)
     new_cls: type[T] = metaclass(cls.__name__, cls.__bases__, namespace)
     return new_cls
 
 
-def _init(qualname: str, names: tuple[str, ...], defaults: dict[str, Any]) -> Callable[..., None]:
-    """``__init__(self, a, b=<default>)``, compiled once for the class.
+def _init(
+    qualname: str,
+    names: tuple[str, ...],
+    defaults: dict[str, Any],
+    factories: dict[str, Callable[[], Any]],
+    frozen: bool,
+) -> Callable[..., None]:
+    """``__init__(self, a, b=<default>, c=<fresh>)``, compiled once for the class.
 
-    Fields are set with ``object.__setattr__`` (as a frozen dataclass does), defaults are
-    bound from the closure-free ``_defaults`` globals, so any object may be a default.
+    The code a dataclass's ``__init__`` has: plain attribute stores (``object.__setattr__``
+    when frozen), defaults bound when the function is defined, factories read from its
+    globals (``_factory_<name>``), so instances cost what a dataclass's cost.
     """
-    params = ", ".join(f"{n}=_defaults[{n!r}]" if n in defaults else n for n in names)
-    body = "".join(f"\n    _set(self, {n!r}, {n})" for n in names) or "\n    pass"
-    source = f"def __init__(self{', ' if params else ''}{params}) -> None:{body}\n"
-    scope: dict[str, Any] = {"_defaults": defaults, "_set": object.__setattr__}
+    scope: dict[str, Any] = {"_MISSING": _MISSING, "_set": object.__setattr__}
+    params, body = [], []
+    for n in names:
+        value = n
+        if n in defaults:
+            scope[f"_default_{n}"] = defaults[n]
+            params.append(f"{n}=_default_{n}")
+        elif n in factories:
+            scope[f"_factory_{n}"] = factories[n]
+            params.append(f"{n}=_MISSING")
+            value = f"_factory_{n}() if {n} is _MISSING else {n}"
+        else:
+            params.append(n)
+        body.append(f"_set(self, {n!r}, {value})" if frozen else f"self.{n} = {value}")
+    head = ", ".join(["self", *params])
+    lines = "".join(f"\n    {line}" for line in body) or "\n    pass"
+    source = f"def __init__({head}) -> None:{lines}\n"
     exec(compile(source, f"<record {qualname}>", "exec"), scope)
     init: Callable[..., None] = scope["__init__"]
     init.__qualname__ = f"{qualname}.__init__"
     return init
 
 
-def _values_getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
     if not names:
         return lambda self: ()
     if len(names) == 1:
-        getter = operator.attrgetter(names[0])
-        return lambda self: (getter(self),)
+        one = operator.attrgetter(names[0])
+        return lambda self: (one(self),)
     return operator.attrgetter(*names)
 
 
 def _repr(self: Any) -> str:
-    names: tuple[str, ...] = getattr(type(self), FIELDS)
+    names: tuple[str, ...] = type(self).__record_shown__
     fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
     return f"{type(self).__qualname__}({fields})"
 
@@ -141,7 +203,7 @@ def _hash(self: Any) -> int:
 
 
 def _reduce(self: Any) -> tuple[type, tuple[Any, ...]]:
-    return type(self), self._values(self)
+    return type(self), self._state(self)
 
 
 def _refuse_set(self: Any, name: str, value: Any) -> None:

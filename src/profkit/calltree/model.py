@@ -8,13 +8,14 @@ different nodes (a *call tree*, not a call graph).
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
+
+from profkit._record import field, record
 
 ProfileMode = Literal["trace", "sample", "memory"]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Frame:
     """A function as reports show it: ``name`` is ``module.qualname``."""
 
@@ -23,7 +24,7 @@ class Frame:
     line: int = 0
 
 
-@dataclass(slots=True)
+@record
 class CallNode:
     """One position in a call tree, aggregated over every call that reached it.
 
@@ -83,7 +84,7 @@ class CallNode:
             yield from child.walk(depth + 1)
 
 
-@dataclass(slots=True)
+@record
 class ThreadTree:
     """The call tree of one thread; ``root.frame == -1`` and its times are the totals."""
 
@@ -97,7 +98,7 @@ class ThreadTree:
     pid: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Span:
     """One call on a timeline (for Chrome trace / speedscope evented output)."""
 
@@ -108,7 +109,7 @@ class Span:
     depth: int
 
 
-@dataclass(slots=True)
+@record
 class CallProfile:
     """A whole saved profile: frames, per-thread trees, optional timeline, metadata.
 
@@ -153,7 +154,7 @@ K = TypeVar("K", bound=Hashable)
 LogEntry = tuple[int, float | None, K | None]
 
 
-@dataclass
+@record
 class Replayed(Generic[K]):
     """What a log says: per key ``[samples, bytes]`` allocated, and the blocks
     (id -> (weight, key)) alive at the peak and at the end."""

@@ -13,7 +13,7 @@ the opcode at ``f_lasti`` says which it is (see ``setprofile.py``).
 
 from __future__ import annotations
 
-import dis
+import opcode
 import sys
 from collections.abc import Callable
 from types import CodeType, FrameType
@@ -24,9 +24,9 @@ from profkit.collect.plan import Plan
 from profkit.collect.registry import GENERATOR_FLAGS
 from profkit.collect.transitions import arguments_of
 
-RESUME = dis.opmap["RESUME"]
-YIELD = dis.opmap["YIELD_VALUE"]
-RETURNS = frozenset(dis.opmap[n] for n in ("RETURN_VALUE", "RETURN_CONST") if n in dis.opmap)
+RESUME = opcode.opmap["RESUME"]
+YIELD = opcode.opmap["YIELD_VALUE"]
+RETURNS = frozenset(opcode.opmap[n] for n in ("RETURN_VALUE", "RETURN_CONST") if n in opcode.opmap)
 
 # Per-code status values (``csrc/profhook.h`` and ``_pyhook.py`` know 0 = rejected).
 REJECTED, PLAIN, GEN, PRE = 0, 1, 2, 3

@@ -17,13 +17,13 @@ Naming (documented in ``docs/elt.md``):
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import re
 import sys
 from collections.abc import Iterator
 from typing import TextIO
 
+from profkit._record import replace
 from profkit.calltree.model import CallProfile
 
 PID = "{pid}"
@@ -172,9 +172,7 @@ def render(profile: CallProfile, stream: TextIO) -> str:
         kept = {id(t) for t in by_time[:MAX_THREADS_SHOWN]}
         rest = len(profile.threads) - MAX_THREADS_SHOWN
         more = f"\n… {rest} more threads (profkit report FILE shows every thread)\n"
-        profile = dataclasses.replace(
-            profile, threads=[t for t in profile.threads if id(t) in kept]
-        )
+        profile = replace(profile, threads=[t for t in profile.threads if id(t) in kept])
 
     tty = _isatty(stream)
     width: int | None = None  # a file or a pipe: full names, nothing cut (issue #11)
