@@ -55,7 +55,8 @@ ALLOWED: dict[str, set[str]] = {
     "_lazy": set(),
     "_toolids": set(),
     "_streamfile": {"_atomic"},
-    "_record": set(),
+    "_record": {"_record_inits"},
+    "_record_inits": set(),
     "errors": set(),
 }
 #: modules allowed one more import than their package, each with its reason

@@ -6,12 +6,14 @@ import copy
 import pickle
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from profkit._record import fields, record, replace
+from profkit import _record_inits
+from profkit._record import field, fields, record, replace
 
 
 @record(frozen=True)
@@ -102,3 +104,69 @@ def test_creating_a_record_class_imports_no_dataclasses() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.split() == ["False", "False"]
+
+
+@record
+class Node:
+    name: str
+    children: dict[str, int] = field(default_factory=dict)
+    cache: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
+
+    def __eq__(self, other: object) -> bool:  # a class's own __eq__ is kept
+        return isinstance(other, Node) and other.name.lower() == self.name.lower()
+
+
+def test_default_factory_repr_and_compare_options_and_an_own_eq() -> None:
+    a, b = Node("a"), Node("a")
+    a.children["x"] = 1
+    assert b.children == {} and a.children is not b.children  # a fresh dict each
+    assert repr(a) == "Node(name='a', children={'x': 1})"  # cache: repr=False
+    assert Node("A") == Node("a")  # the class's own __eq__
+    assert Node("a", {"y": 2}).children == {"y": 2}
+    with pytest.raises(TypeError):
+        hash(a)  # mutable and compared by value
+
+
+@record(frozen=True)
+class Wide:
+    """More fields than the precompiled templates have: compiles its own __init__."""
+
+    f00: int
+    f01: int
+    f02: int
+    f03: int
+    f04: int
+    f05: int
+    f06: int
+    f07: int
+    f08: int
+    f09: int
+    f10: int
+    f11: int
+    f12: int
+    f13: int
+    f14: int
+    f15: int
+    f16: int
+    f17: int
+    f18: int
+    f19: int
+    f20: int = 20
+
+
+def test_a_record_beyond_the_templates_and_keyword_arguments() -> None:
+    assert len(fields(Wide)) > _record_inits.MAX_FIELDS
+    w = Wide(*range(20))
+    assert (w.f00, w.f19, w.f20) == (0, 19, 20)
+    assert Wide(*range(20), f20=5).f20 == 5
+    p = Point(label="l", x=2)  # keywords bind to the renamed template's parameters
+    assert (p.x, p.y, p.label) == (2, 0, "l")
+    assert Point.__init__.__qualname__ == "Point.__init__"
+
+
+def test_the_templates_are_what_the_generator_writes() -> None:
+    import subprocess
+
+    script = Path(__file__).parents[1] / "scripts" / "gen_record_inits.py"
+    proc = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr

@@ -4,10 +4,12 @@ Why not :mod:`dataclasses`: it writes every method of a class (``__init__``, ``_
 ``__eq__``, ``__hash__``, ``__setattr__``, ``__delattr__``, ``__getstate__``...) as source
 text and compiles each one when the class is created: 0.3-0.9 ms a class on 3.11, and
 ``profkit run`` created two dozen between its start and its exit (with ``dataclasses``
-pulling in :mod:`inspect`, :mod:`ast` and :mod:`dis`). Here only ``__init__`` is compiled
-(so instances are built as fast as a dataclass's, and the signature is a real one); the
-other methods are shared functions reading the fields through one
-:func:`operator.attrgetter`.
+pulling in :mod:`inspect`, :mod:`ast` and :mod:`dis`). Here nothing is compiled: a
+record's ``__init__`` is a precompiled template (:mod:`profkit._record_inits`) with its
+fields renamed, so instances are built as fast as a dataclass's and the signature is a
+real one; the other methods are shared functions reading the fields through one
+:func:`operator.attrgetter`. (Only a class with a ``default_factory`` compiles its
+``__init__``.)
 
 What a record offers is what the dataclasses it replaced offered: ``__init__`` with
 defaults (``field(default_factory=dict)`` for a fresh one each; ``repr=False``,
@@ -22,7 +24,10 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
+from types import FunctionType
 from typing import Any, TypeVar, dataclass_transform, overload
+
+from profkit import _record_inits as _inits
 
 T = TypeVar("T")
 
@@ -147,12 +152,18 @@ def _init(
     factories: dict[str, Callable[[], Any]],
     frozen: bool,
 ) -> Callable[..., None]:
-    """``__init__(self, a, b=<default>, c=<fresh>)``, compiled once for the class.
+    """``__init__(self, a, b=<default>, c=<fresh>)`` for the class.
 
     The code a dataclass's ``__init__`` has: plain attribute stores (``object.__setattr__``
-    when frozen), defaults bound when the function is defined, factories read from its
-    globals (``_factory_<name>``), so instances cost what a dataclass's cost.
+    when frozen), defaults bound to the function. Without factories it is a precompiled
+    template of :mod:`profkit._record_inits` with its placeholder fields renamed (no
+    compiling at all); a class with a ``default_factory`` compiles its own, reading the
+    factories from the function's globals (``_factory_<name>``).
     """
+    if not factories and len(names) <= _inits.MAX_FIELDS:
+        return _from_template(
+            qualname, names, tuple(defaults[n] for n in names if n in defaults), frozen
+        )
     scope: dict[str, Any] = {"_MISSING": _MISSING, "_set": object.__setattr__}
     params, body = [], []
     for n in names:
@@ -172,6 +183,33 @@ def _init(
     source = f"def __init__({head}) -> None:{lines}\n"
     exec(compile(source, f"<record {qualname}>", "exec"), scope)
     init: Callable[..., None] = scope["__init__"]
+    init.__qualname__ = f"{qualname}.__init__"
+    return init
+
+
+def _from_template(
+    qualname: str, names: tuple[str, ...], defaults: tuple[Any, ...], frozen: bool
+) -> Callable[..., None]:
+    """The template for ``len(names)`` fields, its ``f0, f1, ...`` renamed to ``names``:
+    parameters (``co_varnames``) and either the attribute names it stores
+    (``co_names``) or, when frozen, the name constants it passes to ``object.__setattr__``."""
+    template = getattr(_inits, f"{'frozen' if frozen else 'plain'}{len(names)}")
+    code = template.__code__
+    renamed = {f"f{i}": name for i, name in enumerate(names)}
+    changes: dict[str, Any] = {
+        "co_varnames": ("self", *names),
+        "co_name": "__init__",
+        "co_qualname": f"{qualname}.__init__",
+    }
+    if frozen:
+        changes["co_consts"] = tuple(
+            renamed.get(c, c) if isinstance(c, str) else c for c in code.co_consts
+        )
+    else:
+        changes["co_names"] = tuple(renamed.get(n, n) for n in code.co_names)
+    init: Callable[..., None] = FunctionType(
+        code.replace(**changes), template.__globals__, "__init__", defaults or None
+    )
     init.__qualname__ = f"{qualname}.__init__"
     return init
 
