@@ -173,6 +173,18 @@ def test_the_program_sees_few_profkit_frames(launcher: list[str], tmp_path: Path
     assert len(below) <= (5 if "-m" not in launcher else 7), below
 
 
+@pytest.mark.parametrize("target", [["work.py"], ["-c", "def work(): pass\nwork()"]])
+def test_a_trace_profile_holds_the_programs_frames_only(tmp_path: Path, target: list[str]) -> None:
+    """profkit's own work after the program (an import in the engine's end) was recorded:
+    importlib's _handle_fromlist, with hasattr and isinstance under it, in every profile."""
+    (tmp_path / "work.py").write_text("def work(): pass\nwork()\n")
+    out = _run([*RUN, "-o", "p.json", *target], tmp_path)
+    assert out.returncode == 0, out.stderr
+    profile = profile_file.load(tmp_path / "p.json")
+    names = {f.name.removeprefix("__main__.") for f in profile.frames}
+    assert names == {"<module>", "work"}
+
+
 def test_an_unwritable_output_keeps_the_programs_exit_message(tmp_path: Path) -> None:
     out = _run(
         [*RUN, "-o", str(tmp_path / "no" / "x.json"), "-c", "raise SystemExit('bye')"], tmp_path

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
 
 from profkit.api import ProfilerCallback
 from profkit.calltree.model import CallProfile
@@ -42,6 +42,8 @@ class InProcessEngine:
         self._program: Program | None = None
         self._running: Running | None = None
         self._parent_pid = 0
+        #: profkit.collect's current_session and detach, for end()
+        self._collect: tuple[Callable[[], Any], Callable[[], None]] = (lambda: None, lambda: None)
 
     def unavailable(self, job: Job) -> str | None:
         clock = job.settings.sample_clock
@@ -101,6 +103,8 @@ class InProcessEngine:
 
         from profkit.collect import attach, current_session, detach
 
+        self._collect = (current_session, detach)
+
         def start() -> None:
             if current_session() is not None:
                 # Started by a profiled parent: our own start-up hook attached a profiler
@@ -123,7 +127,9 @@ class InProcessEngine:
 
     def end(self, ended: BaseException | None) -> Finished:
         """After the program's main code: stop, detach, and the profile."""
-        from profkit.collect import current_session, detach
+        # Bound in begin(): an import statement here would run while recording still goes
+        # on (importlib's _handle_fromlist, hasattr, isinstance were in every profile).
+        current_session, detach = self._collect
 
         profiler = self._profiler
         parent_pid = self._parent_pid
