@@ -23,9 +23,8 @@ MAX_MESSAGE_CHARS = 2000
 # C0 and C1 controls, DEL; the bidirectional and other invisible format characters
 # (U+061C, U+200B..U+200F, U+2028..U+202E, U+2060..U+2069, U+FEFF); lone surrogates
 # (undecodable bytes of a file name arrive as U+DC80..U+DCFF).
-_UNSAFE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff]"
-)
+# (As text: re compiles it on the first name that needs escaping, not at every start-up.)
+_UNSAFE = "[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff]"
 _SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -51,5 +50,5 @@ def escape(text: str, limit: int | None = None) -> str:
     else:
         suffix = ""
     if not (text.isascii() and text.isprintable()):
-        text = _UNSAFE.sub(_one, text)
+        text = re.sub(_UNSAFE, _one, text)
     return text + suffix

@@ -24,8 +24,7 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from profkit._atomic import AtomicOutput
-from profkit.calltree.document import node_rows
-from profkit.calltree.file import FORMAT, VERSION
+from profkit.calltree.document import FORMAT, VERSION, node_rows
 from profkit.calltree.model import CallNode, CallProfile
 
 #: Seconds a save may take before it is announced.

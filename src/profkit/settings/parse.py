@@ -10,9 +10,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|µs|ms|s)?\s*$")
+# Patterns as text: re compiles (and caches) one when a value of its kind is first parsed,
+# not when profkit starts (most runs parse no duration, size or prefix at all).
+_DURATION = r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|µs|ms|s)?\s*$"
 _UNIT_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
-_MODULE_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+_MODULE_PATH = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
 #: Longest duration accepted: a week (far beyond any useful base time or interval, and far
 #: below what would overflow a float or the sampler's sleep).
 _MAX_DURATION_NS = 7 * 86_400 * 1_000_000_000
@@ -27,7 +29,7 @@ class Invalid(ValueError):
 # -- parsers (text -> value) and formatters (value -> text) -------------------------------
 def parse_duration(text: str) -> int:
     """``100us``, ``2ms``, ``0.5s``, ``250ns`` or a bare number of microseconds -> ns."""
-    match = _DURATION.match(text)
+    match = re.match(_DURATION, text)
     if not match:
         raise Invalid("expected a duration like 100us, 2ms, 0.5s")
     number, unit = match.groups()
@@ -50,7 +52,7 @@ def parse_prefixes(text: str) -> tuple[str, ...]:
     """``myapp,myapp.core`` -> module-path prefixes (empty text: no filter)."""
     parts = tuple(p.strip() for p in text.split(",") if p.strip())
     for part in parts:
-        if not _MODULE_PATH.match(part):
+        if not re.match(_MODULE_PATH, part):
             raise Invalid(
                 f"{part!r} is not a module path; expected comma-separated prefixes like myapp,myapp.core"
             )
@@ -133,9 +135,7 @@ def stripped(text: str) -> str:
     return text.strip()
 
 
-_SIZE = re.compile(
-    r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(b|k|kb|kib|m|mb|mib|g|gb|gib|t|tb|tib)?\s*$", re.I
-)
+_SIZE = r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(b|k|kb|kib|m|mb|mib|g|gb|gib|t|tb|tib)?\s*$"  # re.I
 _SIZE_UNIT = {"b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 #: Largest sampling mean accepted: beyond it nearly nothing is ever sampled.
 _MAX_SIZE = 1024**4
@@ -147,7 +147,7 @@ def parse_size(text: str) -> int:
     Units are binary (k = KiB), as allocators and ``ulimit`` count; at least 1 byte (every
     allocation sampled) and at most 1 TiB.
     """
-    match = _SIZE.match(text)
+    match = re.match(_SIZE, text, re.I)
     if not match:
         raise Invalid("expected a size in bytes like 512KiB, 64k, 1MiB or 4096")
     number, unit = match.groups()

@@ -35,8 +35,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from profkit._record import fields, record
 
 #: The calibration code's file name (never a real file).
 FILE = "<profkit calibration>"
@@ -78,7 +79,7 @@ def _compile(repeats: int) -> dict[str, Any]:
     return namespace
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Costs:
     """Nanoseconds a recorded call adds: inside the callee's time, and to its caller's."""
 
@@ -88,7 +89,7 @@ class Costs:
     c_caller: float
 
     def as_metadata(self) -> dict[str, float]:
-        return {k: round(v, 1) for k, v in self.__dict__.items()}
+        return {k: round(getattr(self, k), 1) for k in fields(Costs)}
 
 
 class Calibration:
