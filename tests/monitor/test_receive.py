@@ -55,5 +55,29 @@ def test_linux_uses_recvmmsg() -> None:
     if not sys.platform.startswith("linux"):
         pytest.skip("recvmmsg(2) is Linux's")
     sock = open_socket("127.0.0.1", 0)
-    assert "_mmsg_receiver" in receive.receiver(sock).__qualname__
+    assert isinstance(receive.receiver(sock), receive._MmsgReceiver)
+    sock.close()
+
+
+def test_sources_and_replies_reach_each_sender(
+    make_receiver: Callable[..., receive.Receiver],
+) -> None:
+    sock = open_socket("127.0.0.1", 0)
+    sock.setblocking(False)
+    get = make_receiver(sock, 8)
+    senders = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(3)]
+    for i, s in enumerate(senders):
+        s.settimeout(60)  # a bound against hanging, not a timing assertion
+        s.sendto(b"from %d" % i, sock.getsockname())
+    got: list[tuple[bytes, object]] = []
+    deadline = time.monotonic() + 60
+    while len(got) < 3:
+        assert time.monotonic() < deadline
+        batch = get()
+        got += zip((bytes(v) for v in batch), get.sources(len(batch)), strict=True)
+    for data, source in got:
+        get.reply(source, b"ack " + data)
+    for i, s in enumerate(senders):
+        assert s.recv(100) == b"ack from %d" % i
+        s.close()
     sock.close()

@@ -147,3 +147,58 @@ def test_queue_fill_reports_the_kernel_queue() -> None:
     assert 0.0 < fill() < 1.0
     sender.close()
     sock.close()
+
+
+def test_serve_acknowledges_and_a_sender_keeps_to_the_window() -> None:
+    from profkit.profilers.elt.sinks import UdpSender
+    from profkit.wire.udp import MAX_LOOPBACK_DATAGRAM, MIN_WINDOW
+
+    sock = open_socket("127.0.0.1", 0)
+    monitor = Monitor()
+    stop = threading.Event()
+    view = PlainView(_Out())  # type: ignore[arg-type]
+    thread = threading.Thread(
+        target=serve,
+        args=(sock, monitor, view),
+        kwargs={"stop": stop, "refresh": 0.01, "idle_timeout": 0.01},
+    )
+    thread.start()
+    sender = UdpSender(sock.getsockname(), sender="h/ack")
+    # 12 MB: more than the window of any receive buffer (4 MB from an 8 MB one)
+    lines = [f"    Leave: app.f{i}, Duration: 1.000 us" for i in range(300_000)]
+    deadline = time.monotonic() + 60  # a bound against hanging, not a timing assertion
+    sender.write_lines(lines[:10])
+    while sender.window is None:  # the monitor's first acknowledgement
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+        sender.pump()
+    assert sender.window >= MIN_WINDOW
+    sender.write_lines(lines[10:])
+    while not sender.ready():
+        # the window, and one probe datagram when no acknowledgement came for a while
+        assert sender.in_flight <= sender.window + MAX_LOOPBACK_DATAGRAM
+        assert time.monotonic() < deadline
+        sender.wait(0.01)
+        sender.pump()
+    while sender.acked < sender.seq:  # every datagram taken and acknowledged
+        assert time.monotonic() < deadline
+        sender.wait(0.01)
+        sender.pump()
+    stop.set()
+    thread.join(5)
+    sender.close()
+    sock.close()
+    t = monitor.totals()
+    assert (t.lines, t.lost, t.dropped) == (len(lines), 0, 0)
+    assert sender.acks > 1
+
+
+def test_receive_buffer_is_at_least_what_rmem_max_allows() -> None:
+    from profkit.monitor.server import _rmem_max, receive_buffer
+
+    sock = open_socket("127.0.0.1", 0)
+    limit = _rmem_max()
+    if not limit:
+        pytest.skip("net.core.rmem_max is not readable here")
+    assert receive_buffer(sock) >= min(limit, 1 << 30)  # Linux reports twice the value set
+    sock.close()

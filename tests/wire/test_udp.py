@@ -91,3 +91,56 @@ def test_pack_fills_datagrams_and_headers_decode() -> None:
     decoded = protocol.decode(datagram)
     assert (decoded.sender, decoded.seq, decoded.dropped) == ("h/1", 7, 3)
     assert decoded.lines == tuple(lines[: packed[0].count(b"\n")])
+
+
+@settings(max_examples=80, deadline=None)
+@given(_sender, st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1))
+def test_ack_round_trip(sender: str, next_seq: int, window: int) -> None:
+    data = protocol.encode_ack(sender, next_seq, window)
+    assert len(data) <= protocol.MAX_ACK
+    assert protocol.decode_ack(data) == (sender, next_seq, window)
+    assert protocol.decode_ack(memoryview(bytearray(data))) == (sender, next_seq, window)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"PK1A",
+        b"PK1A a 1",
+        b"PK1 a 1 2",
+        b"PK1A a 1 2 3",
+        b"PK1A  1 2",
+        b"PK1A a -1 2",
+        b"PK1A a 1 " + b"9" * 21,
+        b"PK1A a\x01 1 2",
+        "PK1A a ² 2".encode(),
+        b"PK1A a 1 2\n",
+        b"PK1A " + b"s" * 200 + b" 1 2",
+    ],
+)
+def test_malformed_acks(data: bytes) -> None:
+    with pytest.raises(protocol.MalformedDatagram):
+        protocol.decode_ack(data)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=200))
+def test_random_ack_bytes_never_raise_anything_else(data: bytes) -> None:
+    with contextlib.suppress(protocol.MalformedDatagram):
+        protocol.decode_ack(data)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2**40), st.integers(0, 2**40), st.data())
+def test_truncated_or_mutated_acks(next_seq: int, window: int, data: st.DataObject) -> None:
+    raw = bytearray(protocol.encode_ack("host/42", next_seq, window))
+    cut = data.draw(st.integers(0, len(raw)))
+    pos = data.draw(st.integers(0, len(raw) - 1))
+    raw[pos] = data.draw(st.integers(0, 255))
+    for candidate in (bytes(raw), bytes(raw[:cut])):
+        try:
+            sender, seq, win = protocol.decode_ack(candidate)
+        except protocol.MalformedDatagram:
+            continue
+        assert 0 <= seq < 10**20 and 0 <= win < 10**20 and " " not in sender

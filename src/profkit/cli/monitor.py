@@ -21,6 +21,7 @@ from profkit.monitor.server import (
     is_wildcard,
     open_socket,
     parse_listen,
+    receive_buffer,
     serve,
 )
 from profkit.monitor.view import UNLIMITED_WIDTH, PlainView, ScreenView, summary
@@ -61,6 +62,12 @@ def register(sub: Any, name: str, help_text: str) -> None:
         "--plain",
         action="store_true",
         help="plain line output even on a terminal (no refreshed screen)",
+    )
+    parser.add_argument(
+        "--no-acks",
+        action="store_true",
+        help="do not acknowledge datagrams (senders then send at full speed and may "
+        "overflow the receive buffer; by default they keep within a window, docs/wire.md)",
     )
     parser.add_argument(
         "--duration",
@@ -112,12 +119,17 @@ def _handler(args: argparse.Namespace) -> int:
     try:
         where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         note = "" if is_loopback(host) else " (reachable from the network)"
-        print(f"profkit monitor: listening on udp {where}{note}; Ctrl-C to stop", file=sys.stderr)
+        buffer = receive_buffer(sock) // 2  # Linux reports twice what it counts as data
+        print(
+            f"profkit monitor: listening on udp {where}{note} (receive buffer "
+            f"{buffer >> 10} KB); Ctrl-C to stop",
+            file=sys.stderr,
+        )
         if timer is not None:
             timer.daemon = True
             timer.start()
         with write_errors("cannot write to stdout: "):  # the view's output (full disk)
-            serve(sock, monitor, view, stop=stop)
+            serve(sock, monitor, view, stop=stop, acknowledge=not args.no_acks)
     except KeyboardInterrupt:
         pass
     finally:

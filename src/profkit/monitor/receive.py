@@ -14,13 +14,17 @@ its next call, so the caller decodes (copies) each one before receiving again.
 
 from __future__ import annotations
 
+import array
+import contextlib
 import ctypes
 import errno
 import os
 import socket
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
+from profkit.settings import read as read_setting
+from profkit.wire.mmsg import MSG_DONTWAIT, NAME_SIZE, IoVec, MMsgHdr, MsgHdr, libc_call, uint_field
 from profkit.wire.udp import MAX_UDP_PAYLOAD
 
 #: Datagrams taken per ``recvmmsg`` call (buffers: BATCH x 64 KB, 2 MB in all).
@@ -29,97 +33,146 @@ BATCH = 32
 #: (IPv6) arrives too long and is refused as malformed instead of being silently cut.
 SLOT = MAX_UDP_PAYLOAD + 1
 
-Receiver = Callable[[], Sequence[memoryview]]
-
 #: ``SO_MEMINFO`` (Linux 3.5+): the socket's memory counters, receive queue bytes first.
 _SO_MEMINFO = 55
 
-_MSG_DONTWAIT = 0x40
 
+class Receiver:
+    """Calling it returns the datagrams queued on its non-blocking socket now (maybe
+    none), as memoryviews of its own buffers, valid until the next call.
 
-class _IoVec(ctypes.Structure):
-    _fields_ = (("base", ctypes.c_void_p), ("len", ctypes.c_size_t))
+    :meth:`sources` says where each of the last call's datagrams came from (an opaque,
+    hashable address) and :meth:`reply` sends a datagram back there without blocking:
+    the monitor's acknowledgements (flow control, docs/wire.md).
+    """
 
+    def __call__(self) -> Sequence[memoryview]:
+        raise NotImplementedError
 
-class _MsgHdr(ctypes.Structure):
-    _fields_ = (
-        ("name", ctypes.c_void_p),
-        ("namelen", ctypes.c_uint32),
-        ("iov", ctypes.POINTER(_IoVec)),
-        ("iovlen", ctypes.c_size_t),
-        ("control", ctypes.c_void_p),
-        ("controllen", ctypes.c_size_t),
-        ("flags", ctypes.c_int),
-    )
+    def sources(self, count: int) -> list[Hashable]:
+        """The senders' addresses of the last call's first ``count`` datagrams."""
+        raise NotImplementedError
 
-
-class _MMsgHdr(ctypes.Structure):
-    _fields_ = (("hdr", _MsgHdr), ("len", ctypes.c_uint))
+    def reply(self, source: Hashable, data: bytes) -> None:
+        """Send ``data`` to ``source`` if the socket takes it now; otherwise it is lost
+        (an acknowledgement: the next one says the same and more)."""
+        raise NotImplementedError
 
 
 def receiver(sock: socket.socket, batch: int = BATCH) -> Receiver:
-    """A function returning the datagrams queued on non-blocking ``sock`` now (maybe none)."""
-    if sys.platform.startswith("linux") and not os.environ.get("PROFKIT_NO_RECVMMSG"):
+    """The batch receiver for non-blocking ``sock``: ``recvmmsg`` on Linux (unless
+    ``PROFKIT_NO_RECVMMSG``), a ``recv_into`` loop elsewhere."""
+    if sys.platform.startswith("linux") and not read_setting(os.environ, "no_recvmmsg"):
         try:
-            return _mmsg_receiver(sock, batch)
-        except (OSError, AttributeError):
+            return _MmsgReceiver(sock, batch)
+        except OSError:
             pass  # no libc symbol (musl without it, a sandbox): the portable loop
-    return _loop_receiver(sock, batch)
+    return _LoopReceiver(sock, batch)
 
 
-def _loop_receiver(sock: socket.socket, batch: int) -> Receiver:
-    """``recv_into`` until the queue is empty or ``batch`` datagrams were taken."""
-    buffers = [bytearray(SLOT) for _ in range(batch)]
-    views = [memoryview(b) for b in buffers]
-    recv_into = sock.recv_into
+class _LoopReceiver(Receiver):
+    """``recvfrom_into`` until the queue is empty or ``batch`` datagrams were taken."""
 
-    def receive() -> list[memoryview]:
+    def __init__(self, sock: socket.socket, batch: int) -> None:
+        self._sock = sock
+        self._buffers = [bytearray(SLOT) for _ in range(batch)]
+        self._views = [memoryview(b) for b in self._buffers]
+        self._sources: list[Hashable] = []
+
+    def __call__(self) -> list[memoryview]:
         out = []
-        for buf, view in zip(buffers, views, strict=True):
+        sources = self._sources
+        sources.clear()
+        recv = self._sock.recvfrom_into
+        for buf, view in zip(self._buffers, self._views, strict=True):
             try:
-                n = recv_into(buf)
+                n, address = recv(buf)
             except (BlockingIOError, InterruptedError):
                 break
             out.append(view[:n])
+            sources.append(address)
         return out
 
-    return receive
+    def sources(self, count: int) -> list[Hashable]:
+        return self._sources[:count]
+
+    def reply(self, source: Hashable, data: bytes) -> None:
+        with contextlib.suppress(OSError):
+            self._sock.sendto(data, source)  # type: ignore[call-overload]
 
 
-def _mmsg_receiver(sock: socket.socket, batch: int) -> Receiver:
-    """``recvmmsg(fd, msgs, batch, MSG_DONTWAIT, NULL)`` into one preallocated arena."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    call = libc.recvmmsg
-    call.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_uint, ctypes.c_int, ctypes.c_void_p)
-    call.restype = ctypes.c_int
-    arena = bytearray(SLOT * batch)
-    base = ctypes.addressof(ctypes.c_char.from_buffer(arena))
-    iovecs = (_IoVec * batch)()
-    msgs = (_MMsgHdr * batch)()
-    for i in range(batch):
-        iovecs[i].base = base + i * SLOT
-        iovecs[i].len = SLOT
-        msgs[i].hdr.iov = ctypes.pointer(iovecs[i])
-        msgs[i].hdr.iovlen = 1
-    # each message's received length, read straight from the array (no ctypes objects)
-    stride = ctypes.sizeof(_MMsgHdr) // 4
-    lengths = memoryview(msgs).cast("B").cast("I")[_MMsgHdr.len.offset // 4 :: stride]
-    whole = memoryview(arena)
-    slots = [whole[i * SLOT : (i + 1) * SLOT] for i in range(batch)]
-    fd = sock.fileno()
-    msgs_address = ctypes.addressof(msgs)
-    keep = (arena, iovecs, msgs)  # the C side points into these: kept by receive's default
+class _MmsgReceiver(Receiver):
+    """``recvmmsg(fd, msgs, batch, MSG_DONTWAIT, NULL)`` into one preallocated arena, the
+    GIL held (it never blocks: a display thread does not delay it by 5 ms a call)."""
 
-    def receive(_keep: object = keep) -> list[memoryview]:
-        n = call(fd, msgs_address, batch, _MSG_DONTWAIT, None)
+    def __init__(self, sock: socket.socket, batch: int) -> None:
+        call = libc_call("recvmmsg")
+        send = libc_call("sendto")
+        if call is None or send is None:
+            raise OSError("recvmmsg is not available")
+        call.argtypes = (
+            ctypes.c_int,
+            ctypes.c_void_p,
+            ctypes.c_uint,
+            ctypes.c_int,
+            ctypes.c_void_p,
+        )
+        send.argtypes = (
+            ctypes.c_int,
+            ctypes.c_char_p,
+            ctypes.c_size_t,
+            ctypes.c_int,
+            ctypes.c_char_p,
+            ctypes.c_uint32,
+        )
+        self._call = call
+        self._send = send
+        self._batch = batch
+        self._arena = bytearray(SLOT * batch)
+        self._names = bytearray(NAME_SIZE * batch)
+        base = ctypes.addressof(ctypes.c_char.from_buffer(self._arena))
+        names = ctypes.addressof(ctypes.c_char.from_buffer(self._names))
+        self._iovecs = (IoVec * batch)()
+        self._msgs = msgs = (MMsgHdr * batch)()
+        for i in range(batch):
+            self._iovecs[i].base = base + i * SLOT
+            self._iovecs[i].len = SLOT
+            msgs[i].hdr.iov = ctypes.pointer(self._iovecs[i])
+            msgs[i].hdr.iovlen = 1
+            msgs[i].hdr.name = names + i * NAME_SIZE
+        # each message's received length and address length, read straight from the
+        # array (no ctypes objects); the address lengths are reset before every call
+        self._lengths = uint_field(msgs, MMsgHdr.len.offset)
+        self._namelens = uint_field(msgs, MMsgHdr.hdr.offset + MsgHdr.namelen.offset)
+        self._full_names = array.array("I", [NAME_SIZE]) * batch
+        whole = memoryview(self._arena)
+        self._slots = [whole[i * SLOT : (i + 1) * SLOT] for i in range(batch)]
+        self._fd = sock.fileno()
+        self._address = ctypes.addressof(msgs)
+
+    def __call__(self) -> list[memoryview]:
+        self._namelens[:] = self._full_names
+        n = self._call(self._fd, self._address, self._batch, MSG_DONTWAIT, None)
         if n <= 0:
             if n < 0 and ctypes.get_errno() not in _AGAIN:
                 err = ctypes.get_errno()
                 raise OSError(err, os.strerror(err))
             return []
+        lengths = self._lengths
+        slots = self._slots
         return [slots[i][: lengths[i]] for i in range(n)]
 
-    return receive
+    def sources(self, count: int) -> list[Hashable]:
+        names = self._names
+        lens = self._namelens
+        return [
+            bytes(names[i * NAME_SIZE : i * NAME_SIZE + min(lens[i], NAME_SIZE)])
+            for i in range(count)
+        ]
+
+    def reply(self, source: Hashable, data: bytes) -> None:
+        assert isinstance(source, bytes)
+        self._send(self._fd, data, len(data), MSG_DONTWAIT, source, len(source))
 
 
 #: Nothing queued, or a signal arrived: the caller waits and calls again (PEP 475's spirit).

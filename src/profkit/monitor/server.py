@@ -11,11 +11,13 @@ import ipaddress
 import socket
 import threading
 import time
+from collections.abc import Callable, Hashable
 from typing import Protocol
 
 from profkit.errors import UsageError
 from profkit.monitor.core import Monitor
 from profkit.monitor.receive import BATCH, queue_fill, receiver
+from profkit.wire.udp import MIN_WINDOW, encode_ack
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 2222
@@ -120,18 +122,41 @@ def open_socket(host: str, port: int) -> socket.socket:
 
 
 def _large_receive_buffer(sock: socket.socket) -> None:
-    """Ask for :data:`RCVBUF` bytes of kernel buffer: bursts wait there while the loop
-    prints. ``SO_RCVBUF`` is capped by ``net.core.rmem_max`` (often 208 KB: a tenth of a
-    second at a million lines/s); ``SO_RCVBUFFORCE`` passes the cap where permitted
-    (CAP_NET_ADMIN), so it is tried first."""
+    """Ask for the largest kernel receive buffer allowed (at least :data:`RCVBUF`): bursts
+    wait there while the loop is busy. ``SO_RCVBUF`` is capped by ``net.core.rmem_max``
+    (often 208 KB: a tenth of a second at a million lines/s); ``SO_RCVBUFFORCE`` passes
+    the cap where permitted (CAP_NET_ADMIN), so it is tried first. Linux doubles the value
+    (bookkeeping) and reports the doubled one: :func:`receive_buffer`."""
+    size = max(RCVBUF, _rmem_max())
     force = getattr(socket, "SO_RCVBUFFORCE", None)
     if force is not None:
         try:
-            sock.setsockopt(socket.SOL_SOCKET, force, RCVBUF)
+            sock.setsockopt(socket.SOL_SOCKET, force, size)
             return
         except OSError:
             pass
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, size)
+
+
+def _rmem_max() -> int:
+    """``net.core.rmem_max`` (Linux), capped at 1 GB; 0 where unknown."""
+    try:
+        with open("/proc/sys/net/core/rmem_max", encoding="ascii") as f:
+            return min(int(f.read().strip()), 1 << 30)
+    except (OSError, ValueError):
+        return 0
+
+
+def receive_buffer(sock: socket.socket) -> int:
+    """The receive buffer the kernel gave ``sock``, in bytes."""
+    return int(sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF))
+
+
+def ack_window(buffer: int, senders: int) -> int:
+    """Bytes each of ``senders`` active senders may have in flight: half the receive
+    buffer shared among them (the kernel counts ~5 % more per 16 KB datagram than its
+    payload; the other half is headroom for senders that do not acknowledge)."""
+    return max(MIN_WINDOW, buffer // 2 // max(senders, 1))
 
 
 def serve(
@@ -142,6 +167,7 @@ def serve(
     stop: threading.Event | None = None,
     refresh: float = 0.25,
     idle_timeout: float = 0.05,
+    acknowledge: bool = True,
 ) -> None:
     """Receive until ``stop`` is set (or KeyboardInterrupt), feeding ``monitor`` and ``view``.
 
@@ -161,16 +187,27 @@ def serve(
     behind, up to :data:`MAX_STRIDE`; back to 1 once the queue is under 10 % full
     or empty). Every datagram is still checked, counted and shown; the summary says how
     many were not analysed (``Monitor.unanalysed``).
+
+    Flow control (``acknowledge``): after each batch every sender heard gets one small
+    acknowledgement (``PK1A``, docs/wire.md) saying which of its datagrams were taken and
+    how many bytes it may have in flight (:func:`ack_window`), so a fast sender waits for
+    the monitor instead of overflowing its buffer. At most one per sender per batch, each
+    smaller than the datagram that prompted it, sent without blocking.
     """
     import select
 
     sock.setblocking(False)
     receive = receiver(sock)
+    sources = receive.sources
+    reply = receive.reply
     fill = queue_fill(sock)
     feed = monitor.feed
     show = view.show
     clock = time.monotonic
     wait = select.select
+    buffer = receive_buffer(sock)
+    window = ack_window(buffer, 1)
+    heard: dict[str, int] = {}  # sender -> index of its last datagram in this batch
     next_tick = clock() + refresh
     stride = 1
     busy_since = clock()  # when the queue was last found empty
@@ -192,16 +229,42 @@ def serve(
                 result = feed(data, now, i % stride == 0)
                 if result is not None:
                     show(monitor, result[0], result[1])
+                    heard[result[0]] = i
+            if heard and acknowledge:
+                _acknowledge(monitor, heard, sources(len(datagrams)), reply, window)
+            heard.clear()
             now = clock()
             if now >= next_tick:
                 view.tick(monitor)
                 next_tick = now + refresh
+                window = ack_window(buffer, _active(monitor, now))
         if not burst:  # idle: the moment to write what was buffered
             stride = 1
             busy_since = now
             view.tick(monitor)
             next_tick = now + refresh
             wait([sock], [], [], idle_timeout)  # PEP 475: retried after a signal
+
+
+def _acknowledge(
+    monitor: Monitor,
+    heard: dict[str, int],
+    sources: list[Hashable],
+    reply: Callable[[Hashable, bytes], None],
+    window: int,
+) -> None:
+    """One acknowledgement per sender heard in this batch, to the address of its last
+    datagram: every datagram below ``next_seq`` was taken (docs/wire.md)."""
+    senders = monitor.senders
+    for sender, i in heard.items():
+        stats = senders.get(sender)
+        if stats is not None:
+            reply(sources[i], encode_ack(sender, stats.next_seq, window))
+
+
+def _active(monitor: Monitor, now: float, within: float = 1.0) -> int:
+    """Senders heard in the last ``within`` seconds (they share the window)."""
+    return sum(1 for s in monitor.senders.values() if now - s.last_seen <= within)
 
 
 def _stride_by_fill(stride: int, fill: float, busy: float) -> int:

@@ -15,6 +15,13 @@ prints them (``Enter: NAME`` / ``Leave: NAME, Duration: …``, four spaces per d
   senders apart; ``seq`` counts datagrams per sender from 0, so gaps reveal loss;
   ``dropped`` is the running count of lines the sender could not send (full socket
   buffer), so loss before the network is visible too.
+* Flow control (optional, both ways compatible): a monitor answers a sender's datagrams
+  with small acknowledgements (``PK1A <sender> <next_seq> <window>``, :func:`encode_ack`):
+  every datagram below ``next_seq`` has been taken off its socket, and at most ``window``
+  bytes may be on the way. A sender that has heard one keeps its datagrams in flight
+  under the window and holds the rest (its own queue, counted drops when full) instead
+  of overflowing the monitor's receive buffer; a sender that ignores them, or a monitor
+  that never sends them, works as before.
 * Datagrams stay at or under :data:`MAX_DATAGRAM` bytes so they are never fragmented on
   an Ethernet-sized MTU; to a loopback address, at or under :data:`MAX_LOOPBACK_DATAGRAM`
   (loopback has a 64 KB MTU, and a few big datagrams cost the receiver far less than
@@ -26,11 +33,17 @@ from __future__ import annotations
 from profkit._record import record
 
 MAGIC = "PK1"
+#: The acknowledgement's magic (monitor to sender).
+ACK_MAGIC = "PK1A"
 #: 1500-byte Ethernet MTU − 20 (IPv4) − 8 (UDP) − slack for IP options/tunnels.
 MAX_DATAGRAM = 1400
 #: To a loopback address: nothing is fragmented below the 64 KB loopback MTU.
 MAX_LOOPBACK_DATAGRAM = 16384
 _MAX_HEADER = 64
+#: Bytes reserved for a datagram's header line (sender id included).
+MAX_HEADER = _MAX_HEADER
+#: Smallest window a sender honours (a monitor's smaller value would stall it).
+MIN_WINDOW = 64 << 10
 
 
 @record(frozen=True)
@@ -126,6 +139,8 @@ _MAX_DIGITS = 20
 MAX_SENDER = 48
 #: The largest UDP payload over IPv4.
 MAX_UDP_PAYLOAD = 65507
+#: Longest acknowledgement accepted.
+MAX_ACK = _MAX_HEADER + MAX_SENDER
 
 
 def _number(text: str) -> int:
@@ -165,3 +180,26 @@ def decode(data: bytes) -> Datagram:
     sender, seq, dropped, body = split(data)
     lines = tuple(body.split("\n")) if body else ()
     return Datagram(sender, seq, dropped, lines)
+
+
+def encode_ack(sender: str, next_seq: int, window: int) -> bytes:
+    """The monitor's acknowledgement to ``sender``: datagrams below ``next_seq`` were taken
+    off its socket; ``window`` bytes may be in flight (sent, not yet acknowledged)."""
+    return f"{ACK_MAGIC} {sender} {next_seq} {window}".encode("utf-8", "replace")
+
+
+def decode_ack(data: bytes | bytearray | memoryview) -> tuple[str, int, int]:
+    """``(sender, next_seq, window)`` of an acknowledgement; raises :class:`MalformedDatagram`.
+
+    Checked like a datagram header: acknowledgements come from the network too.
+    """
+    if len(data) > MAX_ACK:
+        raise MalformedDatagram("acknowledgement too long")
+    try:
+        text = str(data, "ascii")
+    except UnicodeDecodeError:
+        raise MalformedDatagram("acknowledgement not ASCII") from None
+    parts = text.split(" ")
+    if len(parts) != 4 or parts[0] != ACK_MAGIC or not parts[1] or not parts[1].isprintable():
+        raise MalformedDatagram("bad acknowledgement")
+    return parts[1], _number(parts[2]), _number(parts[3])

@@ -211,7 +211,7 @@ class EltProfiler(TraceHooks, SampleHooks, Results, AttachWatch, ProfilerCallbac
             sinks.append(self._udp)
         if sinks:
             self._flusher = LineFlusher(sinks)
-            self.use_lines(self._flusher.queue.append)
+            self.use_lines(self._flusher.append)
             self._flusher.start()
 
     def accepts(self, info: FunctionInfo) -> bool:
