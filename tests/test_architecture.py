@@ -42,7 +42,8 @@ ALLOWED: dict[str, set[str]] = {
     "calltree": {"errors", "_atomic", "_inputs"},
     "report": {"api", "calltree", "errors", "_text"},
     "export": {"calltree", "report", "errors", "_atomic", "_output"},
-    "monitor": {"wire", "report", "errors", "_text"},
+    # settings: its one PROFKIT_* variable (PROFKIT_NO_RECVMMSG) read through the table
+    "monitor": {"wire", "report", "settings", "errors", "_text"},
     "wire": {"errors"},
     "formats": {"errors", "_atomic", "_inputs", "_lazy"},
     "present": {"formats", "errors", "_text", "_lazy"},
