@@ -170,3 +170,22 @@ def test_the_templates_are_what_the_generator_writes() -> None:
     script = Path(__file__).parents[1] / "scripts" / "gen_record_inits.py"
     proc = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+@record(frozen=True, eq=False)
+class Handle:
+    name: str
+    seen: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("a name is needed")
+        self.seen["init"] = 1
+
+
+def test_eq_false_is_identity_and_post_init_runs_last() -> None:
+    a, b = Handle("a"), Handle("a")
+    assert a != b and a == a and hash(a) != hash(b)
+    assert a.seen == {"init": 1}
+    with pytest.raises(ValueError, match="name"):
+        Handle("")

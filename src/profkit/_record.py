@@ -8,15 +8,15 @@ pulling in :mod:`inspect`, :mod:`ast` and :mod:`dis`). Here nothing is compiled:
 record's ``__init__`` is a precompiled template (:mod:`profkit._record_inits`) with its
 fields renamed, so instances are built as fast as a dataclass's and the signature is a
 real one; the other methods are shared functions reading the fields through one
-:func:`operator.attrgetter`. (Only a class with a ``default_factory`` compiles its
-``__init__``.)
+:func:`operator.attrgetter`. (Only a class with a ``default_factory`` or a
+``__post_init__`` compiles its ``__init__``.)
 
 What a record offers is what the dataclasses it replaced offered: ``__init__`` with
 defaults (``field(default_factory=dict)`` for a fresh one each; ``repr=False``,
 ``compare=False``), ``__slots__``, ``__repr__`` (``Name(field=value, ...)``), ``__eq__``
 between instances of the same class, ``__match_args__``, and with ``frozen=True``
-assignment refused and ``__hash__``; a class's own ``__eq__``, ``__repr__`` or
-``__hash__`` is kept. :func:`replace` and :func:`fields` are :mod:`dataclasses`' own.
+assignment refused and ``__hash__``; ``eq=False`` for identity instead; a class's own
+``__eq__``, ``__repr__`` or ``__hash__`` is kept, its ``__post_init__`` called last. :func:`replace` and :func:`fields` are :mod:`dataclasses`' own.
 Type checkers treat :func:`record` as :func:`dataclasses.dataclass` (``dataclass_transform``).
 """
 
@@ -67,15 +67,15 @@ def record(cls: type[T], /) -> type[T]: ...
 
 
 @overload
-def record(*, frozen: bool = False) -> Callable[[type[T]], type[T]]: ...
+def record(*, frozen: bool = False, eq: bool = True) -> Callable[[type[T]], type[T]]: ...
 
 
 @dataclass_transform(field_specifiers=(field,))
-def record(cls: type[T] | None = None, /, *, frozen: bool = False) -> Any:
+def record(cls: type[T] | None = None, /, *, frozen: bool = False, eq: bool = True) -> Any:
     """Make ``cls`` (annotated fields, optional class-level defaults) a record class."""
 
     def wrap(cls: type[T]) -> type[T]:
-        return _make(cls, frozen)
+        return _make(cls, frozen, eq)
 
     return wrap if cls is None else wrap(cls)
 
@@ -96,7 +96,7 @@ def replace(obj: T, **changes: Any) -> T:
     return type(obj)(**values)
 
 
-def _make(cls: type[T], frozen: bool) -> type[T]:
+def _make(cls: type[T], frozen: bool, eq: bool = True) -> type[T]:
     # Not inspect.get_annotations: importing inspect is the cost this module avoids.
     annotations: dict[str, Any] = cls.__dict__.get("__annotations__", {})  # noqa: RUF063
     names = tuple(
@@ -126,15 +126,18 @@ def _make(cls: type[T], frozen: bool) -> type[T]:
     namespace["__match_args__"] = names
     namespace[FIELDS] = names
     namespace["__record_shown__"] = tuple(shown)
-    namespace["__init__"] = _init(cls.__qualname__, names, defaults, factories, frozen)
+    post_init = "__post_init__" in own
+    namespace["__init__"] = _init(cls.__qualname__, names, defaults, factories, frozen, post_init)
     namespace["_values"] = staticmethod(_getter(tuple(compared)))
     namespace["_state"] = staticmethod(_getter(names))
     namespace.setdefault("__repr__", _repr)
     namespace.setdefault("__reduce__", _reduce)
-    if "__eq__" not in own:
+    if not eq:  # identity: object's __eq__ and __hash__, as dataclass(eq=False)
+        pass
+    elif "__eq__" not in own:
         namespace["__eq__"] = _eq
     explicit_hash = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
-    if not explicit_hash:
+    if eq and not explicit_hash:
         # as dataclasses: frozen and compared by value -> hashable; mutable -> unhashable
         namespace["__hash__"] = _hash if frozen else None
     if frozen:
@@ -151,6 +154,7 @@ def _init(
     defaults: dict[str, Any],
     factories: dict[str, Callable[[], Any]],
     frozen: bool,
+    post_init: bool = False,
 ) -> Callable[..., None]:
     """``__init__(self, a, b=<default>, c=<fresh>)`` for the class.
 
@@ -160,7 +164,7 @@ def _init(
     compiling at all); a class with a ``default_factory`` compiles its own, reading the
     factories from the function's globals (``_factory_<name>``).
     """
-    if not factories and len(names) <= _inits.MAX_FIELDS:
+    if not factories and not post_init and len(names) <= _inits.MAX_FIELDS:
         return _from_template(
             qualname, names, tuple(defaults[n] for n in names if n in defaults), frozen
         )
@@ -179,6 +183,8 @@ def _init(
             params.append(n)
         body.append(f"_set(self, {n!r}, {value})" if frozen else f"self.{n} = {value}")
     head = ", ".join(["self", *params])
+    if post_init:
+        body.append("self.__post_init__()")
     lines = "".join(f"\n    {line}" for line in body) or "\n    pass"
     source = f"def __init__({head}) -> None:{lines}\n"
     exec(compile(source, f"<record {qualname}>", "exec"), scope)

@@ -13,8 +13,8 @@ Kept apart from the walk (reader.py) because naming is per distinct stack, not p
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
 
+from profkit._record import field, record
 from profkit.calltree.model import Frame
 from profkit.sampler.errors import ReadFault
 from profkit.sampler.layout import Layout
@@ -29,7 +29,7 @@ _i32 = struct.Struct("<i").unpack_from
 _pairs = struct.Struct("=QQ").iter_unpack
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@record(frozen=True, eq=False)
 class CodeInfo:
     """What the sampler keeps about one code object of the target."""
 

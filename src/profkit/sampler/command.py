@@ -17,8 +17,8 @@ from __future__ import annotations
 import signal
 import subprocess
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
+from profkit._record import field, record
 from profkit.calltree.model import CallProfile
 from profkit.sampler.errors import AttachError, PermissionDenied
 from profkit.sampler.reader import CodeInfo
@@ -28,7 +28,7 @@ from profkit.sampler.session import SamplerOptions, SamplerSession, SamplerStats
 START_WAIT_S = 10.0
 
 
-@dataclass(slots=True)
+@record
 class SampleOutcome:
     """What :func:`sample_command` did."""
 

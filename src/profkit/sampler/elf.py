@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import BinaryIO
 
+from profkit._record import record
 from profkit.sampler.errors import AttachError
 
 _SHT_SYMTAB = 2
@@ -21,7 +21,7 @@ _PT_LOAD = 1
 _MAX_TABLE = 256 << 20
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ElfSymbols:
     """Symbol values found in one file, and the virtual address its offset 0 maps to."""
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 import struct
-from dataclasses import dataclass
 
+from profkit._record import record
 from profkit.errors import SettingsError
 from profkit.sampler._offsets import LAYOUTS
 from profkit.sampler.errors import AttachError
@@ -41,7 +41,7 @@ DEBUG_OFFSETS_SIZE_313 = 24 + 8 * sum(n for _, n in _DEBUG_GROUPS_313)
 DEBUG_COOKIE = b"xdebugpy"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Layout:
     """Byte offsets of every field the sampler reads (names follow CPython's fields)."""
 

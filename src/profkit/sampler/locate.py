@@ -7,8 +7,7 @@ symbols (ELF, ``/proc/PID/maps``, ``Py_Version``), while the reader is about one
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from profkit._record import record
 from profkit.sampler import layout as layouts
 from profkit.sampler.elf import read_symbols
 from profkit.sampler.errors import AttachError
@@ -23,7 +22,7 @@ from profkit.sampler.procinfo import (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Target:
     """Where the interpreter is in the target, found once per attach."""
 

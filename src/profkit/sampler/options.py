@@ -4,9 +4,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from profkit._record import record
 from profkit.settings import SAMPLE_CLOCKS, SampleClock
 
 #: The modes are the settings' sample clocks (one table for run, attach and top).
@@ -14,7 +14,7 @@ Mode = SampleClock
 MODES: tuple[Mode, ...] = SAMPLE_CLOCKS
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class SamplerOptions:
     """What to sample and how often."""
 
@@ -30,7 +30,7 @@ class SamplerOptions:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
 
 
-@dataclass(slots=True)
+@record
 class SamplerStats:
     """What the loop did: samples asked vs delivered, and what each cost."""
 

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 
+from profkit._record import record
 from profkit.sampler.errors import AttachError, PermissionDenied
 
 _LIBPYTHON = re.compile(r"libpython(\d+)\.(\d+)[a-z]*\.so")
 _PYTHON_EXE = re.compile(r"python(\d+)\.(\d+)[a-z]*$")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Mapping:
     start: int
     end: int

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import struct
 from array import array
-from dataclasses import dataclass, field
 
+from profkit._record import field, record
 from profkit.sampler.layout import Layout
 from profkit.sampler.memory import Memory
 
@@ -18,7 +18,7 @@ _FRAME_OWNED_BY_CSTACK = 3
 _u64 = struct.Struct("<Q").unpack_from
 
 
-@dataclass(slots=True)
+@record
 class Walk:
     """A walk's frames innermost first: ``words`` holds (code, instr) pairs flat, ``addrs``
     each kept frame's address; ``cut_frame`` is the generator frame a yield tore the chain

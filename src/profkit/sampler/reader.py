@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import os
 import struct
-from dataclasses import dataclass
 
+from profkit._record import record
 from profkit.sampler.codes import CodeInfo, CodeNamer, Stack
 from profkit.sampler.errors import AttachError, ProcessGone, ReadFault
 from profkit.sampler.locate import Target, locate
@@ -43,7 +43,7 @@ except ImportError:  # pragma: no cover - a build without a C compiler
     _walker = None  # type: ignore[assignment]
 
 
-@dataclass(slots=True)
+@record
 class ThreadStack:
     """One thread at one instant.
 

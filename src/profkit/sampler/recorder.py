@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
+from profkit._record import field, record
 from profkit.calltree.model import CallNode, CallProfile, ThreadTree
 from profkit.sampler.codes import CodeInfo, Stack
 from profkit.sampler.options import SamplerOptions
@@ -25,14 +25,14 @@ MAX_STACKS = 500_000
 _monotonic_ns = time.monotonic_ns
 
 
-@dataclass(slots=True)
+@record
 class _Entry:
     stack: Stack
     samples: int = 0
     weight_ns: int = 0
 
 
-@dataclass(slots=True)
+@record
 class ProcessRecorder:
     """The samples of one process, aggregated by (thread, raw stack)."""
 

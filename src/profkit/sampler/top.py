@@ -7,13 +7,12 @@ own/total time since the start. The library only builds text; the CLI draws it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
+from profkit._record import field, record
 from profkit._text import escape
 from profkit.sampler.session import SamplerSession
 
 
-@dataclass(slots=True)
+@record
 class TopState:
     """Counts at the previous refresh, so each refresh shows what happened since."""
 
