@@ -5,9 +5,9 @@ string, then bytes — three copies of the biggest thing profkit holds, and a Py
 over every node. Here the document is written piece by piece into the atomic output
 (gzip-compressed on the way for ``.gz`` names): small parts through ``json.dumps``, each
 thread's nodes either as the root offers them ready-made — a root with a ``flat_json()``
-method returning the ``nodes`` array's content as bytes (the ELT profiler's C export
-does, while its tree is unread: ``profkit.profilers.elt.flat``), or None — or flattened
-here a batch at a time. Peak memory is one batch, not the document.
+method returning the ``nodes`` array's content as pieces of bytes (the ELT profiler's C
+export does, while its tree is unread: ``profkit.profilers.elt.flat``), or None — or
+flattened here a batch at a time. Peak memory is one piece or batch, not the document.
 
 The bytes are the same document ``file.save`` writes (``load`` reads both; a test
 compares them). A save taking longer than :data:`ANNOUNCE_AFTER` seconds says so on
@@ -107,9 +107,9 @@ def _write(profile: CallProfile, write: Callable[[bytes], Any]) -> None:
 def _node_pieces(root: CallNode) -> Iterator[bytes]:
     """The thread's ``nodes`` array content, in pieces (pre-order, as ``file`` writes)."""
     ready = getattr(root, "flat_json", None)
-    text = ready() if callable(ready) else None
-    if isinstance(text, bytes):
-        yield text
+    pieces = ready() if callable(ready) else None
+    if pieces is not None:
+        yield from pieces
         return
     batch: list[list[int]] = []
     first = True

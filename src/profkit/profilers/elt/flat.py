@@ -15,6 +15,7 @@ A :class:`LazyCallNode` is a ``CallNode`` in every way that matters to readers
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from profkit.calltree.model import CallNode
@@ -24,6 +25,8 @@ COLS = 8
 _PARENT, _FRAME, _EXCL, _SIZE = 0, 1, 4, 7
 #: The frame column (a row's frame index in the profile; -1 for the root).
 COLS_FRAME = _FRAME
+#: Rows per piece of saved JSON text (about 1 MB).
+JSON_ROWS = 32768
 #: The base class's ``children`` slot, which the property below fills on first access.
 _CHILDREN: Any = CallNode.__dict__["children"]
 _new = object.__new__
@@ -64,11 +67,15 @@ class LazyCallNode(CallNode):
     def children(self, value: dict[int, CallNode]) -> None:
         _CHILDREN.__set__(self, value)
 
-    def flat_json(self) -> bytes | None:
-        """This whole tree's ``nodes`` array content as the saved file stores it, while no
-        node of it was made (see :mod:`profkit.calltree.stream_writer`); else None."""
+    def flat_json(self) -> Iterator[bytes] | None:
+        """This whole tree's ``nodes`` array content as the saved file stores it, in pieces
+        of :data:`JSON_ROWS` rows, while no node of it was made (see
+        :mod:`profkit.calltree.stream_writer`); else None. Pieces, not one text: a large
+        tree's text (~32 bytes a row) would be the save's peak memory."""
         rows = pristine_rows(self)
-        return _rows_json(rows.data) if rows is not None else None
+        if rows is None or native_rows_json() is None:
+            return None
+        return _json_pieces(rows.data)
 
     def flat_columns(self) -> tuple[memoryview, memoryview, memoryview] | None:
         """(parents, frames, self times) of every row of this whole tree, pre-order, while
@@ -116,10 +123,20 @@ def tree(data: bytes) -> LazyCallNode:
     return _node(FlatRows(data), 0)
 
 
-def _rows_json(data: bytes) -> bytes | None:
+def native_rows_json() -> Callable[..., bytes] | None:
+    """The C ``rows_json`` (None when the extension is not built)."""
     from profkit.profilers.elt.native import rows_json
 
-    return rows_json(data) if rows_json is not None else None
+    return rows_json
+
+
+def _json_pieces(data: bytes) -> Iterator[bytes]:
+    rows_json = native_rows_json()
+    assert rows_json is not None
+    count = len(data) // (COLS * 8)
+    for start in range(0, count, JSON_ROWS):
+        text = rows_json(data, start, start + JSON_ROWS)
+        yield b"," + text if start else text
 
 
 def pristine_rows(root: CallNode) -> FlatRows | None:

@@ -29,8 +29,9 @@ except ImportError as exc:  # not built here: pure Python
 
 #: The C recorder class, or None where it was not built (tests set None to hide it).
 Recorder: type[_native.Recorder] | None = None if _IMPORT_ERROR else _native.Recorder
-#: ``rows_json(rows) -> bytes``: export_flat's rows as saved-file JSON, or None (not built).
-rows_json: Callable[[bytes], bytes] | None = None if _IMPORT_ERROR else _native.rows_json
+#: ``rows_json(rows, start=0, stop=None) -> bytes``: rows [start, stop) of export_flat's
+#: rows as saved-file JSON, or None (not built).
+rows_json: Callable[..., bytes] | None = None if _IMPORT_ERROR else _native.rows_json
 
 #: One exported thread: (token from ``new_thread``, pre-order rows
 #: ``(parent index, fid, calls, incl, min, max)``; row 0 is the root).

@@ -3,8 +3,9 @@
  * Why a unit of its own: recording (tree.c) runs on every call and must stay small and
  * hot; exporting runs once, and its rule is different: first close every open call and
  * copy the trees in plain C (no Python code can run, so nothing changes under the walk),
- * only then build Python objects from the copies. flat.c's export starts from the same
- * copies.
+ * only then build Python objects from the copies. flat.c's export closes the calls the
+ * same way (close_open_calls), then copies the trees as nodes, or takes them once the
+ * recorder is stopped.
  */
 #include "native.h"
 
@@ -16,6 +17,33 @@ free_copies(Copy *copies, size_t n)
         PyMem_Free(copies[i].rows);
     }
     PyMem_Free(copies);
+}
+
+ELT_HIDDEN int
+close_open_calls(Recorder *self, Thread *t, int64_t now, long long *closed)
+{
+    while (t->depth > 0) {
+        Frame *f = &t->frames[--t->depth];
+        int64_t duration = wrap_sub(now, f->start);
+        close_call(f->node, duration, self->basetime);
+        if (self->span_cap >= 0 && duration >= self->basetime
+            && add_span(self, t, f->node->fid, f->start, now, t->depth) < 0) {
+            return -1; /* PyErr_NoMemory already set */
+        }
+        (*closed)++;
+    }
+    return 0;
+}
+
+/* stop(): record nothing more, for good. Events are then ignored as after the garbage
+ * collector's clear (gone(): no new_thread), so the hot path pays no extra test; and
+ * export_flat may take the trees themselves instead of copying them (flat.c). */
+ELT_HIDDEN PyObject *
+Recorder_stop(Recorder *self, PyObject *Py_UNUSED(ignored))
+{
+    self->stopped = 1;
+    Py_CLEAR(self->new_thread);
+    Py_RETURN_NONE;
 }
 
 /* Close every recording thread's open calls at ``now`` (adding their number to *closed)
@@ -44,15 +72,8 @@ copy_threads(Recorder *self, int64_t now, size_t *count, long long *closed)
         if (t->token == NULL) {
             continue;
         }
-        while (t->depth > 0) {
-            Frame *f = &t->frames[--t->depth];
-            int64_t duration = wrap_sub(now, f->start);
-            close_call(f->node, duration, self->basetime);
-            if (self->span_cap >= 0 && duration >= self->basetime
-                && add_span(self, t, f->node->fid, f->start, now, t->depth) < 0) {
-                goto fail; /* PyErr_NoMemory already set */
-            }
-            (*closed)++;
+        if (close_open_calls(self, t, now, closed) < 0) {
+            goto fail;
         }
         Copy *c = &copies[k++];
         c->token = Py_NewRef(t->token);

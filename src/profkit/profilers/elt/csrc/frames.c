@@ -2,9 +2,9 @@
  * flat.c's export.
  *
  * Why a unit of its own: it is the one step of the flat export that runs Python code
- * (``frame_of(fid)``, once per distinct function), so it only reads the plain-C copies of
- * the trees; and the order it asks in is a contract of its own (the frames table must come
- * out as calltree's general path makes it).
+ * (``frame_of(fid)``, once per distinct function), so it only reads trees that are the
+ * export's own (see Tree in native.h); and the order it asks in is a contract of its own
+ * (the frames table must come out as calltree's general path makes it).
  */
 #include "native.h"
 
@@ -17,85 +17,113 @@ cmp_fid(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The distinct fids of every copy, sorted; NULL with MemoryError set. */
-ELT_HIDDEN uintptr_t *
-distinct_fids(Copy *copies, size_t n, size_t *out)
+static inline size_t
+fid_slot(uintptr_t fid, size_t mask)
 {
-    size_t total = 0;
-    for (size_t i = 0; i < n; i++) {
-        total += copies[i].count;
+    uint64_t h = (uint64_t)fid * 0x9E3779B97F4A7C15ULL;
+    return (size_t)(h ^ (h >> 29)) & mask;
+}
+
+/* The distinct fids of every tree, sorted, each with frame -1; NULL with MemoryError set.
+ * A hash set on the way (a run has thousands of functions, not a node count's worth). */
+ELT_HIDDEN FidFrame *
+fid_table(const Tree *trees, size_t n, size_t *out)
+{
+    size_t mask = 1023, count = 0;
+    int zero = 0; /* fid 0 was seen (0 marks an empty slot) */
+    uintptr_t *set = PyMem_Calloc(mask + 1, sizeof(uintptr_t));
+    if (set == NULL) {
+        PyErr_NoMemory();
+        return NULL;
     }
-    uintptr_t *fids = PyMem_Malloc((total ? total : 1) * sizeof(uintptr_t));
-    if (fids == NULL) {
+    for (size_t i = 0; i < n; i++) {
+        for (size_t g = 0; g < trees[i].used; g++) {
+            uintptr_t fid = tree_slot(&trees[i], g)->fid;
+            if (fid == 0) {
+                zero = 1;
+                continue;
+            }
+            size_t s = fid_slot(fid, mask);
+            while (set[s] != 0 && set[s] != fid) {
+                s = (s + 1) & mask;
+            }
+            if (set[s] == fid) {
+                continue;
+            }
+            set[s] = fid;
+            if (++count * 2 > mask + 1) { /* grow: rehash into twice the slots */
+                size_t bigger = (mask + 1) * 2 - 1;
+                uintptr_t *grown = PyMem_Calloc(bigger + 1, sizeof(uintptr_t));
+                if (grown == NULL) {
+                    PyMem_Free(set);
+                    PyErr_NoMemory();
+                    return NULL;
+                }
+                for (size_t k = 0; k <= mask; k++) {
+                    if (set[k] != 0) {
+                        size_t t = fid_slot(set[k], bigger);
+                        while (grown[t] != 0) {
+                            t = (t + 1) & bigger;
+                        }
+                        grown[t] = set[k];
+                    }
+                }
+                PyMem_Free(set);
+                set = grown;
+                mask = bigger;
+            }
+        }
+    }
+    size_t m = 0;
+    for (size_t k = 0; k <= mask; k++) {
+        if (set[k] != 0) {
+            set[m++] = set[k];
+        }
+    }
+    qsort(set, m, sizeof(uintptr_t), cmp_fid);
+    FidFrame *table = PyMem_Malloc((m + 1) * sizeof(FidFrame));
+    if (table == NULL) {
+        PyMem_Free(set);
         PyErr_NoMemory();
         return NULL;
     }
     size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        for (size_t j = 1; j < copies[i].count; j++) { /* row 0 is the root: no function */
-            fids[k++] = copies[i].rows[j].fid;
-        }
+    if (zero) {
+        table[k].fid = 0;
+        table[k++].frame = -1;
     }
-    qsort(fids, k, sizeof(uintptr_t), cmp_fid);
-    size_t m = 0;
-    for (size_t j = 0; j < k; j++) {
-        if (m == 0 || fids[m - 1] != fids[j]) {
-            fids[m++] = fids[j];
-        }
+    for (size_t j = 0; j < m; j++, k++) {
+        table[k].fid = set[j];
+        table[k].frame = -1;
     }
-    *out = m;
-    return fids;
+    PyMem_Free(set);
+    *out = k;
+    return table;
 }
 
 /* Ask frame_of(fid) for each distinct function, in the order tree.py's convert() meets
- * them (each node's children in row order, nodes taken last-in first-out), so the frames
- * table comes out as the general path makes it. Runs Python code: only the copies are
- * read. -1 with an exception set on failure. */
+ * them (each node's children in creation order, nodes taken last-in first-out), so the
+ * frames table comes out as the general path makes it. Runs Python code: the trees are
+ * the export's own (prepared: children in creation order). -1 with an exception set. */
 ELT_HIDDEN int
-intern_frames(Copy *copies, size_t n, FidFrame *table, size_t nfids, PyObject *frame_of)
+intern_frames(const Tree *trees, size_t n, FidFrame *table, size_t nfids, PyObject *frame_of)
 {
     int status = -1;
-    size_t most = 1;
-    for (size_t i = 0; i < n; i++) {
-        most = copies[i].count > most ? copies[i].count : most;
-    }
-    Py_ssize_t *first = PyMem_Malloc(most * sizeof(Py_ssize_t));
-    Py_ssize_t *next = PyMem_Malloc(most * sizeof(Py_ssize_t));
-    Py_ssize_t *stack = PyMem_Malloc(most * sizeof(Py_ssize_t));
-    if (first == NULL || next == NULL || stack == NULL) {
+    size_t cap = 1024, top = 0;
+    const Node **stack = PyMem_Malloc(cap * sizeof(Node *));
+    if (stack == NULL) {
         PyErr_NoMemory();
-        goto done;
+        return -1;
     }
     for (size_t i = 0; i < n; i++) {
-        Copy *c = &copies[i];
-        for (size_t j = 0; j < c->count; j++) {
-            first[j] = -1;
-        }
-        for (size_t j = c->count; j-- > 1;) { /* prepended backwards: ascending lists */
-            Py_ssize_t p = c->rows[j].parent;
-            next[j] = first[p];
-            first[p] = (Py_ssize_t)j;
-        }
-        size_t top = 0;
-        if (c->count > 0) {
-            stack[top++] = 0;
-        }
+        top = 0;
+        stack[top++] = &trees[i].root;
         while (top > 0) {
-            Py_ssize_t at = stack[--top];
-            for (Py_ssize_t ch = first[at]; ch >= 0; ch = next[ch]) {
-                uintptr_t fid = c->rows[ch].fid;
-                size_t lo = 0, hi = nfids;
-                while (lo < hi) {
-                    size_t mid = lo + (hi - lo) / 2;
-                    if (table[mid].fid < fid) {
-                        lo = mid + 1;
-                    }
-                    else {
-                        hi = mid;
-                    }
-                }
-                if (table[lo].frame < 0) {
-                    PyObject *key = PyLong_FromVoidPtr((void *)fid);
+            const Node *at = stack[--top];
+            for (const Node *ch = at->first_child; ch != NULL; ch = ch->next_sibling) {
+                FidFrame *entry = (FidFrame *)frame_for(table, nfids, ch->fid);
+                if (entry->frame < 0) {
+                    PyObject *key = PyLong_FromVoidPtr((void *)ch->fid);
                     PyObject *frame = key == NULL ? NULL : PyObject_CallOneArg(frame_of, key);
                     Py_XDECREF(key);
                     if (frame == NULL) {
@@ -110,7 +138,16 @@ intern_frames(Copy *copies, size_t n, FidFrame *table, size_t nfids, PyObject *f
                         PyErr_SetString(PyExc_ValueError, "frame_of must return an index >= 0");
                         goto done;
                     }
-                    table[lo].frame = value;
+                    entry->frame = value;
+                }
+                if (top == cap) {
+                    const Node **grown = PyMem_Realloc(stack, 2 * cap * sizeof(Node *));
+                    if (grown == NULL) {
+                        PyErr_NoMemory();
+                        goto done;
+                    }
+                    stack = grown;
+                    cap *= 2;
                 }
                 stack[top++] = ch;
             }
@@ -118,8 +155,6 @@ intern_frames(Copy *copies, size_t n, FidFrame *table, size_t nfids, PyObject *f
     }
     status = 0;
 done:
-    PyMem_Free(first);
-    PyMem_Free(next);
     PyMem_Free(stack);
     return status;
 }

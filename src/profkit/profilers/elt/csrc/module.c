@@ -330,6 +330,8 @@ static PyMethodDef Recorder_methods[] = {
      "Record nothing more on the calling thread (what it recorded is kept)."},
     {"export_flat", (PyCFunction)(void (*)(void))Recorder_export_flat, METH_FASTCALL,
      "export_flat(now, frame_of) -> (closed, [(token, rows)] or None): see flat.c."},
+    {"stop", (PyCFunction)Recorder_stop, METH_NOARGS,
+     "stop(): record nothing more; export_flat then takes the trees (see export.c)."},
     {"export", (PyCFunction)Recorder_export, METH_O,
      "export(now) -> (closed, [(token, [(parent, fid, calls, incl, min, max), ...])])."},
     {"spans", (PyCFunction)Recorder_spans, METH_NOARGS,
@@ -361,8 +363,9 @@ static PyTypeObject RecorderType = {
 };
 
 static PyMethodDef native_functions[] = {
-    {"rows_json", (PyCFunction)native_rows_json, METH_O,
-     "rows_json(rows) -> bytes: Recorder.export_flat's rows as the saved file's node arrays."},
+    {"rows_json", (PyCFunction)(void (*)(void))native_rows_json, METH_FASTCALL,
+     "rows_json(rows, start=0, stop=None) -> bytes: rows [start, stop) of\n"
+     "Recorder.export_flat's rows as the saved file's node arrays."},
     {NULL, NULL, 0, NULL},
 };
 

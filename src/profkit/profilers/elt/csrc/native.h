@@ -79,13 +79,21 @@
  * export). Most nodes are out of the cache by the time they are entered again. */
 typedef struct Node {
     uintptr_t fid;
-    struct Node *last_hit; /* the child found last time: loops call the same callee */
+    union {
+        struct Node *last_hit; /* the child found last time: loops call the same callee */
+        int64_t excl;          /* flat.c, once the tree is the export's: self time */
+    };
     struct Node *next_hit; /* the sibling found after this one last time (enter_call) */
     int64_t calls, incl, min, max;
     struct Node *parent;
     struct Node *first_child;
     struct Node *next_sibling;
-    PyObject *name; /* event lines: the function's name, looked up once per node */
+    union {
+        PyObject *name; /* event lines: the function's name, looked up once per node */
+        struct {
+            int32_t size, spare; /* flat.c, once the tree is the export's (names dropped) */
+        } out;
+    };
 } Node;
 
 typedef struct Chunk {
@@ -139,6 +147,10 @@ typedef struct {
     Py_ssize_t span_cap, nspans, spans_alloc;
     long long spans_dropped;
     struct Span *spans;
+    /* stop(): nothing more is recorded, so export_flat may flatten the trees themselves
+     * (no copy) and free them; exporting: an export_flat is running (it runs Python
+     * code, and a second one must not take the trees from under it) */
+    int stopped, exporting;
 } Recorder;
 
 /* One shown call for the timeline: its thread (for its token), path, times, depth. */
@@ -200,6 +212,10 @@ typedef struct {
 ELT_HIDDEN void free_copies(Copy *copies, size_t n);
 /* Close every recording thread's open calls at ``now`` and copy its tree (plain C). */
 ELT_HIDDEN Copy *copy_threads(Recorder *self, int64_t now, size_t *count, long long *closed);
+/* Close one thread's open calls at ``now`` (adding their number to *closed); -1 with
+ * MemoryError set when a timeline span could not be added. */
+ELT_HIDDEN int close_open_calls(Recorder *self, Thread *t, int64_t now, long long *closed);
+ELT_HIDDEN PyObject *Recorder_stop(Recorder *self, PyObject *ignored);
 
 ELT_HIDDEN Node *child_of(Thread *t, Node *parent, uintptr_t fid);
 ELT_HIDDEN int close_frame(Recorder *self, Thread *t, int64_t now, int close_kind, int lines);
@@ -294,6 +310,24 @@ ELT_HIDDEN PyObject *Recorder_spans(Recorder *self, PyObject *ignored);
 enum { FLAT_PARENT, FLAT_FRAME, FLAT_CALLS, FLAT_INCL, FLAT_EXCL, FLAT_MIN, FLAT_MAX,
        FLAT_SIZE, FLAT_COLS };
 
+/* One thread's call tree while export_flat turns it into rows: its own nodes (taken from
+ * a stopped recorder's thread, or copied from a running one's), which nothing else can
+ * reach, so Python code may run while it is held. */
+typedef struct {
+    PyObject *token;
+    Node root;
+    Chunk **chunks; /* creation order; all full but the last */
+    size_t nchunks, used;
+    int owns_names; /* its nodes still hold their names (a taken tree, not prepared) */
+} Tree;
+
+/* The node in slot ``g`` (creation order) of a tree's chunks. */
+static inline Node *
+tree_slot(const Tree *tree, size_t g)
+{
+    return &tree->chunks[g / CHUNK_NODES]->nodes[g % CHUNK_NODES];
+}
+
 /* A function and its frame index in the saved file (-1: not asked yet). */
 typedef struct {
     uintptr_t fid;
@@ -301,14 +335,14 @@ typedef struct {
 } FidFrame;
 
 ELT_HIDDEN PyObject *Recorder_export_flat(Recorder *self, PyObject *const *args, Py_ssize_t nargs);
-ELT_HIDDEN PyObject *native_rows_json(PyObject *module, PyObject *arg);
-/* The distinct fids of every copy, sorted; NULL with MemoryError set. */
-ELT_HIDDEN uintptr_t *distinct_fids(Copy *copies, size_t n, size_t *out);
+ELT_HIDDEN PyObject *native_rows_json(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+/* The distinct fids of every tree, sorted, each with frame -1; NULL with MemoryError set. */
+ELT_HIDDEN FidFrame *fid_table(const Tree *trees, size_t n, size_t *out);
 /* Fill table[].frame from frame_of(fid) (runs Python code); -1 with an exception set. */
-ELT_HIDDEN int intern_frames(Copy *copies, size_t n, FidFrame *table, size_t nfids,
+ELT_HIDDEN int intern_frames(const Tree *trees, size_t n, FidFrame *table, size_t nfids,
                              PyObject *frame_of);
 
-/* The entry of ``fid`` in the sorted table (inline: flatten looks up every row). */
+/* The entry of ``fid`` in the sorted table (inline: flatten looks up every node). */
 static inline const FidFrame *
 frame_for(const FidFrame *table, size_t n, uintptr_t fid)
 {
@@ -322,7 +356,7 @@ frame_for(const FidFrame *table, size_t n, uintptr_t fid)
             hi = mid;
         }
     }
-    return &table[lo < n ? lo : n - 1]; /* every fid of the copies is in the table */
+    return &table[lo < n ? lo : n - 1]; /* every fid of the trees is in the table */
 }
 
 #endif

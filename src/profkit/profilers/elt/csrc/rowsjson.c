@@ -1,8 +1,8 @@
 /* profkit.profilers.elt._native: rows_json, flat.c's rows as the saved file's JSON text.
  *
  * Why: the saver writes every row of a large tree (sympy: ~90,000) into the file; one
- * Python int and list per number cost more than the run. This writes the digits straight
- * into one bytes object; the layout (FLAT_* columns) is flat.c's.
+ * Python int and list per number cost more than the run. This writes the digits of a
+ * range of rows straight into one bytes object; the layout (FLAT_* columns) is flat.c's.
  */
 #include "native.h"
 
@@ -26,14 +26,20 @@ put_i64(char *p, int64_t v)
     return p;
 }
 
-/* rows_json(rows) -> bytes: export_flat's rows as the saved file's node arrays,
- * ``[parent,frame,calls,incl,excl,min,max],...`` (the subtree size is not stored). */
+/* rows_json(rows, start=0, stop=None) -> bytes: rows [start, stop) of export_flat's
+ * rows as the saved file's node arrays, ``[parent,frame,calls,incl,excl,min,max],...``
+ * (the subtree size is not stored). A range, so the saver writes a large tree in pieces
+ * instead of holding its whole text (~32 bytes a row) at once. */
 ELT_HIDDEN PyObject *
-native_rows_json(PyObject *module, PyObject *arg)
+native_rows_json(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    (void)module; /* METH_O: the module is not needed */
+    (void)module; /* the module is not needed */
+    if (nargs != 1 && nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "rows_json(rows, start=0, stop=None)");
+        return NULL;
+    }
     Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) {
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
         return NULL;
     }
     size_t row_bytes = FLAT_COLS * sizeof(int64_t);
@@ -42,7 +48,20 @@ native_rows_json(PyObject *module, PyObject *arg)
         PyErr_SetString(PyExc_ValueError, "rows_json: not whole rows");
         return NULL;
     }
-    size_t n = (size_t)view.len / row_bytes;
+    Py_ssize_t count = view.len / (Py_ssize_t)row_bytes, start = 0, stop = count;
+    if (nargs == 3) {
+        start = PyLong_AsSsize_t(args[1]);
+        if (args[2] != Py_None) {
+            stop = PyLong_AsSsize_t(args[2]);
+        }
+        if ((start == -1 || stop == -1) && PyErr_Occurred()) {
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+        start = start < 0 ? 0 : start > count ? count : start;
+        stop = stop < start ? start : stop > count ? count : stop;
+    }
+    size_t n = (size_t)(stop - start);
     /* 7 numbers of at most 20 digits and a sign, 6 commas, brackets, a separator */
     size_t most = n * (7 * 21 + 9);
     PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(most ? most : 1));
@@ -50,10 +69,10 @@ native_rows_json(PyObject *module, PyObject *arg)
         PyBuffer_Release(&view);
         return NULL;
     }
-    char *start = PyBytes_AS_STRING(out), *p = start;
+    char *first = PyBytes_AS_STRING(out), *p = first;
     for (size_t i = 0; i < n; i++) {
         int64_t row[FLAT_COLS];
-        memcpy(row, (const char *)view.buf + i * row_bytes, row_bytes);
+        memcpy(row, (const char *)view.buf + ((size_t)start + i) * row_bytes, row_bytes);
         if (i > 0) {
             *p++ = ',';
         }
@@ -67,7 +86,7 @@ native_rows_json(PyObject *module, PyObject *arg)
         *p++ = ']';
     }
     PyBuffer_Release(&view);
-    if (_PyBytes_Resize(&out, (Py_ssize_t)(p - start)) < 0) {
+    if (_PyBytes_Resize(&out, (Py_ssize_t)(p - first)) < 0) {
         return NULL;
     }
     return out;

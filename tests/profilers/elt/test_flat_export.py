@@ -1,0 +1,220 @@
+"""The C recorder's end-of-run export (``csrc/flat.c``, ``frames.c``, ``rowsjson.c``).
+
+Once stopped, ``export_flat`` takes the call trees and turns them into rows in their own
+memory (issue #11: the export was the run's peak memory); before, it copies them. Both
+must give the same bytes as each other and as the general conversion (``export`` +
+``tree.convert``), for any events — also for trees spread over many node chunks, whose
+rows are moved into pre-order slot by slot. The saver writes the rows as JSON in pieces:
+the pieces must make the same file as ``calltree.file.save``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import struct
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from profkit.calltree.model import CallProfile, Frame
+from profkit.profilers.elt import EltProfiler, flat, native
+from profkit.profilers.elt.tree import convert
+from profkit.settings import Settings
+from tests.profilers.elt.fake import FakeClock, FakeDriver
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="the C recorder is not built")
+
+Events = list[tuple[str, int, int]]
+
+
+@pytest.fixture(autouse=True)
+def hot_path() -> str:
+    """These tests pick their paths themselves (overrides the conftest's both-ways run)."""
+    return "native"
+
+
+def _record(events: Events, basetime: int) -> tuple[Any, int]:
+    """A recorder (fake clock) after ``events``, and the clock's reading."""
+    assert native.Recorder is not None
+    now = [0]
+    rec = native.Recorder(lambda: ("t", "T"), basetime, clock=lambda: now[0])
+    for kind, fid, before in events:
+        now[0] += before
+        getattr(rec, kind)(fid)
+    return rec, now[0]
+
+
+def _flat(
+    rec: Any, now: int, names: Callable[[int], str], stop: bool
+) -> tuple[int, list[bytes], list[int], list[Frame]]:
+    """(closed, each thread's rows, the order frame_of was asked in, the frames table)."""
+    asked: list[int] = []
+    profile = CallProfile("trace")
+
+    def frame_of(fid: int) -> int:
+        asked.append(fid)
+        return profile.frame_id(Frame(names(fid)))
+
+    if stop:
+        rec.stop()
+    closed, threads = rec.export_flat(now, frame_of)
+    return closed, [data for _, data in threads], asked, profile.frames
+
+
+def _general(events: Events, basetime: int, now: int, names: Callable[[int], str]) -> Any:
+    """The same events through export + tree.convert: (trees, frames table)."""
+    rec, _ = _record(events, basetime)
+    profile = CallProfile("trace")
+    _, exported = rec.export(now)
+    trees = [
+        convert(native.tree_of(rows), profile, lambda f: Frame(names(f)), root_totals=False)
+        for _, rows in exported
+    ]
+    return [t for t in trees if t.children], profile.frames
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    events=st.lists(
+        st.tuples(
+            st.sampled_from(["enter", "leave", "resume", "yield_"]),
+            st.integers(0, 7),
+            st.integers(0, 50),
+        ),
+        max_size=80,
+    ),
+    shared=st.lists(st.integers(0, 3), min_size=8, max_size=8),
+    basetime=st.sampled_from([0, 1, 40]),
+)
+def test_stopped_export_takes_the_trees_and_gives_the_same_rows(
+    events: Events, shared: list[int], basetime: int
+) -> None:
+    """After stop() the trees are flattened in place: the same bytes, closed count and
+    frame order as a running recorder's copy; the general conversion agrees; the trees
+    are used up, and later events are not recorded."""
+    running, now = _record(events, basetime)
+    stopped, _ = _record(events, basetime)
+
+    def names(fid: int) -> str:
+        return f"app.f{shared[fid]}"  # several functions share a frame: merges
+
+    live = _flat(running, now + 7, names, stop=False)
+    taken = _flat(stopped, now + 7, names, stop=True)
+    assert taken == live
+    # the running recorder still holds its trees: the same rows again (nothing open now)
+    assert _flat(running, now + 9, names, stop=False)[1] == live[1]
+    trees, general_frames = _general(events, basetime, now + 7, names)
+    assert [flat.tree(data) for data in taken[1]] == trees
+    assert taken[3] == general_frames
+    stopped.enter(1)
+    stopped.leave(1)
+    assert stopped.export_flat(now + 20, lambda f: 0) == (0, [])
+
+
+def _wide_events(paths: int) -> Events:
+    """Calls down ``paths`` distinct paths three levels deep, revisiting earlier subtrees
+    later (so creation order is not pre-order), over several thousand nodes."""
+    events: Events = []
+    for i in range(paths):
+        for top in (i % 7, (i * 5) % 7):  # an earlier top node gets a new grandchild
+            events += [("enter", 100 + top, 1), ("enter", 200 + i % 53, 2)]
+            events += [("enter", 1000 + i, 1), ("leave", 1000 + i, 3)]
+            events += [("leave", 200 + i % 53, 1), ("leave", 100 + top, 1)]
+    events.append(("enter", 100, 1))  # left open: closed by the export
+    return events
+
+
+@pytest.mark.parametrize("stop", [True, False])
+def test_many_chunks_of_nodes_give_the_general_rows(stop: bool) -> None:
+    """Trees over several node chunks (1024 nodes each), with functions sharing frames
+    at every level: rows moved into pre-order across chunks, as convert() builds them."""
+    events = _wide_events(3000)
+
+    def name(fid: int) -> str:
+        return f"app.f{fid % 97 if fid >= 1000 else fid % 3 if fid < 200 else fid % 11}"
+
+    rec, now = _record(events, 0)
+    closed, (data,), _, frames = _flat(rec, now + 5, name, stop)
+    assert closed == 1
+    (tree,), general_frames = _general(events, 0, now + 5, name)
+    assert frames == general_frames
+    assert len(data) // (8 * flat.COLS) > 3 * 1024 // 8  # several chunks' worth, merged
+    assert flat.tree(data) == tree
+
+
+def test_an_export_running_python_refuses_a_second_one() -> None:
+    """frame_of runs Python code; an export started meanwhile must not take the trees."""
+    rec, now = _record([("enter", 1, 0), ("leave", 1, 5)], 0)
+    rec.stop()
+    seen: list[str] = []
+
+    def frame_of(fid: int) -> int:
+        with pytest.raises(RuntimeError, match="another export"):
+            rec.export_flat(now, lambda f: 0)
+        seen.append("refused")
+        return 0
+
+    _, ((_, data),) = rec.export_flat(now, frame_of)
+    assert seen == ["refused"] and len(data) == 2 * 8 * flat.COLS
+
+
+row = st.tuples(*[st.integers(-(2**63), 2**63 - 1)] * flat.COLS)
+
+
+@settings(max_examples=100, deadline=None)
+@given(rows=st.lists(row, max_size=40), cuts=st.lists(st.integers(-3, 45), max_size=5))
+def test_rows_json_pieces_join_into_the_whole_text(
+    rows: list[tuple[int, ...]], cuts: list[int]
+) -> None:
+    """Any ranges (clamped like slices of a list, never past the rows) cover the rows
+    once: their texts joined by commas are the text of all rows."""
+    rows_json = native.rows_json
+    assert rows_json is not None
+    data = b"".join(struct.pack(f"{flat.COLS}q", *r) for r in rows)
+    whole = rows_json(data)
+    assert whole == rows_json(data, 0, None)
+    bounds = sorted({0, len(rows), *(min(max(c, 0), len(rows)) for c in cuts)})
+    pieces = [rows_json(data, a, b) for a, b in itertools.pairwise(bounds)]
+    assert b",".join(p for p in pieces if p) == whole
+    assert rows_json(data, 50, 10) == b"" and rows_json(data, -5, 0) == b""
+
+
+def test_a_large_tree_saves_in_pieces_as_the_file_module_saves(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Several JSON pieces per thread (small pieces here): the same file as
+    ``calltree.file.save`` writes from the nodes."""
+    from profkit.calltree import file, stream_writer
+
+    monkeypatch.setattr(flat, "JSON_ROWS", 7)
+    clock = FakeClock()
+    prof = EltProfiler(Settings(), clock=clock, standalone=False)
+    d = FakeDriver(prof, clock)
+    for i in range(40):
+        with d.call(f"app.main{i % 5}", before=3):
+            d.leaf(f"app.f{i % 9}", 10 + i)
+    prof.shutdown()
+    assert prof.profile is not None
+    root = prof.profile.threads[0].root
+    assert len(list(root.flat_json() or [])) > 3  # type: ignore[attr-defined]
+    stream_writer.save(prof.profile, tmp_path / "stream.json")
+    file.save(prof.profile, tmp_path / "file.json")
+    assert (tmp_path / "stream.json").read_bytes() == (tmp_path / "file.json").read_bytes()
+
+
+def test_shutdown_stops_the_recorder() -> None:
+    """The profiler's shutdown stops its recorder (so the export takes the trees): calls
+    after it are not recorded, and the profile keeps what was."""
+    clock = FakeClock()
+    prof = EltProfiler(Settings(), clock=clock, standalone=False)
+    d = FakeDriver(prof, clock)
+    d.leaf("app.f", 10)
+    recorder = prof._recorder
+    prof.shutdown()
+    assert prof.profile is not None and len(prof.profile.threads) == 1
+    recorder.enter(1)
+    recorder.leave(1)
+    assert recorder.export_flat(10**6, lambda f: 0) == (0, [])
