@@ -45,6 +45,7 @@ EXTENSIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
                 "flat",
                 "frames",
                 "rowsjson",
+                "compensate",
                 "ccalls",
             )
         ),

@@ -1,7 +1,8 @@
 """Compensation for the profiler's own cost per call (elt/compensate.py, elt/calibrate.py).
 
 The row arithmetic on hand-made trees (exact numbers) and on generated ones (the tree's
-invariants hold after it), the calibration's reading of its thread's rows, and end to end:
+invariants hold after it, and the C code gives the numbers of the rule written in Python
+here, :func:`_model`), the calibration's reading of its thread's rows, and end to end:
 ``profkit run`` calibrates, compensates, says so in the metadata, and leaves no trace of
 the calibration in the profile or in the program (its thread names, its output).
 """
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 from array import array
+from operator import floordiv, mul, sub
 from pathlib import Path
 
 import pytest
@@ -23,15 +25,67 @@ from hypothesis import strategies as st
 from profkit.calltree.file import load
 from profkit.profilers.elt import native
 from profkit.profilers.elt.calibrate import Calibration, Costs
-from profkit.profilers.elt.compensate import COLS, compensate_rows
+from profkit.profilers.elt.compensate import compensate_rows
 
+COLS = 8
 ZERO = Costs(0.0, 0.0, 0.0, 0.0)
+needs_c = pytest.mark.skipif(not native.available(), reason="the C recorder is not built")
 
 
 def _rows(nodes: list[tuple[int, int, int, int, int, int, int]]) -> bytes:
-    """(parent, frame, calls, incl, excl, min, max) rows -> export_flat's bytes (sizes 1:
-    compensation does not read them)."""
-    return array("q", [v for row in nodes for v in (*row, 1)]).tobytes()
+    """(parent, frame, calls, incl, excl, min, max) rows in pre-order -> export_flat's
+    bytes, with each row's subtree size (the C code finds children by it)."""
+    sizes = [1] * len(nodes)
+    for i in range(len(nodes) - 1, 0, -1):
+        sizes[nodes[i][0]] += sizes[i]
+    return array(
+        "q", [v for row, size in zip(nodes, sizes, strict=True) for v in (*row, size)]
+    ).tobytes()
+
+
+def _compensated(data: bytes, costs: Costs, c_frames: set[int]) -> bytes:
+    rows = bytearray(data)
+    compensate_rows(rows, costs, c_frames)
+    return bytes(rows)
+
+
+def _model(data: bytes, costs: Costs, c_frames: set[int]) -> bytes:
+    """The rule as compensate.py states it, in Python (its column-at-a-time version)."""
+    _parent, _frame, _calls, _incl, _excl, _min, _max = range(7)
+    rows = array("q")
+    rows.frombytes(data)
+    n = len(rows) // COLS
+    if n <= 1:
+        return data
+    frames = rows[COLS + _frame :: COLS]
+    parents = rows[COLS + _parent :: COLS]
+    calls = rows[COLS + _calls :: COLS]
+    py_in, py_out = round(costs.python_callee), round(costs.python_caller)
+    cost_in: dict[int, int] = dict.fromkeys(frames, py_in)
+    cost_out: dict[int, int] = dict.fromkeys(frames, py_out)
+    for frame in c_frames:
+        if frame in cost_in:
+            cost_in[frame], cost_out[frame] = round(costs.c_callee), round(costs.c_caller)
+    own = [0, *map(sub, rows[COLS + _excl :: COLS], map(mul, calls, map(cost_in.get, frames)))]
+    outs = list(map(mul, calls, map(cost_out.get, frames)))
+    excl = [0] * n
+    incl = [0] * n
+    for at, p, out in zip(range(n - 1, 0, -1), reversed(parents), reversed(outs), strict=True):
+        e = max(own[at], 0)
+        excl[at] = e
+        e += incl[at]
+        incl[at] = e
+        incl[p] += e
+        own[p] -= out
+    new = incl[1:]
+    old = [v or 1 for v in rows[COLS + _incl :: COLS]]
+    for column in (_min, _max):
+        values = rows[COLS + column :: COLS]
+        rows[COLS + column :: COLS] = array("q", map(floordiv, map(mul, values, new), old))
+    rows[COLS + _excl :: COLS] = array("q", excl[1:])
+    rows[COLS + _incl :: COLS] = array("q", new)
+    rows[_incl] = incl[0]
+    return rows.tobytes()
 
 
 def _table(data: bytes) -> list[list[int]]:
@@ -40,6 +94,7 @@ def _table(data: bytes) -> list[list[int]]:
     return [list(values[i : i + COLS - 1]) for i in range(0, len(values), COLS)]
 
 
+@needs_c
 def test_costs_land_on_the_callee_and_its_caller() -> None:
     # root -> A (Python, 10 calls) -> B (C, 100 calls); A -> D (Python, 5 calls)
     data = _rows(
@@ -51,7 +106,7 @@ def test_costs_land_on_the_callee_and_its_caller() -> None:
         ]
     )
     costs = Costs(python_callee=5, python_caller=3, c_callee=2, c_caller=1)
-    root, a, b, d = _table(compensate_rows(data, costs, {7}))
+    root, a, b, d = _table(_compensated(data, costs, {7}))
     # A: 400 - 10*5 (its own calls) - 100*1 (B's caller cost) - 5*3 (D's)
     assert a[4] == 235
     assert b[4] == b[3] == 600 - 100 * 2
@@ -63,18 +118,31 @@ def test_costs_land_on_the_callee_and_its_caller() -> None:
     assert a[2] == 10 and b[2] == 100  # calls untouched
 
 
+@needs_c
 def test_never_below_zero() -> None:
     data = _rows(
         [(-1, -1, 0, 100, 0, 0, 0), (0, 0, 1000, 100, 60, 0, 5), (1, 1, 1000, 40, 40, 0, 1)]
     )
-    out = _table(compensate_rows(data, Costs(10, 10, 10, 10), set()))
+    out = _table(_compensated(data, Costs(10, 10, 10, 10), set()))
     assert [r[4] for r in out[1:]] == [0, 0]
     assert [r[3] for r in out] == [0, 0, 0]
 
 
+@needs_c
 def test_zero_costs_change_nothing() -> None:
     data = _rows([(-1, -1, 0, 10, 0, 0, 0), (0, 0, 1, 10, 4, 10, 10), (1, 1, 2, 6, 6, 3, 3)])
-    assert compensate_rows(data, ZERO, set()) == data
+    assert _compensated(data, ZERO, set()) == data
+
+
+@needs_c
+def test_rows_that_are_not_a_tree_are_refused_untouched() -> None:
+    """A subtree size past the rows: ValueError, and the rows as they were."""
+    rows = bytearray(_rows([(-1, -1, 0, 10, 0, 0, 0), (0, 0, 1, 10, 4, 10, 10)]))
+    rows[8 * COLS + 7 * 8] = 5  # row 1's size: 5 rows from row 1, of 2
+    before = bytes(rows)
+    with pytest.raises(ValueError, match="subtree size"):
+        compensate_rows(rows, Costs(1, 1, 1, 1), set())
+    assert rows == before
 
 
 @st.composite
@@ -98,14 +166,30 @@ def _trees(draw: st.DrawFn) -> bytes:
     frames = [-1] + [draw(st.integers(0, 5)) for _ in range(1, n)]
     root = sum(incl[i] for i in range(1, n) if fixed[i] == 0)
     rows = [(-1, -1, 0, root, 0, 0, 0)]
-    rows += [(fixed[i], frames[i], calls[i], incl[i], excl[i], 0, incl[i]) for i in range(1, n)]
+    rows += [
+        (fixed[i], frames[i], calls[i], incl[i], excl[i], incl[i] // 3, incl[i])
+        for i in range(1, n)
+    ]
     return _rows(rows)
 
 
+@needs_c
+@settings(max_examples=300, deadline=None)
+@given(
+    _trees(),
+    st.lists(st.floats(0, 500), min_size=4, max_size=4),
+    st.sets(st.integers(0, 6), max_size=4),
+)
+def test_the_c_rule_is_the_python_rule(data: bytes, values: list[float], c: set[int]) -> None:
+    """Number for number (whole nanoseconds; costs rounded as Python rounds)."""
+    assert _compensated(data, Costs(*values), c) == _model(data, Costs(*values), c)
+
+
+@needs_c
 @settings(max_examples=200, deadline=None)
 @given(_trees(), st.lists(st.floats(0, 500), min_size=4, max_size=4))
 def test_the_tree_stays_a_tree(data: bytes, values: list[float]) -> None:
-    before, after = _table(data), _table(compensate_rows(data, Costs(*values), {0, 3}))
+    before, after = _table(data), _table(_compensated(data, Costs(*values), {0, 3}))
     children: dict[int, int] = {}
     for row in after[1:]:
         if row[0] > 0:

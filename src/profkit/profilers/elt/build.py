@@ -12,7 +12,6 @@ import contextlib
 import os
 import sys
 import threading
-from array import array
 from collections.abc import Callable
 from typing import Any
 
@@ -152,11 +151,10 @@ class Results:
                     flat.COLS,
                     lambda i: cal_frames.get(i) or profile.frames[i].name,
                 )
-        kept = [
-            (t, d if costs is None else compensate_rows(d, costs, c_frames))
-            for t, d in flat_threads
-            if cal is None or t is not cal.token
-        ]
+        kept = [(t, d) for t, d in flat_threads if cal is None or t is not cal.token]
+        if costs is not None:
+            for _, data in kept:
+                compensate_rows(data, costs, c_frames)  # in place: no copy of the rows
         if len(kept) < len(flat_threads):
             # The calibration's thread is profkit's, not the program's: it is left out, and
             # so are the frames only it used (threading's, the C functions it called).
@@ -222,11 +220,12 @@ class Results:
 
 
 def _only_used_frames(
-    profile: CallProfile, threads: list[tuple[Any, bytes]]
-) -> list[tuple[Any, bytes]]:
+    profile: CallProfile, threads: list[tuple[Any, bytearray]]
+) -> list[tuple[Any, bytearray]]:
     """``threads``' rows with the frames none of them uses dropped from ``profile`` (the
-    others keep their order, renumbered). Frames are interned for every exported thread,
-    before a thread can be left out."""
+    others keep their order, renumbered in place: a copy of the rows would be the run's
+    peak memory). Frames are interned for every exported thread, before a thread can be
+    left out."""
     used: set[int] = set()
     for _, data in threads:
         used.update(memoryview(data).cast("q")[flat.COLS_FRAME :: flat.COLS])
@@ -240,14 +239,12 @@ def _only_used_frames(
             frames.append(frame)
     profile.frames = frames
     profile._frame_index = {}  # rebuilt from the frames on the next frame_id
-    out = []
-    for token, data in threads:
-        rows = array("q")
-        rows.frombytes(data)
+    for _, data in threads:
+        rows = memoryview(data).cast("q")
         for at in range(flat.COLS_FRAME, len(rows), flat.COLS):
             rows[at] = renumber[rows[at]]
-        out.append((token, rows.tobytes()))
-    return out
+        rows.release()
+    return threads
 
 
 #: First frame index given to the calibration's functions (never a real frame's).

@@ -37,7 +37,7 @@ class FlatRows:
 
     __slots__ = ("data", "pristine", "values")
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes | bytearray) -> None:
         if len(data) % (COLS * 8):
             raise ValueError("flat rows: not whole rows")
         self.data = data
@@ -118,7 +118,7 @@ def _node(rows: FlatRows, at: int) -> LazyCallNode:
     return node
 
 
-def tree(data: bytes) -> LazyCallNode:
+def tree(data: bytes | bytearray) -> LazyCallNode:
     """The root of one thread's tree over ``data`` (export_flat's rows)."""
     return _node(FlatRows(data), 0)
 
@@ -130,7 +130,7 @@ def native_rows_json() -> Callable[..., bytes] | None:
     return rows_json
 
 
-def _json_pieces(data: bytes) -> Iterator[bytes]:
+def _json_pieces(data: bytes | bytearray) -> Iterator[bytes]:
     rows_json = native_rows_json()
     assert rows_json is not None
     count = len(data) // (COLS * 8)

@@ -32,6 +32,9 @@ Recorder: type[_native.Recorder] | None = None if _IMPORT_ERROR else _native.Rec
 #: ``rows_json(rows, start=0, stop=None) -> bytes``: rows [start, stop) of export_flat's
 #: rows as saved-file JSON, or None (not built).
 rows_json: Callable[..., bytes] | None = None if _IMPORT_ERROR else _native.rows_json
+#: ``compensate_rows(rows, c_mask, python_callee, python_caller, c_callee, c_caller)``:
+#: elt/compensate.py's rule in place on export_flat's rows, or None (not built).
+compensate_rows: Callable[..., None] | None = None if _IMPORT_ERROR else _native.compensate_rows
 
 #: One exported thread: (token from ``new_thread``, pre-order rows
 #: ``(parent index, fid, calls, incl, min, max)``; row 0 is the root).

@@ -473,7 +473,7 @@ give_back(void)
 #endif
 }
 
-/* One thread's rows as ``bytes``, None when nothing is kept; NULL with an exception
+/* One thread's rows as a ``bytearray``, None when nothing is kept; NULL with an exception
  * set. Functions that share a frame (two code objects with one name, file and line:
  * dataclass-made methods, say) merge into one node as convert() merges them: calls,
  * times and children added up. Then empty branches are pruned, and the rest written in
@@ -509,11 +509,13 @@ flatten(Tree *tree, Stack *stack, Siblings *h, const FidFrame *table, size_t nfr
         give_back();
     }
     size_t row_bytes = FLAT_COLS * sizeof(int64_t);
-    PyObject *result = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)((size_t)rows * row_bytes));
+    /* A bytearray: compensate_rows (compensate.c) then works on it in place. */
+    PyObject *result =
+        PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)((size_t)rows * row_bytes));
     if (result == NULL) {
         return NULL;
     }
-    char *out = PyBytes_AS_STRING(result);
+    char *out = PyByteArray_AS_STRING(result);
     memcpy(out, root_row, row_bytes);
     size_t at = 1;
     for (size_t c = 0; c < tree->nchunks; c++) {
@@ -536,7 +538,7 @@ flatten(Tree *tree, Stack *stack, Siblings *h, const FidFrame *table, size_t nfr
  *
  * Closes the open calls at ``now`` as export() does, then asks ``frame_of(fid)`` once per
  * distinct function for its frame index (see intern_frames), and returns each thread's
- * tree as ``bytes`` of native int64 rows (parent, frame, calls, incl, excl, min, max,
+ * tree as a ``bytearray`` of native int64 rows (parent, frame, calls, incl, excl, min, max,
  * subtree size) in pre-order, functions sharing a frame merged, empty branches pruned;
  * threads with nothing kept are left out. After stop() the trees are taken (a later
  * export finds them empty); before, they are copied and recording goes on. */

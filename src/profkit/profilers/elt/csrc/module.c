@@ -363,6 +363,9 @@ static PyTypeObject RecorderType = {
 };
 
 static PyMethodDef native_functions[] = {
+    {"compensate_rows", (PyCFunction)(void (*)(void))native_compensate_rows, METH_FASTCALL,
+     "compensate_rows(rows, c_mask, python_callee, python_caller, c_callee, c_caller):\n"
+     "compensate.py's rule, in place on Recorder.export_flat's rows (see compensate.c)."},
     {"rows_json", (PyCFunction)(void (*)(void))native_rows_json, METH_FASTCALL,
      "rows_json(rows, start=0, stop=None) -> bytes: rows [start, stop) of\n"
      "Recorder.export_flat's rows as the saved file's node arrays."},

@@ -10,6 +10,7 @@
  *   flat.c      the end-of-run export: pruned rows in the saved file's layout;
  *   frames.c    flat.c's function -> frame index (frame_of), asked once per function;
  *   rowsjson.c  flat.c's rows as the saved file's JSON text (rows_json);
+ *   compensate.c the profiler's own cost per call taken out of flat.c's rows, in place;
  *   ccalls.c    C functions as nodes of their own (sys.monitoring CALL/C_RETURN/C_RAISE).
  * hatch_build.py compiles them into one extension.
  *
@@ -304,7 +305,7 @@ ELT_HIDDEN int add_span(Recorder *self, Thread *t, uintptr_t fid, int64_t start,
                         Py_ssize_t depth);
 ELT_HIDDEN PyObject *Recorder_spans(Recorder *self, PyObject *ignored);
 
-/* -- flat.c, frames.c, rowsjson.c ---------------------------------------------------- */
+/* -- flat.c, frames.c, rowsjson.c, compensate.c -------------------------------------- */
 
 /* Columns of one exported row (int64 each); FLAT_SIZE is the row's subtree size. */
 enum { FLAT_PARENT, FLAT_FRAME, FLAT_CALLS, FLAT_INCL, FLAT_EXCL, FLAT_MIN, FLAT_MAX,
@@ -336,6 +337,8 @@ typedef struct {
 
 ELT_HIDDEN PyObject *Recorder_export_flat(Recorder *self, PyObject *const *args, Py_ssize_t nargs);
 ELT_HIDDEN PyObject *native_rows_json(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+ELT_HIDDEN PyObject *native_compensate_rows(PyObject *module, PyObject *const *args,
+                                            Py_ssize_t nargs);
 /* The distinct fids of every tree, sorted, each with frame -1; NULL with MemoryError set. */
 ELT_HIDDEN FidFrame *fid_table(const Tree *trees, size_t n, size_t *out);
 /* Fill table[].frame from frame_of(fid) (runs Python code); -1 with an exception set. */
