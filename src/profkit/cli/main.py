@@ -105,6 +105,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The command first: the top-level parser has nothing left to parse, so the other
     # commands need not exist (``profkit -h run`` still lists them all).
     parser = build_parser(only=only, others=not args_list or args_list[0] != only)
+    if only == "profdata":  # llvm-profdata's one-dash spellings (-output=FILE), before argparse
+        from profkit.cli import profdata_spelling
+
+        try:
+            args_list = profdata_spelling.translate(parser, args_list)
+        except ProfkitError as exc:
+            return _error(str(exc))
     if not args_list:
         parser.print_help(sys.stderr)
         return EXIT_USAGE

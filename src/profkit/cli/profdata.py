@@ -84,6 +84,9 @@ def _register_show(sub: Any) -> None:
         metavar="N",
         help="reproduce the wording of llvm-profdata N (19 or older, or 20+; default 22)",
     )
+    from profkit.cli import profdata_spelling
+
+    profdata_spelling.add_kind_option(p)
     a("--json", action="store_true", help="profkit's JSON output instead of llvm-profdata's text")
     from profkit.cli import profdata_scale
 

@@ -18,7 +18,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from profkit.cli import profdata_scale
+from profkit.cli import profdata_scale, profdata_spelling
 from profkit.cli.profdata_inputs import gather_inputs
 from profkit.errors import ProfkitError, UsageError
 
@@ -69,6 +69,7 @@ def _register_merge(sub: Any) -> None:
         choices=sorted(LLVM_INDEXED_VERSION),
         help="write exactly what llvm-profdata-N writes (text dialect and indexed version)",
     )
+    profdata_spelling.add_kind_option(p)
     _add_input_options(p)
     _add_content_options(p)
     profdata_scale.add_options(p)

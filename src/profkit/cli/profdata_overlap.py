@@ -12,6 +12,7 @@ import argparse
 import sys
 from typing import Any
 
+from profkit.cli import profdata_spelling
 from profkit.cli.profdata_merge import LLVM_INDEXED_VERSION
 
 
@@ -31,6 +32,7 @@ def register(sub: Any) -> None:
         metavar="N",
         help="show per-function overlap for functions whose max count is at least N",
     )
+    profdata_spelling.add_kind_option(p)
     p.add_argument("--cs", action="store_true", help="compare the context-sensitive records")
     p.add_argument("-o", "--output", help="write the report here instead of stdout")
     p.add_argument(
