@@ -130,3 +130,33 @@ def test_gc_is_paused_while_rendering_and_restored(
     assert main(["report", str(saved), "--view", "callers"]) == 2  # an error path restores it too
     assert gc.isenabled()
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("view", [["--view", "flat"], ["--view", "callers", "-f", "leaf"], []])
+def test_every_view_shows_names_in_full_when_not_a_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], view: list[str]
+) -> None:
+    """A new user's finding (N11): flat and callers cut names from the left at 80 columns
+    when piped (`…r._make_iterencode.<locals>._iterencode_dict`) while the tree shows them
+    in full; issue #11: full names when the output is not a terminal, never cut."""
+    from profkit.calltree.model import CallProfile, Frame, ThreadTree
+
+    long = "pkg." + ".".join(f"module{i}" for i in range(12)) + ".Encoder.<locals>.leaf"
+    p = CallProfile("trace")
+    main_ = p.frame_id(Frame("app.main", "/src/app.py", 1))
+    leaf = p.frame_id(Frame(long, "/src/pkg/m.py", 2))
+    t = ThreadTree(1, "MainThread")
+    p.threads.append(t)
+    t.root.calls, t.root.inclusive_ns = 1, 10_000_000
+    n = t.root.child(main_)
+    n.add_call(10_000_000, 2_000_000)
+    n.child(leaf).add_call(8_000_000, 8_000_000)
+    path = tmp_path / "long.json"
+    file.save(p, path)
+    assert main(["report", str(path), *view]) == 0
+    out = capsys.readouterr().out
+    assert long in out and "…" not in out.replace("… ", ""), out
+    if view:  # (the tree's hot-spot lines name the leaf in full whatever the width)
+        assert main(["report", str(path), *view, "--width", "60"]) == 0
+        out = capsys.readouterr().out
+        assert long not in out and max(len(line) for line in out.splitlines()) <= 60, out

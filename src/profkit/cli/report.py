@@ -87,7 +87,10 @@ def register(sub: Any, name: str, help_text: str) -> None:
         help="flat: sort key (default: self time)",
     )
     parser.add_argument(
-        "--width", type=int, metavar="N", help="output width (default: the terminal's, else 80)"
+        "--width",
+        type=int,
+        metavar="N",
+        help="output width (default: the terminal's; names in full when stdout is not a terminal)",
     )
     parser.add_argument(
         "--color",
@@ -134,19 +137,14 @@ def load_all(paths: list[str], metric: str = "alloc") -> CallProfile:
     return profiles[0] if len(profiles) == 1 else combine(profiles)
 
 
-def output_width() -> int:
-    """The terminal's width when stdout is one, else 80.
+def tree_width(flag: int | None) -> int | None:
+    """Every view's width: ``--width``, else the terminal's; ``None`` (names in full, never
+    cut) when stdout is a file or a pipe (issue #11: cut names helped nobody there).
 
     Only a terminal's size matters: ``shutil.get_terminal_size`` alone would also take
     ``COLUMNS`` or the size of the terminal the process started from while stdout goes to
     a file or pipe (as under pytest), so piped output would depend on where it ran.
     """
-    return shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else 80
-
-
-def tree_width(flag: int | None) -> int | None:
-    """The tree's width: ``--width``, else the terminal's; ``None`` (names in full, never
-    cut) when stdout is a file or a pipe (issue #11: cut names helped nobody there)."""
     if flag is not None:
         return flag
     return shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else None
@@ -171,7 +169,7 @@ def _handler(args: argparse.Namespace) -> int:
         raise UsageError("--max-depth must be 0 or more")
     if not 0 <= args.min_share <= 100:
         raise UsageError("--min-share must be a percentage between 0 and 100")
-    width = args.width or output_width()
+    width = tree_width(args.width)
     color = use_color(args.color)
     with gc_paused():
         text = _render(args, width, color, min_time)
@@ -179,12 +177,12 @@ def _handler(args: argparse.Namespace) -> int:
     return 0
 
 
-def _render(args: argparse.Namespace, width: int, color: bool, min_time: int) -> str:
+def _render(args: argparse.Namespace, width: int | None, color: bool, min_time: int) -> str:
     profile = load_all(args.files, args.metric)
     if args.view == "tree":
         text = render_tree(
             profile,
-            width=tree_width(args.width),
+            width=width,
             color=color,
             min_time_ns=min_time,
             prefix=args.prefix,

@@ -72,9 +72,16 @@ def printable(name: str) -> str:
     return escape(name)
 
 
-def fit(name: str, room: int) -> str:
+#: A name shown in full (no width: a file or a pipe) still stops here: a 20 MB name is not a name.
+FULL_NAME_CHARS = 1000
+
+
+def fit(name: str, room: int | None) -> str:
     """``name`` (made :func:`printable`) cut from the left to ``room`` characters: the end
-    of a qualname says most."""
+    of a qualname says most. ``room=None`` (output to a file or a pipe, where nothing wraps
+    badly and a cut name helps nobody): the name in full, up to :data:`FULL_NAME_CHARS`."""
+    if room is None:
+        return escape(name, FULL_NAME_CHARS)
     name = printable(name)
     if len(name) <= room:
         return name

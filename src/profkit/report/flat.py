@@ -24,7 +24,7 @@ def profile_stats(profile: CallProfile, prefix: str | Iterable[str] | None = Non
 def render_flat(
     profile: CallProfile,
     *,
-    width: int = 80,
+    width: int | None = 80,
     color: bool = False,
     min_time_ns: int = 0,
     prefix: str | Iterable[str] | None = None,
@@ -34,7 +34,8 @@ def render_flat(
     """One line per function over all threads: self, total, share of all time, calls.
 
     Sorted by ``sort`` (self time by default: where the time is actually spent);
-    functions whose inclusive time is under ``min_time_ns`` are left out.
+    functions whose inclusive time is under ``min_time_ns`` are left out. ``width=None``:
+    names in full (a file or a pipe), as the tree does.
     """
     pal = Palette(color)
     format_ns = value_formatter(profile.mode)  # bytes for a memory profile
@@ -45,8 +46,7 @@ def render_flat(
     rows.sort(key=lambda r: (-_sort_value(r[1], sort), labels[r[0]]))
     if top is not None:
         rows = rows[: max(top, 0)]
-    width = max(width, len(_FLAT_COLUMNS) + 16)
-    room = width - len(_FLAT_COLUMNS)
+    room = None if width is None else max(width, len(_FLAT_COLUMNS) + 16) - len(_FLAT_COLUMNS)
     out = [pal.bold(f"{len(stats.functions)} functions, {format_ns(stats.total_ns)} in total")]
     note = compensation_note(profile)
     if note:
@@ -105,18 +105,19 @@ def render_callers(
     profile: CallProfile,
     function: str,
     *,
-    width: int = 80,
+    width: int | None = 80,
     color: bool = False,
     prefix: str | Iterable[str] | None = None,
 ) -> str:
-    """For each function matching ``function``: its callers and its callees, hottest first."""
+    """For each function matching ``function``: its callers and its callees, hottest first
+    (``width=None``: names in full)."""
     pal = Palette(color)
     format_ns = value_formatter(profile.mode)  # bytes for a memory profile
     matches = find_functions(profile, function)
     if not matches:
         raise UsageError(f"no function matches {function!r} in this profile")
     stats = profile_stats(profile, prefix)
-    width = max(width, 50)
+    width = None if width is None else max(width, 50)
     out: list[str] = []
     for frame in matches:
         t = stats.functions.get(frame)
@@ -138,7 +139,7 @@ def render_callers(
             for other, e in rows:
                 label = "<thread start>" if other == ROOT else frame_label(profile.frames, other)
                 cols = f"    {format_ns(e.inclusive_ns):>8} {e.calls:>8}  "
-                out.append(cols + fit(label, width - len(cols)))
+                out.append(cols + fit(label, None if width is None else width - len(cols)))
     if not out:
         raise UsageError(f"{function!r} has no calls under the prefix")
     return "\n".join(out) + "\n"
