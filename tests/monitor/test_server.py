@@ -202,3 +202,74 @@ def test_receive_buffer_is_at_least_what_rmem_max_allows() -> None:
         pytest.skip("net.core.rmem_max is not readable here")
     assert receive_buffer(sock) >= min(limit, 1 << 30)  # Linux reports twice the value set
     sock.close()
+
+
+class _BlockedOut:
+    """An output whose writes wait until released (a terminal nobody scrolls)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.writing = threading.Event()
+        self.text = ""
+
+    def write(self, text: str) -> int:
+        self.writing.set()
+        self.release.wait(60)
+        self.text += text
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_slow_output_never_stops_the_receiving() -> None:
+    sock = open_socket("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    monitor = Monitor()
+    out = _BlockedOut()
+    view = PlainView(out, limit=200)  # type: ignore[arg-type]
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=serve,
+        args=(sock, monitor, view),
+        kwargs={"stop": stop, "refresh": 0.01, "idle_timeout": 0.01},
+    )
+    thread.start()
+    sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sender.sendto(encode("h/1", 0, 0, LINES), ("127.0.0.1", port))
+    assert out.writing.wait(60)  # the display thread is stuck in its write
+    for seq in range(1, 50):
+        sender.sendto(encode("h/1", seq, 0, LINES), ("127.0.0.1", port))
+    deadline = time.monotonic() + 60  # a bound against hanging, not a timing assertion
+    while monitor.totals().received < 50:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert monitor.unprinted > 0  # beyond the view's limit: counted, not buffered
+    out.release.set()
+    stop.set()
+    thread.join(60)
+    view.close(monitor)
+    sock.close()
+    sender.close()
+    assert not thread.is_alive()
+    printed = out.text.count("\n")
+    assert printed + monitor.unprinted == 50 * len(LINES)
+
+
+def test_a_write_error_ends_serve_with_the_error() -> None:
+    class Broken:
+        def write(self, text: str) -> int:
+            raise OSError(28, "No space left on device")
+
+        def flush(self) -> None:
+            pass
+
+    sock = open_socket("127.0.0.1", 0)
+    monitor = Monitor()
+    view = PlainView(Broken())  # type: ignore[arg-type]
+    sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sender.sendto(encode("h/1", 0, 0, LINES), sock.getsockname())
+    with pytest.raises(OSError, match="No space"):
+        serve(sock, monitor, view, refresh=0.01, idle_timeout=0.01)  # no stop: the error ends it
+    sock.close()
+    sender.close()

@@ -30,6 +30,8 @@ class Monitor:
         self.last_malformed = ""  #: why the latest malformed datagram was refused
         #: datagrams shown and counted but left out of the hot list (the loop fell behind)
         self.unanalysed = 0
+        #: lines received and counted but not printed (the plain view's output was slow)
+        self.unprinted = 0
 
     @property
     def sender_count(self) -> int:

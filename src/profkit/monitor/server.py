@@ -12,11 +12,12 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Hashable
-from typing import Protocol
+from typing import Protocol, TextIO
 
 from profkit.errors import UsageError
 from profkit.monitor.core import Monitor
 from profkit.monitor.receive import BATCH, queue_fill, receiver
+from profkit.monitor.view import write
 from profkit.wire.udp import MIN_WINDOW, encode_ack
 
 DEFAULT_HOST = "127.0.0.1"
@@ -40,11 +41,13 @@ class View(Protocol):
     """What the receive loop drives; the loop never writes output itself, so the plain
     and the terminal view (and the benchmark's null view) share one loop."""
 
+    out: TextIO
+
     def show(self, monitor: Monitor, sender: str, body: str) -> None:
         """A datagram's lines arrived (called per datagram: must only buffer)."""
 
-    def tick(self, monitor: Monitor) -> None:
-        """A few times a second, and when idle: the moment to write what was buffered."""
+    def render(self, monitor: Monitor) -> str:
+        """A few times a second: the text to write now (the display thread writes it)."""
 
     def close(self, monitor: Monitor) -> None:
         """The loop ended: write what is left (the summary is printed by the caller)."""
@@ -174,9 +177,10 @@ def serve(
     Batch receive: the socket is non-blocking, and every datagram already queued is taken
     in a tight loop (``recvmmsg``, up to 32 a system call, see :mod:`.receive`; no wait
     and no timer in between); only when the queue is empty does the loop wait
-    (``select``, up to ``idle_timeout``) — and tick the view at most every ``refresh``
-    seconds, also in the middle of a long burst. The view only buffers in ``show``: its
-    writing happens in ``tick``, off the per-datagram path.
+    (``select``, up to ``idle_timeout``). The view only buffers in ``show``; a display
+    thread (:class:`Display`) renders it every ``refresh`` seconds and writes it, so a
+    slow terminal or a full pipe never stops the receiving: the two share a lock only
+    while a batch is fed and while the text is rendered, never during the write.
 
     Falling behind: when the kernel's receive queue is more than 30 % full
     (:data:`BEHIND_FILL`) and has not been empty for :data:`BEHIND` seconds, or is nearly
@@ -193,6 +197,9 @@ def serve(
     how many bytes it may have in flight (:func:`ack_window`), so a fast sender waits for
     the monitor instead of overflowing its buffer. At most one per sender per batch, each
     smaller than the datagram that prompted it, sent without blocking.
+
+    The caller writes what is left (``view.close``) after this returns; an error of the
+    display thread's write (a full disk) ends the loop and is raised here.
     """
     import select
 
@@ -208,42 +215,82 @@ def serve(
     buffer = receive_buffer(sock)
     window = ack_window(buffer, 1)
     heard: dict[str, int] = {}  # sender -> index of its last datagram in this batch
-    next_tick = clock() + refresh
+    lock = threading.Lock()
+    display = Display(view, monitor, lock, refresh)
+    display.start()
+    next_window = clock() + refresh
     stride = 1
     busy_since = clock()  # when the queue was last found empty
-    while stop is None or not stop.is_set():
-        burst = 0
-        now = clock()  # once per batch: a datagram's arrival time within a few ms
-        while burst < 4096:  # then look at the stop flag again
-            datagrams = receive()
-            if not datagrams:
-                break
-            burst += len(datagrams)
-            if len(datagrams) < BATCH:
-                stride = 1  # the queue is empty now
-            elif fill is not None:
-                stride = _stride_by_fill(stride, fill(), now - busy_since)
-            else:
-                stride = _stride(stride, now - busy_since)
-            for i, data in enumerate(datagrams):
-                result = feed(data, now, i % stride == 0)
-                if result is not None:
-                    show(monitor, result[0], result[1])
-                    heard[result[0]] = i
-            if heard and acknowledge:
-                _acknowledge(monitor, heard, sources(len(datagrams)), reply, window)
-            heard.clear()
-            now = clock()
-            if now >= next_tick:
-                view.tick(monitor)
-                next_tick = now + refresh
-                window = ack_window(buffer, _active(monitor, now))
-        if not burst:  # idle: the moment to write what was buffered
-            stride = 1
-            busy_since = now
-            view.tick(monitor)
-            next_tick = now + refresh
-            wait([sock], [], [], idle_timeout)  # PEP 475: retried after a signal
+    try:
+        while (stop is None or not stop.is_set()) and display.error is None:
+            burst = 0
+            now = clock()  # once per batch: a datagram's arrival time within a few ms
+            while burst < 4096:  # then look at the stop flag again
+                datagrams = receive()
+                if not datagrams:
+                    break
+                burst += len(datagrams)
+                if len(datagrams) < BATCH:
+                    stride = 1  # the queue is empty now
+                elif fill is not None:
+                    stride = _stride_by_fill(stride, fill(), now - busy_since)
+                else:
+                    stride = _stride(stride, now - busy_since)
+                with lock:
+                    for i, data in enumerate(datagrams):
+                        result = feed(data, now, i % stride == 0)
+                        if result is not None:
+                            show(monitor, result[0], result[1])
+                            heard[result[0]] = i
+                    if heard and acknowledge:
+                        _acknowledge(monitor, heard, sources(len(datagrams)), reply, window)
+                heard.clear()
+                now = clock()
+                if now >= next_window:
+                    window = ack_window(buffer, _active(monitor, now))
+                    next_window = now + refresh
+            if not burst:
+                stride = 1
+                busy_since = now
+                wait([sock], [], [], idle_timeout)  # PEP 475: retried after a signal
+    finally:
+        display.stop()
+    if display.error is not None:
+        raise display.error
+
+
+class Display(threading.Thread):
+    """Renders the view every ``refresh`` seconds (under ``lock``, shared with the receive
+    loop) and writes the text (outside it), so the receive loop never waits for output.
+
+    A write error (a full disk, a closed pipe) is kept in :attr:`error` and ends the
+    thread; the receive loop sees it and stops.
+    """
+
+    def __init__(self, view: View, monitor: Monitor, lock: threading.Lock, refresh: float) -> None:
+        super().__init__(name="profkit-monitor-display", daemon=True)
+        self.view = view
+        self.monitor = monitor
+        self.lock = lock
+        self.refresh = refresh
+        self.error: OSError | None = None
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        while not self._halt.wait(self.refresh):
+            with self.lock:
+                text = self.view.render(self.monitor)
+            try:
+                write(self.view.out, text)
+            except OSError as exc:
+                self.error = exc
+                return
+
+    def stop(self) -> None:
+        """Stop and wait for the thread (its last write included)."""
+        self._halt.set()
+        if self.is_alive():
+            self.join()
 
 
 def _acknowledge(

@@ -19,22 +19,38 @@ def prefixed(sender: str, body: str) -> str:
     return head + body.replace("\n", "\n" + head)
 
 
+#: Characters of printed lines a plain view holds while its output is slow (a terminal,
+#: a pipe nobody reads): beyond, lines are counted as not printed instead of growing
+#: memory or making the receive loop wait for the output.
+MAX_PENDING = 32 << 20
+
+
 class PlainView:
-    """Lines as they arrive, written in batches (one ``write`` per flush, not per line).
+    """Lines as they arrive, written in batches (one ``write`` per refresh, not per line).
 
     ``escape`` (on for a terminal): control characters in the lines are shown as escapes,
     since any machine that can send a datagram could otherwise drive the terminal. A
     file or pipe gets the lines as sent.
+
+    :meth:`show` buffers (the receive loop's thread); :meth:`render` takes what is
+    buffered as one text, which the display thread writes (:meth:`tick` does both).
     """
 
-    def __init__(self, out: TextIO, *, quiet: bool = False, escape: bool = False) -> None:
+    def __init__(
+        self, out: TextIO, *, quiet: bool = False, escape: bool = False, limit: int = MAX_PENDING
+    ) -> None:
         self.out = out
         self.quiet = quiet
         self.escape = escape
+        self.limit = limit
         self.pending: list[str] = []
+        self._size = 0
 
     def show(self, monitor: Monitor, sender: str, body: str) -> None:
         if self.quiet or not body:
+            return
+        if self._size > self.limit:
+            monitor.unprinted += body.count("\n") + 1
             return
         if self.escape:
             sender = printable(sender)
@@ -43,12 +59,17 @@ class PlainView:
         text = prefixed(sender, body) if monitor.sender_count > 1 else body
         self.pending.append(text)
         self.pending.append("\n")
+        self._size += len(text) + 1
+
+    def render(self, monitor: Monitor) -> str:
+        """Everything buffered since the last call, as one text."""
+        text = "".join(self.pending)
+        self.pending.clear()
+        self._size = 0
+        return text
 
     def tick(self, monitor: Monitor) -> None:
-        if self.pending:
-            self.out.write("".join(self.pending))
-            self.pending.clear()
-            self.out.flush()
+        write(self.out, self.render(monitor))
 
     def close(self, monitor: Monitor) -> None:
         self.tick(monitor)
@@ -74,7 +95,8 @@ class ScreenView:
             prefixed(sender, body).split("\n") if monitor.sender_count > 1 else body.split("\n")
         )
 
-    def tick(self, monitor: Monitor) -> None:
+    def render(self, monitor: Monitor) -> str:
+        """The whole screen, cleared and redrawn."""
         head = summary(
             monitor,
             self.top,
@@ -87,12 +109,20 @@ class ScreenView:
         if room > 0 and not self.quiet:
             rows.append("latest lines:")
             rows.extend(fit(line, self.width) for line in list(self.tail)[-room:])
-        self.out.write(_CLEAR + "\n".join(rows) + "\n")
-        self.out.flush()
+        return _CLEAR + "\n".join(rows) + "\n"
+
+    def tick(self, monitor: Monitor) -> None:
+        write(self.out, self.render(monitor))
 
     def close(self, monitor: Monitor) -> None:
-        self.out.write(_CLEAR)
-        self.out.flush()
+        write(self.out, _CLEAR)
+
+
+def write(out: TextIO, text: str) -> None:
+    """``text`` to ``out``, flushed (nothing at all for no text)."""
+    if text:
+        out.write(text)
+        out.flush()
 
 
 def _cut(text: str, width: int) -> str:
@@ -141,6 +171,14 @@ def summary(
             _cut(
                 f"hot list from {t.received - monitor.unanalysed} of {t.received} datagrams "
                 "(the monitor fell behind: the rest were shown and counted, not analysed)",
+                width,
+            )
+        )
+    if monitor.unprinted:
+        out.append(
+            _cut(
+                f"{monitor.unprinted} lines received and counted but not printed "
+                "(the output was slower than the stream)",
                 width,
             )
         )
