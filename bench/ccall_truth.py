@@ -29,11 +29,13 @@ Scenarios:
     python bench/ccall_truth.py --program sympy --repeat 3
 
 Needs ``perf`` (linux-perf) and permission to record (``perf_event_paranoid`` <= 2).
-Python 3.11 has no ``-X perf``: there the unprofiled column is ``py-spy record --native``'s
-(sampled from outside, C frames unwound; ``pip install py-spy``), charged by the same rule,
-or left out when py-spy is not installed. perf and py-spy count time on the CPU, profilers
-wall time: where the program waits (a terminal that reads slowly), the profilers' shares of
-the waiting function are larger than the truth's by that waiting.
+Python 3.11 has no ``-X perf``, and there is no unprofiled column: perf alone cannot name
+Python frames there, and ``py-spy record --native`` (tried) is no oracle for this question:
+it leaves CPython's own C functions out of its stacks (``TextIOWrapper.write`` shows only as
+libc's ``write`` on the rare flush, its encoding work as ``dump``'s), and it stops the
+program for every native unwind (``raw_decode`` came out at 39 %, perf says 16 % on 3.12).
+perf counts time on the CPU, profilers wall time: where the program waits (a terminal that
+reads slower than it writes) the wall-time column adds the waiting to ``write``.
 """
 
 from __future__ import annotations
@@ -43,7 +45,6 @@ import collections
 import os
 import pstats
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -68,7 +69,7 @@ C_FUNCS = {
 }
 _C_NAMES = frozenset(C_FUNCS.values())
 TOP = 10
-#: The unprofiled run's column: perf (3.12+) or py-spy --native (3.11).
+#: The unprofiled run's column (perf, 3.12+).
 TRUTH = "unprofiled"
 
 
@@ -151,7 +152,7 @@ def _timed(cmd: list[str], stdout: int, env: dict[str, str] | None) -> tuple[flo
 
 
 def off_cpu_to_write(shares: dict[str, float], wall: float, cpu: float) -> dict[str, float]:
-    """perf's and py-spy's shares are of time *on the CPU*; a profiler's are of wall time.
+    """perf's shares are of time *on the CPU*; a profiler's are of wall time.
     On a terminal the program also waits (the terminal reads slower than it writes), and it
     waits in ``TextIOWrapper.write``: the bare run's wall time beyond its CPU time (and
     beyond its wait for a CPU, see :func:`_timed`) is given to it, the rest keeps its
@@ -183,32 +184,6 @@ def perf_shares(python: str, scenario: Scenario, work: str) -> dict[str, float]:
         name = _charge(frames, scenario.python_only)
         if name is not None:
             counts[name] += 1
-    total = sum(counts.values())
-    return {name: n / total for name, n in counts.items()}
-
-
-_PY_FRAME = re.compile(r"^(.*) \((?:[^()]*\.py|<[^()]*>):\d+\)$")
-
-
-def pyspy_shares(spy: str, python: str, scenario: Scenario, work: str) -> dict[str, float]:
-    """The unprofiled run's shares from ``py-spy record --native`` (3.11: no ``-X perf``),
-    charged by the same rule as perf's samples: the C function the innermost Python frame
-    called, when it is one of ``C_FUNCS``, else that Python function."""
-    out = os.path.join(work, "spy.txt")
-    cmd = [spy, "record", "--native", "--rate", "1000", "--format", "raw", "-o", out, "--"]
-    scenario.run([*cmd, python, *scenario.program])
-    counts: collections.Counter[str] = collections.Counter()
-    for line in Path(out).read_text().splitlines():
-        stack, _, count = line.rpartition(" ")
-        frames = stack.split(";")
-        inner = max((i for i, f in enumerate(frames) if _PY_FRAME.match(f)), default=None)
-        if inner is None or not count.isdigit():
-            continue
-        native = [f.split(" (", 1)[0] for f in frames[inner + 1 :]]
-        named = [] if scenario.python_only else [C_FUNCS[f] for f in native if f in C_FUNCS]
-        match = _PY_FRAME.match(frames[inner])
-        assert match is not None
-        counts[named[0] if named else _short(match[1])] += int(count)
     total = sum(counts.values())
     return {name: n / total for name, n in counts.items()}
 
@@ -337,11 +312,8 @@ def main() -> int:
         # bare: (wall, CPU) of each run, for the wall-time truth on a terminal
         bare: list[tuple[float, float]] = []
         tools: dict[str, Callable[[], dict[str, float]]] = {}
-        spy = shutil.which("py-spy", path=os.path.dirname(args.python)) or shutil.which("py-spy")
         if has_perf:
             tools[TRUTH] = lambda: perf_shares(args.python, scenario, work)
-        elif spy is not None:
-            tools[TRUTH] = lambda: pyspy_shares(spy, args.python, scenario, work)
         tools["cProfile"] = lambda: cprofile_shares(args.python, scenario, work)
         tools["profkit as recorded"] = lambda: profkit_shares(args.python, scenario, work, False)
         tools["profkit compensated"] = lambda: profkit_shares(args.python, scenario, work, True)
@@ -358,10 +330,7 @@ def main() -> int:
             print(f"bare run on a terminal: {wall:.2f} s wall (less CPU waits), {cpu:.2f} s CPU")
     print(f"{title}, Python {version}: share of the run by self time, top {TOP} each")
     if not has_perf:
-        print(
-            "  (python -X perf needs 3.12+: "
-            + ("the unprofiled column is py-spy --native's)" if spy else "no unprofiled column)")
-        )
+        print("  (no unprofiled column: python -X perf needs 3.12+; see the module docstring)")
     ranked = {k: sorted(v.items(), key=lambda kv: -kv[1])[:TOP] for k, v in columns.items()}
     print("  " + "".join(f"{k:<42}" for k in ranked))
     for i in range(TOP):
