@@ -3,7 +3,8 @@
 * ``profkit.profilers.elt._native``: ELT trace mode's recorder;
 * ``profkit.collect._profhook``: the ``sys.setprofile`` backend's dispatcher (3.11's
   tracing collector);
-* ``profkit.monitor._closes``: the monitor's per-line loop over close lines.
+* ``profkit.monitor._closes``: the monitor's per-line loop over close lines;
+* ``profkit.collect._termguard``: the deadline of a SIGTERM that saves before it kills.
 
 Why optional: profkit works everywhere in pure Python; the C modules only make tracing
 cheaper (see bench/README.md). So a machine without a C compiler or Python headers
@@ -66,6 +67,7 @@ EXTENSIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
         tuple(f"src/profkit/heap/csrc/{unit}.c" for unit in ("module", "hook", "table", "log")),
     ),
     ("profkit.monitor._closes", ("src/profkit/monitor/_closes.c",)),
+    ("profkit.collect._termguard", ("src/profkit/collect/_termguard.c",)),
 )
 
 

@@ -44,6 +44,7 @@ def test_wheel_holds_the_extension_and_the_startup_hook(tmp_path: Path) -> None:
         f"profkit/sampler/_walker{suffix}",
         f"profkit/heap/_heaphook{suffix}",
         f"profkit/monitor/_closes{suffix}",
+        f"profkit/collect/_termguard{suffix}",
     }
     if sys.platform.startswith("linux"):  # the CoreCLR profiler, a plain shared library
         extensions.add("profkit/clr/libprofkit_clr.so")

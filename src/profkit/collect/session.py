@@ -17,7 +17,7 @@ from types import FrameType
 
 from profkit.api.callback import ProfilerCallback
 from profkit.api.events import EventMask
-from profkit.collect import backends
+from profkit.collect import backends, terminate
 from profkit.collect.base import Backend
 from profkit.collect.catalog import Catalog
 from profkit.collect.context import BackendContext
@@ -146,10 +146,22 @@ class Session:
         ``shutdown=False`` is for a forked child: the profiler object there is a copy of
         the parent's, whose results belong to the parent, so it is dropped silently.
         """
-        with self._lock:
-            if not self.active:
-                return
-            self.active = False
+        # Counted as a save from before ``active`` turns off: a SIGTERM landing anywhere
+        # from here on waits for the save instead of finding nothing left to save
+        # (terminate.py), however far stopping the hooks has got.
+        if shutdown:
+            terminate.saving_began()
+        try:
+            with self._lock:
+                if not self.active:
+                    return
+                self.active = False
+            self._stop_and_shut_down(detach_callback=detach_callback, shutdown=shutdown)
+        finally:
+            if shutdown:
+                terminate.saving_ended()
+
+    def _stop_and_shut_down(self, *, detach_callback: bool, shutdown: bool) -> None:
         # Stopped outside the lock: stopping the sampler joins its thread, which may be
         # inside a profiler call. Only the caller that turned ``active`` off gets here, so
         # each part stops once. The tracing backend first: stopping the sampler runs

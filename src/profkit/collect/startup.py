@@ -93,13 +93,18 @@ def process_startup() -> Any:
         from profkit.runner import activation
 
         profiler = activation.build(factory, os.environ)
-        return attach(
+        attached = attach(
             profiler,
             settings.read(os.environ, "backend") or "auto",
             sample_interval=_sample_interval(),
             sample_clock=settings.read(os.environ, "sample_clock"),
             native=settings.read(os.environ, "native") != "off",
         )
+        if attached.active:
+            from profkit.collect import terminate
+
+            terminate.install()  # Pool.terminate()'s SIGTERM saves before it kills
+        return attached
     except BaseException as exc:  # a profiler's SystemExit/KeyboardInterrupt too
         _report(f"profkit: cannot attach profiler {spec!r}: {type(exc).__name__}: {exc}")
         return None

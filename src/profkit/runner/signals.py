@@ -101,10 +101,23 @@ def _after_fork_in_child() -> None:
     try:
         if previous is not None and _signal.getsignal(_TERM) is _on_sigterm:
             _signal.signal(_TERM, previous)
+            if previous == int(signal.SIG_DFL):
+                _save_before_dying_if_profiled()
     except (ValueError, OSError):  # pragma: no cover - the forking thread is the child's main
         pass
     finally:
         _signal.pthread_sigmask(_signal.SIG_UNBLOCK, (_TERM,))
+
+
+def _save_before_dying_if_profiled() -> None:
+    """A forked child profiled afresh (collect's fork hook ran first) whose program left
+    SIGTERM at the default: SIGTERM saves its profile and then kills it (the handler
+    never raises, see :mod:`profkit.collect.terminate`), where the default would lose the
+    profile of every ``with Pool(...)`` worker."""
+    from profkit.collect import current_session, terminate
+
+    if current_session() is not None:
+        terminate.install()
 
 
 def die_of(signum: int) -> None:
