@@ -4,6 +4,7 @@ folding, profkit's frames hidden, full names off a terminal, which limit hid wha
 
 from __future__ import annotations
 
+import os
 import pstats
 import re
 import subprocess
@@ -16,12 +17,16 @@ import pytest
 from profkit.calltree.model import CallProfile, Frame, ThreadTree
 from profkit.report.text import render_tree
 
-# A pytest-like program: a deep chain of distinct pass-through wrappers, a module
-# imported inside it (import machinery), lambdas, and a hot leaf reached by two paths.
+# A pytest-like program: a framework (installed, as pytest and pluggy are) calls the test
+# through a deep chain of distinct pass-through wrappers, with a module imported inside it
+# (import machinery); the program's own lambdas lead to a hot leaf reached by two paths.
+# The framework's chain folds; the program's own frames never do (finding N12).
 PROGRAM = textwrap.dedent(
     """
-    import importlib, sys, os
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import sys, os
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, "site-packages"))
+    import framework
 
     def hot(n):
         total = 0
@@ -31,6 +36,19 @@ PROGRAM = textwrap.dedent(
 
     def warm(n):
         return sum(range(n))
+
+    def main():
+        quarter = lambda m: warm(m // 4)
+        for _ in range(3):
+            framework.chain(lambda m: hot(m) + quarter(m), 200_000)
+        hot(100_000)
+
+    main()
+    """
+)
+FRAMEWORK = textwrap.dedent(
+    """
+    import importlib
 
     def make_wrappers(depth):
         fns = []
@@ -42,18 +60,11 @@ PROGRAM = textwrap.dedent(
 
     WRAPPERS = make_wrappers(60)
 
-    def chain(n, k=0):
+    def chain(test, n, k=0):
         if k == len(WRAPPERS):
             mod = importlib.import_module("helper_mod")
-            return mod.run(hot, n) + (lambda: warm(n // 4))()
-        return WRAPPERS[k](lambda m: chain(m, k + 1), n)
-
-    def main():
-        for _ in range(3):
-            chain(200_000)
-        hot(100_000)
-
-    main()
+            return mod.run(test, n)
+        return WRAPPERS[k](lambda m: chain(test, m, k + 1), n)
     """
 )
 HELPER = "def run(f, n):\n    return f(n)\n"
@@ -62,7 +73,9 @@ HELPER = "def run(f, n):\n    return f(n)\n"
 @pytest.fixture(scope="module")
 def program(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("hotpath")
-    (d / "helper_mod.py").write_text(HELPER)
+    (d / "site-packages").mkdir()
+    (d / "site-packages" / "helper_mod.py").write_text(HELPER)
+    (d / "site-packages" / "framework.py").write_text(FRAMEWORK)
     path = d / "app.py"
     path.write_text(PROGRAM)
     return path
@@ -251,3 +264,49 @@ def test_c_functions_the_runner_called_are_hidden_at_the_root() -> None:
     assert "builtins.print" in text and "isinstance" not in text
     p.metadata = {}  # not a profile of profkit's Python profilers: nothing assumed
     assert "isinstance" in render_tree(p, width=None)
+
+
+def _user_chain_profile(script: str = "/home/u/proj/app.py") -> CallProfile:
+    """A new user's app.py (finding N12): module -> g -> f -> sum(genexpr), each passing
+    all its time on, below a library chain."""
+    p = CallProfile("trace")
+    t = ThreadTree(1, "MainThread")
+    p.threads.append(t)
+    t.root.inclusive_ns = 1000
+    node = t.root
+    for name, file in (
+        ("__main__.<module>", script),
+        ("lib.a", "/usr/lib/python3/site-packages/lib/a.py"),
+        ("lib.b", "/usr/lib/python3/site-packages/lib/b.py"),
+        ("lib.c", "/usr/lib/python3/site-packages/lib/c.py"),
+        ("__main__.g", script),
+        ("helpers.h", os.path.join(os.path.dirname(script), "helpers.py")),
+        ("helpers.h2", os.path.join(os.path.dirname(script), "helpers.py")),
+        ("helpers.h3", os.path.join(os.path.dirname(script), "helpers.py")),
+        ("__main__.f", script),
+        ("builtins.sum", ""),
+    ):
+        node = node.child(p.frame_id(Frame(name, file, 1)))
+        node.add_call(1000, 0)
+    node.child(p.frame_id(Frame("__main__.<genexpr>", script, 5))).add_call(1000, 1000)
+    return p
+
+
+def test_the_programs_own_frames_are_never_folded() -> None:
+    text = render_tree(_user_chain_profile(), width=None, fold=True)
+    for name in ("__main__.g", "helpers.h2", "helpers.h3", "__main__.f", "<genexpr>"):
+        assert name in text, text
+    assert (
+        "┆ 3 frames folded (lib)" in text and "lib.b" not in text
+    )  # the library chain still folds
+    # -m pytest's __main__ is an installed package: its directory is not the user's
+    installed = render_tree(
+        _user_chain_profile("/usr/lib/python3/site-packages/x/__main__.py"), width=None, fold=True
+    )
+    assert "__main__.g" in installed and "__main__.f" in installed
+    assert "helpers.h2" not in installed and "2 frames folded (helpers)" in installed
+
+
+def test_prefix_modules_are_never_folded() -> None:
+    text = render_tree(_chain_profile(12), width=None, fold=True, prefix="pkg1,app")
+    assert "frames folded" not in text and "pkg1.f10" in text

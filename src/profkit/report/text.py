@@ -14,6 +14,8 @@ reads the recorder's rows, making no node, when the tree still has them.
 
 from __future__ import annotations
 
+import itertools
+import os
 from collections.abc import Callable, Iterable
 
 from profkit._text import escape
@@ -73,8 +75,10 @@ def render_tree(
     :data:`MIN_NAME` characters even if the line then wraps.
 
     ``fold``: import machinery (``<frozen importlib._bootstrap>``) disappears into its
-    caller, and a chain of frames that each pass (almost) all their time to one child
-    becomes one ``┆ N frames folded`` line, so the hot path fits on a screen.
+    caller, and a chain of library frames that each pass (almost) all their time to one
+    child becomes one ``┆ N frames folded`` line, so the hot path fits on a screen. The
+    program's own frames (:func:`own_frames`) are never folded: they say where the hot
+    call comes from, and they are the code the user can change.
     ``hot_spots``: so many functions with the most self time over the thread, listed
     above its tree (the tree shows paths; a function hot from many paths is named here).
 
@@ -88,6 +92,7 @@ def render_tree(
         width = max(width, len(_COLUMNS) + _MIN_NAME)
     labels = display_names(profile)
     hiding = _hiding(profile, prefixes, fold)
+    own = own_frames(profile, prefixes) if fold else []
     out: list[str] = []
     mode = {"trace": "traced", "sample": "sampled"}.get(profile.mode) or _MEMORY_WORDS.get(
         str(profile.metadata.get("metric")), "allocated"
@@ -113,7 +118,7 @@ def render_tree(
             out.extend(_hot_spots(spots, labels, total, hot_spots, pal, fmt))
         out.append(pal.dim(column_header(_COLUMNS, profile.mode)))
         limit, why = _limit(min_time_ns, min_share, total, fmt)
-        view = _View(labels, pal, width, limit, why, max_depth, top, fold, fmt)
+        view = _View(labels, pal, width, limit, why, max_depth, top, fold, fmt, own)
         view.render(root, total, out)
     if not profile.threads:
         out.append("(empty profile: no threads)")
@@ -149,6 +154,42 @@ def _hiding(profile: CallProfile, prefixes: tuple[str, ...], fold: bool) -> Hidi
         else []
     )
     return Hiding(len(frames), hidden, imports, _c_functions(profile))
+
+
+_MAIN_MODULES = ("__main__", "__mp_main__")
+_INSTALLED = ("site-packages", "dist-packages")
+
+
+def own_frames(profile: CallProfile, prefixes: tuple[str, ...] = ()) -> list[bool]:
+    """Which frames are the program's own code, never folded: ``__main__`` (and
+    multiprocessing's ``__mp_main__``), modules in the script's directory (the directory
+    of a ``__main__`` frame's file, and below it, unless that is an installed package, as
+    ``-m pytest``'s is, or a virtual environment's), and ``prefixes`` (``--prefix``). Read from the profile itself, so a saved profile
+    folds the same way wherever it is reported."""
+    frames = profile.frames
+    dirs = tuple(
+        {
+            os.path.dirname(f.file) + os.sep
+            for f in frames
+            if matches(f.name, _MAIN_MODULES) and os.path.isabs(f.file) and not _installed(f.file)
+        }
+    )
+    return [
+        matches(f.name, _MAIN_MODULES)
+        or (bool(prefixes) and matches(f.name, prefixes))
+        or (bool(dirs) and f.file.startswith(dirs) and not _installed(f.file))
+        for f in frames
+    ]
+
+
+def _installed(path: str) -> bool:
+    """A file of an installed package or of the standard library (``.../site-packages/``,
+    ``.../lib/python3.11/``): not the user's, even under the script's directory (a venv)."""
+    parts = path.split(os.sep)
+    return any(
+        part in _INSTALLED or (part == "lib" and nxt.startswith("python"))
+        for part, nxt in itertools.pairwise(parts)
+    )
 
 
 def _c_functions(profile: CallProfile) -> list[bool]:
@@ -204,8 +245,10 @@ class _View:
         top: int | None,
         fold: bool,
         fmt: Callable[[int], str] = format_ns,
+        own: list[bool] | None = None,
     ) -> None:
         self.fmt = fmt
+        self.own = own or []
         self.labels = labels
         self.pal = pal
         self.width = width
@@ -330,13 +373,17 @@ class _View:
         return True
 
     def _chain(self, node: ShownNode) -> list[ShownNode]:
-        """``node`` and the nodes below it while each passes its time to one child."""
+        """``node`` and the nodes below it while each passes its time to one child; a frame
+        of the program's own code ends the chain (it is shown, never folded)."""
         chain = [node]
+        own = self.own
         while True:
             nxt = self._passes_through(chain[-1])
             if nxt is None:
                 return chain
             chain.append(nxt)
+            if 0 <= nxt.frame < len(own) and own[nxt.frame]:
+                return chain
 
     def _packages(self, nodes: list[ShownNode]) -> str:
         seen: dict[str, None] = {}
