@@ -27,6 +27,14 @@ from profkit.profilers.elt import native
 from profkit.profilers.elt.calibrate import Calibration, Costs
 from profkit.profilers.elt.compensate import compensate_rows
 
+
+@pytest.fixture(autouse=True)
+def hot_path() -> str:
+    """Once, not on both hot paths (the conftest's): the rows are the C recorder's, and the
+    whole runs pick their path by their own flags."""
+    return "native"
+
+
 COLS = 8
 ZERO = Costs(0.0, 0.0, 0.0, 0.0)
 needs_c = pytest.mark.skipif(not native.available(), reason="the C recorder is not built")
@@ -294,3 +302,19 @@ def test_profkit_run_compensates_by_default(tmp_path: Path) -> None:
 def test_no_compensate_keeps_recorded_times(tmp_path: Path) -> None:
     _, meta, _, _ = _run(tmp_path, "--no-compensate")
     assert meta == {"applied": False, "why": "turned off (--no-compensate, PROFKIT_COMPENSATE=0)"}
+
+
+@pytest.mark.skipif(not native.available(), reason="the C recorder is not built")
+@pytest.mark.parametrize(
+    ("flags", "why"),
+    [
+        (("--native", "off"), "the pure Python recorder is not calibrated"),
+        (("--stream", "events.txt"), "event lines are on"),
+    ],
+    ids=["pure-python", "event-lines"],
+)
+def test_the_metadata_says_why_times_are_as_recorded(
+    tmp_path: Path, flags: tuple[str, ...], why: str
+) -> None:
+    _, meta, _, _ = _run(tmp_path, *flags)
+    assert meta["applied"] is False and str(meta["why"]).startswith(why), meta
