@@ -310,8 +310,9 @@ def test_no_compensate_keeps_recorded_times(tmp_path: Path) -> None:
     [
         (("--native", "off"), "the pure Python recorder is not calibrated"),
         (("--stream", "events.txt"), "event lines are on"),
+        (("--basetime", "1ms"), "the base time hides the calibration's calls"),
     ],
-    ids=["pure-python", "event-lines"],
+    ids=["pure-python", "event-lines", "basetime"],
 )
 def test_the_metadata_says_why_times_are_as_recorded(
     tmp_path: Path, flags: tuple[str, ...], why: str

@@ -273,6 +273,8 @@ def _compensation(
         why = "event lines are on (the calibration would write lines)"
     elif cal is None or cal.token is None:
         why = "not calibrated (only profkit run calibrates, when recording starts)"
+    elif profiler.settings.basetime_ns > 0:
+        why = "the base time hides the calibration's calls (each shorter than it)"
     else:
         why = "the calibration recorded nothing"
     return {"applied": False, "why": why}
