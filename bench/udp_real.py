@@ -17,7 +17,7 @@ size). Per run it reports
 The goal (issue #11 item 6): 0 lost datagrams in every run on a loaded machine. The load
 average is printed before and after, since the result depends on it.
 
-    python bench/udp_real.py [--runs 5] [--tasks 20000] [--print] [--peer] [--python PATH]
+    python bench/udp_real.py [--runs 5] [--tasks 20000] [--print] [--peer] [--monitor-nice N]
 
 ``--peer`` interleaves runs against ``profkit monitor --no-acks``: the same sender and
 monitor without flow control (what this measured before acknowledgements existed).
@@ -43,6 +43,9 @@ _SUMMARY = re.compile(
     r"(\d+) senders?, (\d+) datagrams, (\d+) lines, (\d+) lost, (\d+) malformed, "
     r"(\d+) dropped at senders"
 )
+#: ``--monitor-nice``: the monitor gets less CPU than the program (a monitor slower than
+#: its sender, which a quiet machine does not show)
+MONITOR_NICE = 0
 _LISTENING = re.compile(rb"listening on udp 127\.0\.0\.1:(\d+)")
 
 
@@ -63,6 +66,8 @@ def _start_monitor(
     python: str, out: Path, quiet: bool, acks: bool
 ) -> tuple[subprocess.Popen[bytes], int]:
     cmd = [python, "-m", "profkit", "monitor", "--listen", "127.0.0.1:0", "--plain"]
+    if MONITOR_NICE:
+        cmd = ["nice", "-n", str(MONITOR_NICE), *cmd]
     if quiet:
         cmd.append("--quiet")
     if not acks:
@@ -146,10 +151,20 @@ def main() -> None:
         action="store_true",
         help="also run each step with 'profkit monitor --no-acks' (no flow control), interleaved",
     )
+    parser.add_argument(
+        "--monitor-nice",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run the monitor under 'nice -n N' (slower than the program it receives from)",
+    )
     args = parser.parse_args()
+    global MONITOR_NICE
+    MONITOR_NICE = args.monitor_nice
     print(
         f"UDP from a real program: {WORKLOAD.name} {args.tasks} tasks, monitor "
-        f"{'printing every line to a file' if args.print else '--quiet'}, {args.python}; "
+        f"{'printing every line to a file' if args.print else '--quiet'}"
+        f"{f' under nice -n {args.monitor_nice}' if args.monitor_nice else ''}, {args.python}; "
         f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs",
         flush=True,
     )
