@@ -14,10 +14,13 @@ Usage::
 
     python scripts/gen_python_offsets.py [PYTHON ...]
 
-With no arguments it probes every CPython 3.11+ under ``$(pyenv root)/versions``. The
-table records the exact patch release each layout was measured on; the sampler uses a
-layout for exactly those releases (other patches of the same minor are refused unless
-``PROFKIT_SAMPLER_LAYOUT=3.X.Y`` names a measured one to assume).
+With no arguments it probes every CPython 3.11+ under ``$(pyenv root)/versions``; a
+system interpreter with its headers installed is probed by naming it (3.11.2 came from
+Debian 12's ``/usr/bin/python3`` with ``python3.11-dev``). Releases already in the table are
+kept (a machine without them does not drop them). The table records the exact patch
+release each layout was measured on; other patch releases of a minor are read with the
+minor's layout (``SERIES`` in ``profkit.sampler.layout``, which says which patch releases
+are known to share it; the others are checked on the live target first).
 """
 
 from __future__ import annotations
@@ -178,7 +181,11 @@ def find_pythons() -> list[str]:
 
 def main(argv: list[str]) -> int:
     pythons = argv or find_pythons()
-    table = {}
+    table: dict[str, dict[str, int]] = {}
+    if OUT.exists():  # keep what was measured elsewhere (exec: no import of profkit here)
+        scope: dict[str, object] = {}
+        exec(compile(OUT.read_text(), str(OUT), "exec"), scope)
+        table.update(scope["LAYOUTS"])  # type: ignore[arg-type]
     for python in pythons:
         version, values = probe(python)
         table[version] = values

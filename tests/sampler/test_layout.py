@@ -5,16 +5,18 @@ from __future__ import annotations
 import pytest
 
 from profkit.errors import SettingsError
-from profkit.sampler.errors import AttachError
 from profkit.sampler.layout import from_table
 
 V3_11_99 = 0x030B63F0  # 3.11.99 final: no measured table
 
 
-def test_an_unmeasured_release_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unmeasured_release_is_read_with_its_minors_layout_checked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """It used to be refused (N22: Debian 12's 3.11.2); now it is checked on the target."""
     monkeypatch.delenv("PROFKIT_SAMPLER_LAYOUT", raising=False)
-    with pytest.raises(AttachError, match=r"PROFKIT_SAMPLER_LAYOUT=3\.11\.7"):
-        from_table(V3_11_99)
+    lay = from_table(V3_11_99)
+    assert (lay.assumed_from, lay.verify) == ("3.11.7", True)
 
 
 def test_an_assumed_layout_is_used(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,9 +3,14 @@
 3.13+ publishes its offsets in ``_Py_DebugOffsets`` at the start of ``_PyRuntime``;
 :func:`from_debug_offsets` parses that (its own layout is fixed within a minor version,
 so it is parsed for 3.13 only). 3.11 and 3.12 publish nothing: their offsets come from
-:mod:`profkit.sampler._offsets`, measured by ``scripts/gen_python_offsets.py`` on the
-exact patch releases it lists. Another patch release of 3.11/3.12 is refused with the
-list of measured ones, unless ``PROFKIT_SAMPLER_LAYOUT=3.X.Y`` says which to assume.
+:mod:`profkit.sampler._offsets`, measured by ``scripts/gen_python_offsets.py`` on some
+patch releases. Every other patch release of the minor uses the minor's measured layout
+(:data:`SERIES`): the fields read have not moved within 3.11 or 3.12 (see SERIES for what
+was checked), so refusing Debian's 3.11.2 or Ubuntu's 3.12.3 for want of a table (as this
+module did) refused working targets. A release outside the range known to share the layout
+(a later patch, a pre-release) is marked ``verify``: the reader checks the offsets against
+the live target before trusting them (:mod:`profkit.sampler.verify`).
+``PROFKIT_SAMPLER_LAYOUT=3.X.Y`` still forces a measured layout, unchecked.
 """
 
 from __future__ import annotations
@@ -84,6 +89,11 @@ class Layout:
     interp_gil: int | None  #: 3.12+: interp->ceval.gil points to it
     gil_locked: int | None
     gil_holder: int | None
+    #: the measured release whose offsets are assumed for this one ('' when measured on it
+    #: or published by it)
+    assumed_from: str = ""
+    #: the assumption is outside the range known to hold: check it on the live target first
+    verify: bool = False
 
     @property
     def tstate_datastack_top(self) -> int:
@@ -126,13 +136,42 @@ class Layout:
 
 
 def _version_str(hexversion: int) -> str:
-    return f"{hexversion >> 24}.{(hexversion >> 16) & 0xFF}.{(hexversion >> 8) & 0xFF}"
+    """``3.12.1``, or ``3.12.0b3`` / ``3.13.0rc1`` for a pre-release (``PY_VERSION_HEX``)."""
+    base = f"{hexversion >> 24}.{(hexversion >> 16) & 0xFF}.{(hexversion >> 8) & 0xFF}"
+    level = {0xA: "a", 0xB: "b", 0xC: "rc"}.get((hexversion >> 4) & 0xF, "")
+    return f"{base}{level}{hexversion & 0xF}" if level else base
+
+
+@record(frozen=True)
+class Series:
+    """A minor release without published offsets: the measured layout all its patch
+    releases are read with, and the patch releases known to share it."""
+
+    minor: str  #: "3.11"
+    layout: str  #: the key in LAYOUTS used for every patch release of the minor
+    first: int  #: patch releases first..last are known to have that layout
+    last: int
+    evidence: str  #: how that is known (also said in docs/sampler.md)
+
+
+#: Known = the fields the sampler reads were compared, offset by offset: measured with
+#: ``scripts/gen_python_offsets.py`` on 3.11.2 (Debian 12's headers), 3.11.7 and 3.12.1;
+#: and on 3.11.0 and 3.12.0 from the struct definitions py-spy generates from those tags
+#: (its ``python_bindings`` modules; py-spy and pystack read every patch release of a
+#: minor with one layout). Outside first..last the layout is verified on the target.
+SERIES: dict[str, Series] = {
+    "3.11": Series("3.11", "3.11.7", 0, 7, "3.11.0, 3.11.2 and 3.11.7 compared"),
+    "3.12": Series("3.12", "3.12.1", 0, 1, "3.12.0 and 3.12.1 compared"),
+}
 
 
 def from_table(hexversion: int) -> Layout:
-    """The measured layout for a 3.11/3.12 release, or AttachError naming what is covered."""
+    """The layout for a 3.11/3.12 release: its own measured one, else its minor's
+    (:data:`SERIES`, marked ``verify`` outside the known range), else AttachError."""
     version = _version_str(hexversion)
-    minor = version.rsplit(".", 1)[0]
+    minor = f"{hexversion >> 24}.{(hexversion >> 16) & 0xFF}"
+    patch = (hexversion >> 8) & 0xFF
+    final = (hexversion >> 4) & 0xF == 0xF
     known = sorted(v for v in LAYOUTS if v.rsplit(".", 1)[0] == minor)
     assume: str = read_setting(os.environ, "sampler_layout")
     if assume and assume not in LAYOUTS:  # a typo is an error, never "no assumption"
@@ -140,17 +179,21 @@ def from_table(hexversion: int) -> Layout:
             f"PROFKIT_SAMPLER_LAYOUT={assume!r}: expected one of the measured layouts "
             f"{', '.join(sorted(LAYOUTS))}"
         )
+    series = SERIES.get(minor)
+    verify = False
     if version in LAYOUTS:
         chosen = version
-    elif assume in known:
+    elif assume in known:  # forced by the user: used as it is
         chosen = assume
+    elif assume:
+        raise AttachError(
+            f"found CPython {version}: PROFKIT_SAMPLER_LAYOUT={assume} is not a layout of "
+            f"{minor} (measured: {', '.join(known) or 'none'})"
+        )
+    elif series is not None:
+        chosen = series.layout
+        verify = not (final and series.first <= patch <= series.last)
     else:
-        if known:
-            raise AttachError(
-                f"found CPython {version}: profkit's offset tables cover {', '.join(known)} "
-                f"of {minor} (set PROFKIT_SAMPLER_LAYOUT={known[-1]} to assume that layout, "
-                "or add the release with scripts/gen_python_offsets.py)"
-            )
         raise AttachError(
             f"found CPython {version}: the sampler supports CPython 3.11, 3.12 and 3.13+ "
             f"(offset tables cover {', '.join(sorted(LAYOUTS))})"
@@ -196,6 +239,25 @@ def from_table(hexversion: int) -> Layout:
         interp_gil=t.get("interp_gil"),
         gil_locked=t.get("gil_locked"),
         gil_holder=t.get("gil_holder"),
+        assumed_from="" if chosen == version else chosen,
+        verify=verify,
+    )
+
+
+def describe_series(layout: Layout) -> str:
+    """What the refusal of an assumed layout says about it (which releases were measured,
+    which are known to share it, how to force or add one)."""
+    minor = layout.version.split(".")[0] + "." + layout.version.split(".")[1]
+    series = SERIES.get(minor)
+    known = (
+        f"{minor}.{series.first}-{minor}.{series.last} are known to share it"
+        if series
+        else "no range is known to share it"
+    )
+    return (
+        f"profkit reads {minor} with the {layout.assumed_from} layout ({known}); set "
+        f"PROFKIT_SAMPLER_LAYOUT={layout.assumed_from} to force it, or add the release with "
+        "scripts/gen_python_offsets.py"
     )
 
 

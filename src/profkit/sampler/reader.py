@@ -20,10 +20,13 @@ import struct
 from profkit._record import record
 from profkit.sampler.codes import CodeInfo, CodeNamer, Stack
 from profkit.sampler.errors import AttachError, ProcessGone, ReadFault
+from profkit.sampler.layout import describe_series
 from profkit.sampler.locate import Target, locate
 from profkit.sampler.memory import Memory, error_for, native_wanted
 from profkit.sampler.naming import Namer
+from profkit.sampler.procinfo import thread_ids
 from profkit.sampler.pywalk import PyWalker, Walk, callers_at
+from profkit.sampler.verify import check_layout
 
 __all__ = ["CodeInfo", "Stack", "StackReader", "Target", "ThreadStack", "alive_or_gone", "locate"]
 
@@ -122,11 +125,27 @@ class StackReader:
         return reader
 
     def check(self) -> None:
-        """Fail clearly when the offsets do not describe the target (wrong layout)."""
+        """Fail clearly when the offsets do not describe the target (wrong layout); an
+        assumed layout outside its known range is checked in full (:mod:`.verify`)."""
         lay = self.layout
         interp = self.mem.u64(self.target.runtime + lay.runtime_interpreters_head)
         if interp == 0:
             raise AttachError(f"pid {self.pid}: the interpreter is not initialized (yet)")
+        if lay.verify:
+            problem = check_layout(
+                self.mem,
+                lay,
+                self.target.runtime,
+                self.target.code_type,
+                lambda: set(thread_ids(self.pid)),
+            )
+            if problem is not None:
+                raise AttachError(
+                    f"pid {self.pid}: found CPython {lay.version}: the {lay.assumed_from} "
+                    f"layout assumed for it does not match this build ({problem}); "
+                    + describe_series(lay)
+                )
+            return
         head = self.mem.u64(interp + lay.interp_threads_head)
         if head == 0:
             return
