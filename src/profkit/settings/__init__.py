@@ -173,8 +173,8 @@ ENGINES: tuple[Setting, ...] = (
             "run --mode sample: in-process (or off: no sampling from outside) uses the "
             "in-process sampler outright; auto (default) samples from outside when allowed"),
     Setting("sampler_layout", "PROFKIT_SAMPLER_LAYOUT", "", stripped, _str, "",
-            "the out-of-process sampler: assume this measured CPython layout (3.12.1) for "
-            "a release of the same minor version it has no table for (docs/sampler.md)"),
+            "the out-of-process sampler: read the target with this measured CPython layout "
+            "of its minor (3.12.1), without the live check (docs/sampler.md)"),
     Setting("clr_output", "PROFKIT_CLR_OUTPUT", "", stripped, _str, "",
             "set by profkit for its CLR profiler library: the result file"),
     Setting("clr_events", "PROFKIT_CLR_EVENTS", "", stripped, _str, "",
