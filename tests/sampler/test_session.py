@@ -54,7 +54,10 @@ def test_tight_generator_is_seen_inside_the_generator(version, target):
                 gen_ns += node.exclusive_ns
                 under_main += node.exclusive_ns if depth > 1 else 0
     assert under_main >= 0.75 * gen_ns, (under_main, gen_ns)
-    assert session.stats.ticks > 0.5 * session.stats.asked
+    # Wall time adds up whatever the load (late reads carry their gap, no burst makes up
+    # the count: ticks/asked is the machine's business, not an assertion).
+    main = next(th for th in profile.threads if th.thread_id == t.pid)
+    assert main.root.inclusive_ns >= 0.9 * session.stats.elapsed_ns - 0.05e9
     meta = profile.metadata
     assert meta["pid"] == t.pid and meta["python"].startswith(version)
     assert meta["sampler"]["lines"], "per-line samples are kept"

@@ -170,6 +170,9 @@ def _handler(args: argparse.Namespace) -> int:
         f"{stats.cost_us:.1f} us each); pid {pid} {session.recorders[pid].ended or 'still running'}",
         file=sys.stderr,
     )
+    note = stats.busy_note()
+    if note:
+        print(f"profkit: {note}", file=sys.stderr)
     print(f"profkit: profile saved to {path}", file=sys.stderr)
     if len(written) > 1:
         print(

@@ -153,6 +153,9 @@ class OutOfProcessEngine:
         outcome = sample_command(child_argv(program), options, keep=keep, program_only=True)
         if outcome.fallback:
             job.say(f"profkit: note: the program was not sampled: {outcome.fallback}\n")
+        busy = outcome.stats.busy_note() if outcome.stats is not None else ""
+        if busy:
+            job.say(f"profkit: note: {busy}\n")
         profile = outcome.profiles.get(outcome.pid)
         metadata: dict[str, Any] = {}
         if profile is not None:

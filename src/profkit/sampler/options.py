@@ -37,7 +37,10 @@ class SamplerStats:
     asked: int = 0  #: ticks the schedule asked for (elapsed * rate)
     ticks: int = 0  #: ticks done
     late: int = 0  #: ticks that started more than one interval late
-    unsampled_ns: int = 0  #: wall time the sampler was kept from running (not in any weight)
+    #: wall time of gaps between reads beyond one interval, where the reads were late
+    #: (a busy machine): charged to the stacks seen at either end of each gap
+    late_ns: int = 0
+    unsampled_ns: int = 0  #: wall time of stalls (gaps over STALL_NS): in no weight
     busy_ns: int = 0  #: time spent sampling (not sleeping)
     elapsed_ns: int = 0
 
@@ -50,11 +53,31 @@ class SamplerStats:
         """Mean sampler time per tick (every process and thread), in µs."""
         return self.busy_ns / self.ticks / 1000 if self.ticks else 0.0
 
+    def busy_note(self) -> str:
+        """What a user should know about the times when the reads were often late or
+        the sampler stalled ('' when neither): the times are true, but part of them
+        was charged across gaps nobody looked into, or left out."""
+        parts = []
+        elapsed = max(self.elapsed_ns, 1)
+        if self.late_ns > 0.1 * elapsed:
+            parts.append(
+                f"the machine was busy: {self.late_ns / 1e9:.2f} s of {elapsed / 1e9:.2f} s "
+                f"({100 * self.late_ns / elapsed:.0f} %) fell between late reads and was "
+                "charged to the stacks seen on either side"
+            )
+        if self.unsampled_ns:
+            parts.append(
+                f"{self.unsampled_ns / 1e9:.2f} s not sampled (the sampler was stopped) "
+                "and in no time shown"
+            )
+        return "; ".join(parts)
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "asked": self.asked,
             "ticks": self.ticks,
             "late": self.late,
+            "late_ns": self.late_ns,
             "unsampled_ns": self.unsampled_ns,
             "cost_us_per_tick": round(self.cost_us, 2),
             "elapsed_ns": self.elapsed_ns,

@@ -1,8 +1,10 @@
 """The sampler loop: sample a process (and its Python children) at a rate, build profiles.
 
 One :class:`SamplerSession` samples one target pid from outside at ``rate`` Hz, on a
-fixed schedule (a late tick is not repeated: the next sample's weight covers the gap, so
-totals stay true to the clock). Modes say which threads count and with what weight:
+fixed schedule. A late tick is not made up by a burst of reads (they would all see the
+same instant); the next read's weight covers the gap, split between the stacks seen at
+either end of it (:meth:`ProcessRecorder.add_wall`), so wall-based totals stay true to
+the clock on a busy machine. Modes say which threads count and with what weight:
 
 * ``wall``: every thread, weighted by the wall time since the previous tick;
 * ``cpu``: every thread that ran, weighted by its own CPU time since its previous sample
@@ -56,15 +58,12 @@ __all__ = [
 CHILD_LOOK_S = 0.02
 #: Seconds between checks of the processes followed for exit and exec (reads their maps).
 CHILD_SCAN_S = 0.1
-#: How far (ns) the loop may fall behind and still catch up: a late wake-up under load is
-#: made good by sampling at once, without sleeping, until back on schedule (each sample's
-#: weight is the time since the previous one, so the totals stay true). Further behind
-#: (a stall: the machine suspended, the sampler stopped), the schedule restarts from now.
-CATCH_UP_NS = 50_000_000
-#: Most intervals one sample stands for (wall-based modes). After a stall of the sampler
-#: the next sample would otherwise carry the whole stall; its excess is counted as
-#: ``unsampled_ns`` instead.
-MAX_WEIGHT_INTERVALS = 2
+#: A gap between reads longer than this (ns) is a stall, not load: the sampler was
+#: stopped (SIGSTOP, a debugger) and nothing says where the time went, so it is not
+#: charged to any stack but counted as ``unsampled_ns`` and shown. Shorter gaps (a loaded
+#: machine keeps the sampler off the CPU for 1-100 ms at a time) are charged in full:
+#: see :meth:`ProcessRecorder.add_wall`.
+STALL_NS = 1_000_000_000
 _monotonic_ns = time.monotonic_ns
 _perf_ns = time.perf_counter_ns
 
@@ -160,12 +159,12 @@ class SamplerSession:
                     stats.late += 1
                 t0 = _perf_ns()
                 gap = now - last if stats.ticks else interval
-                if gap > MAX_WEIGHT_INTERVALS * interval:
-                    # The sampler itself did not run (a loaded machine): nobody looked, so
-                    # the gap is not charged to whatever happens to run when we wake.
-                    stats.unsampled_ns += gap - MAX_WEIGHT_INTERVALS * interval
-                    gap = MAX_WEIGHT_INTERVALS * interval
-                self.tick(gap)
+                if gap > STALL_NS:
+                    stats.unsampled_ns += gap - STALL_NS  # nobody knows where it went
+                    gap = STALL_NS
+                if gap > 2 * interval:
+                    stats.late_ns += gap - interval
+                self.tick(gap, interval)
                 last = now
                 if now >= next_scan:
                     self.scan()
@@ -182,8 +181,8 @@ class SamplerSession:
                     next_call = now + int(every_s * 1e9)
                 next_tick += interval
                 after = _monotonic_ns()
-                if next_tick < after - max(CATCH_UP_NS, 20 * interval):
-                    next_tick = after  # far behind (a stall): start the schedule again
+                if next_tick < after:
+                    next_tick = after  # behind: read once now, no burst (the weight covers it)
                 wait = next_tick - after
                 if deadline is not None:
                     wait = min(wait, deadline - after)
@@ -195,8 +194,11 @@ class SamplerSession:
             stats.asked = max(int(stats.elapsed_ns * self.options.rate / 1e9), 1)
         return stats
 
-    def tick(self, wall_ns: int) -> None:
-        """One sample of every live process."""
+    def tick(self, wall_ns: int, interval_ns: int | None = None) -> None:
+        """One sample of every live process, ``wall_ns`` after the previous one
+        (``interval_ns``: the schedule's; by default the rate's)."""
+        if interval_ns is None:
+            interval_ns = max(int(1e9 / self.options.rate), 1)
         mode = self.options.mode
         for rec in list(self.recorders.values()):
             reader = rec.reader
@@ -215,25 +217,22 @@ class SamplerSession:
             rec.ticks += 1
             if not stacks:
                 rec.torn_ticks += 1
+                rec.missed(wall_ns)
                 if not is_alive(rec.pid):
                     rec.close("exited")
                 continue
             if mode == "wall":
-                for s in stacks:
-                    rec.add(s, wall_ns)
+                rec.add_wall(stacks, wall_ns, interval_ns)
             elif mode == "gil":
-                for s in stacks:
-                    if s.holds_gil:
-                        rec.add(s, wall_ns)
+                rec.add_wall([s for s in stacks if s.holds_gil], wall_ns, interval_ns)
             elif mode == "cpu":
                 for s in stacks:
                     used = rec.clock(s.native_id).delta()
                     if used > 0:
                         rec.add(s, used)
             else:  # active
-                for s in stacks:
-                    if rec.clock(s.native_id).running():
-                        rec.add(s, wall_ns)
+                running = [s for s in stacks if rec.clock(s.native_id).running()]
+                rec.add_wall(running, wall_ns, interval_ns)
 
     def scan(self) -> None:
         """Notice exec, and end processes that have gone (every ``CHILD_SCAN_S``)."""

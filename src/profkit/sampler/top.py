@@ -1,8 +1,9 @@
 """``profkit top``'s table: the hottest functions of a running process, refreshed.
 
-Like ``py-spy top``: per function, the share of samples where it was running itself
+Like ``py-spy top``: per function, the share of sampled time where it was running itself
 (%Own) and where it was on the stack at all (%Total) over the last refresh, and the
-own/total time since the start. The library only builds text; the CLI draws it.
+own/total time since the start. Times are the samples' weights (a late read carries its
+gap), not counts times the interval: on a busy machine reads are fewer, time is not. The library only builds text; the CLI draws it.
 """
 
 from __future__ import annotations
@@ -14,44 +15,49 @@ from profkit.sampler.session import SamplerSession
 
 @record
 class TopState:
-    """Counts at the previous refresh, so each refresh shows what happened since."""
+    """Times (ns) at the previous refresh, so each refresh shows what happened since."""
 
     own: dict[str, int] = field(default_factory=dict)
     total: dict[str, int] = field(default_factory=dict)
     samples: int = 0
+    weight_ns: int = 0
 
 
-def _counts(session: SamplerSession) -> tuple[dict[str, int], dict[str, int], dict[str, str], int]:
+def _times(
+    session: SamplerSession,
+) -> tuple[dict[str, int], dict[str, int], dict[str, str], int, int]:
+    """Own and total ns per function, where each runs, samples and their whole weight."""
     own: dict[str, int] = {}
     total: dict[str, int] = {}
     where: dict[str, str] = {}
-    samples = 0
+    samples = weight = 0
     for rec in session.recorders.values():
         for entry in rec.entries.values():
             samples += entry.samples
+            ns = entry.weight_ns
+            weight += ns
             seen = set()
             for depth, (info, line) in enumerate(entry.stack):
                 name = info.name
                 if depth == 0:
-                    own[name] = own.get(name, 0) + entry.samples
+                    own[name] = own.get(name, 0) + ns
                     where[name] = f"{info.filename}:{line}"  # where its own time goes
                 else:
                     where.setdefault(name, f"{info.filename}:{line}")
                 if name not in seen:
                     seen.add(name)
-                    total[name] = total.get(name, 0) + entry.samples
-    return own, total, where, samples
+                    total[name] = total.get(name, 0) + ns
+    return own, total, where, samples, weight
 
 
 def render_top(
     session: SamplerSession, state: TopState, *, rows: int = 25, width: int = 100
 ) -> str:
     """One screen of the table (no escape codes); updates ``state`` for the next call."""
-    own, total, where, samples = _counts(session)
-    recent = max(samples - state.samples, 0)
+    own, total, where, samples, weight = _times(session)
+    recent = max(weight - state.weight_ns, 0)
     d_own = {k: v - state.own.get(k, 0) for k, v in own.items()}
     d_total = {k: v - state.total.get(k, 0) for k, v in total.items()}
-    interval = 1.0 / session.options.rate
     stats = session.stats
     alive = sum(1 for r in session.recorders.values() if not r.ended)
     head = (
@@ -71,9 +77,9 @@ def render_top(
         pct_own = 100.0 * d_own.get(name, 0) / recent if recent else 0.0
         pct_total = 100.0 * d_total.get(name, 0) / recent if recent else 0.0
         row = (
-            f"{pct_own:6.1f} {pct_total:7.1f} {own.get(name, 0) * interval:8.2f}s "
-            f"{total[name] * interval:9.2f}s  {escape(name, 512)} ({escape(where.get(name, ''), 512)})"
+            f"{pct_own:6.1f} {pct_total:7.1f} {own.get(name, 0) / 1e9:8.2f}s "
+            f"{total[name] / 1e9:9.2f}s  {escape(name, 512)} ({escape(where.get(name, ''), 512)})"
         )
         lines.append(row[:width])
-    state.own, state.total, state.samples = own, total, samples
+    state.own, state.total, state.samples, state.weight_ns = own, total, samples, weight
     return "\n".join(lines) + "\n"
