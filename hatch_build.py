@@ -40,6 +40,7 @@ EXTENSIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
                 "module",
                 "threads",
                 "tree",
+                "arena",
                 "export",
                 "lines",
                 "timeline",

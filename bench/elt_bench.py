@@ -11,7 +11,7 @@ each tool's fixed start/exit cost (measured on an empty script) out of both side
     python bench/elt_bench.py --python .venvs/py3.12/bin/python --python .venvs/py3.13/bin/python
     python bench/elt_bench.py --repeat 9 --workload recursion
     python bench/elt_bench.py --peer "profkit trace"   # a quicker subset (+ bare, cProfile)
-    python bench/elt_bench.py --hot-path               # ns per enter+leave, no collector
+    python bench/elt_bench.py --hot-path               # ns per enter+leave; per event vs cProfile
     python bench/elt_bench.py --real --repeat 3        # sympy and json.tool: wall, CPU, peak RSS
     python bench/elt_bench.py --sampling-ab 21         # sampling overhead, A/B in-process
     python bench/elt_bench.py --sampling-ab 11 --scale 5   # ... over longer runs
@@ -301,6 +301,64 @@ def hot_path(pairs: int = 200_000, rounds: int = 7) -> None:
         print(f"  {name:<28}{cost - loop:>6.0f} ns  (loop with a no-op callback: {loop:.0f} ns)")
 
 
+def _dense(n: int, seq: list[int]) -> None:
+    """The collected hot path's workload: each round three calls, two Python (``_f``,
+    ``_g``) and one C (``len``), so six events."""
+    for i in range(n):
+        _f(i, seq)
+
+
+def _f(x: int, seq: list[int]) -> int:
+    len(seq)
+    return _g(x)
+
+
+def _g(x: int) -> int:
+    return x
+
+
+def hot_path_collected(rounds: int = 200_000, repeat: int = 7) -> None:
+    """ns per event through the interpreter's hook, the collector and the recorder (this
+    interpreter's default backend: setprofile with its C dispatcher on 3.11,
+    sys.monitoring on 3.12+), against cProfile in the same process. CPU time, best of
+    ``repeat``, minus the same loop unprofiled; attach/detach are inside the timing
+    (compensation's calibration is off: a fixed cost, not a per-event one)."""
+    import cProfile
+
+    from profkit.collect import attach
+    from profkit.profilers.elt import EltProfiler
+    from profkit.settings import Settings
+
+    events = 6 * rounds
+    seq = [1]
+
+    def best(run: Any) -> float:
+        least = float("inf")
+        for _ in range(repeat):
+            t = time.process_time_ns()
+            run()
+            least = min(least, time.process_time_ns() - t)
+        return least
+
+    def with_cprofile() -> None:
+        prof = cProfile.Profile()
+        prof.enable()
+        _dense(rounds, seq)
+        prof.disable()
+
+    def with_profkit() -> None:
+        session = attach(EltProfiler(Settings(compensate=False), standalone=False))
+        _dense(rounds, seq)
+        session.detach()
+
+    bare = best(lambda: _dense(rounds, seq))
+    c_cost = (best(with_cprofile) - bare) / events
+    p_cost = (best(with_profkit) - bare) / events
+    print(f"\n=== collected hot path, Python {sys.version.split()[0]}: ns per event ===")
+    print(f"  cProfile      {c_cost:6.1f} ns")
+    print(f"  profkit trace {p_cost:6.1f} ns  ({p_cost / c_cost:.2f}x cProfile's)")
+
+
 def sampling_ab(rounds: int, names: list[str], scale: int = 1, pending_call: bool = False) -> None:
     """Sampling mode's overhead, A/B in one process: bare and sampled runs alternate.
 
@@ -578,7 +636,7 @@ def main() -> int:
     parser.add_argument(
         "--hot-path",
         action="store_true",
-        help="only the profiler's own per-call cost, in this interpreter (no collector)",
+        help="the profiler's own per-call cost, then per event through the collector vs cProfile",
     )
     parser.add_argument(
         "--real",
@@ -592,6 +650,7 @@ def main() -> int:
         return 0
     if args.hot_path:
         hot_path()
+        hot_path_collected()
         return 0
     if args.sampling_ab:
         sampling_ab(

@@ -78,10 +78,10 @@ take_tree(Thread *t, Tree *tree)
         nchunks++;
     }
     Chunk **chunks = PyMem_Malloc((nchunks ? nchunks : 1) * sizeof(Chunk *));
-    Node **table = PyMem_Calloc(64, sizeof(Node *));
+    Slot *table = big_alloc(64 * sizeof(Slot));
     if (chunks == NULL || table == NULL) {
         PyMem_Free(chunks);
-        PyMem_Free(table);
+        big_free(table, 64 * sizeof(Slot));
         PyErr_NoMemory();
         return -1;
     }
@@ -98,7 +98,7 @@ take_tree(Thread *t, Tree *tree)
     t->used = 0;
     memset(&t->root, 0, sizeof(Node));
     t->root.min = NO_MIN;
-    PyMem_Free(t->table);
+    big_free(t->table, (t->mask + 1) * sizeof(Slot));
     t->table = table;
     t->mask = 63;
     return 0;

@@ -4,6 +4,7 @@
  *   module.c    the Recorder type, its methods, the failure rule, module init;
  *   threads.c   which Thread an event belongs to (TLS cache, thread-state dict);
  *   tree.c      the call trees: their node tables, enter/leave on per-thread stacks;
+ *   arena.c     big blocks (the node tables) in huge pages;
  *   export.c    closing the open calls and copying the trees out; export();
  *   lines.c     event lines (lines.py's rules);
  *   timeline.c  the timeline's spans;
@@ -97,6 +98,15 @@ typedef struct Node {
     };
 } Node;
 
+/* A slot of a thread's node table: the key's hash beside the node, so a probe compares
+ * in the table and reaches for a node only on a likely match (the table and the nodes are
+ * far out of the cache on a large program: each reach is a miss), and growing rehashes
+ * without reading the nodes. node NULL: empty. */
+typedef struct {
+    uint64_t hash;
+    struct Node *node;
+} Slot;
+
 typedef struct Chunk {
     struct Chunk *next;
     size_t used;
@@ -123,7 +133,7 @@ typedef struct Thread {
     /* event lines: stack entries (the root counts as 1) whose opening line is written;
      * the entries above are pending (lines.py's ``stack[0].kind``) */
     Py_ssize_t written;
-    Node **table; /* open addressing on (parent, fid) */
+    Slot *table; /* open addressing on (parent, fid) */
     size_t mask, used;
     Chunk *chunks;
     struct Thread *next; /* creation order */
@@ -162,6 +172,13 @@ typedef struct Span {
     Py_ssize_t depth;
 } Span;
 
+
+/* -- arena.c ------------------------------------------------------------------------ */
+
+/* Zeroed blocks, in huge pages when ``size`` is large (NULL: out of memory, no exception
+ * set); big_free needs the same size. */
+ELT_HIDDEN void *big_alloc(size_t size);
+ELT_HIDDEN void big_free(void *block, size_t size);
 
 /* -- threads.c ----------------------------------------------------------------------- */
 

@@ -14,7 +14,7 @@ thread_new(PyObject *token)
     if (t == NULL) {
         return NULL;
     }
-    t->table = PyMem_Calloc(64, sizeof(Node *));
+    t->table = big_alloc(64 * sizeof(Slot));
     if (t->table == NULL) {
         PyMem_Free(t);
         return NULL;
@@ -38,7 +38,7 @@ thread_free(Thread *t)
         PyMem_Free(c);
         c = next;
     }
-    PyMem_Free(t->table);
+    big_free(t->table, (t->mask + 1) * sizeof(Slot));
     PyMem_Free(t->frames);
     Py_XDECREF(t->token);
     PyMem_Free(t);

@@ -25,33 +25,33 @@ python_ns(PyObject *clock)
     return (int64_t)v;
 }
 
-static inline size_t
-slot_of(const Node *parent, uintptr_t fid, size_t mask)
+static inline uint64_t
+hash_of(const Node *parent, uintptr_t fid)
 {
     uint64_t h = ((uint64_t)fid >> 4) * 0x9E3779B97F4A7C15ULL;
     h ^= ((uint64_t)(uintptr_t)parent >> 4) * 0xC2B2AE3D27D4EB4FULL;
-    return (size_t)(h ^ (h >> 29)) & mask;
+    return h ^ (h >> 29);
 }
 
 static int
 table_grow(Thread *t)
 {
     size_t size = (t->mask + 1) * 2;
-    Node **table = PyMem_Calloc(size, sizeof(Node *));
+    Slot *table = big_alloc(size * sizeof(Slot));
     if (table == NULL) {
         return -1;
     }
     for (size_t i = 0; i <= t->mask; i++) {
-        Node *n = t->table[i];
-        if (n != NULL) {
-            size_t j = slot_of(n->parent, n->fid, size - 1);
-            while (table[j] != NULL) {
+        Slot s = t->table[i];
+        if (s.node != NULL) {
+            size_t j = (size_t)s.hash & (size - 1);
+            while (table[j].node != NULL) {
                 j = (j + 1) & (size - 1);
             }
-            table[j] = n;
+            table[j] = s;
         }
     }
-    PyMem_Free(t->table);
+    big_free(t->table, (t->mask + 1) * sizeof(Slot));
     t->table = table;
     t->mask = size - 1;
     return 0;
@@ -61,10 +61,11 @@ table_grow(Thread *t)
 ELT_HIDDEN Node *
 child_of(Thread *t, Node *parent, uintptr_t fid)
 {
-    size_t j = slot_of(parent, fid, t->mask);
+    uint64_t h = hash_of(parent, fid);
+    size_t j = (size_t)h & t->mask;
     Node *n;
-    while ((n = t->table[j]) != NULL) {
-        if (n->fid == fid && n->parent == parent) {
+    while ((n = t->table[j].node) != NULL) {
+        if (t->table[j].hash == h && n->fid == fid && n->parent == parent) {
             return n;
         }
         j = (j + 1) & t->mask;
@@ -73,8 +74,8 @@ child_of(Thread *t, Node *parent, uintptr_t fid)
         if (table_grow(t) < 0) {
             return NULL;
         }
-        j = slot_of(parent, fid, t->mask);
-        while (t->table[j] != NULL) {
+        j = (size_t)h & t->mask;
+        while (t->table[j].node != NULL) {
             j = (j + 1) & t->mask;
         }
     }
@@ -95,7 +96,7 @@ child_of(Thread *t, Node *parent, uintptr_t fid)
     n->min = NO_MIN;
     n->next_sibling = parent->first_child;
     parent->first_child = n;
-    t->table[j] = n;
+    t->table[j] = (Slot){h, n};
     t->used++;
     return n;
 }
