@@ -8,9 +8,12 @@ extension is not built and with ``attach(native=False)``.
 ``Hook`` is a function returning a closure rather than a class: a profile function that
 is a plain closure is called without a bound-method object and reads its bindings from
 cells, not attributes, which is the cheapest a Python profile function gets. The tables
-belong to the backend (``setprofile_slow.Tables``); this fast path only reads them. An
-event it does not decide (first sight of a code object, frames running at attach, a
-``throw()``, C calls of an unknown caller, a stopped session) goes to ``slow``.
+belong to the backend (``setprofile_slow.Tables``); this fast path only reads them, but
+for ``throwing``, which it keeps as ``slow`` does (a ``throw()`` into a suspended
+generator, e.g. the ``close()`` of an ``any()``/``all()`` that stopped early, is common
+enough to be worth the fast path). An event it does not decide (first sight of a code
+object, frames running at attach, C calls of an unknown caller, a stopped session) goes
+to ``slow``.
 """
 
 from __future__ import annotations
@@ -126,15 +129,16 @@ def _profile_function(b: _Bindings) -> Callable[[FrameType, str, Any], None]:
                     lasti = frame.f_lasti
                     if lasti < first:
                         return  # throw() into an unstarted generator: none of its code runs
-                    if raw[lasti] != _YIELD:  # a throw() stops at YIELD_VALUE: slow path
-                        try:
-                            if lasti == first:
-                                enter_cb(fid)
-                            else:
-                                resume_cb(fid)
-                        except BaseException as exc:
-                            fail(exc, "function_enter")
-                        return
+                    try:
+                        if lasti == first:
+                            enter_cb(fid)
+                        else:
+                            if raw[lasti] == _YIELD:  # a throw() (close()) stops there
+                                throwing[idf(frame)] = lasti
+                            resume_cb(fid)
+                    except BaseException as exc:
+                        fail(exc, "function_enter")
+                    return
             elif event == "return":
                 fid = idf(frame.f_code)
                 st = status_get(fid)
@@ -146,17 +150,20 @@ def _profile_function(b: _Bindings) -> Callable[[FrameType, str, Any], None]:
                     return
                 if st == rejected:
                     return
-                if st == gen_fast and not throwing:
+                if st == gen_fast:
                     raw, first = gen_code[fid]
                     lasti = frame.f_lasti
                     if lasti < first:
                         return  # the unstarted generator thrown into: it never entered
                     op = raw[lasti]
                     try:
-                        if op == _YIELD or (op == _RESUME and lasti != first):
+                        thrown_at = throwing.pop(idf(frame), None) if throwing else None
+                        if (op == _YIELD or (op == _RESUME and lasti != first)) and (
+                            thrown_at != lasti or arg is not None
+                        ):
                             yield_cb(fid)
                         else:
-                            leave_cb(fid)  # a return or an unwind: both leave
+                            leave_cb(fid)  # a return or an unwind (a throw's too): both leave
                     except BaseException as exc:
                         fail(exc, "function_leave")
                     return

@@ -2,7 +2,10 @@
 
 :class:`Tables` owns the four containers the fast path reads (C ``_profhook.Hook`` or
 its Python twin ``_pyhook.Hook``): only this module writes them, the fast paths only
-read them. :func:`make_slow` builds ``slow(frame, event, arg)``, which decides what the
+read them -- but for ``throwing``, which the fast paths keep exactly as ``slow`` does
+(note a throw() into a suspended generator at its YIELD_VALUE, pop the note at the
+frame's return), since ``close()`` after an ``any()``/``all()`` that stopped early
+throws into a generator on every such call. :func:`make_slow` builds ``slow(frame, event, arg)``, which decides what the
 fast path cannot: the first sight of a code object (``classify``), generators being
 thrown into, frames that were running at attach, C calls (code transitions), and a
 stopped session (hand the thread to the re-armed hook, or drop the hook).

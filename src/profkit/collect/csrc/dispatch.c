@@ -88,32 +88,84 @@ opcode_at(Entry *e, PyFrameObject *frame, int *op, long *lasti)
     return 1;
 }
 
+/* throwing[id(frame)] = lasti: a throw() entered this suspended generator at its
+ * YIELD_VALUE (3.11/3.12); its return says whether the throw unwound it. The record is
+ * the slow path's as well (setprofile_slow.py keeps it the same way). Int keys and
+ * values: no Python code runs. -1 with an exception set. */
+static int
+throw_note(Hook *self, PyFrameObject *frame, long lasti)
+{
+    PyObject *key = PyLong_FromVoidPtr(frame);
+    PyObject *value = key != NULL ? PyLong_FromLong(lasti) : NULL;
+    int rc = value != NULL ? PyDict_SetItem(self->throwing, key, value) : -1;
+    Py_XDECREF(key);
+    Py_XDECREF(value);
+    return rc;
+}
+
+/* throwing.pop(id(frame), None): the offset noted, -1 when none, -2 with an exception
+ * set. Only ints are read (what the two writers store); nothing else runs. */
+static long
+throw_pop(Hook *self, PyFrameObject *frame)
+{
+    if (PyDict_GET_SIZE(self->throwing) == 0) {
+        return -1;
+    }
+    PyObject *key = PyLong_FromVoidPtr(frame);
+    if (key == NULL) {
+        return -2;
+    }
+    long at = -1;
+    PyObject *hit = PyDict_GetItemWithError(self->throwing, key);
+    if (hit != NULL) {
+        at = PyLong_CheckExact(hit) ? PyLong_AsLong(hit) : -1;
+        if (at == -1 && PyErr_Occurred()) {
+            PyErr_Clear(); /* not an offset: matches none */
+        }
+        if (PyDict_DelItem(self->throwing, key) < 0) {
+            at = -2;
+        }
+    }
+    else if (PyErr_Occurred()) {
+        at = -2;
+    }
+    Py_DECREF(key);
+    return at;
+}
+
 /* A generator frame's ``call``: 1 handled, 0 for the slow path, -1 error. */
 static int
 generator_call(Hook *self, Entry *e, PyFrameObject *frame)
 {
     int op;
     long lasti;
-    int found = opcode_at(e, frame, &op, &lasti);
-    if (found && lasti < e->first) {
+    if (!opcode_at(e, frame, &op, &lasti)) {
+        return 0;
+    }
+    if (lasti < e->first) {
         return 1; /* before the first RESUME (throw() into an unstarted one): no code runs */
     }
-    if (found && op != self->yield_op) {
-        /* a throw() stops at YIELD_VALUE: that one is the slow path's */
-        Target *target = lasti == e->first ? &self->enter : &self->resume;
-        uintptr_t raw = (uintptr_t)e->code;
-        return deliver(self, target, e->fid, &raw, "function_enter") < 0 ? -1 : 1;
+    Target *target = &self->enter;
+    if (lasti != e->first) {
+        target = &self->resume;
+        /* a throw() (close(): any() and all() stopping early) stops at YIELD_VALUE */
+        if (op == self->yield_op && throw_note(self, frame, lasti) < 0) {
+            return contain(self, "function_enter") < 0 ? -1 : 1;
+        }
     }
-    return 0;
+    uintptr_t raw = (uintptr_t)e->code;
+    return deliver(self, target, e->fid, &raw, "function_enter") < 0 ? -1 : 1;
 }
 
-/* A generator frame's ``return``: 1 handled, 0 for the slow path, -1 error. */
+/* A generator frame's ``return``: 1 handled, 0 for the slow path, -1 error. As
+ * setprofile_slow's generator_exit: suspended is a yield, unless a throw() entered it
+ * at that very offset and nothing was yielded (the throw unwound it: a leave). */
 static int
-generator_return(Hook *self, Entry *e, PyFrameObject *frame)
+generator_return(Hook *self, Entry *e, PyFrameObject *frame, PyObject *arg)
 {
     int op;
     long lasti;
-    if (PyDict_GET_SIZE(self->throwing) != 0 || !opcode_at(e, frame, &op, &lasti)) {
+    if (!opcode_at(e, frame, &op, &lasti)) {
         return 0;
     }
     if (lasti < e->first) {
@@ -121,6 +173,13 @@ generator_return(Hook *self, Entry *e, PyFrameObject *frame)
     }
     /* 3.11/3.12 stop at the YIELD_VALUE, 3.13 at the RESUME after it */
     int suspended = op == self->yield_op || (op == self->resume_op && lasti != e->first);
+    long thrown_at = throw_pop(self, frame); /* gone or not, the record goes */
+    if (thrown_at == -2) {
+        return contain(self, "function_leave") < 0 ? -1 : 1;
+    }
+    if (suspended && thrown_at == lasti && (arg == NULL || arg == Py_None)) {
+        suspended = 0; /* unwound by the throw */
+    }
     Target *target = suspended ? &self->yield_ : &self->leave;
     uintptr_t raw = (uintptr_t)e->code;
     return deliver(self, target, e->fid, &raw, "function_leave") < 0 ? -1 : 1;
@@ -129,7 +188,7 @@ generator_return(Hook *self, Entry *e, PyFrameObject *frame)
 /* A Python frame's call or return. 1: handled; 0: for the slow path; -1: error to the
  * program. */
 static int
-fast_path(Hook *self, PyFrameObject *frame, int what)
+fast_path(Hook *self, PyFrameObject *frame, int what, PyObject *arg)
 {
     if (!running(self)) {
         return 0; /* stopping: the cache may be stale, and slow() removes the hook */
@@ -158,14 +217,14 @@ fast_path(Hook *self, PyFrameObject *frame, int what)
     if (st == self->plain_fast) {
         return deliver(self, &self->leave, e->fid, &raw, "function_leave") < 0 ? -1 : 1;
     }
-    return st == self->gen_fast ? generator_return(self, e, frame) : 0;
+    return st == self->gen_fast ? generator_return(self, e, frame, arg) : 0;
 }
 
 PH_HIDDEN int
 dispatch(Hook *self, PyFrameObject *frame, int what, PyObject *arg)
 {
     if (what == PyTrace_CALL || what == PyTrace_RETURN) {
-        int handled = fast_path(self, frame, what);
+        int handled = fast_path(self, frame, what, arg);
         if (handled != 0) {
             return handled < 0 ? -1 : 0;
         }

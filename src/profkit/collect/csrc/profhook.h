@@ -20,9 +20,10 @@
  * What it does is exactly what ``hook`` does (setprofile.py, _pyhook.py), on the same
  * tables, which the Python side owns and fills: ``status`` (fid -> REJECTED/PLAIN/GEN/
  * PRE), ``gen_code`` (fid -> (co_code, offset of the first RESUME)), ``throwing`` (frames
- * a throw() entered) and ``state`` ([running]). Everything the fast path does not decide
- * -- first sight of a code, frames running at attach, a throw(), a C call of an unknown
- * caller, a stopped session -- goes to the Python ``slow(frame, event, arg)``, as it does
+ * a throw() entered, which the fast path keeps too: dispatch.c) and ``state``
+ * ([running]). Everything the fast path does not decide -- first sight of a code, frames
+ * running at attach, a C call of an unknown caller, a stopped session -- goes to the
+ * Python ``slow(frame, event, arg)``, as it does
  * from ``hook``. The failure rule is the same too: an exception from the profiler goes to
  * ``fail(exc, what)``; a RecursionError is the program's and is dropped; anything
  * ``fail`` or ``slow`` raises otherwise goes into the program.
