@@ -234,3 +234,45 @@ def test_top_shows_weights_not_sample_counts(monkeypatch):
     row = next(line for line in text.splitlines() if "__main__.a" in line)
     assert "0.05s" in row, text
     sess.close()
+
+
+def test_a_baseline_read_splits_a_new_process_s_first_gap():
+    rec = _recorder()
+    rec.baseline([_stack(7, "main", "a")])
+    rec.add_wall([_stack(7, "main", "b")], 41 * MS, INTERVAL)
+    assert _weights(rec) == {(7, "a"): 20 * MS, (7, "b"): 21 * MS}
+    assert rec.samples == 1  # the baseline is no sample
+    assert sum(e.samples for e in rec.entries.values()) == 1
+
+
+def test_a_baseline_stack_never_charged_is_not_in_the_tree():
+    from profkit.calltree.model import CallProfile
+
+    rec = _recorder()
+    rec.baseline([_stack(7, "main", "a")])
+    rec.add_wall([_stack(7, "main", "b")], INTERVAL, INTERVAL)
+    profile = CallProfile(mode="sample")
+    rec._build_trees(profile, None, False)
+    assert {f.name for f in profile.frames} == {"__main__.main", "__main__.b"}
+
+
+def test_a_child_found_is_read_once_at_once(monkeypatch):
+    """Findings N7: a Pool worker found during a loaded stretch got its whole first gap
+    (116 ms) charged to the stack of its first read (``sq``, 67 ms of its life). Now the
+    read at discovery is the baseline its first gap is split with."""
+
+    def script(n: int) -> tuple[list[ThreadStack], int]:
+        return [_stack(os.getpid(), "main", "a")], 0
+
+    sess, _ = _fake_session(monkeypatch, script, duration=0.01)
+    child_pid = os.getppid()
+    child = _FakeReader([0], lambda n: ([_stack(child_pid, "c" if n == 0 else "b")], 0))
+    monkeypatch.setattr(session_mod.StackReader, "attach", staticmethod(lambda pid: child))
+    sess._try_follow(child_pid)
+    assert child.reads == 1
+    sess.tick(41 * MS, INTERVAL)
+    assert _weights(sess.recorders[child_pid]) == {
+        (child_pid, "c"): 20 * MS,
+        (child_pid, "b"): 21 * MS,
+    }
+    sess.close()

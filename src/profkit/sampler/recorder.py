@@ -99,6 +99,24 @@ class ProcessRecorder:
         self.owed_ns += wall_ns
 
     def add(self, stack: ThreadStack, weight_ns: int) -> _Entry:
+        entry = self._entry(stack)
+        entry.samples += 1
+        entry.weight_ns += weight_ns
+        self.samples += 1
+        return entry
+
+    def baseline(self, stacks: list[ThreadStack]) -> None:
+        """The counted threads' stacks when the process is first found, kept as the
+        "previous read" of its first real one, with no sample and no weight.
+
+        Why: a new child's first read covers the time since it was found, which on a
+        busy machine is up to ~100 ms (findings N7: a Pool worker's first read gave
+        ``sq`` 116 ms of a 67 ms life in it). With its stack at discovery known, that
+        gap is split like any late one instead of charged whole to the first stack read.
+        """
+        self.last = {s.native_id: self._entry(s) for s in stacks}
+
+    def _entry(self, stack: ThreadStack) -> _Entry:
         key = (stack.native_id, stack.key)
         entry = self.entries.get(key)
         if entry is None:
@@ -110,9 +128,6 @@ class ProcessRecorder:
             if stack.native_id not in self.names:
                 self.names[stack.native_id] = self.thread_label(stack.native_id)
                 self.idents[stack.native_id] = stack.thread_id
-        entry.samples += 1
-        entry.weight_ns += weight_ns
-        self.samples += 1
         return entry
 
     def thread_label(self, tid: int) -> str:
@@ -190,6 +205,8 @@ class ProcessRecorder:
         frame_ids: dict[CodeInfo, int] = {}
         lines: dict[tuple[int, int], int] = {}
         for (tid, _key), entry in self.entries.items():
+            if not entry.samples and not entry.weight_ns:
+                continue  # a baseline stack no time was charged to
             if (
                 program_only
                 and tid == self.pid

@@ -182,7 +182,8 @@ class SamplerSession:
                 next_tick += interval
                 after = _monotonic_ns()
                 if next_tick < after:
-                    next_tick = after  # behind: read once now, no burst (the weight covers it)
+                    # behind: one interval from this read, no burst (the weight covers it)
+                    next_tick = now + interval
                 wait = next_tick - after
                 if deadline is not None:
                     wait = min(wait, deadline - after)
@@ -275,7 +276,33 @@ class SamplerSession:
         self._watched.pop(pid, None)
         rec = self.recorders.get(pid)
         if rec is None:
-            self.recorders[pid] = self._recorder(pid, reader)
+            rec = self.recorders[pid] = self._recorder(pid, reader)
+            self._baseline(rec)
+
+    def _baseline(self, rec: ProcessRecorder) -> None:
+        """Read a process just found once, without counting it: the stacks its first
+        counted read's gap is split with, and (``cpu``) its threads' CPU clocks started
+        (else the CPU it used before its first read would be lost). See
+        :meth:`ProcessRecorder.baseline`."""
+        reader = rec.reader
+        if reader is None:
+            return
+        mode = self.options.mode
+        try:
+            stacks = reader.sample(want_gil=mode == "gil")
+        except (ProcessGone, PermissionDenied):
+            return  # the next tick finds out and says so
+        if not stacks:
+            return
+        if mode == "cpu":
+            for s in stacks:
+                rec.clock(s.native_id)
+            return
+        if mode == "gil":
+            stacks = [s for s in stacks if s.holds_gil]
+        elif mode == "active":
+            stacks = [s for s in stacks if rec.clock(s.native_id).running()]
+        rec.baseline(stacks)
 
     def _exec(self, rec: ProcessRecorder) -> None:
         """The process exec'd: read the new image if it is Python, else stop sampling it."""
