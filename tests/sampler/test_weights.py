@@ -165,8 +165,8 @@ def _fake_session(monkeypatch, script, **options):
 @pytest.mark.parametrize("mode", ["wall", "gil", "active"])
 def test_a_busy_machine_keeps_wall_totals_true(monkeypatch, mode):
     """Every 4th read the sampler is kept off the CPU for 30 ms (the N2 machine): the
-    thread's total is still the session's length, and no burst of catch-up reads follows
-    (each would see the same instant)."""
+    thread's total is still the session's length; the catch-up reads that follow (at the
+    same instant here) add samples, not time."""
 
     def script(n: int) -> tuple[list[ThreadStack], int]:
         name = "a" if (n // 10) % 2 else "b"
@@ -186,7 +186,7 @@ def test_a_busy_machine_keeps_wall_totals_true(monkeypatch, mode):
     assert stats.unsampled_ns == 0
     assert stats.late > 0.2 * stats.ticks
     assert stats.late_ns > 0.8 * stats.elapsed_ns  # 30 of every ~33 ms were late
-    assert stats.ticks < 0.15 * stats.asked  # ~4 reads per 33 ms: no catch-up bursts
+    assert stats.ticks >= 0.95 * stats.asked  # caught up
     w = _weights(rec)
     a, b = w[(os.getpid(), "a")], w[(os.getpid(), "b")]
     assert abs(a - b) < 0.15 * total, (a, b)  # the script alternates every 10 reads

@@ -1,10 +1,9 @@
 """The sampler loop: sample a process (and its Python children) at a rate, build profiles.
 
 One :class:`SamplerSession` samples one target pid from outside at ``rate`` Hz, on a
-fixed schedule. A late tick is not made up by a burst of reads (they would all see the
-same instant); the next read's weight covers the gap, split between the stacks seen at
-either end of it (:meth:`ProcessRecorder.add_wall`), so wall-based totals stay true to
-the clock on a busy machine. Modes say which threads count and with what weight:
+fixed schedule. A late read's weight covers the whole gap since the previous one, split
+between the stacks seen at either end of it (:meth:`ProcessRecorder.add_wall`), so
+wall-based totals stay true to the clock on a busy machine. Modes say which threads count and with what weight:
 
 * ``wall``: every thread, weighted by the wall time since the previous tick;
 * ``cpu``: every thread that ran, weighted by its own CPU time since its previous sample
@@ -58,6 +57,12 @@ __all__ = [
 CHILD_LOOK_S = 0.02
 #: Seconds between checks of the processes followed for exit and exec (reads their maps).
 CHILD_SCAN_S = 0.1
+#: How far (ns) the loop may fall behind and still catch up: a late wake-up under load is
+#: made good by reading at once, without sleeping, until back on schedule (issue #12's
+#: "samples delivered" goal). Those reads see nearly the same instant; each weighs only
+#: the time since the read before it, so they add samples, not time. Further behind, the
+#: schedule restarts from now.
+CATCH_UP_NS = 50_000_000
 #: A gap between reads longer than this (ns) is a stall, not load: the sampler was
 #: stopped (SIGSTOP, a debugger) and nothing says where the time went, so it is not
 #: charged to any stack but counted as ``unsampled_ns`` and shown. Shorter gaps (a loaded
@@ -181,9 +186,8 @@ class SamplerSession:
                     next_call = now + int(every_s * 1e9)
                 next_tick += interval
                 after = _monotonic_ns()
-                if next_tick < after:
-                    # behind: one interval from this read, no burst (the weight covers it)
-                    next_tick = now + interval
+                if next_tick < after - max(CATCH_UP_NS, 20 * interval):
+                    next_tick = after  # far behind (a stall): start the schedule again
                 wait = next_tick - after
                 if deadline is not None:
                     wait = min(wait, deadline - after)
