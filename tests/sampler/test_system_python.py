@@ -128,6 +128,7 @@ def test_attach_profiles_the_system_python(tmp_path: Path):
     assert {"__main__.leaf", "__main__.spin", "__main__.<module>"} <= {
         f.name for f in profile.frames
     }
+    assert profile.metadata["sampler"]["layout"] in ("own", "3.11.7", "3.12.1", "3.12.1, checked")
 
 
 def test_run_mode_sample_on_the_system_python(tmp_path: Path):

@@ -46,6 +46,7 @@ def test_every_patch_release_of_a_minor_gets_its_layout(
     lay = from_table(_hex(*release))
     assert lay.version == ".".join(map(str, release))
     assert (lay.assumed_from, lay.verify) == (assumed, verify)
+    assert lay.provenance == (assumed + (", checked" if verify else "") if assumed else "own")
 
 
 def test_a_pre_release_is_always_checked() -> None:

@@ -96,6 +96,16 @@ class Layout:
     verify: bool = False
 
     @property
+    def provenance(self) -> str:
+        """Whose offsets read the target, for the profile's metadata (``sampler.layout``):
+        ``own`` (measured on this release or published by it), ``3.11.7`` (another
+        release's, the range known to share it or forced), ``3.12.1, checked`` (another
+        release's, verified on the target)."""
+        if not self.assumed_from:
+            return "own"
+        return f"{self.assumed_from}, checked" if self.verify else self.assumed_from
+
+    @property
     def tstate_datastack_top(self) -> int:
         """Where the thread's frame-stack top is: PyThreadState declares ``datastack_top``
         right after ``datastack_chunk`` in 3.11, 3.12 and 3.13 (3.13's debug offsets do not

@@ -182,6 +182,7 @@ class ProcessRecorder:
                 "ended": self.ended or "stopped",
                 "execs": self.execs,
                 "native_walker": bool(reader and reader.native),
+                "layout": reader.layout.provenance if reader else "",
                 "thread_idents": {str(k): v for k, v in self.idents.items()},
                 # Where the time was, per line: [frame, line, samples], innermost frames.
                 "lines": sorted([f, ln, n] for (f, ln), n in lines.items()),
