@@ -107,3 +107,28 @@ class MmsgSender:
         if sent < 0:
             return 0, ctypes.get_errno()
         return sent, 0
+
+
+class Recv:
+    """``recv(fd, buf, size, MSG_DONTWAIT)`` with the GIL held: a sender's acknowledgement
+    reads, each of which would otherwise release the GIL (and wait up to the switch
+    interval to get it back from the program's busy thread)."""
+
+    def __init__(self, fd: int, size: int) -> None:
+        call = libc_call("recv")
+        if call is None:
+            raise OSError("recv is not available")
+        call.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+        call.restype = ctypes.c_ssize_t
+        self._call = call
+        self._fd = fd
+        self._size = size
+        self._buffer = ctypes.create_string_buffer(size)
+
+    def __call__(self) -> bytes | None:
+        """The next datagram queued (cut to ``size`` bytes), or None when there is none
+        (or the socket has an error to report, such as an earlier send refused)."""
+        n = self._call(self._fd, self._buffer, self._size, MSG_DONTWAIT)
+        if n < 0:
+            return None
+        return self._buffer.raw[:n]

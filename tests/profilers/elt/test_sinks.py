@@ -194,8 +194,15 @@ def _ack(monitor: socket.socket, address: object, sender: str, next_seq: int, wi
     monitor.sendto(protocol.encode_ack(sender, next_seq, window), address)  # type: ignore[arg-type]
 
 
-def test_flow_control_keeps_in_flight_under_the_window(receiver: socket.socket) -> None:
+@pytest.mark.parametrize("reader", ["libc", "socket"])
+def test_flow_control_keeps_in_flight_under_the_window(
+    receiver: socket.socket, reader: str
+) -> None:
     sender = UdpSender(receiver.getsockname(), sender="s/5")
+    if reader == "socket":
+        sender._recv = sender._recv_socket  # type: ignore[method-assign]
+    elif not sys.platform.startswith("linux"):
+        pytest.skip("libc's recv through ctypes: Linux")
     sender.PROBE = 600.0  # type: ignore[misc]  # no probe beyond the window, however slow
     lines = [f"    Leave: app.function_{i}, Duration: 1.000 us" for i in range(40000)]
     sender.write_lines(["first"])  # no acknowledgement yet: sent at once

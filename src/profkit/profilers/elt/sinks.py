@@ -136,7 +136,7 @@ class UdpSender:
             self._sock.close()
             raise
         self._mmsg = _mmsg_sender(self._sock.fileno())
-        self._ack_buffer = bytearray(protocol.MAX_ACK + 1)
+        self._recv = _gil_held_recv(self._sock.fileno()) or self._recv_socket
 
     @property
     def dropped(self) -> int:
@@ -219,18 +219,13 @@ class UdpSender:
 
     def _read_acks(self) -> None:
         """Take every acknowledgement queued on the socket (never blocks)."""
-        recv_into = self._sock.recv_into
-        buffer = self._ack_buffer
         best = -1
         while True:
-            try:
-                n = recv_into(buffer)
-            except (BlockingIOError, InterruptedError):
+            data = self._recv()
+            if data is None:
                 break
-            except OSError:
-                break  # ECONNREFUSED from an earlier send (no listener) and the like
             try:
-                sender, next_seq, window = protocol.decode_ack(memoryview(buffer)[:n])
+                sender, next_seq, window = protocol.decode_ack(data)
             except protocol.MalformedDatagram:
                 continue
             if sender != self.sender or next_seq > self.seq:
@@ -246,6 +241,13 @@ class UdpSender:
         in_flight = self._in_flight
         while in_flight and in_flight[0][0] < self.acked:
             self._in_flight_bytes -= in_flight.popleft()[1]
+
+    def _recv_socket(self) -> bytes | None:
+        """One queued datagram through the socket module (where libc's recv is not)."""
+        try:
+            return self._sock.recv(protocol.MAX_ACK + 1)
+        except OSError:  # nothing queued, or ECONNREFUSED from an earlier send
+            return None
 
     def wait(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for an acknowledgement (the flusher's thread)."""
@@ -292,6 +294,15 @@ class UdpSender:
             self.seq += 1
             self.sent_datagrams += 1
         self._sock.close()
+
+
+def _gil_held_recv(fd: int) -> Callable[[], bytes | None] | None:
+    from profkit.wire.mmsg import Recv
+
+    try:
+        return Recv(fd, protocol.MAX_ACK + 1)
+    except OSError:
+        return None
 
 
 def _mmsg_sender(fd: int) -> MmsgSender | None:
