@@ -80,7 +80,8 @@ class UdpSender:
     lines, which then wait in its bounded queue). A monitor that never acknowledges gets
     every datagram at once, as a plain UDP receiver expects. Silence while the window is
     full: a probe datagram every :data:`PROBE` seconds (a restarted monitor answers it);
-    after :data:`STALL` seconds the sender stops waiting for acknowledgements.
+    after :data:`STALL` seconds the sender stops waiting for acknowledgements. One probe
+    at a time: the next only once the last one was acknowledged.
 
     ``seq`` counts datagrams actually handed to the kernel, so a gap seen by the monitor
     is loss on the way. Lines that could not be sent are counted once: ``socket_dropped``
@@ -118,6 +119,7 @@ class UdpSender:
         self._in_flight_bytes = 0
         self._backlog: deque[bytes] = deque()  # packed bodies not sent yet
         self._last_ack = 0.0  # monotonic time of the latest acknowledgement
+        self._probe = -1  # seq of the latest probe sent beyond the window
         self._last_send = 0.0
         self._reported = 0  # the dropped count the latest datagram carried
         self._sender_bytes = self.sender.encode("utf-8", "replace")
@@ -213,8 +215,10 @@ class UdpSender:
             self._in_flight.clear()
             self._in_flight_bytes = 0
             return len(backlog)
-        if now - max(self._last_ack, self._last_send) >= self.PROBE:
-            return 1  # a probe: a monitor that restarted answers it
+        probe_answered = self._probe < 0 or self.acked > self._probe
+        if probe_answered and now - max(self._last_ack, self._last_send) >= self.PROBE:
+            self._probe = self.seq  # one probe at a time: a monitor that restarted answers it
+            return 1
         return 0
 
     def _read_acks(self) -> None:
