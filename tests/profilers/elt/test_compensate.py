@@ -271,6 +271,7 @@ def _run(tmp_path: Path, *flags: str) -> tuple[str, dict[str, object], list[str]
         [sys.executable, "-m", "profkit", "run", "--no-tree", *flags, "-o", str(out), str(script)],
         capture_output=True,
         text=True,
+        cwd=tmp_path,  # --stream events.txt
         env=env,
         timeout=120,
         check=True,
@@ -319,3 +320,28 @@ def test_the_metadata_says_why_times_are_as_recorded(
 ) -> None:
     _, meta, _, _ = _run(tmp_path, *flags)
     assert meta["applied"] is False and str(meta["why"]).startswith(why), meta
+
+
+@pytest.mark.skipif(not native.available(), reason="the C recorder is not built")
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork")
+def test_a_program_that_forks_at_once_sees_one_thread(tmp_path: Path) -> None:
+    """The calibration's thread is gone, OS thread and all, before the program starts:
+    3.12+ warns on fork() in a multi-threaded process (it counts /proc/self/stat's)."""
+    script = tmp_path / "forks.py"
+    script.write_text(
+        "import os, warnings\nwarnings.simplefilter('always')\npid = os.fork()\n"
+        "if pid:\n    os.waitpid(pid, 0)\nelse:\n    os._exit(0)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROFKIT_")}
+    out = tmp_path / "p.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "profkit", "run", "--no-tree", "-o", str(out), str(script)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=True,
+    )
+    assert "multi-threaded" not in proc.stderr, proc.stderr
+    meta = load(out).metadata["compensation"]
+    assert meta["applied"] is True, meta

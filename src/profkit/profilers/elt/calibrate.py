@@ -48,6 +48,16 @@ REPEATS = 3
 _perf_counter_ns = time.perf_counter_ns
 
 
+def _os_threads() -> int | None:
+    """This process's OS threads (``/proc/self/stat``: what 3.12's fork warning counts),
+    or None where there is no such file."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[17])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def _source(repeats: int) -> str:
     """The calibration's functions. Each loop calls four different functions in turn, as
     programs do: a loop calling one function over and over would find its node at once
@@ -107,6 +117,8 @@ class Calibration:
         #: ("py"|"c", repetition) -> wall ns of that repetition, profiled
         self.profiled: dict[tuple[str, int], int] = {}
         self.thread: threading.Thread | None = None
+        #: while :meth:`run_profiled` waits for the thread (afterwards its id is free)
+        self._running = False
         #: the thread's token as the recorder got it (set by the profiler)
         self.token: object | None = None
 
@@ -136,11 +148,23 @@ class Calibration:
                 for kind in ("py", "c"):
                     self.profiled[kind, rep] = self._time(kind, rep)
 
+        before = _os_threads()
         thread = self.thread = threading.Thread(
             target=work, name="profkit-calibration", daemon=True
         )
-        thread.start()
-        thread.join()
+        self._running = True
+        try:
+            thread.start()
+            thread.join()
+        finally:
+            self._running = False  # its id may be reused by the program's first thread
+        # join() returns before the OS thread is gone; a program that forks at once
+        # would see two threads (3.12+ warns: "This process is multi-threaded...").
+        deadline = _perf_counter_ns() + 200_000_000
+        while before is not None and (_os_threads() or 0) > before:
+            if _perf_counter_ns() > deadline:
+                break
+            time.sleep(0.0002)
 
     def summary(self) -> dict[str, Any]:
         """The measurements behind the costs, for the profile's metadata."""
@@ -154,7 +178,10 @@ class Calibration:
         }
 
     def is_calibration_thread(self) -> bool:
-        return self.thread is not None and threading.current_thread() is self.thread
+        """Whether the calling thread is the calibration's (by id: ``current_thread()``
+        would make a dummy ``Thread`` for it before ``threading`` has registered it)."""
+        thread = self.thread
+        return self._running and thread is not None and thread.ident == threading.get_ident()
 
     def costs(
         self, rows: Sequence[int], cols: int, frame_name: Callable[[int], str]

@@ -348,10 +348,14 @@ class EltProfiler(TraceHooks, SampleHooks, Results, AttachWatch, ProfilerCallbac
         verdict = self._thread_verdict()
         if not verdict:
             return verdict
-        token = this_thread()
-        if self._calibration is not None and self._calibration.is_calibration_thread():
-            self._calibration.token = token
-        return token
+        calibration = self._calibration
+        if calibration is not None and calibration.is_calibration_thread():
+            # Not this_thread(): threading may not have registered it yet, and
+            # current_thread() would make a dummy Thread (moving the names' counter).
+            token = ThreadMark(threading.get_ident(), "profkit-calibration", None, None)
+            calibration.token = token
+            return token
+        return this_thread()
 
     def _name(self, function_id: FunctionId) -> str:
         name = self._names.get(function_id)
