@@ -42,6 +42,7 @@ class InProcessEngine:
         self._program: Program | None = None
         self._running: Running | None = None
         self._parent_pid = 0
+        self._stopped = False  #: recording stopped early (stop_now: exec or _exit)
         #: profkit.collect's current_session and detach, for end()
         self._collect: tuple[Callable[[], Any], Callable[[], None]] = (lambda: None, lambda: None)
 
@@ -134,7 +135,7 @@ class InProcessEngine:
         profiler = self._profiler
         parent_pid = self._parent_pid
         assert profiler is not None and self._running is not None and self._program is not None
-        running, program = self._running, self._program
+        running = self._running
 
         def ours() -> InProcessProfiler:
             """The profiler recording this process: in a forked child returning through
@@ -147,13 +148,38 @@ class InProcessEngine:
 
         def stop() -> None:
             """Stop recording, then detach: profkit's own detach work stays out of the profile."""
+            if self._stopped and os.getpid() == parent_pid:
+                return  # stopped already, before an exec that failed
             ours().stop_events()
             detach()
 
         outcome = running.end(ended, stop, main_done=lambda: ours().quiet_this_thread())
         if os.getpid() != parent_pid:
             return Finished(outcome, None, forked_child=True)
+        return Finished(outcome, self._profile())
+
+    def stop_now(self) -> CallProfile | None:
+        """Stop recording at once and build the profile: the program is about to replace
+        itself (``os.exec*``) or leave through ``os._exit`` (:mod:`profkit.runner.exits`).
+        No waiting for its threads: neither ending waits for them. None if not running."""
+        profiler, running = self._profiler, self._running
+        if profiler is None or running is None or self._stopped:
+            return None
+        if os.getpid() != self._parent_pid:
+            return None
+        self._stopped = True
+        _, detach = self._collect
+        limit = running.recursion_limit
+        if sys.getrecursionlimit() < limit:  # as Running.end: profkit's work needs depth
+            sys.setrecursionlimit(limit)
+        profiler.stop_events()
+        detach()
+        return self._profile()
+
+    def _profile(self) -> CallProfile:
+        profiler, program = self._profiler, self._program
+        assert profiler is not None and program is not None
         profile = profiler.profile if profiler.profile is not None else profiler.build_profile()
         if program.kind == "code":
             profile.metadata["argv"] = ["-c", *program.args]
-        return Finished(outcome, profile)
+        return profile

@@ -160,6 +160,11 @@ class Running:
         self._saved_main = sys.modules.get("__main__")
         self._limit = sys.getrecursionlimit()
 
+    @property
+    def recursion_limit(self) -> int:
+        """The recursion limit before the program ran (profkit's own work needs it)."""
+        return self._limit
+
     def execute(self) -> None:
         """Run the program's main code (in a frame of this method: :meth:`Program.run`)."""
         if self.code is None:

@@ -23,6 +23,7 @@ from profkit.runner.outcome import Outcome, report_exception
 from profkit.settings import Settings
 
 if TYPE_CHECKING:
+    from profkit.runner.exits import ExitGuard
     from profkit.runner.python import Running
 
 #: Status of a run whose program succeeded but whose profile could not be written.
@@ -85,6 +86,9 @@ class Run:
         self._finished: Finished | None = None
         self._environment = contextlib.ExitStack()
         self.started = 0.0
+        self._guard: ExitGuard | None = None
+        #: the profile was saved before an os.exec*/os._exit (runner/exits.py)
+        self._saved_before: str | None = None
 
     def start(self) -> Running | None:
         """Choose and prepare the engine, refuse overwriting an input, start the run."""
@@ -108,11 +112,18 @@ class Run:
         try:
             begin = getattr(engine, "begin", None)
             if begin is not None:
+                if hasattr(engine, "stop_now"):  # before recording starts: not profiled
+                    from profkit.runner.exits import ExitGuard
+
+                    self._guard = ExitGuard(self._save_now, say)
+                    self._guard.install()
                 running: Running = begin(job)
                 return running
             self._finished = engine.run(job)
             return None
         except BaseException:
+            if self._guard is not None:
+                self._guard.uninstall()
             self._environment.close()
             raise
 
@@ -123,6 +134,8 @@ class Run:
             if finished is None:
                 finished = self.engine.end(ended)  # type: ignore[attr-defined]
         finally:
+            if self._guard is not None:  # after recording stopped: not profiled
+                self._guard.uninstall()
             self._environment.close()
             if self.settings.stream and self.settings.stream != "stderr":
                 from profkit import _streamfile as streamfile
@@ -130,7 +143,37 @@ class Run:
                 streamfile.discard()  # opened at the check, and no sink took it
         if finished.forked_child:
             return Result(finished.outcome, None, forked_child=True)
+        if self._saved_before is not None:  # the exec failed: the program went on
+            self.say(
+                f"profkit: note: the program's {self._saved_before} call failed after its "
+                f"profile was saved; what it did afterwards was not recorded\n"
+            )
+            return Result(finished.outcome, self.path)
         return self._report(finished)
+
+    def _save_now(self, how: str) -> None:
+        """Save and report the profile before ``how`` (``os.execv``, ``os._exit``) ends this
+        image without returning (:mod:`profkit.runner.exits`)."""
+        stop_now = self.engine.stop_now  # type: ignore[attr-defined]  # (in-process only)
+        profile = stop_now()
+        if profile is None:
+            return
+        self._saved_before = how
+        self._report(Finished(Outcome(0), profile))
+        if how == "os._exit":
+            return
+        if self.settings.subprocesses:
+            from profkit.runner.output import PID, child_template
+
+            follow = child_template(self.path).replace(PID, str(os.getpid()))
+            self.say(
+                f"profkit: the program replaced itself ({how}): the new image, if a Python "
+                f"program, writes its profile to {follow}\n"
+            )
+        else:
+            self.say(
+                f"profkit: the program replaced itself ({how}); the new image is not profiled\n"
+            )
 
     def _report(self, finished: Finished) -> Result:
         settings, say, path = self.settings, self.say, self.path
