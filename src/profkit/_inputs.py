@@ -197,10 +197,8 @@ def open_input(path: str, *, what: str = "file") -> Input:
         fd = os.open(path, flags)
     except FileNotFoundError:
         if os.path.lexists(path):
-            raise InputError(
-                path, "cannot read: a symbolic link to a file that does not exist"
-            ) from None
-        raise InputError(path, "cannot read: no such file") from None
+            raise InputError(path, "a symbolic link to a file that does not exist") from None
+        raise InputError(path, "no such file") from None
     except IsADirectoryError:
         raise InputError(path, f"is a directory, not a {what}") from None
     except OSError as exc:

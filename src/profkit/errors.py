@@ -15,15 +15,26 @@ FormatErrorKind = Literal[
     "malformed",
     "too_large",
     "incompatible",
+    "unreadable",  # missing, a directory, a device: said as is ("x.json: no such file")
 ]
 
 
 class ProfkitError(Exception):
     """Base class of profkit's own errors; ``str(err)`` is the one-line user message."""
 
+    #: the command's exit status for this error (the project's rule: 2)
+    exit_status = 2
+
 
 class UsageError(ProfkitError):
     """A bad command-line argument or option value."""
+
+
+class NoSuchModuleError(UsageError):
+    """``profkit run -m NAME`` for a module that cannot be found: exit status 1 and
+    python's own words, as ``python -m NAME`` ends ("same exit status as python")."""
+
+    exit_status = 1
 
 
 class SettingsError(ProfkitError):
@@ -63,7 +74,10 @@ class FormatError(ProfkitError):
         if self.line is not None:
             where.append(f"line {self.line}")
         prefix = ": ".join(where)
-        body = f"{self.kind.replace('_', ' ')}: {self.detail}"
+        if self.kind == "unreadable":  # not the file's content: no kind word in front
+            body = self.detail
+        else:
+            body = f"{self.kind.replace('_', ' ')}: {self.detail}"
         return f"{prefix}: {body}" if prefix else body
 
     def with_path(self, path: str) -> FormatError:

@@ -74,3 +74,32 @@ def test_an_interrupt_python_swallowed_still_publishes_nothing(tmp_path: Path) -
     assert proc.returncode == 130, proc.stderr
     assert proc.stderr == "profkit: interrupted\n"
     assert os.listdir(out.parent) == []
+
+
+def test_top_level_help_names_every_subcommand_it_lists() -> None:
+    """N13: `profkit --help` said "perfmap  perf maps: show, lookup, convert, symbolize,
+    verify" and left out from-image. A command whose one-line help lists its subcommands
+    lists them all."""
+    import argparse
+
+    from profkit.cli.main import COMMANDS, build_parser
+
+    parser = build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    for name, _, help_text in COMMANDS:
+        listed = help_text.split(": ", 1)[1].split(", ") if ": " in help_text else None
+        inner = [
+            a for a in commands.choices[name]._actions if isinstance(a, argparse._SubParsersAction)
+        ]
+        if listed is None or not inner or any(" " in word for word in listed):
+            continue  # (prose, not a list of subcommands)
+        assert sorted(listed) == sorted(inner[0].choices), name
+
+
+def test_sampling_end_is_not_worded_as_the_process_stopped() -> None:
+    """N13: `attach`/`top` ended with "pid N stopped", read as profkit having sent SIGSTOP."""
+    from profkit.cli.attach import ending
+
+    assert ending(7, "stopped") == "sampling stopped; pid 7 runs on"
+    assert ending(7, "exited") == "pid 7 exited"
+    assert ending(7, "") == "pid 7 still running"

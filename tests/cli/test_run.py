@@ -193,7 +193,6 @@ def test_sample_mode(launcher: list[str], probe_dir: Path) -> None:
     ("args", "message"),
     [
         (["nope.py"], "can't open file 'nope.py'"),
-        (["-m", "no_such_module_xyz"], "No module named 'no_such_module_xyz'"),
         (["--basetime", "abc", "probe.py"], "--basetime='abc': expected a duration"),
         ([], "no script to run"),
         (
@@ -209,6 +208,19 @@ def test_usage_errors_are_one_line(args: list[str], message: str, probe_dir: Pat
     assert out.stderr.strip().splitlines()[-1].startswith("profkit: error: ")
     assert message in out.stderr
     assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize(
+    "module", ["no_such_module_xyz", "no_such_pkg_xyz.sub", "json", "probe.py"]
+)
+def test_a_module_that_cannot_run_ends_as_python_m_does(module: str, probe_dir: Path) -> None:
+    """N13: `profkit run -m nosuchmod` exited 2 where `python -m nosuchmod` exits 1: the
+    same status as python, and python's words after profkit's prefix."""
+    bare = _run([sys.executable, "-m", module], probe_dir)
+    out = _run([*LAUNCHERS[0], "-m", module], probe_dir)
+    assert out.returncode == bare.returncode == 1, out.stderr
+    said = bare.stderr.strip().split(": ", 1)[1]  # "<python>: No module named ..."
+    assert out.stderr == f"profkit: error: {said}\n"
 
 
 def test_bad_environment_setting_is_reported(probe_dir: Path) -> None:

@@ -78,7 +78,7 @@ def load(path: str | os.PathLike[str]) -> CallProfile:
     try:
         inp = open_input(name, what="profkit profile")
     except InputError as exc:  # callers catch ProfileDataError for any unreadable profile
-        raise ProfileDataError("malformed", exc.reason, path=exc.path) from None
+        raise ProfileDataError("unreadable", exc.reason, path=exc.path) from None
     with inp:
         head = inp.prefix()
         inp.check_size(MAX_BYTES, ProfileDataError)

@@ -96,6 +96,16 @@ def options_from(args: argparse.Namespace, duration: float | None = None) -> Any
     )
 
 
+def ending(pid: int, ended: str) -> str:
+    """How sampling ``pid`` ended, in words that cannot be read as profkit having stopped
+    (SIGSTOP) the process: "pid N stopped" made users think so (finding N13)."""
+    if not ended:
+        return f"pid {pid} still running"
+    if ended == "stopped":  # profkit stopped sampling (duration, Ctrl-C); the process runs on
+        return f"sampling stopped; pid {pid} runs on"
+    return f"pid {pid} {ended}"
+
+
 def register(sub: Any, name: str, help_text: str) -> None:
     """Add the `attach` parser to the ``profkit`` subparsers."""
     parser = sub.add_parser(
@@ -167,7 +177,7 @@ def _handler(args: argparse.Namespace) -> int:
     print(
         f"profkit: {stats.ticks} samples in {stats.elapsed_ns / 1e9:.2f} s "
         f"({stats.ticks / max(stats.elapsed_ns / 1e9, 1e-9):.0f}/s of {options.rate:g} asked, "
-        f"{stats.cost_us:.1f} us each); pid {pid} {session.recorders[pid].ended or 'still running'}",
+        f"{stats.cost_us:.1f} us each); {ending(pid, session.recorders[pid].ended)}",
         file=sys.stderr,
     )
     note = stats.busy_note()

@@ -39,7 +39,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("report", "report", "print a saved profile as a call tree, flat or callers view"),
     ("export", "export", "convert a saved profile (speedscope, Chrome trace, pstats, ...)"),
     ("profdata", "profdata", "LLVM instrumentation profiles: show, merge, overlap"),
-    ("perfmap", "perfmap", "perf maps: show, lookup, convert, symbolize, verify"),
+    ("perfmap", "perfmap", "perf maps: show, lookup, convert, symbolize, verify, from-image"),
     ("clr", "clr", ".NET programs: run under profkit's CoreCLR profiler, print its environment"),
     ("heap", "heap", "run a script, then show what holds the most bytes and why it is alive"),
 )
@@ -167,7 +167,7 @@ def run_handler(handler: Any, args: argparse.Namespace) -> int:
                 raise KeyboardInterrupt
         return status
     except ProfkitError as exc:
-        return _error(str(exc))
+        return _error(str(exc), exc.exit_status)
     except BrokenPipeError:
         # `profkit ... | head`: the reader went away; that is not an error of ours.
         _silence_stdout()
@@ -211,11 +211,12 @@ def _flush_stdout() -> None:
         raise ProfkitError(f"cannot write to stdout: {exc.strerror or exc}") from None
 
 
-def _error(message: str) -> int:
-    """One line on stderr, control characters escaped, length capped; exit status 2."""
+def _error(message: str, status: int = EXIT_USAGE) -> int:
+    """One line on stderr, control characters escaped, length capped; exit status 2 (or
+    the error's own, where profkit mirrors python's)."""
     with contextlib.suppress(OSError, ValueError):  # stderr gone: the status still says it
         print(f"profkit: error: {escape(message, MAX_MESSAGE_CHARS)}", file=sys.stderr)
-    return EXIT_USAGE
+    return status
 
 
 def _exit_code(exc: SystemExit) -> int:

@@ -11,6 +11,7 @@ from typing import Any
 from profkit.cli.attach import (
     add_sampling_options,
     add_target,
+    ending,
     options_from,
     parse_pid,
     parse_seconds,
@@ -58,5 +59,5 @@ def _handler(args: argparse.Namespace) -> int:
     draw(session)
     ended = session.recorders[pid].ended
     if ended:
-        print(f"profkit: pid {pid} {ended}", file=sys.stderr)
+        print(f"profkit: {ending(pid, ended)}", file=sys.stderr)
     return 0

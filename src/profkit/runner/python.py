@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from profkit._record import record
 from profkit.api.names import is_profkit_module
-from profkit.errors import UsageError
+from profkit.errors import NoSuchModuleError, UsageError
 from profkit.runner import signals
 from profkit.runner.outcome import Outcome, Terminated, outcome_of
 
@@ -238,18 +238,29 @@ class Prepared:
     globals: dict[str, Any]
 
 
-def _module_details(name: str) -> Prepared:
-    """Find ``name`` (or ``name.__main__`` for a package) as ``python -m`` does."""
+def _module_details(name: str, package: str | None = None) -> Prepared:
+    """Find ``name`` (or ``name.__main__`` for a package) as ``python -m`` does, failing
+    with its words and its exit status (1)."""
     try:
         spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError) as exc:
-        raise UsageError(f"cannot find module {name!r}: {exc}") from None
-    except Exception as exc:  # importing a parent package ran its code, and that failed
-        raise UsageError(f"cannot find module {name!r}: {type(exc).__name__}: {exc}") from None
+    except Exception as exc:  # (importing a parent package runs its code, which may fail)
+        hint = ""
+        if isinstance(exc, ModuleNotFoundError) and name.endswith(".py"):
+            hint = f". Try using {name[:-3]!r} instead of {name!r} as the module name."
+        raise NoSuchModuleError(
+            f"Error while finding module specification for {name!r} "
+            f"({type(exc).__name__}: {exc}){hint}"
+        ) from None
     if spec is None:
-        raise UsageError(f"No module named {name!r}")
+        if package is not None:
+            raise NoSuchModuleError(
+                f"No module named {name}; {package!r} is a package and cannot be directly executed"
+            )
+        raise NoSuchModuleError(f"No module named {name}")
     if spec.submodule_search_locations is not None:  # a package: run its __main__
-        return _module_details(name + ".__main__")
+        if package is not None:
+            raise NoSuchModuleError(f"Cannot use package as __main__ module ({name!r})")
+        return _module_details(name + ".__main__", name)
     loader = spec.loader
     try:
         code = (
