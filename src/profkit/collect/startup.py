@@ -37,6 +37,8 @@ import os
 import sys
 from typing import Any
 
+from profkit.collect import terminate
+
 ENABLE_VAR = "PROFKIT_ENABLE_PROFILING"
 PROFILER_VAR = "PROFKIT_PROFILER"
 BACKEND_VAR = "PROFKIT_BACKEND"
@@ -100,9 +102,7 @@ def process_startup() -> Any:
             sample_clock=settings.read(os.environ, "sample_clock"),
             native=settings.read(os.environ, "native") != "off",
         )
-        if attached.active:
-            from profkit.collect import terminate
-
+        if attached.active:  # recording: no import here (it would be in the profile)
             terminate.install()  # Pool.terminate()'s SIGTERM saves before it kills
         return attached
     except BaseException as exc:  # a profiler's SystemExit/KeyboardInterrupt too

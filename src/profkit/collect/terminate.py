@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import _signal  # type: ignore[import-not-found]
 import os
-import threading
 from types import FrameType
 from typing import Any
 
@@ -65,8 +64,9 @@ def install() -> bool:
     deadline timer, which fork() does not copy, exists in this process too.
     """
     global _saving, _die_when_saved
-    if threading.current_thread() is not threading.main_thread():
-        return False
+    # No threading calls: in a forked child this runs while the child's fresh session
+    # records, and whatever Python function it calls would be in the child's profile.
+    # _signal.signal itself refuses other threads (ValueError).
     try:
         current = _signal.getsignal(_TERM)
         if current != _DEFAULT and current is not _save_and_die:

@@ -25,6 +25,8 @@ import threading
 from types import FrameType
 from typing import Any
 
+import profkit.collect as _collect  # bound at import: the child records when the hook runs
+from profkit.collect import terminate as _terminate
 from profkit.runner.outcome import Terminated
 
 _TERM = int(signal.SIGTERM)
@@ -114,10 +116,8 @@ def _save_before_dying_if_profiled() -> None:
     SIGTERM at the default: SIGTERM saves its profile and then kills it (the handler
     never raises, see :mod:`profkit.collect.terminate`), where the default would lose the
     profile of every ``with Pool(...)`` worker."""
-    from profkit.collect import current_session, terminate
-
-    if current_session() is not None:
-        terminate.install()
+    if _collect.current_session() is not None:
+        _terminate.install()
 
 
 def die_of(signum: int) -> None:
