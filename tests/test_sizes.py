@@ -17,7 +17,10 @@ MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 80
 
 #: "path" (a module) or "path::Qualified.name" (a function) -> why it may be over the limit
-ALLOWED: dict[str, str] = {}
+ALLOWED: dict[str, str] = {
+    "_record_inits.py": "generated (scripts/gen_record_inits.py): one __init__ template per field"
+    " count, a table of code rather than code to read",
+}
 
 
 def _functions(
