@@ -13,14 +13,16 @@ each tool's fixed start/exit cost (measured on an empty script) out of both side
     python bench/elt_bench.py --peer "profkit trace"   # a quicker subset (+ bare, cProfile)
     python bench/elt_bench.py --hot-path               # ns per enter+leave; per event vs cProfile
     python bench/elt_bench.py --real --repeat 3        # sympy and json.tool: wall, CPU, peak RSS
+    python bench/elt_bench.py --real --pytest          # ... and pytest on sympy's test_arit
     python bench/elt_bench.py --sampling-ab 21         # sampling overhead, A/B in-process
     python bench/elt_bench.py --sampling-ab 11 --scale 5   # ... over longer runs
 
 Targets (issue #4): trace mode overhead ≤ cProfile's on 3.12+; sampling ≤ 1.03× bare.
 Real programs (issue #11, ``--real``): whole-process wall overhead ≤ cProfile's, peak
 memory ≤ 2× cProfile's, on sympy (simplify/integrate/factor) and ``python -m json.tool``
-on a generated 8 MB file; whole runs (the profiler's start-up, saving and end-of-run tree
-included), the best of ``--repeat`` (default 1); CPU time beside wall time, since on a
+on a generated 8 MB file (and, with ``--pytest``, pytest on sympy's ``test_arit``, the
+largest call tree: ~1.2 million nodes); whole runs (the profiler's start-up, saving and
+end-of-run tree included), the best of ``--repeat`` (default 1); CPU time beside wall time, since on a
 loaded machine wall time mostly measures the other load.
 Peers missing from an interpreter (``pip install -e '.[bench]'``) are skipped, not faked.
 """
@@ -533,9 +535,11 @@ def _run_once(cmd: list[str]) -> tuple[float, float, float]:
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
-def real_programs(python: str, repeat: int = 1) -> None:
+def real_programs(python: str, repeat: int = 1, with_pytest: bool = False) -> None:
     """Bare, cProfile, pyinstrument and profkit trace on real programs: wall, CPU and peak
-    RSS (the best of ``repeat`` runs each, runs of the tools interleaved)."""
+    RSS (the best of ``repeat`` runs each, runs of the tools interleaved). ``with_pytest``
+    adds pytest running sympy's ``core/tests/test_arit.py`` (~15 s bare, ~1.2 million
+    call-tree nodes: the largest tree of the set, so the peak-memory case)."""
     version = subprocess.run(
         [python, "-c", "import sys; print(sys.version.split()[0])"],
         capture_output=True,
@@ -553,6 +557,18 @@ def real_programs(python: str, repeat: int = 1) -> None:
             print(f"{version}: sympy is not installed for {python}: skipped (pip install sympy)")
         source = _json_input(tmp)
         programs["json.tool 8 MB"] = ["-m", "json.tool", source, os.path.join(tmp, "out.json")]
+        if with_pytest:
+            test = _sympy_test_arit(python)
+            if test is None:
+                print(f"{version}: sympy and pytest are needed for --pytest: skipped")
+            else:
+                # An empty ini: the rootdir's config (this repository's strict markers,
+                # when run from here) must not apply to sympy's tests.
+                ini = os.path.join(tmp, "pytest.ini")
+                Path(ini).write_text("[pytest]\n")
+                programs["pytest sympy test_arit"] = [
+                    *("-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", ini, test)
+                ]
         for name, program in programs.items():
             # each tool gets the program as python would: script, or -m module
             runs = {t: c for t, c in _real_commands(python, program, tmp).items() if c}
@@ -563,6 +579,24 @@ def real_programs(python: str, repeat: int = 1) -> None:
                     samples[tool].append(_run_once(cmd))
             best = {t: tuple(min(col) for col in zip(*v, strict=True)) for t, v in samples.items()}
             _real_table(f"{version} {name}", best, repeat)
+
+
+def _sympy_test_arit(python: str) -> str | None:
+    """The path of sympy's core/tests/test_arit.py for ``python``, if sympy and pytest are
+    installed there."""
+    found = subprocess.run(
+        [
+            python,
+            "-c",
+            "import os, pytest, sympy;"
+            "print(os.path.join(os.path.dirname(sympy.__file__), 'core', 'tests', 'test_arit.py'))",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    path = found.stdout.strip()
+    return path if found.returncode == 0 and os.path.exists(path) else None
 
 
 def _real_table(title: str, best: dict[str, tuple[float, ...]], repeat: int) -> None:
@@ -639,6 +673,11 @@ def main() -> int:
         help="the profiler's own per-call cost, then per event through the collector vs cProfile",
     )
     parser.add_argument(
+        "--pytest",
+        action="store_true",
+        help="--real: also pytest on sympy's test_arit (slow: ~15 s bare, minutes profiled)",
+    )
+    parser.add_argument(
         "--real",
         action="store_true",
         help="only the real programs (sympy, json.tool on 8 MB): wall and peak RSS, one run",
@@ -646,7 +685,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.real:
         for python in args.python or [sys.executable]:
-            real_programs(python, args.repeat or 1)
+            real_programs(python, args.repeat or 1, args.pytest)
         return 0
     if args.hot_path:
         hot_path()
