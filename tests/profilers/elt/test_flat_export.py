@@ -218,3 +218,39 @@ def test_shutdown_stops_the_recorder() -> None:
     recorder.enter(1)
     recorder.leave(1)
     assert recorder.export_flat(10**6, lambda f: 0) == (0, [])
+
+
+def test_the_stopped_export_holds_no_copy_of_the_tree() -> None:
+    """Allocations, not RSS (tracemalloc sees the recorder's PyMem blocks): after stop()
+    the export's peak is the tree plus its rows, and no more (the node table is freed
+    first, each chunk freed behind its copy); a running recorder's export also holds a
+    copy of the tree (88 bytes a node), which the bound would catch."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        results = []
+        for stop in (True, False):
+            rec, now = _record(
+                [
+                    ev
+                    for p in range(1, 101)
+                    for ev in [("enter", p, 1)]
+                    + [e for c in range(1000, 1300) for e in (("enter", c, 1), ("leave", c, 1))]
+                    + [("leave", p, 1)]
+                ],
+                0,
+            )
+            before = tracemalloc.get_traced_memory()[0]
+            tracemalloc.reset_peak()
+            if stop:
+                rec.stop()
+            _, ((_, data),) = rec.export_flat(now, lambda f: f)
+            results.append((tracemalloc.get_traced_memory()[1] - before, len(data)))
+            del rec
+    finally:
+        tracemalloc.stop()
+    (taken, rows), (copied, _) = results
+    assert rows == 30_101 * 8 * flat.COLS
+    assert taken <= rows + 512 * 1024, (taken, rows)
+    assert copied > rows + 30_100 * 80  # the bound tells the two apart
