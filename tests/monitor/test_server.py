@@ -273,3 +273,31 @@ def test_a_write_error_ends_serve_with_the_error() -> None:
         serve(sock, monitor, view, refresh=0.01, idle_timeout=0.01)  # no stop: the error ends it
     sock.close()
     sender.close()
+
+
+def test_a_write_blocked_for_good_does_not_keep_serve_from_ending(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from profkit.monitor import server
+
+    monkeypatch.setattr(server, "DISPLAY_JOIN", 0.05)
+    sock = open_socket("127.0.0.1", 0)
+    monitor = Monitor()
+    out = _BlockedOut()  # never released during serve
+    view = PlainView(out)  # type: ignore[arg-type]
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=serve,
+        args=(sock, monitor, view),
+        kwargs={"stop": stop, "refresh": 0.01, "idle_timeout": 0.01},
+    )
+    thread.start()
+    sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sender.sendto(encode("h/1", 0, 0, LINES), sock.getsockname())
+    assert out.writing.wait(60)
+    stop.set()
+    thread.join(60)  # a bound against hanging, not a timing assertion
+    assert not thread.is_alive()
+    out.release.set()
+    sock.close()
+    sender.close()

@@ -33,6 +33,8 @@ CAUGHT_UP_FILL = 0.1
 #: Seconds of a never-empty queue that may count as behind: a burst of the sender's
 #: (100,000 lines at once from the ELT profiler's flusher) fills the queue for less.
 BEHIND = 0.1
+#: Seconds the loop waits for the display thread's last write when it ends.
+DISPLAY_JOIN = 5.0
 #: At most one datagram in this many goes into the hot list while behind.
 MAX_STRIDE = 16
 
@@ -254,7 +256,7 @@ def serve(
                 busy_since = now
                 wait([sock], [], [], idle_timeout)  # PEP 475: retried after a signal
     finally:
-        display.stop()
+        display.stop(DISPLAY_JOIN)
     if display.error is not None:
         raise display.error
 
@@ -286,11 +288,13 @@ class Display(threading.Thread):
                 self.error = exc
                 return
 
-    def stop(self) -> None:
-        """Stop and wait for the thread (its last write included)."""
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop and wait for the thread (its last write included), at most ``timeout``
+        seconds: a write blocked for good (a paused terminal) must not keep Ctrl-C from
+        ending the loop."""
         self._halt.set()
         if self.is_alive():
-            self.join()
+            self.join(timeout)
 
 
 def _acknowledge(
