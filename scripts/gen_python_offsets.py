@@ -62,9 +62,16 @@ COMMON = [
     ("unicode_compact_size", "sizeof(PyCompactUnicodeObject)"),
     ("bytes_size", "offsetof(PyVarObject, ob_size)"),
     ("bytes_data", "offsetof(PyBytesObject, ob_sval)"),
+    # threading's names (threading._active[ident]._name): sys.modules, dicts, instances
+    ("dict_keys", "offsetof(PyDictObject, ma_keys)"),
+    ("dict_values", "offsetof(PyDictObject, ma_values)"),
+    ("module_dict", "offsetof(PyModuleObject, md_dict)"),
+    ("type_basicsize", "offsetof(PyTypeObject, tp_basicsize)"),
+    ("heaptype_cached_keys", "offsetof(PyHeapTypeObject, ht_cached_keys)"),
 ]
 PER_VERSION = {
     (3, 11): [
+        ("interp_modules", "offsetof(PyInterpreterState, modules)"),
         ("tstate_cframe", "offsetof(PyThreadState, cframe)"),
         ("cframe_current_frame", "offsetof(_PyCFrame, current_frame)"),
         ("frame_code", "offsetof(_PyInterpreterFrame, f_code)"),
@@ -73,6 +80,7 @@ PER_VERSION = {
         ("runtime_gil_holder", "offsetof(_PyRuntimeState, ceval.gil.last_holder)"),
     ],
     (3, 12): [
+        ("interp_modules", "offsetof(PyInterpreterState, imports.modules)"),
         ("tstate_cframe", "offsetof(PyThreadState, cframe)"),
         ("cframe_current_frame", "offsetof(_PyCFrame, current_frame)"),
         ("frame_code", "offsetof(_PyInterpreterFrame, f_code)"),
@@ -82,6 +90,7 @@ PER_VERSION = {
         ("gil_holder", "offsetof(struct _gil_runtime_state, last_holder)"),
     ],
     (3, 13): [
+        ("interp_modules", "offsetof(PyInterpreterState, imports.modules)"),
         ("tstate_current_frame", "offsetof(PyThreadState, current_frame)"),
         ("frame_code", "offsetof(_PyInterpreterFrame, f_executable)"),
         ("frame_instr", "offsetof(_PyInterpreterFrame, instr_ptr)"),
@@ -101,6 +110,7 @@ PROBE = r"""
 #include "internal/pycore_interp.h"
 #include "internal/pycore_frame.h"
 #include "internal/pycore_code.h"
+#include "internal/pycore_moduleobject.h"
 %(extra)s
 
 static int bit_of(const unsigned char *p, size_t n) {

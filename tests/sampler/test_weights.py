@@ -137,6 +137,9 @@ class _FakeReader:
         self.reads = 0
         self.oversleep = 0
 
+    def thread_name(self, ident: int) -> str | None:
+        return None  # threading's names: not scripted (the kernel's names are used)
+
     def sample(self, want_gil: bool = False) -> list[ThreadStack]:
         stacks, late = self.script(self.reads)
         self.reads += 1

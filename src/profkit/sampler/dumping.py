@@ -10,15 +10,20 @@ from profkit.sampler.recorder import thread_label
 
 
 def dump(pid: int) -> list[ThreadStack]:
-    """Every thread's stack of ``pid`` now (one sample; no waiting)."""
-    return StackReader.attach(pid).sample(want_gil=True)
+    """Every thread's stack of ``pid`` now (one sample; no waiting), with ``threading``'s
+    names where they can be read."""
+    reader = StackReader.attach(pid)
+    stacks = reader.sample(want_gil=True)
+    for s in stacks:
+        s.name = reader.thread_name(s.thread_id) or ""
+    return stacks
 
 
 def format_dump(pid: int, stacks: list[ThreadStack]) -> str:
     """``profkit dump``'s text: each thread, innermost frame first, like a traceback upside down."""
     lines = []
     for s in stacks:
-        name = thread_label(pid, s.native_id)
+        name = s.name or thread_label(pid, s.native_id)
         gil = " [holds the GIL]" if s.holds_gil else ""
         lines.append(f"Thread {s.native_id} ({escape(name)}){gil}:")
         if not s.frames:

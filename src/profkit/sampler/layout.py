@@ -94,6 +94,14 @@ class Layout:
     assumed_from: str = ""
     #: the assumption is outside the range known to hold: check it on the live target first
     verify: bool = False
+    #: for threading's names (0: not known, names come from the kernel): where sys.modules
+    #: is, and the few dict/module/type fields read to get threading._active[ident]._name
+    interp_modules: int = 0
+    dict_keys: int = 0
+    dict_values: int = 0
+    module_dict: int = 0
+    type_basicsize: int = 0
+    heaptype_cached_keys: int = 0
 
     @property
     def provenance(self) -> str:
@@ -251,6 +259,12 @@ def from_table(hexversion: int) -> Layout:
         gil_holder=t.get("gil_holder"),
         assumed_from="" if chosen == version else chosen,
         verify=verify,
+        interp_modules=t.get("interp_modules", 0),
+        dict_keys=t.get("dict_keys", 0),
+        dict_values=t.get("dict_values", 0),
+        module_dict=t.get("module_dict", 0),
+        type_basicsize=t.get("type_basicsize", 0),
+        heaptype_cached_keys=t.get("heaptype_cached_keys", 0),
     )
 
 
@@ -336,4 +350,15 @@ def from_debug_offsets(raw: bytes) -> Layout:
         interp_gil=it[8],
         gil_locked=it[11] - gil_base,
         gil_holder=it[12] - gil_base,
+        # Published: sys.modules and the dict's fields; measured on 3.13.0 (public
+        # structs, fixed within the minor): the module, type and heap type fields.
+        interp_modules=it[5],
+        dict_keys=groups["dict"][1],
+        dict_values=groups["dict"][2],
+        module_dict=_T313.get("module_dict", 0),
+        type_basicsize=_T313.get("type_basicsize", 0),
+        heaptype_cached_keys=_T313.get("heaptype_cached_keys", 0),
     )
+
+
+_T313: dict[str, int] = LAYOUTS.get("3.13.0", {})

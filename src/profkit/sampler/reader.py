@@ -26,6 +26,7 @@ from profkit.sampler.memory import Memory, error_for, native_wanted
 from profkit.sampler.naming import Namer
 from profkit.sampler.procinfo import thread_ids
 from profkit.sampler.pywalk import PyWalker, Walk, callers_at
+from profkit.sampler.threadnames import ThreadNames
 from profkit.sampler.verify import check_layout
 
 __all__ = ["CodeInfo", "Stack", "StackReader", "Target", "ThreadStack", "alive_or_gone", "locate"]
@@ -59,6 +60,9 @@ class ThreadStack:
     holds_gil: bool
     key: bytes
     frames: Stack
+    name: str = (
+        ""  #: threading's name, where a caller looked it up (:meth:`StackReader.thread_name`)
+    )
 
 
 class StackReader:
@@ -114,6 +118,7 @@ class StackReader:
             MAX_THREADS,
             _RETRIES,
         )
+        self._names: ThreadNames | None = None
         self.torn = 0  #: thread walks abandoned on a failed or inconsistent read
         self.retries = 0  #: second reads for the callers of a generator a yield cut off
 
@@ -155,6 +160,21 @@ class StackReader:
                 f"pid {self.pid}: CPython {lay.version}: thread state does not point back to "
                 "its interpreter; the offsets do not match this build"
             )
+
+    def thread_name(self, ident: int) -> str | None:
+        """``threading``'s name of the thread whose ident is ``ident`` (None when it is not
+        found: no ``threading``, a thread not yet in ``threading._active``, a torn read).
+        A few hundred reads the first time (``sys.modules`` is searched), a few dozen after."""
+        try:
+            if self._names is None:
+                interps = self.interpreters()
+                minor = int(self.layout.version.split(".")[1])
+                self._names = ThreadNames(
+                    self.mem, self.layout, interps[0] if interps else 0, minor
+                )
+            return self._names.name(ident)
+        except (ReadFault, ValueError):
+            return None
 
     def interpreters(self) -> list[int]:
         out: list[int] = []

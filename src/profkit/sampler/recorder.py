@@ -126,7 +126,8 @@ class ProcessRecorder:
             if entry is None:
                 entry = self.entries[key] = _Entry(stack.frames if key[1] else ())
             if stack.native_id not in self.names:
-                self.names[stack.native_id] = self.thread_label(stack.native_id)
+                named = self.reader.thread_name(stack.thread_id) if self.reader else None
+                self.names[stack.native_id] = named or self.thread_label(stack.native_id)
                 self.idents[stack.native_id] = stack.thread_id
         return entry
 
@@ -245,9 +246,11 @@ class ProcessRecorder:
 
 
 def thread_label(pid: int, tid: int) -> str:
-    """``MainThread`` for the main thread (as Python and in-process profiles call it),
-    another thread's kernel name (``comm``; CPython before 3.14 does not pass ``threading``
-    names to the kernel, so it is often the program's), ``Thread-<tid>`` once it is gone."""
+    """The name of a thread whose ``threading`` name could not be read from the target
+    (:meth:`StackReader.thread_name`, tried first): ``MainThread`` for the main thread (as
+    Python and in-process profiles call it), another thread's kernel name (``comm``;
+    CPython before 3.14 does not pass ``threading`` names to the kernel, so it is often the
+    program's), ``Thread-<tid>`` once it is gone."""
     if tid == pid:
         return "MainThread"
     return thread_name(pid, tid) or f"Thread-{tid}"
