@@ -41,7 +41,8 @@ class ThreadNames:
         self.lay = layout
         self.interp = interp
         self.minor = minor  #: 11, 12 or 13: where an instance's values are
-        self._threading = 0  #: the threading module's dict, once found
+        self._active = 0  #: threading._active (a dict never rebound), once found
+        self._slots: dict[tuple[int, str], int] = {}  #: (shared keys, name) → index
 
     @property
     def usable(self) -> bool:
@@ -53,14 +54,14 @@ class ThreadNames:
         if not self.usable or not ident:
             return None
         try:
-            if not self._threading:
+            if not self._active:
                 modules = self.mem.u64(self.interp + self.lay.interp_modules)
                 module = self._lookup_str(modules, "threading") if modules else 0
                 if not module:
                     return None
-                self._threading = self.mem.u64(module + self.lay.module_dict)
-            active = self._lookup_str(self._threading, "_active")
-            thread = self._lookup_int(active, ident) if active else 0
+                namespace = self.mem.u64(module + self.lay.module_dict)
+                self._active = self._lookup_str(namespace, "_active")
+            thread = self._lookup_int(self._active, ident) if self._active else 0
             return self._attribute_str(thread, "_name") if thread else None
         except (AttachError, ValueError, UnicodeDecodeError):
             return None
@@ -157,9 +158,16 @@ class ThreadNames:
         keys = mem.u64(cls + lay.heaptype_cached_keys)
         if not keys:
             return 0
+        slot = self._slots.get((keys, name))
+        if slot is not None:  # still that key there? (keys freed and reused: look again)
+            _, entries = self._entries(keys)
+            if slot < len(entries) and self._string(entries[slot][1]) == name:
+                return mem.u64(values + 8 * slot)
         _, entries = self._entries(keys)
         for i, (_, k, _) in enumerate(entries):
             if k and self._string(k) == name:
+                if len(self._slots) < 1024:
+                    self._slots[(keys, name)] = i
                 return mem.u64(values + 8 * i)
         return 0
 
