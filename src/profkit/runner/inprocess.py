@@ -11,13 +11,16 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from profkit.api import ProfilerCallback
 from profkit.calltree.model import CallProfile
 from profkit.runner.choice import Finished, Job
 from profkit.runner.python import Prepared, Program, Running
 from profkit.settings import IN_PROCESS_CLOCKS
+
+if TYPE_CHECKING:
+    from profkit.runner.hookguard import HookGuard
 
 
 class InProcessProfiler(Protocol):
@@ -43,6 +46,7 @@ class InProcessEngine:
         self._running: Running | None = None
         self._parent_pid = 0
         self._stopped = False  #: recording stopped early (stop_now: exec or _exit)
+        self._guard: HookGuard | None = None
         #: profkit.collect's current_session and detach, for end()
         self._collect: tuple[Callable[[], Any], Callable[[], None]] = (lambda: None, lambda: None)
 
@@ -103,8 +107,10 @@ class InProcessEngine:
         self._parent_pid = os.getpid()
 
         from profkit.collect import attach, current_session, detach
+        from profkit.runner.hookguard import HookGuard
 
         self._collect = (current_session, detach)
+        guard = self._guard = HookGuard()
 
         def start() -> None:
             if current_session() is not None:
@@ -121,10 +127,21 @@ class InProcessEngine:
                 sample_clock=settings.sample_clock,
                 native=settings.native != "off",
             )
+            guard.arm(sys.getprofile())  # 3.11: the profile function to keep (3.12+: None)
             profiler.start_events()
 
-        self._running = program.begin(prepared, start)
+        guard.install()
+        try:
+            self._running = program.begin(prepared, start)
+        except BaseException:
+            guard.uninstall()
+            raise
         return self._running
+
+    def hook_note(self) -> str | None:
+        """A line for the end of the run if the program took profkit's profile function
+        over (:mod:`profkit.runner.hookguard`), else None."""
+        return None if self._guard is None else self._guard.note()
 
     def end(self, ended: BaseException | None) -> Finished:
         """After the program's main code: stop, detach, and the profile."""
@@ -148,12 +165,19 @@ class InProcessEngine:
 
         def stop() -> None:
             """Stop recording, then detach: profkit's own detach work stays out of the profile."""
+            guard = self._guard
+            if guard is not None:
+                guard.disarm()  # profkit removing its own hook is not the program's doing
             if self._stopped and os.getpid() == parent_pid:
                 return  # stopped already, before an exec that failed
             ours().stop_events()
             detach()
 
-        outcome = running.end(ended, stop, main_done=lambda: ours().quiet_this_thread())
+        try:
+            outcome = running.end(ended, stop, main_done=lambda: ours().quiet_this_thread())
+        finally:
+            if self._guard is not None:
+                self._guard.uninstall()
         if os.getpid() != parent_pid:
             return Finished(outcome, None, forked_child=True)
         return Finished(outcome, self._profile())
@@ -168,6 +192,8 @@ class InProcessEngine:
         if os.getpid() != self._parent_pid:
             return None
         self._stopped = True
+        if self._guard is not None:
+            self._guard.disarm()
         _, detach = self._collect
         limit = running.recursion_limit
         if sys.getrecursionlimit() < limit:  # as Running.end: profkit's work needs depth

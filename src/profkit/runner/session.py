@@ -185,6 +185,10 @@ class Run:
             if profile is not None:
                 save_error = output.save(profile, self.absolute, self.format)
             report_exception(finished.outcome)
+            hook_note = getattr(self.engine, "hook_note", None)
+            note = hook_note() if hook_note is not None else None
+            if note:
+                say(note)
             if profile is not None and settings.tree:
                 say(output.render(profile, output.stderr()))
         if (
