@@ -114,7 +114,7 @@ class HookGuard:
                 if guard.taken_at is None:
                     guard.taken_at = f"cProfile.Profile.enable at {_caller(2)}"
                 if sys.gettrace() is None:
-                    sys.settrace(guard._waiter(hook))
+                    sys.settrace(guard._waiter(hook, sys._getframe(0), real_enable))
             real_enable(self, *args, **kwargs)  # last: nothing of ours after it
 
         enable.__name__ = "enable"
@@ -123,9 +123,16 @@ class HookGuard:
         enable.__wrapped__ = real_enable  # type: ignore[attr-defined]
         self._patch(profile_class, "enable", enable)
 
-    def _waiter(self, hook: Callable[..., Any]) -> Callable[..., Any]:
+    def _waiter(
+        self, hook: Callable[..., Any], opened: Any, real_enable: Any
+    ) -> Callable[..., Any]:
         """A global trace function that puts ``hook`` back at the first call made after
-        the program's profiler let go of the thread, then removes itself."""
+        the program's profiler let go of the thread, then removes itself.
+
+        ``hook`` saw the ``enable`` call begin (``opened``: the wrapper's frame) but not the
+        returns made while the program's profiler held the thread (the wrapper's, and
+        ``with cProfile.Profile():``'s ``__enter__``): they are given to it first, dated
+        now, so later calls are not recorded under frames that have long returned."""
         guard = self
         getprofile, setprofile, settrace = sys.getprofile, sys.setprofile, sys.settrace
 
@@ -133,10 +140,29 @@ class HookGuard:
             if getprofile() is None:
                 settrace(None)
                 if guard.hook is hook:  # (profkit still recording)
+                    _close_returned(hook, opened, frame, real_enable)
                     setprofile(hook)  # called for this very call: trace comes first
             return None  # no line events
 
         return waiter
+
+
+def _close_returned(hook: Callable[..., Any], opened: Any, now: Any, real_enable: Any) -> None:
+    """Give ``hook`` the ends it missed: the C call of ``enable`` made from ``opened``, then
+    ``opened`` and its callers up to the first one still running below ``now``."""
+    live = set()
+    frame = now.f_back
+    while frame is not None:
+        live.add(id(frame))
+        frame = frame.f_back
+    try:
+        hook(opened, "c_return", real_enable)
+        frame = opened
+        while frame is not None and id(frame) not in live:
+            hook(frame, "return", None)
+            frame = frame.f_back
+    except Exception:  # the profile may be off by these frames; the program is not
+        pass
 
 
 def _own(owner: Any, name: str) -> Any:

@@ -78,3 +78,34 @@ def test_the_programs_own_profilers_see_what_they_see_bare(tmp_path: Path) -> No
     assert done.returncode == bare.returncode == 0, done.stderr
     assert done.stdout == bare.stdout
     assert _calls(pstats.Stats(str(out)), "after") == 7
+
+
+def test_calls_after_a_with_block_are_not_put_under_its_enter(tmp_path: Path) -> None:
+    """`with cProfile.Profile():` enables in `__enter__`, which returns while the program's
+    profiler holds the thread: later calls belong to `<module>`, not to `__enter__`."""
+    from profkit.calltree import file as profile_file
+
+    script = tmp_path / "prog.py"
+    script.write_text(
+        "import cProfile\n"
+        "def work():\n    return sum(range(100))\n"
+        "def after():\n    return 1\n"
+        "with cProfile.Profile():\n    work()\n"
+        "for _ in range(3):\n    after()\n"
+    )
+    out = tmp_path / "p.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROFKIT_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "profkit", "run", "--no-tree", "-o", str(out), str(script)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    profile = profile_file.load(out)
+    name = {i: f.name for i, f in enumerate(profile.frames)}
+    (thread,) = [t for t in profile.threads if t.name == "MainThread"]
+    (main,) = [c for c in thread.root.children.values() if name[c.frame] == "__main__.<module>"]
+    below = {name[c.frame]: c.calls for c in main.children.values()}
+    assert below.get("__main__.after") == 3, below
