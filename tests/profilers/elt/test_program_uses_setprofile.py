@@ -77,7 +77,9 @@ def test_the_programs_own_profilers_see_what_they_see_bare(tmp_path: Path) -> No
     )
     assert done.returncode == bare.returncode == 0, done.stderr
     assert done.stdout == bare.stdout
-    assert _calls(pstats.Stats(str(out)), "after") == 7
+    # 3.11: the call made while the program's own profile function is installed is not
+    # recorded (there is one profile function); 3.12+ (sys.monitoring) records all 8
+    assert _calls(pstats.Stats(str(out)), "after") == (7 if sys.version_info < (3, 12) else 8)
 
 
 def test_calls_after_a_with_block_are_not_put_under_its_enter(tmp_path: Path) -> None:
