@@ -22,6 +22,11 @@ Last, the ``.pth`` start-up line that the wheel installs runs in *every* Python 
 the environment; with profiling off its cost is measured in-process (the line executed
 100,000 times) and shown against ``python -c pass``'s whole start.
 
+``--instructions`` counts each row's instructions instead (``valgrind --tool=callgrind``,
+one run each, ~50x slower; sample mode left out: its sampler cannot read a child run under
+valgrind): deterministic, so it compares the rows on a machine too loaded
+for timings to agree from one run to the next.
+
 ``--modules`` prints, per path, the modules profkit itself had imported when the program's
 first line ran (``sys.modules`` minus what a bare interpreter has), the import budget that
 ``tests/cli/test_startup_imports.py`` guards.
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -169,6 +175,43 @@ def bench(python: str, rounds: int) -> None:
     )
 
 
+def _instructions(cmd: list[str], env: dict[str, str]) -> int:
+    """Instructions the whole process executed (user space), counted by callgrind."""
+    proc = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=True,
+    )
+    for line in proc.stderr.splitlines():
+        if "Collected :" in line:
+            return int(line.rsplit(":", 1)[1])
+    raise SystemExit(f"no instruction count from valgrind for {' '.join(cmd)}")
+
+
+def instructions(python: str) -> None:
+    """Each row's instruction count, and what it adds to bare's, against cProfile's."""
+    print(f"\n=== Python {python}: empty script, instructions (valgrind callgrind) ===")
+    with tempfile.TemporaryDirectory(prefix="startup-bench-") as tmp:
+        script = os.path.join(tmp, "empty.py")
+        Path(script).write_text(EMPTY)
+        rows = _rows(python, script, os.path.join(tmp, "out"))
+        # Not sample mode: under valgrind the child ends before the sampler reads it.
+        del rows["profkit -m, sample"]
+        counts = {}
+        for name, (cmd, extra) in rows.items():
+            env = _clean_env(extra)
+            _once(cmd, env)  # bytecode caches written, as in the timed runs
+            counts[name] = _instructions(cmd, env)
+    bare, cprofile = counts["bare"], counts["cProfile -o"]
+    print(f"  {'':<27}{'instructions':>14}{'added':>10}{'× cProfile (added)':>20}")
+    for name, n in counts.items():
+        ratio = f"{(n - bare) / (cprofile - bare):>20.2f}" if name != "bare" else ""
+        print(f"  {name:<27}{n / 1e6:>12.1f} M{(n - bare) / 1e6:>8.1f} M{ratio}")
+
+
 def modules(python: str) -> None:
     """Print what each profkit path imported before the program's first line."""
     with tempfile.TemporaryDirectory(prefix="startup-bench-") as tmp:
@@ -203,11 +246,21 @@ def main() -> int:
     parser.add_argument(
         "--modules", action="store_true", help="list what each path imported, no timing"
     )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count instructions under valgrind (deterministic) instead of timing",
+    )
     args = parser.parse_args()
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for python in args.python or [sys.executable]:
         if args.modules:
             modules(python)
+        elif args.instructions:
+            if shutil.which("valgrind") is None:
+                print("--instructions needs valgrind (apt-get install valgrind)")
+                return 1
+            instructions(python)
         else:
             bench(python, args.repeat)
     return 0

@@ -93,6 +93,8 @@ def test_run_imports_nothing_for_later_before_the_program(
         [*launcher, "run", "--no-tree", "--mode", mode, "-o", "out.json", "probe.py"], tmp_path
     )
     assert "profkit.cli.run" in loaded  # it did run under profkit
+    if launcher[0] != sys.executable:  # the console script: no runpy (python -m needs it)
+        assert "runpy" not in loaded
     # memory mode's profiler is built on the allocation hooks of profkit.heap (whose
     # profile classes are still dataclasses)
     memory = ("profkit.heap", "dataclasses", "inspect", "ast", "dis")

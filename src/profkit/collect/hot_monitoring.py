@@ -10,7 +10,7 @@ so that unused work is absent, not skipped.
 
 from __future__ import annotations
 
-import dis
+import opcode
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -23,8 +23,8 @@ from profkit.collect.transitions import NATIVE_TYPES, arguments_of
 MON: Any = getattr(sys, "monitoring", None)
 
 _E = MON.events if MON is not None else None
-_PUSH_EXC_INFO = dis.opmap["PUSH_EXC_INFO"]
-_POP_EXCEPT = dis.opmap["POP_EXCEPT"]
+_PUSH_EXC_INFO = opcode.opmap["PUSH_EXC_INFO"]
+_POP_EXCEPT = opcode.opmap["POP_EXCEPT"]
 
 #: Every event a tool of ours may have a callback for.
 ALL_MONITORING_EVENTS: tuple[int, ...] = (

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import builtins
 import importlib.machinery
-import importlib.util
 import io
 import os
-import runpy
 import sys
 import threading
 import types
@@ -31,7 +29,7 @@ from profkit.runner import signals
 from profkit.runner.outcome import Outcome, Terminated, outcome_of
 
 Kind = Literal["script", "module", "code"]
-_OWN_FILES = frozenset({os.path.abspath(__file__), os.path.abspath(runpy.__file__)})
+_OWN_FILE = os.path.abspath(__file__)
 
 
 @record(frozen=True)
@@ -168,6 +166,8 @@ class Running:
     def execute(self) -> None:
         """Run the program's main code (in a frame of this method: :meth:`Program.run`)."""
         if self.code is None:
+            import runpy  # a directory or zip app only (the console script never loads it)
+
             runpy.run_path(self.path, run_name="__main__")
         else:
             exec(self.code, self.globals)
@@ -241,6 +241,8 @@ class Prepared:
 def _module_details(name: str, package: str | None = None) -> Prepared:
     """Find ``name`` (or ``name.__main__`` for a package) as ``python -m`` does, failing
     with its words and its exit status (1)."""
+    import importlib.util  # -m only
+
     try:
         spec = importlib.util.find_spec(name)
     except Exception as exc:  # (importing a parent package runs its code, which may fail)
@@ -312,7 +314,11 @@ def _join_threads() -> None:
 def _trim(exc: BaseException) -> BaseException:
     """Drop our own and runpy's frames from the front of the traceback (python shows none)."""
     tb: TracebackType | None = exc.__traceback__
-    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) in _OWN_FILES:
+    own = {_OWN_FILE}
+    runpy_file = getattr(sys.modules.get("runpy"), "__file__", None)
+    if runpy_file:  # runpy not loaded: none of its frames can be there
+        own.add(os.path.abspath(runpy_file))
+    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) in own:
         tb = tb.tb_next
     while tb is not None and _is_profkit_frame(tb.tb_frame):
         tb = tb.tb_next
