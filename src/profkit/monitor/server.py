@@ -8,10 +8,11 @@ line. ``bench/monitor_bench.py`` measures it against a receive-only ceiling.
 from __future__ import annotations
 
 import ipaddress
+import select
 import socket
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Protocol, TextIO
 
 from profkit.errors import UsageError
@@ -203,17 +204,10 @@ def serve(
     The caller writes what is left (``view.close``) after this returns; an error of the
     display thread's write (a full disk) ends the loop and is raised here.
     """
-    import select
-
     sock.setblocking(False)
     receive = receiver(sock)
-    sources = receive.sources
-    reply = receive.reply
     fill = queue_fill(sock)
-    feed = monitor.feed
-    show = view.show
     clock = time.monotonic
-    wait = select.select
     buffer = receive_buffer(sock)
     window = ack_window(buffer, 1)
     heard: dict[str, int] = {}  # sender -> index of its last datagram in this batch
@@ -232,21 +226,13 @@ def serve(
                 if not datagrams:
                     break
                 burst += len(datagrams)
-                if len(datagrams) < BATCH:
-                    stride = 1  # the queue is empty now
-                elif fill is not None:
-                    stride = _stride_by_fill(stride, fill(), now - busy_since)
-                else:
-                    stride = _stride(stride, now - busy_since)
+                stride = _next_stride(stride, len(datagrams), fill, now - busy_since)
                 with lock:
-                    for i, data in enumerate(datagrams):
-                        result = feed(data, now, i % stride == 0)
-                        if result is not None:
-                            show(monitor, result[0], result[1])
-                            heard[result[0]] = i
+                    _feed_batch(monitor, view, datagrams, now, stride, heard)
                     if heard and acknowledge:
-                        _acknowledge(monitor, heard, sources(len(datagrams)), reply, window)
-                heard.clear()
+                        _acknowledge(
+                            monitor, heard, receive.sources(len(datagrams)), receive.reply, window
+                        )
                 now = clock()
                 if now >= next_window:
                     window = ack_window(buffer, _active(monitor, now))
@@ -254,11 +240,39 @@ def serve(
             if not burst:
                 stride = 1
                 busy_since = now
-                wait([sock], [], [], idle_timeout)  # PEP 475: retried after a signal
+                select.select([sock], [], [], idle_timeout)  # PEP 475: retried after a signal
     finally:
         display.stop(DISPLAY_JOIN)
     if display.error is not None:
         raise display.error
+
+
+def _next_stride(stride: int, count: int, fill: Callable[[], float] | None, busy_for: float) -> int:
+    """Every how many datagrams of the next batch go into the hot list (see :func:`serve`)."""
+    if count < BATCH:
+        return 1  # the queue is empty now
+    if fill is not None:
+        return _stride_by_fill(stride, fill(), busy_for)
+    return _stride(stride, busy_for)
+
+
+def _feed_batch(
+    monitor: Monitor,
+    view: View,
+    datagrams: Sequence[memoryview],
+    now: float,
+    stride: int,
+    heard: dict[str, int],
+) -> None:
+    """Check, count and show every datagram of a batch; note each sender's last one."""
+    heard.clear()
+    feed = monitor.feed
+    show = view.show
+    for i, data in enumerate(datagrams):
+        result = feed(data, now, i % stride == 0)
+        if result is not None:
+            show(monitor, result[0], result[1])
+            heard[result[0]] = i
 
 
 class Display(threading.Thread):
