@@ -40,7 +40,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("export", "export", "convert a saved profile (speedscope, Chrome trace, pstats, ...)"),
     ("profdata", "profdata", "LLVM instrumentation profiles: show, merge, overlap"),
     ("perfmap", "perfmap", "perf maps: show, lookup, convert, symbolize, verify, from-image"),
-    ("clr", "clr", ".NET programs: run under profkit's CoreCLR profiler, print its environment"),
+    (
+        "clr",
+        "clr",
+        ".NET programs: run under profkit's CoreCLR profiler, print its environment, convert its results",
+    ),
     ("heap", "heap", "run a script, then show what holds the most bytes and why it is alive"),
 )
 

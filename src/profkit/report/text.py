@@ -115,7 +115,7 @@ def render_tree(
             )
             continue
         if hot_spots:
-            out.extend(_hot_spots(spots, labels, total, hot_spots, pal, fmt))
+            out.extend(_hot_spots(spots, labels, total, hot_spots, pal, fmt, width))
         out.append(pal.dim(column_header(_COLUMNS, profile.mode)))
         limit, why = _limit(min_time_ns, min_share, total, fmt)
         view = _View(labels, pal, width, limit, why, max_depth, top, fold, fmt, own)
@@ -208,8 +208,10 @@ def _hot_spots(
     count: int,
     pal: Palette,
     fmt: Callable[[int], str] = format_ns,
+    width: int | None = None,
 ) -> list[str]:
-    """The functions with the most self time over the whole thread, any path."""
+    """The functions with the most self time over the whole thread, any path; names fitted
+    to ``width`` as the tree's are (in full without one)."""
     best = sorted(spots.items(), key=lambda item: -item[1])[:count]
     base = total or 1
     what = "self bytes" if fmt is not format_ns else "self time"
@@ -219,10 +221,9 @@ def _hot_spots(
             break
         share = self_ns / base
         label = labels[frame] if 0 <= frame < len(labels) else "<root>"
-        lines.append(
-            pal.heat(share, f"  {fmt(self_ns):>8} {100 * share:>5.1f}%  ")
-            + escape(label, MAX_NAME_CHARS)
-        )
+        cols = f"  {fmt(self_ns):>8} {100 * share:>5.1f}%  "
+        name = escape(label, MAX_NAME_CHARS) if width is None else fit(label, width - len(cols))
+        lines.append(pal.heat(share, cols) + name)
     return lines
 
 
