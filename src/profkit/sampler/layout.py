@@ -187,35 +187,7 @@ def from_table(hexversion: int) -> Layout:
     """The layout for a 3.11/3.12 release: its own measured one, else its minor's
     (:data:`SERIES`, marked ``verify`` outside the known range), else AttachError."""
     version = _version_str(hexversion)
-    minor = f"{hexversion >> 24}.{(hexversion >> 16) & 0xFF}"
-    patch = (hexversion >> 8) & 0xFF
-    final = (hexversion >> 4) & 0xF == 0xF
-    known = sorted(v for v in LAYOUTS if v.rsplit(".", 1)[0] == minor)
-    assume: str = read_setting(os.environ, "sampler_layout")
-    if assume and assume not in LAYOUTS:  # a typo is an error, never "no assumption"
-        raise SettingsError(
-            f"PROFKIT_SAMPLER_LAYOUT={assume!r}: expected one of the measured layouts "
-            f"{', '.join(sorted(LAYOUTS))}"
-        )
-    series = SERIES.get(minor)
-    verify = False
-    if version in LAYOUTS:
-        chosen = version
-    elif assume in known:  # forced by the user: used as it is
-        chosen = assume
-    elif assume:
-        raise AttachError(
-            f"found CPython {version}: PROFKIT_SAMPLER_LAYOUT={assume} is not a layout of "
-            f"{minor} (measured: {', '.join(known) or 'none'})"
-        )
-    elif series is not None:
-        chosen = series.layout
-        verify = not (final and series.first <= patch <= series.last)
-    else:
-        raise AttachError(
-            f"found CPython {version}: the sampler supports CPython 3.11, 3.12 and 3.13+ "
-            f"(offset tables cover {', '.join(sorted(LAYOUTS))})"
-        )
+    chosen, verify = _choose_table(hexversion, version)
     t = LAYOUTS[chosen]
     return Layout(
         version=version,
@@ -266,6 +238,41 @@ def from_table(hexversion: int) -> Layout:
         type_basicsize=t.get("type_basicsize", 0),
         heaptype_cached_keys=t.get("heaptype_cached_keys", 0),
     )
+
+
+def _choose_table(hexversion: int, version: str) -> tuple[str, bool]:
+    """Which measured table reads ``version``, and whether it must be verified live first
+    (see :func:`from_table`); AttachError/SettingsError when none may."""
+    minor = f"{hexversion >> 24}.{(hexversion >> 16) & 0xFF}"
+    patch = (hexversion >> 8) & 0xFF
+    final = (hexversion >> 4) & 0xF == 0xF
+    known = sorted(v for v in LAYOUTS if v.rsplit(".", 1)[0] == minor)
+    assume: str = read_setting(os.environ, "sampler_layout")
+    if assume and assume not in LAYOUTS:  # a typo is an error, never "no assumption"
+        raise SettingsError(
+            f"PROFKIT_SAMPLER_LAYOUT={assume!r}: expected one of the measured layouts "
+            f"{', '.join(sorted(LAYOUTS))}"
+        )
+    series = SERIES.get(minor)
+    verify = False
+    if version in LAYOUTS:
+        chosen = version
+    elif assume in known:  # forced by the user: used as it is
+        chosen = assume
+    elif assume:
+        raise AttachError(
+            f"found CPython {version}: PROFKIT_SAMPLER_LAYOUT={assume} is not a layout of "
+            f"{minor} (measured: {', '.join(known) or 'none'})"
+        )
+    elif series is not None:
+        chosen = series.layout
+        verify = not (final and series.first <= patch <= series.last)
+    else:
+        raise AttachError(
+            f"found CPython {version}: the sampler supports CPython 3.11, 3.12 and 3.13+ "
+            f"(offset tables cover {', '.join(sorted(LAYOUTS))})"
+        )
+    return chosen, verify
 
 
 def describe_series(layout: Layout) -> str:
