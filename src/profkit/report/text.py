@@ -14,14 +14,13 @@ reads the recorder's rows, making no node, when the tree still has them.
 
 from __future__ import annotations
 
-import itertools
-import os
 from collections.abc import Callable, Iterable
 
 from profkit._text import escape
 from profkit.api.names import LAUNCHER_MODULES, PROFKIT_MODULES
 from profkit.calltree.model import CallProfile
 from profkit.report._fmt import Palette, column_header, fit, format_ns, value_formatter
+from profkit.report.own import own_frames
 from profkit.report.shown import Hiding, ShownNode, self_times, shown_tree
 from profkit.report.shown import total_ns as shown_total
 from profkit.report.tree import display_names, matches, parse_prefixes
@@ -154,42 +153,6 @@ def _hiding(profile: CallProfile, prefixes: tuple[str, ...], fold: bool) -> Hidi
         else []
     )
     return Hiding(len(frames), hidden, imports, _c_functions(profile))
-
-
-_MAIN_MODULES = ("__main__", "__mp_main__")
-_INSTALLED = ("site-packages", "dist-packages")
-
-
-def own_frames(profile: CallProfile, prefixes: tuple[str, ...] = ()) -> list[bool]:
-    """Which frames are the program's own code, never folded: ``__main__`` (and
-    multiprocessing's ``__mp_main__``), modules in the script's directory (the directory
-    of a ``__main__`` frame's file, and below it, unless that is an installed package, as
-    ``-m pytest``'s is, or a virtual environment's), and ``prefixes`` (``--prefix``). Read from the profile itself, so a saved profile
-    folds the same way wherever it is reported."""
-    frames = profile.frames
-    dirs = tuple(
-        {
-            os.path.dirname(f.file) + os.sep
-            for f in frames
-            if matches(f.name, _MAIN_MODULES) and os.path.isabs(f.file) and not _installed(f.file)
-        }
-    )
-    return [
-        matches(f.name, _MAIN_MODULES)
-        or (bool(prefixes) and matches(f.name, prefixes))
-        or (bool(dirs) and f.file.startswith(dirs) and not _installed(f.file))
-        for f in frames
-    ]
-
-
-def _installed(path: str) -> bool:
-    """A file of an installed package or of the standard library (``.../site-packages/``,
-    ``.../lib/python3.11/``): not the user's, even under the script's directory (a venv)."""
-    parts = path.split(os.sep)
-    return any(
-        part in _INSTALLED or (part == "lib" and nxt.startswith("python"))
-        for part, nxt in itertools.pairwise(parts)
-    )
 
 
 def _c_functions(profile: CallProfile) -> list[bool]:
