@@ -59,10 +59,9 @@ def _hook(callbacks: dict[str, Any], status: dict[int, int], fails: list[Any]) -
         fail=lambda exc, what: fails.append((type(exc).__name__, what)),
         plain_fast=PLAIN,
         gen_fast=GEN,
-        transitions=False,
         resume_op=RESUME,
         yield_op=YIELD,
-        **callbacks,
+        **{"transitions": False, **callbacks},
     )
 
 
@@ -117,3 +116,42 @@ def test_an_error_in_the_c_form_goes_to_the_failure_rule() -> None:
         sys.setprofile(old)
     assert ("ValueError", "function_enter") in fails
     assert ("ValueError", "function_leave") in fails
+
+
+def test_c_calls_reach_the_c_forms_with_the_cached_id() -> None:
+    """c_call/c_return of a known caller: to_native/to_python's C forms get native_id's
+    answer, asked once per C function and then cached (here: len, called three times)."""
+    clock = iter(range(0, 10**9, 7))
+    rec = _recorder(clock=lambda: next(clock))
+    asked: list[Any] = []
+
+    def native_id(func: Any) -> int:
+        asked.append(func.__name__)
+        return 1001
+
+    fails: list[Any] = []
+    callbacks = {
+        "enter": rec.enter,
+        "leave": rec.leave,
+        "yield_": None,
+        "resume": None,
+        "transitions": True,
+        "to_native": rec.enter,
+        "to_python": rec.leave,
+        "native_id": native_id,
+    }
+    hook = _hook(callbacks, {id(pk_lens.__code__): PLAIN}, fails)
+    old = sys.getprofile()
+    sys.setprofile(hook)
+    try:
+        pk_lens()
+    finally:
+        sys.setprofile(old)
+    assert not fails and asked == ["len"]
+    rows = rec.export(10**9)[1][0][1]
+    (caller,) = [i for i, row in enumerate(rows) if row[1] == id(pk_lens.__code__)]
+    assert [(row[1], row[2]) for row in rows if row[0] == caller] == [(1001, 3)]
+
+
+def pk_lens() -> int:
+    return len("a") + len("bb") + len("ccc")

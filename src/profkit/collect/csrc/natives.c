@@ -214,6 +214,20 @@ c_call_path(Hook *self, PyFrameObject *frame, int what, PyObject *arg)
     if (obj == NULL) {
         return 1;
     }
+    if (target->direct != NULL) {
+        /* The common case: a cached id and a C-form callback. No reference is taken (the
+         * hook holds obj, which holds the owner; no Python code runs before the call),
+         * so neither the id's int nor the callback is touched: each would be a cache
+         * miss on a large program. */
+        PyCFunctionObject *f = (PyCFunctionObject *)arg;
+        Native *n = natives_find(self, f->m_ml, owner_of(f));
+        if (n != NULL && n->has_raw && owner_alive(n)) {
+            if (target->direct(target->owner, n->raw) < 0) {
+                return contain(self, "code transition") < 0 ? -1 : 1;
+            }
+            return 1;
+        }
+    }
     Py_INCREF(obj); /* native_id runs Python code; obj keeps target->owner alive */
     uintptr_t raw = 0;
     int has_raw = 0;
