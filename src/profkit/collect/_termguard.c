@@ -6,12 +6,16 @@
  * kernel, ``sum(range(10**12))``) would outlive a SIGTERM that kills the bare program at
  * once: ``Pool.terminate()`` would wait for it.
  *
- * So the C-level handler is wrapped: on SIGTERM it arms a one-shot POSIX timer and then
- * calls Python's own C handler (which only flags the signal for the eval loop). When the
- * Python handler starts it moves the deadline out (saving may take a while); when it has
- * not started by the deadline, the timer's SIGTERM (``si_code == SI_TIMER``) finds this
- * handler again, which puts back the default disposition and re-raises: the process dies
- * of SIGTERM as the bare program would, only later, and without a profile.
+ * So the C-level handler is wrapped: on SIGTERM it arms two one-shot POSIX timers and
+ * then calls Python's own C handler (which only flags the signal for the eval loop): one
+ * on the process's CPU clock (a process burning CPU in C without reaching a bytecode) and
+ * one on the monotonic clock, longer (a process blocked in C, and a bound on everything;
+ * longer so that a process merely starved of CPU on a loaded machine is not killed before
+ * its handler had a chance). When the Python handler starts it disarms the CPU deadline
+ * and moves the other out (saving takes CPU and time); when it has not started by a
+ * deadline, the timer's SIGTERM (``si_code == SI_TIMER``) finds this handler again, which
+ * puts back the default disposition and re-raises: the process dies of SIGTERM as the
+ * bare program would, only later, and without a profile.
  *
  * Everything in the handler is async-signal-safe (timer_gettime/timer_settime,
  * sigaction, raise). POSIX timers are not inherited by fork(): install() re-creates the
@@ -27,10 +31,12 @@
 #include <time.h>
 #include <unistd.h>
 
-static timer_t g_timer;
-static pid_t g_timer_pid = 0; /* the process the timer belongs to (0: none) */
+static timer_t g_timer;     /* CLOCK_MONOTONIC */
+static timer_t g_cpu_timer; /* CLOCK_PROCESS_CPUTIME_ID */
+static pid_t g_timer_pid = 0; /* the process the timers belong to (0: none) */
 static struct sigaction g_chained; /* Python's C-level handler, called after arming */
-static struct timespec g_first;    /* the deadline armed when SIGTERM arrives */
+static struct timespec g_first;     /* the wall deadline armed when SIGTERM arrives */
+static struct timespec g_first_cpu; /* the CPU deadline armed when SIGTERM arrives */
 
 static void
 die_of_sigterm(void)
@@ -46,16 +52,16 @@ die_of_sigterm(void)
 }
 
 static void
-arm_if_idle(const struct timespec *after)
+arm_if_idle(timer_t timer, const struct timespec *after)
 {
     struct itimerspec now;
-    if (timer_gettime(g_timer, &now) == 0 && (now.it_value.tv_sec != 0 || now.it_value.tv_nsec != 0)) {
+    if (timer_gettime(timer, &now) == 0 && (now.it_value.tv_sec != 0 || now.it_value.tv_nsec != 0)) {
         return; /* already counting down: a second SIGTERM does not move the deadline */
     }
     struct itimerspec spec;
     memset(&spec, 0, sizeof spec);
     spec.it_value = *after;
-    timer_settime(g_timer, 0, &spec, NULL);
+    timer_settime(timer, 0, &spec, NULL);
 }
 
 static void
@@ -68,7 +74,8 @@ on_sigterm(int signo, siginfo_t *info, void *context)
         return;
     }
     if (g_timer_pid == getpid()) {
-        arm_if_idle(&g_first);
+        arm_if_idle(g_timer, &g_first);
+        arm_if_idle(g_cpu_timer, &g_first_cpu);
     }
     if (g_chained.sa_flags & SA_SIGINFO) {
         if (g_chained.sa_sigaction != NULL) {
@@ -109,20 +116,35 @@ ensure_timer(void)
     if (timer_create(CLOCK_MONOTONIC, &event, &g_timer) != 0) {
         return -1;
     }
+    if (timer_create(CLOCK_PROCESS_CPUTIME_ID, &event, &g_cpu_timer) != 0) {
+        int saved = errno;
+        timer_delete(g_timer);
+        errno = saved;
+        return -1;
+    }
     g_timer_pid = getpid();
     return 0;
 }
 
 PyDoc_STRVAR(install_doc,
-    "install(first_deadline, /)\n--\n\n"
+    "install(cpu_deadline, wall_deadline, /)\n--\n\n"
     "Wrap SIGTERM's current C-level handler (Python's, after signal.signal) so that a\n"
-    "SIGTERM arms a deadline of ``first_deadline`` seconds before the Python handler is\n"
-    "flagged. Raises OSError when the timer or the handler cannot be set.");
+    "SIGTERM arms deadlines of ``cpu_deadline`` seconds of the process's CPU time and\n"
+    "``wall_deadline`` seconds before the Python handler is flagged. Raises OSError when\n"
+    "the timers or the handler cannot be set.");
 
 static PyObject *
-install(PyObject *module, PyObject *arg)
+install(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    double seconds = PyFloat_AsDouble(arg);
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "install() takes 2 arguments");
+        return NULL;
+    }
+    double cpu_seconds = PyFloat_AsDouble(args[0]);
+    if (cpu_seconds == -1.0 && PyErr_Occurred()) {
+        return NULL;
+    }
+    double seconds = PyFloat_AsDouble(args[1]);
     if (seconds == -1.0 && PyErr_Occurred()) {
         return NULL;
     }
@@ -143,6 +165,7 @@ install(PyObject *module, PyObject *arg)
     }
     g_chained = current;
     g_first = timespec_of(seconds);
+    g_first_cpu = timespec_of(cpu_seconds);
     struct sigaction ours = current;
     ours.sa_flags = (current.sa_flags | SA_SIGINFO) & ~SA_RESETHAND;
     ours.sa_sigaction = on_sigterm;
@@ -154,8 +177,9 @@ install(PyObject *module, PyObject *arg)
 
 PyDoc_STRVAR(extend_doc,
     "extend(seconds, /)\n--\n\n"
-    "(Re-)arm the deadline to ``seconds`` from now: the Python handler has started and\n"
-    "needs time to save. A no-op when install() never ran in this process.");
+    "Disarm the CPU deadline and (re-)arm the wall one to ``seconds`` from now: the\n"
+    "Python handler has started and needs time to save. A no-op when install() never ran\n"
+    "in this process.");
 
 static PyObject *
 extend(PyObject *module, PyObject *arg)
@@ -167,6 +191,9 @@ extend(PyObject *module, PyObject *arg)
     if (g_timer_pid == getpid()) {
         struct itimerspec spec;
         memset(&spec, 0, sizeof spec);
+        if (timer_settime(g_cpu_timer, 0, &spec, NULL) != 0) {
+            return PyErr_SetFromErrno(PyExc_OSError);
+        }
         spec.it_value = timespec_of(seconds);
         if (timer_settime(g_timer, 0, &spec, NULL) != 0) {
             return PyErr_SetFromErrno(PyExc_OSError);
@@ -176,7 +203,7 @@ extend(PyObject *module, PyObject *arg)
 }
 
 static PyMethodDef methods[] = {
-    {"install", install, METH_O, install_doc},
+    {"install", (PyCFunction)(void (*)(void))install, METH_FASTCALL, install_doc},
     {"extend", extend, METH_O, extend_doc},
     {NULL, NULL, 0, NULL},
 };

@@ -1,5 +1,5 @@
-def install(first_deadline: float, /) -> None:
-    """Wrap SIGTERM's C-level handler: a SIGTERM arms a deadline before Python's is flagged."""
+def install(cpu_deadline: float, wall_deadline: float, /) -> None:
+    """Wrap SIGTERM's C-level handler: a SIGTERM arms deadlines before Python's is flagged."""
 
 def extend(seconds: float, /) -> None:
-    """(Re-)arm the deadline to ``seconds`` from now (the Python handler has started)."""
+    """Disarm the CPU deadline, (re-)arm the wall one (the Python handler has started)."""

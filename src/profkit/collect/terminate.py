@@ -22,9 +22,10 @@ which is how ``Pool.terminate()`` once waited forever (issue #17).
 
 A Python handler runs only between bytecodes, so a process inside a long C call would
 outlive the signal that kills the bare program at once. ``_termguard`` (C, optional)
-arms a deadline when SIGTERM arrives: if the Python handler has not started within
-:data:`FIRST_DEADLINE` seconds, the process dies of SIGTERM unsaved, as the bare program
-would have, only later. Once started, the handler gives the save :data:`SAVE_DEADLINE`
+arms deadlines when SIGTERM arrives: if the Python handler has not started within
+:data:`FIRST_CPU_DEADLINE` seconds of the process's CPU time (busy in C) or
+:data:`FIRST_WALL_DEADLINE` seconds of wall time (blocked in C), the process dies of
+SIGTERM unsaved, as the bare program would have, only later. Once started, the handler gives the save :data:`SAVE_DEADLINE`
 seconds, so a save that cannot finish (a lock the interrupted code held) cannot keep the
 process alive either. Without the C module only the save deadline holds.
 
@@ -44,8 +45,12 @@ try:  # optional like profkit's other C paths
 except ImportError:  # pragma: no cover - a build without a compiler
     _termguard: Any = None  # type: ignore[no-redef]
 
-#: Seconds a SIGTERM may wait for the Python handler to start before it kills unsaved.
-FIRST_DEADLINE = 1.0
+#: Seconds of the process's CPU time a SIGTERM may wait for the Python handler to start
+#: before it kills unsaved (a process busy in one C call).
+FIRST_CPU_DEADLINE = 1.0
+#: Seconds of wall time the same (a process blocked in C; longer, so that a process only
+#: starved of CPU on a loaded machine is not killed before its handler could run).
+FIRST_WALL_DEADLINE = 10.0
 #: Seconds the started handler gives the save before the process dies anyway.
 SAVE_DEADLINE = 60.0
 
@@ -77,7 +82,7 @@ def install() -> bool:
     _saving, _die_when_saved = 0, False  # a forked child's copy of the parent's count
     if _termguard is not None:
         try:  # noqa: SIM105 - contextlib is not imported in every profiled process for this
-            _termguard.install(FIRST_DEADLINE)
+            _termguard.install(FIRST_CPU_DEADLINE, FIRST_WALL_DEADLINE)
         except OSError:
             pass  # no timer here: the save deadline still holds
     return True
