@@ -48,9 +48,9 @@ def render_flat(
         rows = rows[: max(top, 0)]
     room = None if width is None else max(width, len(_FLAT_COLUMNS) + 16) - len(_FLAT_COLUMNS)
     out = [pal.bold(f"{len(stats.functions)} functions, {format_ns(stats.total_ns)} in total")]
-    note = compensation_note(profile)
-    if note:
-        out.append(pal.dim(note))
+    for note in (compensation_note(profile), not_seen_note(profile)):
+        if note:
+            out.append(pal.dim(note))
     out.append(pal.dim(column_header(_FLAT_COLUMNS, profile.mode)))
     for frame, t in rows:
         share = t.exclusive_ns / base
@@ -81,6 +81,16 @@ def compensation_note(profile: CallProfile) -> str | None:
         except (KeyError, TypeError, ValueError):
             per_call = ""
     return f"profkit's own cost per call taken out{per_call} (raw: --no-compensate)"
+
+
+def not_seen_note(profile: CallProfile) -> str | None:
+    """One line naming what a memory profile could not count (metadata ``not_seen``,
+    profilers/memory.py: e.g. numpy's array data), so a small total is not read as
+    "this program uses little memory"; None when nothing is known to be missing."""
+    missing = profile.metadata.get("not_seen")
+    if not (isinstance(missing, list) and missing):
+        return None
+    return "not counted: " + "; ".join(str(m) for m in missing)
 
 
 def _sort_value(t: Totals, key: SortKey) -> int:

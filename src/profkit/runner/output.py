@@ -185,7 +185,10 @@ def render(profile: CallProfile, stream: TextIO) -> str:
     tree = render_tree(
         profile, width=width, color=color, min_share=0.02, top=8, fold=True, hot_spots=3
     )
-    return tree + more
+    from profkit.report.flat import not_seen_note
+
+    note = not_seen_note(profile)
+    return tree + more + (f"profkit: {note}\n" if note else "")
 
 
 def _isatty(stream: TextIO) -> bool:
