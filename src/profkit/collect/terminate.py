@@ -104,7 +104,7 @@ def saving_ended() -> None:
     global _saving
     _saving -= 1
     if _saving <= 0 and _die_when_saved and installed():
-        _die_of_sigterm()
+        die_of(_TERM)
 
 
 def _save_and_die(signum: int, frame: FrameType | None) -> None:
@@ -123,13 +123,19 @@ def _save_and_die(signum: int, frame: FrameType | None) -> None:
         collect.detach()  # the profiler's shutdown saves; its failures are reported there
     except BaseException:  # dying of SIGTERM comes first, whatever happened
         pass
-    _die_of_sigterm()
+    die_of(_TERM)
 
 
-def _die_of_sigterm() -> None:
+def die_of(signum: int) -> None:
+    """End this process by ``signum`` (after the caller has saved and flushed everything).
+
+    The disposition is reset to the default and the signal unblocked first, so it cannot be
+    caught or ignored; returns only if the process somehow survived it. ``profkit run``'s
+    own ending (:func:`profkit.runner.signals.die_of`) is this function too.
+    """
     try:
-        _signal.signal(_TERM, _DEFAULT)
-        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, (_TERM,))
-    except (ValueError, OSError):  # pragma: no cover - the handler runs in the main thread
+        _signal.signal(signum, _DEFAULT)
+        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, (signum,))
+    except (ValueError, OSError):  # pragma: no cover - not the main thread
         pass
-    os.kill(os.getpid(), _TERM)
+    os.kill(os.getpid(), signum)

@@ -120,15 +120,6 @@ def _save_before_dying_if_profiled() -> None:
         _terminate.install()
 
 
-def die_of(signum: int) -> None:
-    """End this process by ``signum`` (after the caller has saved and flushed everything).
-
-    The disposition is reset to the default and the signal unblocked first, so it cannot be
-    caught or ignored; returns only if the process somehow survived it.
-    """
-    try:
-        signal.signal(signum, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
-    except (ValueError, OSError):
-        pass
-    os.kill(os.getpid(), signum)
+#: End this process by a signal, as python would (shared with the SIGTERM handler of
+#: environment-profiled processes: :func:`profkit.collect.terminate.die_of`).
+die_of = _terminate.die_of
