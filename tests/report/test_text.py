@@ -49,8 +49,11 @@ def test_every_line_fits_the_width_but_names_keep_40_characters() -> None:
 
 
 def test_deep_tree_does_not_recurse() -> None:
+    """5,000 levels render without recursion; the chain folds between its two ends
+    (issue #22: it used to print every level, indented by its depth)."""
     text = render_tree(deep_profile(5000))
-    assert text.count("myapp.rec") == 5000
+    assert "levels folded: myapp.rec × " in text
+    assert "[5000]" in text
 
 
 def test_color_only_when_asked() -> None:

@@ -4,8 +4,10 @@ Used by ``profkit report`` and printed at the end of ``profkit run``. Each threa
 header and its tree; children are sorted by inclusive time. Columns (total, self, share,
 calls) come first so the tree can take whatever width is left; on a terminal, names too
 long for it are cut from the left (the end of ``module.qualname`` says most) but never
-below :data:`MIN_NAME` characters; very deep paths show their depth as ``[N]`` instead
-of an ever-growing indent. Without a width (a file, a pipe) names are shown in full.
+below :data:`MIN_NAME` characters. Without a width (a file, a pipe) names are shown in
+full. Deep trees stay linear in size (:mod:`~profkit.report.deep`): long single-child
+chains (a recursion) fold to one line between their ends, and past a bounded indent a
+line shows its depth as ``[N]``.
 
 The cost follows what is printed, not the tree's size: the shown tree is worked out only
 where it is read (:mod:`~profkit.report.shown`), and the hot spots' one whole-tree pass
@@ -17,13 +19,21 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from profkit._text import escape
-from profkit.api.names import LAUNCHER_MODULES, PROFKIT_MODULES
 from profkit.calltree.model import CallProfile
 from profkit.report._fmt import Palette, column_header, fit, format_ns, value_formatter
+from profkit.report.deep import (
+    KEEP_TOP,
+    MAX_LEVELS,
+    DeepFold,
+    deep_chain,
+    fold_chain,
+    tree_prefix,
+)
 from profkit.report.own import own_frames
-from profkit.report.shown import Hiding, ShownNode, self_times, shown_tree
+from profkit.report.rules import hiding_rules
+from profkit.report.shown import ShownNode, self_times, shown_tree
 from profkit.report.shown import total_ns as shown_total
-from profkit.report.tree import display_names, matches, parse_prefixes
+from profkit.report.tree import display_names, parse_prefixes
 
 _COLUMNS = "   total     self      %    calls  "
 #: Fewest characters a name is cut to on a terminal (a line wraps rather than say less).
@@ -31,20 +41,12 @@ MIN_NAME = 40
 #: Longest name shown in full off a terminal (the rest is counted, not printed).
 MAX_NAME_CHARS = 1000
 _MIN_NAME = 16  # the narrowest --width accepted leaves this much for names
-#: profkit's own modules (the runner, the collector, ...), never part of the program: the one
-#: list, :mod:`profkit.api.names`.
-INTERNAL_MODULES = LAUNCHER_MODULES + PROFKIT_MODULES
-#: Frames at a thread's root that only the runner called (``contextlib.suppress`` around
-#: the program's exit, in profiles saved before the runner moved to :mod:`profkit.runner`).
 #: the header's word for a memory profile's metric (``metadata["metric"]``)
 _MEMORY_WORDS = {
     "alloc_bytes": "allocated",
     "peak_bytes": "alive at the peak",
     "leaked_bytes": "alive at the end",
 }
-_LAUNCHER_ROOTS = ("contextlib.suppress.",)
-_IMPORT_FILES = ("<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>")
-_IMPORT_NAMES = ("importlib._bootstrap", "importlib._bootstrap_external")
 
 
 def render_tree(
@@ -90,7 +92,7 @@ def render_tree(
     if width is not None:
         width = max(width, len(_COLUMNS) + _MIN_NAME)
     labels = display_names(profile)
-    hiding = _hiding(profile, prefixes, fold)
+    hiding = hiding_rules(profile, prefixes, fold)
     own = own_frames(profile, prefixes) if fold else []
     out: list[str] = []
     mode = {"trace": "traced", "sample": "sampled"}.get(profile.mode) or _MEMORY_WORDS.get(
@@ -137,33 +139,6 @@ def _limit(
     return limit, f"below the limit ({fmt(min_time_ns)})"
 
 
-def _hiding(profile: CallProfile, prefixes: tuple[str, ...], fold: bool) -> Hiding:
-    """The view's rules: profkit's frames (and those outside ``prefixes``) hidden, import
-    machinery folded when ``fold``, C functions hidden at the root (see :func:`_c_functions`)."""
-    frames = profile.frames
-    hidden = [
-        matches(f.name, INTERNAL_MODULES)
-        or (f.name.startswith(_LAUNCHER_ROOTS) and f.file.endswith("contextlib.py"))
-        or (bool(prefixes) and not matches(f.name, prefixes))
-        for f in frames
-    ]
-    imports = (
-        [f.file.startswith(_IMPORT_FILES) or matches(f.name, _IMPORT_NAMES) for f in frames]
-        if fold
-        else []
-    )
-    return Hiding(len(frames), hidden, imports, _c_functions(profile))
-
-
-def _c_functions(profile: CallProfile) -> list[bool]:
-    """Frames of C functions as profkit's Python profilers record them (no file, a
-    dotted name); other profiles (.NET, hand-made) may have file-less frames anywhere."""
-    profiler = profile.metadata.get("profiler")
-    if not (isinstance(profiler, str) and profiler.startswith("profkit.profilers.")):
-        return []
-    return [not f.file and "." in f.name for f in profile.frames]
-
-
 def _hot_spots(
     spots: dict[int, int],
     labels: list[str],
@@ -190,9 +165,9 @@ def _hot_spots(
     return lines
 
 
-#: stack items of the view: a node, a "more" summary (count, inclusive, calls) or a
-#: folded chain (frames, inclusive, packages)
-_Entry = ShownNode | tuple[int, int, int] | tuple[str, int, str]
+#: stack items of the view: a node, a "more" summary (count, inclusive, calls), a
+#: folded chain (frames, inclusive, packages) or a deep chain's folded middle
+_Entry = ShownNode | tuple[int, int, int] | tuple[str, int, str] | DeepFold
 
 
 class _View:
@@ -222,10 +197,13 @@ class _View:
         self.top = top
         self.fold = fold
         self.chains: dict[int, tuple[list[ShownNode], ShownNode]] = {}
+        #: pushed nodes that are their parent's only line → links of single children
+        #: above them (a deep chain is looked for once, when this reaches KEEP_TOP)
+        self.runs: dict[int, int] = {}
         room = (width or 10_000) - len(_COLUMNS)
         # the indent is 2 columns per level; beyond this many levels show "[depth]"
         self.room = room
-        self.max_levels = max((room - MIN_NAME) // 2, 1) if width is not None else 10_000
+        self.max_levels = max((room - MIN_NAME) // 2, 1) if width is not None else MAX_LEVELS
 
     def _visible(self, node: ShownNode) -> tuple[list[ShownNode], list[ShownNode]]:
         children = sorted(node.children.values(), key=lambda c: -c.inclusive_ns)
@@ -252,8 +230,11 @@ class _View:
         pal = self.pal
         while stack:
             entry, guides, is_last, depth = stack.pop()
-            tree = _tree_prefix(guides, is_last, self.max_levels, depth)
+            tree = tree_prefix(guides, is_last, self.max_levels, depth)
             name_room = max(self.room - len(tree), MIN_NAME if self.width else 1)
+            if isinstance(entry, DeepFold):
+                out.append(pal.dim(self._deep_line(entry, share_base, tree, name_room)))
+                continue
             if isinstance(entry, tuple):
                 first = entry[0]
                 if isinstance(first, str):  # a folded chain
@@ -285,7 +266,10 @@ class _View:
             out.append(pal.heat(share, cols) + tree + pal.heat(share, self._fit(name, name_room)))
             if not cut:
                 below = (*guides, not is_last)
-                if not self._push_chain(node, below, depth + 1, stack):
+                if not (
+                    self._push_chain(node, below, depth + 1, stack)
+                    or self._push_deep(node, below, depth + 1, stack)
+                ):
                     self._push_children(node, below, depth + 1, stack)
 
     def _fit(self, text: str, room: int) -> str:
@@ -308,15 +292,64 @@ class _View:
                 if len(chain) >= 4:  # child, then two or more folded, then the last
                     self.chains[id(child)] = (chain[1:-1], chain[-1])
             items.append((child, guides, False, depth))
-        hidden_ns = sum(c.inclusive_ns for c in hidden)
-        # folded views drop a summary too small to matter (it would be one line in three)
-        if hidden and not (self.fold and self.limit and hidden_ns < self.limit):
+        if self._shows_summary(hidden):
+            hidden_ns = sum(c.inclusive_ns for c in hidden)
             summary = (len(hidden), hidden_ns, sum(c.calls for c in hidden))
             items.append((summary, guides, False, depth))
+        run = self.runs.pop(id(node), 0)
+        if len(items) == 1 and isinstance(items[0][0], ShownNode):
+            self.runs[id(items[0][0])] = run + 1
         if items:
             last_item = items[-1]
             items[-1] = (last_item[0], last_item[1], True, last_item[3])
         stack.extend(reversed(items))
+
+    def _shows_summary(self, hidden: list[ShownNode]) -> bool:
+        """Whether hidden siblings get their ``… N more`` line: folded views drop a
+        summary too small to matter (it would be one line in three)."""
+        if not hidden:
+            return False
+        return not (self.fold and self.limit and sum(c.inclusive_ns for c in hidden) < self.limit)
+
+    def _only_child(self, node: ShownNode) -> ShownNode | None:
+        """The one line printed below ``node`` when that is a node, else ``None``."""
+        if not node.children:
+            return None
+        shown, hidden = self._visible(node)
+        if len(shown) != 1 or self._shows_summary(hidden):
+            return None
+        return shown[0]
+
+    def _push_deep(
+        self,
+        node: ShownNode,
+        guides: tuple[bool, ...],
+        depth: int,
+        stack: list[tuple[_Entry, tuple[bool, ...], bool, int]],
+    ) -> bool:
+        """Below ``node``, the :data:`KEEP_TOP`-th link of a chain of single children: a
+        fold line and the chain's lower end, when the chain goes on long enough (see
+        :mod:`~profkit.report.deep`). Each chain is walked once, from that node."""
+        if self.runs.get(id(node), 0) != KEEP_TOP:
+            return False
+        found = fold_chain(deep_chain(node, self._only_child, self._room_below(depth)))
+        if found is None:
+            return False
+        del self.runs[id(node)]
+        fold, below = found
+        stack.append((below, guides, True, depth + len(fold.frames)))
+        stack.append((fold, guides, False, depth))
+        return True
+
+    def _room_below(self, depth: int) -> int | None:
+        """How many levels may be shown from ``depth`` on (``max_depth`` cuts there)."""
+        return None if self.max_depth is None else max(self.max_depth - depth + 1, 0)
+
+    def _deep_line(self, fold: DeepFold, share_base: int, tree: str, room: int) -> str:
+        share = 100 * fold.inclusive_ns / share_base
+        cols = f"{self.fmt(fold.inclusive_ns):>8} {self.fmt(fold.exclusive_ns):>8} {share:>5.1f}% "
+        tree = tree[: -len("├─ ")] + "  "  # no branch: the chain goes on below
+        return cols + f"{'':>8}  " + tree + self._fit(fold.label(self.labels), room)
 
     def _push_chain(
         self,
@@ -356,20 +389,3 @@ class _View:
             seen.setdefault(label.split(".", 1)[0].split(" ", 1)[0], None)
         names = list(seen)
         return ", ".join(names[:4]) + (", …" if len(names) > 4 else "")
-
-
-def _tree_prefix(guides: tuple[bool, ...], is_last: bool, max_levels: int, depth: int) -> str:
-    """Box-drawing guides for one line: ``│ `` per open ancestor, then ``├─``/``└─``.
-
-    Past ``max_levels`` the outer guides give way to a ``[depth]`` marker, so the indent
-    never grows beyond the room the name needs.
-    """
-    budget = 2 * (max_levels - 1)
-    lead = ""
-    shown = guides
-    if 2 * len(guides) > budget:
-        lead = f"[{depth}] "
-        keep = max((budget - len(lead)) // 2, 0)
-        shown = guides[len(guides) - keep :] if keep else ()
-    connector = "└─ " if is_last else "├─ "
-    return lead + "".join("│ " if g else "  " for g in shown) + connector
