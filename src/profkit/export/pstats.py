@@ -2,8 +2,10 @@
 
 A pstats file is ``marshal.dumps`` of the dict cProfile builds:
 ``{(file, line, name): (cc, nc, tt, ct, callers)}`` with
-``callers = {(file, line, name): (cc, nc, tt, ct)}``, times in seconds, ``cc`` the
-primitive (non-recursive) calls. Top-level functions have no callers.
+``callers = {(file, line, name): (nc, cc, tt, ct)}``, times in seconds, ``cc`` the
+primitive (non-recursive) calls. Note the callers' order: cProfile's ``snapshot_stats``
+writes a caller's calls *before* its primitive calls (``print_callers`` shows
+``nc/cc``), the reverse of a function's own entry. Top-level functions have no callers.
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ def stats_dict(
         if caller == ROOT:
             continue
         callers.setdefault(callee, {})[keys[caller]] = (
-            e.primitive_calls,
             e.calls,
+            e.primitive_calls,
             e.exclusive_ns / 1e9,
             e.inclusive_ns / 1e9,
         )

@@ -2,7 +2,10 @@
 
 Shared by the flat and callers views and the pstats exporter. Recursion is handled the
 way cProfile does: a function's inclusive time counts only its outermost activation on a
-path, so ``f → f → f`` is not counted three times.
+path, so ``f → f → f`` is not counted three times; an edge's only its outermost activation
+*of that edge* (``_lsprof``'s sub-entry recursion level), so the edge ``f → f`` of a
+recursion counts its first activation as primitive and its time once, as cProfile's
+callers do.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ def collect(roots: Iterable[CallNode]) -> Stats:
     for root in roots:
         stats.total_ns += root.inclusive_ns or sum(c.inclusive_ns for c in root.children.values())
         on_path: dict[int, int] = {}  # frame -> activations on the current path
+        edge_on_path: dict[tuple[int, int], int] = {}  # (caller, callee) -> the same
         # (node, parent frame, entering?) — the exit marker pops the frame off the path
         stack: list[tuple[CallNode, int, bool]] = [
             (c, ROOT, True) for c in reversed(root.children.values())
@@ -49,28 +53,32 @@ def collect(roots: Iterable[CallNode]) -> Stats:
         while stack:
             node, parent, entering = pop()
             frame = node.frame
+            pair = (parent, frame)
             if not entering:
                 on_path[frame] -= 1
+                edge_on_path[pair] -= 1
                 continue
             depth = on_path.get(frame, 0)
+            edge_depth = edge_on_path.get(pair, 0)
             fn = functions.get(frame)
             if fn is None:
                 fn = functions[frame] = Totals()
-            edge = edges.get((parent, frame))
+            edge = edges.get(pair)
             if edge is None:
-                edge = edges[(parent, frame)] = Totals()
+                edge = edges[pair] = Totals()
             calls, excl = node.calls, node.exclusive_ns
             fn.calls += calls
             edge.calls += calls
             fn.exclusive_ns += excl
             edge.exclusive_ns += excl
             if not depth:  # outermost activation on this path: count inclusive time once
-                incl = node.inclusive_ns
-                fn.inclusive_ns += incl
-                edge.inclusive_ns += incl
+                fn.inclusive_ns += node.inclusive_ns
                 fn.primitive_calls += calls
+            if not edge_depth:  # the same rule, per edge
+                edge.inclusive_ns += node.inclusive_ns
                 edge.primitive_calls += calls
             on_path[frame] = depth + 1
+            edge_on_path[pair] = edge_depth + 1
             push((node, parent, False))
             children = node.children
             if children:
