@@ -197,6 +197,7 @@ def _run_handler(args: argparse.Namespace) -> int:
 
 
 def _env_handler(args: argparse.Namespace) -> int:
+    from profkit._atomic import write_stdout
     from profkit.clr.environment import profiler_environment
 
     settings = _settings(args)
@@ -205,8 +206,8 @@ def _env_handler(args: argparse.Namespace) -> int:
     env = profiler_environment(settings, output=args.raw, events=_events(args))
     if args.raw is not None:  # keep {pid} for the process to resolve
         env["PROFKIT_CLR_OUTPUT"] = os.path.abspath(args.raw)
-    for key, value in env.items():
-        print(f"export {key}={shlex.quote(value)}")
+    lines = "".join(f"export {key}={shlex.quote(value)}\n" for key, value in env.items())
+    write_stdout(lines.encode("utf-8", "surrogateescape"))  # checked (issue #22)
     return 0
 
 

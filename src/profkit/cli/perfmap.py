@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from profkit._atomic import write_stdout
 from profkit.cli.perfmap_common import (
     add_r2rmap,
     base_files,
@@ -28,7 +29,7 @@ from profkit.cli.perfmap_common import (
 from profkit.cli.perfmap_image import run_from_image, run_verify
 from profkit.cli.perfmap_symbolize import run_symbolize
 from profkit.errors import PerfMapFormatError, UsageError
-from profkit.formats.perfmap._io import read_input, write_atomic, write_stdout
+from profkit.formats.perfmap._io import read_input, write_atomic
 from profkit.formats.perfmap._lines import PERF_STYLE, render_lines
 from profkit.formats.perfmap.bases import parse_address
 from profkit.formats.perfmap.pe import read_pe

@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from profkit._atomic import refuse_input_as_output
+from profkit._atomic import refuse_input_as_output, write_stdout
 from profkit._text import MAX_MESSAGE_CHARS, escape
 from profkit.errors import PerfMapFormatError, UsageError
-from profkit.formats.perfmap._io import read_input, write_stdout
+from profkit.formats.perfmap._io import read_input
 from profkit.formats.perfmap.bases import BaseResolver, map_stem
 from profkit.formats.perfmap.mmapevents import image_finder, load_mmap_events
 from profkit.formats.perfmap.perfinfo import load_perfinfo

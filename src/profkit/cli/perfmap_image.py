@@ -10,9 +10,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from profkit._atomic import write_stdout
 from profkit.cli.perfmap_common import refuse_overwrite, say
 from profkit.errors import FormatError, PerfMapFormatError
-from profkit.formats.perfmap._io import read_input, write_atomic, write_stdout
+from profkit.formats.perfmap._io import read_input, write_atomic
 from profkit.formats.perfmap.pe import read_pe
 from profkit.formats.perfmap.r2rmap import R2RPerfMap, read_r2rmap, write_r2rmap
 from profkit.formats.perfmap.signature import verify_map

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from profkit._atomic import write_stdout
 from profkit._text import MAX_MESSAGE_CHARS, escape
 from profkit.cli.perfmap_common import (
     add_r2rmap,
@@ -19,7 +20,7 @@ from profkit.cli.perfmap_common import (
     refuse_overwrite,
 )
 from profkit.errors import FormatError, UsageError
-from profkit.formats.perfmap._io import atomic_output, iter_lines, open_stream, write_stdout
+from profkit.formats.perfmap._io import atomic_output, iter_lines, open_stream
 from profkit.formats.perfmap.bases import map_stem
 from profkit.formats.perfmap.mmapevents import image_base, image_finder, load_mmap_events
 from profkit.formats.perfmap.perfinfo import load_perfinfo

@@ -183,13 +183,9 @@ def _show(args: argparse.Namespace) -> int:
         with write_errors(f"cannot write {args.output}: "):
             write_atomic(args.output, text.encode("utf-8", "surrogateescape"))
     else:
+        from profkit._atomic import write_stdout
+
         # Names are bytes in the file; undecodable ones travel as surrogate escapes and
         # are written back as the original bytes, as llvm-profdata would print them.
-        buffer = getattr(sys.stdout, "buffer", None)
-        if buffer is None:  # a text-only stream (tests, embedding)
-            sys.stdout.write(text)
-        else:
-            sys.stdout.flush()
-            buffer.write(text.encode("utf-8", "surrogateescape"))
-            buffer.flush()
+        write_stdout(text.encode("utf-8", "surrogateescape"))
     return 0

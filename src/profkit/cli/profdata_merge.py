@@ -251,7 +251,7 @@ def _report_failures(args: argparse.Namespace, outcome: Any, n_inputs: int) -> N
 
 def _write(args: argparse.Namespace, profile: Any, version: int | None, dialect: int) -> None:
     """Write the merged profile: atomically to ``-o FILE``, or to stdout for ``-o -``."""
-    from profkit._atomic import write_errors
+    from profkit._atomic import write_errors, write_stdout
     from profkit.formats.instrprof.indexed_writer import build_indexed, write_indexed
     from profkit.formats.instrprof.text_writer import format_text, write_text
 
@@ -260,9 +260,7 @@ def _write(args: argparse.Namespace, profile: Any, version: int | None, dialect:
             data = format_text(profile, llvm_version=dialect).encode("utf-8", "surrogateescape")
         else:
             data = build_indexed(profile, version, sparse=args.sparse)
-        sys.stdout.flush()
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
+        write_stdout(data)  # checked: a full disk is an error, not a short file
     else:
         with write_errors(f"cannot write {args.output}: "):
             if args.text:

@@ -9,7 +9,6 @@ text. Readers load in the handler (``show`` imports this module too).
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from profkit.cli import profdata_spelling
@@ -47,7 +46,7 @@ def register(sub: Any) -> None:
 
 def run_overlap(args: argparse.Namespace) -> int:
     """The ``overlap`` handler."""
-    from profkit._atomic import ensure_not_an_input, write_atomic, write_errors
+    from profkit._atomic import ensure_not_an_input, write_atomic, write_errors, write_stdout
     from profkit.formats.instrprof.overlap_calc import overlap
     from profkit.formats.instrprof.reader import read_profile
     from profkit.present.instrprof.llvm_overlap import format_overlap
@@ -62,5 +61,5 @@ def run_overlap(args: argparse.Namespace) -> int:
         with write_errors(f"cannot write {args.output}: "):
             write_atomic(args.output, text.encode("utf-8", "surrogateescape"))
     else:
-        sys.stdout.write(text)
+        write_stdout(text.encode("utf-8", "surrogateescape"))
     return 0

@@ -8,6 +8,7 @@ import signal
 import sys
 from typing import Any
 
+from profkit._atomic import write_stdout
 from profkit.cli.attach import (
     add_sampling_options,
     add_target,
@@ -45,8 +46,8 @@ def _handler(args: argparse.Namespace) -> int:
     def draw(s: SamplerSession) -> None:
         size = shutil.get_terminal_size((100, 30))
         text = render_top(s, state, rows=max(size.lines - 5, 5), width=size.columns)
-        sys.stdout.write(("\x1b[H\x1b[2J" if tty else "") + text + ("" if tty else "\n"))
-        sys.stdout.flush()
+        screen = ("\x1b[H\x1b[2J" if tty else "") + text + ("" if tty else "\n")
+        write_stdout(screen.encode("utf-8", "backslashreplace"))  # checked (issue #22)
 
     previous = signal.signal(signal.SIGTERM, lambda *_: session.stop())
     try:

@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterator
 from typing import BinaryIO, Protocol
 
 from profkit import _atomic, _inputs
-from profkit._atomic import write_stdout
 from profkit.errors import FormatError
 
 __all__ = [
@@ -23,7 +22,6 @@ __all__ = [
     "open_stream",
     "read_input",
     "write_atomic",
-    "write_stdout",
 ]
 
 
