@@ -16,7 +16,7 @@ def _settled(pid, ok, timeout=5.0):
     """Dump until ``ok(stacks)`` (a target may be a line short of its steady state)."""
     deadline = time.monotonic() + timeout
     while True:
-        stacks = dump(pid)
+        stacks = dump(pid).threads
         try:
             if ok(stacks):
                 return stacks

@@ -15,6 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from profkit.sampler.pywalk import CUT_CYCLE, CUT_DEPTH, CUT_NONE
+from profkit.sampler.reader import CUT_THREADS_CYCLE
+
 walker = pytest.importorskip("profkit.sampler._walker", reason="the C walker is not built")
 
 # span, code, previous, instr, owner, chunk_previous, chunk_size, max_depth, max_chunk
@@ -36,15 +39,27 @@ def _frame(buf, base: int, index: int, code: int, previous: int, owner: int = 0,
     return base + at
 
 
-def test_a_cyclic_chain_stops_at_max_depth():
+def test_a_cyclic_chain_is_found_in_a_few_frames_and_said():
+    # Before: a looping chain ran to max_depth (4096 frames a thread: issue #22, item 7).
     buf, base = _buffer(FRAME * 2)
     a = base
     b = base + FRAME
     _frame(buf, base, 0, 0x1000, b)
     _frame(buf, base, 1, 0x2000, a)  # b -> a -> b -> ...
-    pairs, cut = walker.walk(os.getpid(), a, 0, (*PARAMS[:7], 100, PARAMS[8]))
-    assert len(pairs) == 100 * 16
-    assert not cut
+    pairs, torn, cut = walker.walk(os.getpid(), a, 0, (*PARAMS[:7], 100, PARAMS[8]))
+    assert 2 * 16 <= len(pairs) <= 4 * 16
+    assert (torn, cut) == (0, CUT_CYCLE)
+
+
+def test_a_long_chain_is_cut_at_max_depth_and_said():
+    buf, base = _buffer(FRAME * 5)
+    frames = [base + i * FRAME for i in range(5)]
+    for i in range(5):
+        _frame(buf, base, i, 0x1000 * (i + 1), frames[i + 1] if i < 4 else 0)
+    pairs, _, cut = walker.walk(os.getpid(), frames[0], 0, (*PARAMS[:7], 3, PARAMS[8]))
+    assert (len(pairs), cut) == (3 * 16, CUT_DEPTH)
+    pairs, _, cut = walker.walk(os.getpid(), frames[0], 0, (*PARAMS[:7], 5, PARAMS[8]))
+    assert (len(pairs), cut) == (5 * 16, CUT_NONE)  # exactly max_depth frames: not cut
 
 
 def test_c_stack_frames_are_skipped_and_a_generator_end_is_cut():
@@ -52,10 +67,10 @@ def test_c_stack_frames_are_skipped_and_a_generator_end_is_cut():
     third = _frame(buf, base, 2, 0x3000, 0, owner=1)  # a generator's frame, no previous
     second = _frame(buf, base, 1, 0x2000, third, owner=3)  # a C-stack shim
     first = _frame(buf, base, 0, 0x1000, second)
-    pairs, cut = walker.walk(os.getpid(), first, 0, PARAMS)
+    pairs, torn, cut = walker.walk(os.getpid(), first, 0, PARAMS)
     codes = [c for c, _ in struct.iter_unpack("=QQ", pairs)]
     assert codes == [0x1000, 0x3000]
-    assert cut == 1
+    assert (torn, cut) == (1, CUT_NONE)
 
 
 def test_a_huge_chunk_size_is_not_allocated():
@@ -63,7 +78,7 @@ def test_a_huge_chunk_size_is_not_allocated():
     struct.pack_into("<QQ", buf, 0, 0, 1 << 62)  # previous 0, size 2**62
     frame = _frame(buf, base, 0, 0x1000, 0, skip=64)
     assert frame == base + 64
-    pairs, _ = walker.walk(os.getpid(), frame, base, PARAMS)
+    pairs, _, _ = walker.walk(os.getpid(), frame, base, PARAMS)
     assert struct.unpack("=QQ", pairs)[0] == 0x1000
 
 
@@ -88,14 +103,14 @@ def test_random_memory_never_crashes(content, start, chunk_at):
             struct.pack_into("<Q", buf, i * FRAME + 8, base + ((i + 1) % 4) * FRAME)
     chunk = base if chunk_at == 0 else 0
     try:
-        pairs, cut = walker.walk(os.getpid(), base + start * FRAME, chunk, PARAMS)
+        pairs, torn, cut = walker.walk(os.getpid(), base + start * FRAME, chunk, PARAMS)
     except OSError:
         return
     assert len(pairs) % 16 == 0 and len(pairs) <= 16 * PARAMS[7]
-    assert cut in (0, 1)
+    assert torn in (0, 1) and cut in (CUT_NONE, CUT_DEPTH, CUT_CYCLE)
 
 
-def test_a_cyclic_thread_list_stops_at_max_threads():
+def test_a_cyclic_thread_list_is_found_and_said():
     # runtime: interpreters.head at 0; interp: next at 0, threads.head at 8;
     # tstate: next 8, thread_id 16, native id 24, chunk 32, top 40 (unused here: no generator),
     # current_frame 40 (span 48).
@@ -107,10 +122,12 @@ def test_a_cyclic_thread_list_stops_at_max_threads():
     _frame(buf, base, 0, 0x1000, 0, skip=192)
     no = (1 << 64) - 1
     params = (0, 0, 8, 48, 8, 16, 24, 32, 40, 40, no, 0, 0, 0, 0, 0, 50, 2)
-    threads, torn, retries = walker.sample(os.getpid(), runtime, False, params, PARAMS)
-    assert len(threads) == 50 and torn == 0 and retries == 0
-    native, ident, holds, pairs = threads[0]
-    assert (native, ident, holds) == (4242, 77, False)
+    threads, torn, retries, lists_cut = walker.sample(os.getpid(), runtime, False, params, PARAMS)
+    # Before: the self-loop gave max_threads (50 here, 4096 in the reader) copies.
+    assert len(threads) == 1 and torn == 0 and retries == 0
+    assert lists_cut == CUT_THREADS_CYCLE
+    native, ident, holds, pairs, cut = threads[0]
+    assert (native, ident, holds, cut) == (4242, 77, False, CUT_NONE)
     assert struct.unpack("=QQ", pairs)[0] == 0x1000
 
 
@@ -127,8 +144,8 @@ def test_a_chain_cut_by_a_yield_keeps_the_generator_not_a_fresh_read():
     _frame(buf, base, 0, 0x1000, 0, owner=1, skip=192)
     no = (1 << 64) - 1
     params = (0, 0, 8, 48, 8, 16, 24, 32, 40, 40, no, 0, 0, 0, 0, 0, 50, 2)
-    threads, torn, retries = walker.sample(os.getpid(), runtime, False, params, PARAMS)
-    assert len(threads) == 1 and torn == 0 and retries == 2
+    threads, torn, retries, lists_cut = walker.sample(os.getpid(), runtime, False, params, PARAMS)
+    assert len(threads) == 1 and torn == 0 and retries == 2 and lists_cut == 0
     assert struct.unpack("=QQ", threads[0][3]) == (0x1000, 0x1000 + 200)
 
 

@@ -9,16 +9,24 @@
  *
  * read(pid, address, size) -> bytes: one process_vm_readv, OSError(errno) on failure.
  *
- * walk(pid, frame, chunk, params) -> (pairs, torn)
+ * walk(pid, frame, chunk, params) -> (pairs, torn, cut)
  *   frame:  address of the innermost _PyInterpreterFrame (0: no frames)
  *   chunk:  address of the thread's newest _PyStackChunk (0: unknown)
  *   params: (span, off_code, off_prev, off_instr, off_owner, chunk_prev, chunk_size,
  *            max_depth, max_chunk)
  *   pairs are the frames innermost first as packed native uint64 (code, instr), frames
  *   owned by the C stack (owner 3) skipped; torn is 1 when the chain ended at a
- *   generator-owned frame (a yield happened while we read: see splice_callers).
+ *   generator-owned frame (a yield happened while we read: see splice_callers); cut is
+ *   why the walk stopped early: 0 no, 1 max_depth frames, 2 the chain loops (CUT_* in
+ *   _walker.h).
  *
  * sample(pid, runtime, want_gil, thread_params, walk_params): every thread; see sample().
+ *
+ * Every list and chain read from the target is bounded twice: by a count (max_depth frames,
+ * max_threads threads, 64 interpreters) and by a cycle check (LoopCheck in _walker.h), and
+ * says which one stopped it, so a looping target costs a few elements and says so. Every
+ * offset check is done by subtraction from its bound (pk_fits, pk_inside): no sum of target
+ * values can wrap past 2**64 into a small number that passes.
  * A failed read raises OSError with the errno of process_vm_readv (ESRCH: the process is
  * gone; EPERM: not permitted; EFAULT: a torn chain).
  */
@@ -51,7 +59,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "walk: offsets out of range");
         return NULL;
     }
-    Walk one = {PyMem_RawMalloc(2 * sizeof(uint64_t) * w.max_depth), NULL, 0, 0};
+    Walk one = {PyMem_RawMalloc(2 * sizeof(uint64_t) * w.max_depth), NULL, 0, 0, CUT_NONE};
     if (one.out == NULL) return PyErr_NoMemory();
     int err;
     Py_BEGIN_ALLOW_THREADS
@@ -61,7 +69,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     PyMem_RawFree(one.out);
     if (err) return raise_errno(err);
     if (pairs == NULL) return NULL;
-    return Py_BuildValue("(Ni)", pairs, one.cut_frame != 0);
+    return Py_BuildValue("(Nii)", pairs, one.cut_frame != 0, one.cut);
 }
 
 typedef struct {
@@ -156,12 +164,19 @@ static int gil_holder(pid_t pid, uint64_t runtime, uint64_t interp, const Thread
     return err;
 }
 
+/* The sample's ``cut`` flags: which lists were stopped early, and why. */
+#define CUT_THREADS_DEPTH 1
+#define CUT_THREADS_CYCLE 2
+#define CUT_INTERPS_DEPTH 4
+#define CUT_INTERPS_CYCLE 8
+
 typedef struct {
     pid_t pid;
     const ThreadParams *t;
     const WalkParams *w;
     Walk walk, again;
     long torn, retries;
+    int cut;
 } Sampler;
 
 /* Walk every thread of one interpreter into ``result``; 0 or an errno that ends the sample. */
@@ -169,8 +184,14 @@ static int sample_interp(Sampler *s, uint64_t interp, uint64_t holder, PyObject 
     const ThreadParams *t = s->t;
     unsigned char ts[4096];
     uint64_t tstate = 0, seen = 0;
+    LoopCheck loop;
     int err = read_u64(s->pid, interp + t->interp_threads_head, &tstate);
-    while (!err && tstate && seen++ < t->max_threads) {
+    pk_loop_start(&loop, tstate);
+    while (!err && tstate) {
+        if (seen++ == t->max_threads) {
+            s->cut |= CUT_THREADS_DEPTH;
+            break;
+        }
         int werr = pk_read_remote(s->pid, tstate, ts, (size_t)t->tstate_span, NULL);
         if (werr) {
             s->torn++;
@@ -186,15 +207,19 @@ static int sample_interp(Sampler *s, uint64_t interp, uint64_t holder, PyObject 
             s->torn++;
         } else {
             PyObject *item = Py_BuildValue(
-                "(KKOy#)", (unsigned long long)u64_at(ts + t->tstate_native_thread_id),
+                "(KKOy#i)", (unsigned long long)u64_at(ts + t->tstate_native_thread_id),
                 (unsigned long long)u64_at(ts + t->tstate_thread_id),
                 tstate == holder ? Py_True : Py_False, (const char *)s->walk.out,
-                (Py_ssize_t)(s->walk.n * 16));
+                (Py_ssize_t)(s->walk.n * 16), s->walk.cut);
             int failed = item == NULL || PyList_Append(result, item) < 0;
             Py_XDECREF(item);
             if (failed) return -1;
         }
         tstate = u64_at(ts + t->tstate_next);
+        if (tstate && pk_loop_step(&loop, tstate)) {
+            s->cut |= CUT_THREADS_CYCLE;
+            break;
+        }
     }
     return err;
 }
@@ -202,19 +227,20 @@ static int sample_interp(Sampler *s, uint64_t interp, uint64_t holder, PyObject 
 static int check_thread_params(const ThreadParams *t) {
     uint64_t frame_at = t->tstate_current_frame != NO_OFFSET ? t->tstate_current_frame
                                                              : t->tstate_cframe;
-    return t->tstate_span <= 4096 && t->tstate_next + 8 <= t->tstate_span &&
-           t->tstate_thread_id + 8 <= t->tstate_span &&
-           t->tstate_native_thread_id + 8 <= t->tstate_span &&
-           t->tstate_datastack_chunk + 8 <= t->tstate_span &&
-           t->tstate_datastack_top + 8 <= t->tstate_span && frame_at + 8 <= t->tstate_span &&
+    uint64_t span = t->tstate_span;
+    return span <= 4096 && pk_fits(t->tstate_next, 8, span) &&
+           pk_fits(t->tstate_thread_id, 8, span) && pk_fits(t->tstate_native_thread_id, 8, span) &&
+           pk_fits(t->tstate_datastack_chunk, 8, span) &&
+           pk_fits(t->tstate_datastack_top, 8, span) && pk_fits(frame_at, 8, span) &&
            t->max_threads <= 65536 && t->retries <= 8;
 }
 
 /* sample(pid, runtime, want_gil, thread_params, walk_params)
- *   -> ([(native_id, thread_id, holds_gil, pairs), ...], torn, retries)
+ *   -> ([(native_id, thread_id, holds_gil, pairs, cut), ...], torn, retries, lists_cut)
  * Every thread of every interpreter, as reader.py's Python loop does it. A thread whose
  * read fails with EFAULT is left out (counted in torn); ESRCH / EPERM raise OSError.
- * retries counts the second reads that looked for a yield-cut generator's callers. */
+ * retries counts the second reads that looked for a yield-cut generator's callers; cut is a
+ * thread's walk's CUT_*, lists_cut the CUT_THREADS_* / CUT_INTERPS_* flags of the lists. */
 static PyObject *sample(PyObject *self, PyObject *args) {
     (void)self;
     long long pid_arg;
@@ -230,7 +256,7 @@ static PyObject *sample(PyObject *self, PyObject *args) {
         return NULL;
     }
     size_t words = (size_t)w.max_depth;
-    Sampler s = {(pid_t)pid_arg, &t, &w, {NULL, NULL, 0, 0}, {NULL, NULL, 0, 0}, 0, 0};
+    Sampler s = {(pid_t)pid_arg, &t, &w, {NULL, NULL, 0, 0, 0}, {NULL, NULL, 0, 0, 0}, 0, 0, 0};
     s.walk.out = PyMem_RawMalloc(5 * sizeof(uint64_t) * words);
     PyObject *result = s.walk.out == NULL ? NULL : PyList_New(0);
     if (result == NULL) {
@@ -241,11 +267,21 @@ static PyObject *sample(PyObject *self, PyObject *args) {
     s.again.addrs = s.walk.out + 4 * words;
     uint64_t interp = 0, holder = 0;
     int ninterp = 0;
+    LoopCheck loop;
     int err = read_u64(s.pid, runtime + t.interpreters_head, &interp);
-    while (!err && interp && ninterp++ < 64) {
+    pk_loop_start(&loop, interp);
+    while (!err && interp) {
+        if (ninterp++ == 64) {
+            s.cut |= CUT_INTERPS_DEPTH;
+            break;
+        }
         if (want_gil && t.gil_where) err = gil_holder(s.pid, runtime, interp, &t, &holder);
         if (!err) err = sample_interp(&s, interp, holder, result);
         if (!err) err = read_u64(s.pid, interp + t.interp_next, &interp);
+        if (!err && interp && pk_loop_step(&loop, interp)) {
+            s.cut |= CUT_INTERPS_CYCLE;
+            break;
+        }
     }
     PyMem_RawFree(s.walk.out);
     if (err == EFAULT) {
@@ -256,7 +292,7 @@ static PyObject *sample(PyObject *self, PyObject *args) {
         Py_DECREF(result);
         return err < 0 ? NULL : raise_errno(err);
     }
-    return Py_BuildValue("(Nll)", result, s.torn, s.retries);
+    return Py_BuildValue("(Nlli)", result, s.torn, s.retries, s.cut);
 }
 
 /* read(pid, address, size) -> bytes: one process_vm_readv (ctypes costs ~5 us more). */

@@ -7,9 +7,10 @@ def walk(
     chunk: int,
     params: tuple[int, int, int, int, int, int, int, int, int],
     /,
-) -> tuple[bytes, int]:
-    """(code, instr) uint64 pairs of the frame chain from ``frame``, innermost first, and
-    whether the chain ended at a generator's frame (torn by a yield)."""
+) -> tuple[bytes, int, int]:
+    """(code, instr) uint64 pairs of the frame chain from ``frame``, innermost first,
+    whether the chain ended at a generator's frame (torn by a yield), and why the walk
+    stopped early (pywalk.CUT_*: 0 it did not, 1 max_depth, 2 the chain loops)."""
 
 def sample(
     pid: int,
@@ -18,6 +19,7 @@ def sample(
     thread_params: tuple[int, ...],
     walk_params: tuple[int, int, int, int, int, int, int, int, int],
     /,
-) -> tuple[list[tuple[int, int, bool, bytes]], int, int]:
-    """Every thread of every interpreter: ([(native id, thread id, holds GIL, pairs)], torn
-    thread walks, walks read again after a yield cut them)."""
+) -> tuple[list[tuple[int, int, bool, bytes, int]], int, int, int]:
+    """Every thread of every interpreter: ([(native id, thread id, holds GIL, pairs, cut)],
+    torn thread walks, walks read again after a yield cut them, the lists cut: reader's
+    CUT_THREADS_* / CUT_INTERPS_* flags)."""

@@ -36,9 +36,13 @@ int pk_read_remote(pid_t pid, uint64_t addr, void *buf, size_t size, size_t *got
 }
 
 int pk_check_walk_params(const WalkParams *w) {
-    return w->span <= 4096 && w->off_code + 8 <= w->span && w->off_prev + 8 <= w->span &&
-           w->off_instr + 8 <= w->span && w->off_owner < w->span && w->chunk_prev + 8 <= 4096 &&
-           w->chunk_size + 8 <= 4096 && w->max_depth >= 1 && w->max_depth <= (1u << 20);
+    /* Each check by subtraction from a bound: ``off + 8 <= span`` passed for an offset
+     * near 2**64 (the sum wraps) and then read past the frame's copy. */
+    return w->span <= 4096 && pk_fits(w->off_code, 8, w->span) &&
+           pk_fits(w->off_prev, 8, w->span) && pk_fits(w->off_instr, 8, w->span) &&
+           pk_fits(w->off_owner, 1, w->span) && pk_fits(w->chunk_prev, 8, 4096) &&
+           pk_fits(w->chunk_size, 8, 4096) && w->max_depth >= 1 &&
+           w->max_depth <= (1u << 20) && w->max_chunk <= CHUNK_BUDGET;
 }
 
 /* Read the chunk at ``chunk`` into a new region; ``*previous`` is its previous chunk or 0. */
@@ -62,8 +66,12 @@ static int load_chunk(pid_t pid, uint64_t chunk, Region *regions, int *nregions,
     uint64_t size = got >= w->chunk_size + 8 ? u64_at(data + w->chunk_size) : u64_at(data);
     uint64_t used = 0;
     for (int i = 0; i < *nregions; i++) used += regions[i].end - regions[i].start;
+    /* The size is the target's: it must hold the header words this reads, fit the budget
+     * (compared by subtraction: ``used + size`` wraps for a size near 2**64) and end below
+     * 2**64 (``chunk + size`` is the region's end). */
     if (size == 0 || size > w->max_chunk || size < w->chunk_size + 8 ||
-        used + size > CHUNK_BUDGET) {
+        size < w->chunk_prev + 8 || used > CHUNK_BUDGET || size > CHUNK_BUDGET - used ||
+        chunk > UINT64_MAX - size) {
         PyMem_RawFree(data);
         return 0; /* not a chunk we trust, or enough held: frames are read one by one */
     }
@@ -94,7 +102,7 @@ static const unsigned char *frame_bytes(pid_t pid, uint64_t frame, Region *regio
                                         int *nregions, uint64_t *pending, const WalkParams *w,
                                         unsigned char *one, int *err) {
     for (int i = *nregions - 1; i >= 0; i--)
-        if (regions[i].start <= frame && frame + w->span <= regions[i].end)
+        if (pk_inside(frame, w->span, regions[i].start, regions[i].end))
             return regions[i].data + (frame - regions[i].start);
     /* Older chunks hold the outer frames: read them as the walk reaches them. */
     while (*pending && !*err) {
@@ -105,11 +113,13 @@ static const unsigned char *frame_bytes(pid_t pid, uint64_t frame, Region *regio
             *pending = 0;
             break;
         }
-        if (*err || !(before <= frame && frame + w->span <= before + size)) break;
+        if (*err || before > UINT64_MAX - size ||
+            !pk_inside(frame, w->span, before, before + size))
+            break;
         *err = load_chunk(pid, before, regions, nregions, w, pending);
         if (*err || *nregions == 0) continue;
         const Region *last = &regions[*nregions - 1];
-        if (last->start == before && frame + w->span <= last->end)
+        if (last->start == before && pk_inside(frame, w->span, last->start, last->end))
             return last->data + (frame - before);
     }
     if (*err) return NULL;
@@ -123,9 +133,16 @@ int pk_walk_chain(pid_t pid, uint64_t frame, uint64_t chunk, const WalkParams *w
     uint64_t pending = 0, depth = 0, last = 0;
     unsigned char one[4096];
     size_t n = 0;
+    LoopCheck loop;
 
+    walk->cut = CUT_NONE;
+    pk_loop_start(&loop, frame);
     if (chunk) err = load_chunk(pid, chunk, regions, &nregions, w, &pending);
-    while (!err && frame && depth < w->max_depth) {
+    while (!err && frame) {
+        if (depth == w->max_depth) {
+            walk->cut = CUT_DEPTH;
+            break;
+        }
         depth++;
         const unsigned char *p =
             frame_bytes(pid, frame, regions, &nregions, &pending, w, one, &err);
@@ -140,6 +157,10 @@ int pk_walk_chain(pid_t pid, uint64_t frame, uint64_t chunk, const WalkParams *w
         }
         last = frame;
         frame = u64_at(p + w->off_prev);
+        if (frame && pk_loop_step(&loop, frame)) {
+            walk->cut = CUT_CYCLE;
+            break;
+        }
     }
     for (int i = 0; i < nregions; i++) PyMem_RawFree(regions[i].data);
     walk->n = n;

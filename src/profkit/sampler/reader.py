@@ -25,7 +25,7 @@ from profkit.sampler.locate import Target, locate
 from profkit.sampler.memory import Memory, error_for, native_wanted
 from profkit.sampler.naming import Namer
 from profkit.sampler.procinfo import thread_ids
-from profkit.sampler.pywalk import PyWalker, Walk, callers_at
+from profkit.sampler.pywalk import CUT_NONE, LoopCheck, PyWalker, Walk, callers_at
 from profkit.sampler.threadnames import ThreadNames
 from profkit.sampler.verify import check_layout
 
@@ -36,6 +36,11 @@ MAX_DEPTH = 4096
 #: Most threads walked per interpreter per sample (a torn list could otherwise loop).
 MAX_THREADS = 4096
 _MAX_CHUNK = 1 << 20
+#: Most interpreters walked per sample.
+MAX_INTERPRETERS = 64
+#: ``StackReader.lists_cut`` flags (as _walker.c's sample() returns them): which lists the
+#: last sample stopped early, at the count cap (DEPTH) or where they looped (CYCLE).
+CUT_THREADS_DEPTH, CUT_THREADS_CYCLE, CUT_INTERPS_DEPTH, CUT_INTERPS_CYCLE = 1, 2, 4, 8
 #: Reads of a thread looking for the callers of a generator a yield cut off (see _walker.c).
 _RETRIES = 2
 _u64 = struct.Struct("<Q").unpack_from
@@ -63,6 +68,7 @@ class ThreadStack:
     name: str = (
         ""  #: threading's name, where a caller looked it up (:meth:`StackReader.thread_name`)
     )
+    cut: int = CUT_NONE  #: why the walk stopped before the outermost frame (pywalk.CUT_*)
 
 
 class StackReader:
@@ -121,6 +127,7 @@ class StackReader:
         self._names: ThreadNames | None = None
         self.torn = 0  #: thread walks abandoned on a failed or inconsistent read
         self.retries = 0  #: second reads for the callers of a generator a yield cut off
+        self.lists_cut = 0  #: the last sample's CUT_THREADS_* / CUT_INTERPS_* flags
 
     @classmethod
     def attach(cls, pid: int) -> StackReader:
@@ -177,11 +184,19 @@ class StackReader:
             return None
 
     def interpreters(self) -> list[int]:
+        """The interpreter list, bounded by a count and a cycle check (``lists_cut``)."""
         out: list[int] = []
         interp = self.mem.u64(self.target.runtime + self.layout.runtime_interpreters_head)
-        while interp and len(out) < 64:
+        loop = LoopCheck(interp)
+        while interp:
+            if len(out) == MAX_INTERPRETERS:
+                self.lists_cut |= CUT_INTERPS_DEPTH
+                break
             out.append(interp)
             interp = self.mem.u64(interp + self.layout.interp_next)
+            if interp and loop.seen(interp):
+                self.lists_cut |= CUT_INTERPS_CYCLE
+                break
         return out
 
     def gil_holder(self, interp: int) -> int:
@@ -218,9 +233,9 @@ class StackReader:
 
         Raises ProcessGone once the target has exited.
         """
+        self.lists_cut = 0
         if self.native:
             return self._sample_c(want_gil)
-        lay = self.layout
         out: list[ThreadStack] = []
         try:
             interps = self.interpreters()
@@ -230,38 +245,53 @@ class StackReader:
         for interp in interps:
             try:
                 holder = self.gil_holder(interp) if want_gil else 0
-                tstate = self.mem.u64(interp + lay.interp_threads_head)
+                tstate = self.mem.u64(interp + self.layout.interp_threads_head)
             except ReadFault:
                 self.torn += 1
                 continue
-            seen = 0
-            while tstate and seen < MAX_THREADS:
-                seen += 1
-                try:
-                    raw = self.mem.read(tstate, lay.tstate_span)
-                except ReadFault:
-                    self.torn += 1
-                    break
-                native = _u64(raw, lay.tstate_native_thread_id)[0]
-                ident = _u64(raw, lay.tstate_thread_id)[0]
-                try:
-                    key = self._walk_thread(tstate, raw)
-                    frames = self.codes.cached(key) or self.codes.resolve(key)
-                except ReadFault:
-                    self.torn += 1
-                    frames = None
-                if frames is not None and native:
-                    out.append(ThreadStack(native, ident, tstate == holder, key, frames))
-                tstate = _u64(raw, lay.tstate_next)[0]
+            self._sample_threads(tstate, holder, out)
         return out
 
-    def _walk_thread(self, tstate: int, raw: bytes) -> bytes:
+    def _sample_threads(self, tstate: int, holder: int, out: list[ThreadStack]) -> None:
+        """One interpreter's threads from ``tstate`` (its list's head) into ``out``: the
+        list bounded by MAX_THREADS and a cycle check, as in _walker.c."""
+        lay = self.layout
+        seen = 0
+        loop = LoopCheck(tstate)
+        while tstate:
+            if seen == MAX_THREADS:
+                self.lists_cut |= CUT_THREADS_DEPTH
+                break
+            seen += 1
+            try:
+                raw = self.mem.read(tstate, lay.tstate_span)
+            except ReadFault:
+                self.torn += 1
+                break
+            native = _u64(raw, lay.tstate_native_thread_id)[0]
+            ident = _u64(raw, lay.tstate_thread_id)[0]
+            try:
+                walk = self._walk_thread(tstate, raw)
+                key = walk.key()
+                frames = self.codes.cached(key) or self.codes.resolve(key)
+            except ReadFault:
+                self.torn += 1
+                frames = None
+            if frames is not None and native:
+                held = tstate == holder
+                out.append(ThreadStack(native, ident, held, key, frames, cut=walk.cut))
+            tstate = _u64(raw, lay.tstate_next)[0]
+            if tstate and loop.seen(tstate):
+                self.lists_cut |= CUT_THREADS_CYCLE
+                break
+
+    def _walk_thread(self, tstate: int, raw: bytes) -> Walk:
         """The raw walk of one thread (its state's bytes ``raw``), a yield-cut chain's
         callers spliced on as ``splice_callers`` in _walker.c does it."""
         lay = self.layout
         walk = self._walk(raw)
         if not walk.cut_frame:
-            return walk.key()
+            return walk
         chunk1 = _u64(raw, lay.tstate_datastack_chunk)[0]
         top1 = _u64(raw, lay.tstate_datastack_top)[0]
         for _ in range(_RETRIES):
@@ -272,7 +302,7 @@ class StackReader:
                 room = max(0, MAX_DEPTH - len(walk.addrs))
                 walk.words += again.words[2 * start : 2 * (start + room)]
                 break
-        return walk.key()
+        return walk
 
     def _walk(self, raw: bytes) -> Walk:
         lay = self.layout
@@ -284,7 +314,7 @@ class StackReader:
     def _sample_c(self, want_gil: bool) -> list[ThreadStack]:
         """:meth:`sample` in one call into ``_walker.c`` (thread list, frames, retries)."""
         try:
-            threads, torn, retries = _walker.sample(
+            threads, torn, retries, self.lists_cut = _walker.sample(
                 self.pid, self.target.runtime, want_gil, self._thread_params, self._params
             )
         except OSError as exc:
@@ -297,7 +327,7 @@ class StackReader:
         self.retries += retries
         out = []
         cached = self.codes.cached
-        for native, ident, holds, key in threads:
+        for native, ident, holds, key, cut in threads:
             if not native:
                 continue  # a thread state whose OS thread has not started yet (3.12+)
             frames = cached(key)
@@ -307,7 +337,7 @@ class StackReader:
                 except ReadFault:
                     self.torn += 1
                     continue
-            out.append(ThreadStack(native, ident, holds, key, frames))
+            out.append(ThreadStack(native, ident, holds, key, frames, cut=cut))
         return out
 
     def _current_frame(self, raw: bytes) -> int:
