@@ -165,10 +165,18 @@ def test_forked_child_is_followed(target):
     assert any(f.name == "__main__.parent_loop" for f in profiles[t.pid].frames)
 
 
-def test_short_lived_children_are_followed_above_the_floor(target):
-    """Children are looked for every CHILD_LOOK_S (20 ms; the floor in docs/sampler.md):
-    five forks that each live 50 ms (2.5 looks; the old 100 ms scan missed most), one after
-    the other, are all found and sampled."""
+def _in(rec, name: str) -> bool:
+    return any(info.name == name for e in rec.entries.values() for info, _ in e.stack)
+
+
+def test_children_forked_one_after_another_are_each_followed(target, tmp_path):
+    """Five children forked one after the other are each found and sampled.
+
+    Each child runs until the session has sampled it inside ``short_child`` (the test then
+    releases it), so no share of a look interval decides the outcome: on a loaded machine
+    (issue #22, item 16) the old version, five children of 50 ms each, lost two or three of
+    them. How short a child may live and still be followed (the CHILD_LOOK_S floor) is a
+    timing and is measured in bench/sampler_children_bench.py against a long-lived peer."""
     from profkit.sampler.session import CHILD_LOOK_S
 
     assert CHILD_LOOK_S <= 0.02
@@ -176,8 +184,8 @@ def test_short_lived_children_are_followed_above_the_floor(target):
         """
         import os, time
         def short_child():
-            end = time.time() + 0.05
-            while time.time() < end:
+            give_up = time.time() + 120  # a bound against hanging: the test releases it
+            while not os.path.exists(f"release-{os.getpid()}") and time.time() < give_up:
                 pass
             os._exit(0)
         print("ready", flush=True)
@@ -186,12 +194,24 @@ def test_short_lived_children_are_followed_above_the_floor(target):
             if pid == 0:
                 short_child()
             os.waitpid(pid, 0)
-            time.sleep(0.03)
         while True:
             time.sleep(0.01)
         """
     )
-    _session, profiles = _sample(t.pid, duration=0.9)
+    released: set[int] = set()
+
+    def release(session) -> None:
+        for pid, rec in list(session.recorders.items()):
+            if pid != t.pid and pid not in released and _in(rec, "__main__.short_child"):
+                (t.script.parent / f"release-{pid}").touch()
+                released.add(pid)
+
+    session = SamplerSession(t.pid, SamplerOptions(duration=240))
+    try:
+        session.run(on_tick=release, every_s=0.0, until=lambda: len(released) == 5)
+    finally:
+        session.close()
+    profiles = session.profiles()
     children = [p for pid, p in profiles.items() if pid != t.pid]
     assert len(children) == 5, sorted(profiles)
     for child in children:
