@@ -3,6 +3,7 @@ names the leak held by a module global with its chain."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -67,3 +68,26 @@ def test_the_script_is_never_the_output(tmp_path: Path) -> None:
     done = profkit("heap", "run", "-o", str(script), str(script), cwd=tmp_path)
     assert done.returncode == 2 and "is also an input" in done.stderr
     assert script.read_text() == LEAKY
+
+
+def test_ctrl_c_writes_the_report_and_dies_of_sigint(tmp_path: Path) -> None:
+    """Issue 22, item 11: with ``-o`` the report used to be refused (an interrupt had been
+    seen) and the command exited 130; it is written, then the command dies of SIGINT after
+    the program's exit handlers, as python does."""
+    script = tmp_path / "ctrl_c.py"
+    script.write_text(
+        "import atexit, os, signal\n"
+        "atexit.register(lambda: print('exit handler', flush=True))\n"
+        "held = [bytearray(100_000) for _ in range(8)]\n"
+        "os.kill(os.getpid(), signal.SIGINT)\n"
+        "signal.pause()\n"
+    )
+    bare = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    out = tmp_path / "report.txt"
+    done = profkit("heap", "run", "-o", str(out), str(script), cwd=tmp_path)
+    assert bare.returncode == -signal.SIGINT
+    assert (done.returncode, done.stdout) == (bare.returncode, bare.stdout), done.stderr
+    assert "bytearray" in out.read_text()
+    assert "cli/main.py" not in done.stderr  # the program's traceback, none of profkit's frames

@@ -31,6 +31,9 @@ def register(sub: Any, name: str, help_text: str) -> None:
     run.add_argument("-o", "--output", metavar="FILE", help="write the report here, not stderr")
     run.add_argument("script", help="the Python script")
     run.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
+    # Ctrl-C is the program's, as under `profkit run`: the report is written, then the
+    # command dies of SIGINT (cli.main's sticky interrupt would refuse to write it).
+    run.set_defaults(runs_program=True)
     parser.set_defaults(handler=_handler)
 
 

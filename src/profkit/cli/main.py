@@ -161,7 +161,8 @@ def run_handler(handler: Any, args: argparse.Namespace) -> int:
     stdout is flushed here, inside the funnel, so a full disk behind ``>`` (or
     ``/dev/full``) is an error of this command rather than a loss at interpreter exit.
     """
-    is_run = getattr(args, "command", None) == "run"  # run's stdout and signals are the program's
+    # run's (and heap run's) stdout and signals are the program's
+    is_run = getattr(args, "command", None) == "run" or getattr(args, "runs_program", False)
     try:
         with _sticky_interrupt(enabled=not is_run):
             status = int(handler(args) or 0)

@@ -158,7 +158,31 @@ def current_session() -> AttachedSession | None:
 
 
 def _detach_at_exit() -> None:
-    detach()
+    """``atexit``: the profiler's shutdown (its save) — and a Ctrl-C ending kept a Ctrl-C ending.
+
+    python dies of SIGINT after its exit handlers when ``__main__`` ended with an uncaught
+    ``KeyboardInterrupt``, but the interpreter forgets that whenever ``exec``/``eval`` of a
+    *string* finishes meanwhile (CPython's ``run_eval_code_obj`` resets its flag), and a
+    save imports modules that do that (``namedtuple``, ``dataclass``): the process then
+    exited 1 instead (issue 22, item 11). When the program ended that way (the top level
+    printed a ``KeyboardInterrupt``: ``sys.last_exc``/``sys.last_value``), the flag is set
+    again afterwards, by the same route that set it.
+    """
+    last = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
+    try:
+        detach()
+    finally:
+        if isinstance(last, KeyboardInterrupt):
+            _end_by_sigint_again()
+
+
+def _end_by_sigint_again() -> None:
+    """Make the interpreter die of SIGINT at its end again: its flag is set when evaluating
+    a string ends in ``KeyboardInterrupt`` (3.11–3.13 alike)."""
+    try:
+        exec("raise KeyboardInterrupt")
+    except KeyboardInterrupt:
+        pass
 
 
 def _after_fork_in_child() -> None:
