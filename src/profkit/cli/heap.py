@@ -41,7 +41,7 @@ def _handler(args: argparse.Namespace) -> int:
     from profkit._atomic import ensure_not_an_input, write_atomic, write_errors
     from profkit.heap.why_alive import HeapSnapshot, format_report, take_snapshot, why_alive
     from profkit.runner.outcome import exit_signal, report_exception
-    from profkit.runner.python import Program
+    from profkit.runner.python import Program, hand_back
 
     if not 1 <= args.top <= 10_000:
         raise UsageError(f"--top must be between 1 and 10000, not {args.top}")
@@ -60,6 +60,7 @@ def _handler(args: argparse.Namespace) -> int:
             write_atomic(args.output, text.encode("utf-8", "surrogateescape"))
     else:
         sys.stderr.write(text)
+    hand_back()  # the program's __main__ outlives its exit handlers, as under python
     signum = exit_signal(outcome)
     if signum is not None:
         import signal

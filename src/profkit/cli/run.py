@@ -91,6 +91,7 @@ def register(sub: Any, name: str, help_text: str) -> None:
 def _handler(args: argparse.Namespace) -> int:
     from profkit.runner import session
     from profkit.runner.outcome import exit_signal
+    from profkit.runner.python import hand_back
 
     program = _program(args)
     flags = {s.field: _flag_text(getattr(args, s.field)) for s in SETTINGS}
@@ -117,6 +118,7 @@ def _handler(args: argparse.Namespace) -> int:
         except BaseException as exc:
             ended = exc
     result = run.finish(ended)
+    hand_back()  # the program's __main__ outlives its exit handlers, as under python
     outcome = result.outcome
     signum = exit_signal(outcome)
     if signum is not None:

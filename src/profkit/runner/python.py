@@ -153,6 +153,7 @@ class Running:
         self.code = prepared.code
         self.path = program.target
         self.globals: dict[str, Any] = {}
+        self._file_run = program.kind == "script" and prepared.code is not None
         self._saved_argv = sys.argv[:]
         self._saved_path0 = sys.path[0] if sys.path else None
         self._saved_main = sys.modules.get("__main__")
@@ -204,13 +205,59 @@ class Running:
             self.restore()
 
     def restore(self) -> None:
-        """Put back argv, ``sys.path[0]``, ``__main__`` and SIGTERM as they were."""
+        """Put back argv, ``sys.path[0]``, ``__main__`` and SIGTERM as they were (the
+        program's own are kept for :func:`hand_back`)."""
+        global _finished
         signals.uninstall()
+        main = sys.modules.get("__main__")
+        if main is not None and main.__dict__ is self.globals:
+            path0 = sys.path[0] if sys.path else None
+            _finished = _Finished(sys.argv, path0, main, self._file_run)
         sys.argv = self._saved_argv
         if self._saved_path0 is not None and not sys.flags.safe_path and sys.path:
             sys.path[0] = self._saved_path0
         if self._saved_main is not None:
             sys.modules["__main__"] = self._saved_main
+
+
+@record(frozen=True)
+class _Finished:
+    """A finished program's interpreter state, kept until :func:`hand_back`."""
+
+    argv: list[str]
+    path0: str | None
+    main: types.ModuleType
+    file_run: bool  #: a script file (not -m, -c, a directory or a zip app)
+
+
+#: The last program that ran in this process, once profkit put its own state back.
+_finished: _Finished | None = None
+
+
+def hand_back() -> None:
+    """Give the interpreter's end back to the program that ran last: its ``__main__``,
+    ``sys.argv`` and ``sys.path[0]``, as ``python`` leaves them for the exit handlers.
+
+    Called by the commands that run a program (``run``, ``heap run``) once profkit's own
+    work is done, just before the process ends. Why: python keeps ``__main__`` in
+    ``sys.modules`` until its finalization, *after* the ``atexit`` handlers, so the
+    program's globals outlive them. Dropped with profkit's own ``__main__`` put back, a
+    module global died first and its ``weakref.finalize`` callback printed before the
+    program's ``atexit`` handler (issue 22, item 12); its handlers also read profkit's
+    argv. Like python after a script file (``_PyRun_SimpleFileObject``), ``__main__``
+    loses ``__file__`` and ``__cached__``.
+    """
+    global _finished
+    finished, _finished = _finished, None
+    if finished is None:
+        return
+    sys.argv = finished.argv
+    if finished.path0 is not None and not sys.flags.safe_path and sys.path:
+        sys.path[0] = finished.path0
+    if finished.file_run:
+        finished.main.__dict__.pop("__file__", None)
+        finished.main.__dict__.pop("__cached__", None)
+    sys.modules["__main__"] = finished.main
 
 
 def _main_module(prepared: Prepared) -> types.ModuleType:
