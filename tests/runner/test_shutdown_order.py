@@ -45,9 +45,9 @@ def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_exit_handlers_run_before_the_globals_die(command: str, tmp_path: Path) -> None:
     (tmp_path / "ending.py").write_text(PROGRAM)
     bare = _run([sys.executable, "ending.py", "arg"], tmp_path)
-    assert bare.stdout == (
-        "main done\natexit handler ['arg'] True False\nfinalize callback\n"
-    ), bare.stderr
+    assert bare.stdout == ("main done\natexit handler ['arg'] True False\nfinalize callback\n"), (
+        bare.stderr
+    )
     profiled = _run(
         [sys.executable, "-m", "profkit", *COMMANDS[command], "ending.py", "arg"], tmp_path
     )

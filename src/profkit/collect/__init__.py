@@ -179,7 +179,7 @@ def _detach_at_exit() -> None:
 def _end_by_sigint_again() -> None:
     """Make the interpreter die of SIGINT at its end again: its flag is set when evaluating
     a string ends in ``KeyboardInterrupt`` (3.11–3.13 alike)."""
-    try:
+    try:  # noqa: SIM105 - contextlib is not imported in every profiled process for this
         exec("raise KeyboardInterrupt")
     except KeyboardInterrupt:
         pass
