@@ -39,6 +39,8 @@ ALLOWED: dict[str, set[str]] = {
     },
     "sampler": {"api", "calltree", "runner", "settings", "errors", "_text"},
     "clr": {"calltree", "formats", "runner", "settings", "errors", "wire", "_text", "_lazy"},
+    # the .NET sampler: the CLR package's host/assembly/target, the nettrace reader, the runner's contract
+    "dotnet": {"calltree", "clr", "formats", "runner", "errors", "_text"},
     "calltree": {"errors", "_atomic", "_inputs"},
     "report": {"api", "calltree", "errors", "_text"},
     "export": {"calltree", "report", "errors", "_atomic", "_output"},

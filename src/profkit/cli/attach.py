@@ -13,13 +13,18 @@ import sys
 from typing import Any
 
 from profkit.errors import UsageError
+from profkit.sampler.errors import AttachError
 from profkit.settings import SAMPLE_CLOCK_HELP, SAMPLE_CLOCKS
 
 MODE_HELP = SAMPLE_CLOCK_HELP
 
 
 def add_target(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("pid", metavar="PID", help="process id of a running CPython 3.11-3.13")
+    parser.add_argument(
+        "pid",
+        metavar="PID",
+        help="process id of a running CPython 3.11-3.13 or .NET (CoreCLR 3.0+) program",
+    )
 
 
 def add_sampling_options(parser: argparse.ArgumentParser) -> None:
@@ -134,10 +139,24 @@ def register(sub: Any, name: str, help_text: str) -> None:
 
 
 def _handler(args: argparse.Namespace) -> int:
+    from profkit.cli import dotnet_pid
+
+    pid = parse_pid(args.pid)
+    kind = dotnet_pid.route(pid)
+    if kind == "dotnet":
+        return dotnet_pid.attach(args, pid, parse_seconds(args.duration))
+    try:
+        return _attach_python(args, pid)
+    except AttachError as exc:
+        if kind == "unknown" and type(exc) is AttachError:
+            raise dotnet_pid.neither(pid) from None
+        raise
+
+
+def _attach_python(args: argparse.Namespace, pid: int) -> int:
     from profkit.runner import output as out
     from profkit.sampler import SamplerSession
 
-    pid = parse_pid(args.pid)
     options = options_from(args, parse_seconds(args.duration))
     path = out.output_path(args.output, f"attach-{pid}")
     absolute = os.path.abspath(path)

@@ -1,4 +1,4 @@
-"""`profkit dump PID`: print every thread's Python stack of a running process, now."""
+"""`profkit dump PID`: print every thread's stack of a running Python or .NET process, now."""
 
 from __future__ import annotations
 
@@ -21,8 +21,19 @@ def register(sub: Any, name: str, help_text: str) -> None:
 
 
 def _handler(args: argparse.Namespace) -> int:
+    from profkit.cli import dotnet_pid
     from profkit.sampler import dump, format_dump
+    from profkit.sampler.errors import AttachError
 
     pid = parse_pid(args.pid)
-    write_stdout(format_dump(pid, dump(pid)).encode("utf-8", "surrogateescape"))
+    kind = dotnet_pid.route(pid)
+    if kind == "dotnet":
+        return dotnet_pid.dump(pid)
+    try:
+        stacks = dump(pid)
+    except AttachError as exc:
+        if kind == "unknown" and type(exc) is AttachError:
+            raise dotnet_pid.neither(pid) from None
+        raise
+    write_stdout(format_dump(pid, stacks).encode("utf-8", "surrogateescape"))
     return 0

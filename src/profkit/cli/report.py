@@ -133,8 +133,17 @@ def gc_paused() -> Iterator[None]:
 def load_all(paths: list[str], metric: str = "alloc") -> CallProfile:
     """Load one profile, or several combined; for memory profiles, the ``metric`` view
     (``alloc``, ``peak`` or ``leaked``: :func:`profkit.report.metric.memory_view`)."""
-    profiles = [memory_view(load(p), metric, p) for p in paths]
+    profiles = [memory_view(_load(p), metric, p) for p in paths]
     return profiles[0] if len(profiles) == 1 else combine(profiles)
+
+
+def _load(path: str) -> CallProfile:
+    """A saved profile, or a .NET nettrace file (any writer's) read as one."""
+    from profkit.dotnet.nettracefile import is_nettrace, profile_of_file
+
+    if is_nettrace(path):
+        return profile_of_file(path)
+    return load(path)
 
 
 def tree_width(flag: int | None) -> int | None:

@@ -34,11 +34,26 @@ def register(sub: Any, name: str, help_text: str) -> None:
 
 
 def _handler(args: argparse.Namespace) -> int:
-    from profkit.sampler import SamplerSession
-    from profkit.sampler.top import TopState, render_top
+    from profkit.cli import dotnet_pid
+    from profkit.sampler.errors import AttachError
 
     pid = parse_pid(args.pid)
     refresh = parse_seconds(args.refresh) or 1.0
+    kind = dotnet_pid.route(pid)
+    if kind == "dotnet":
+        return dotnet_pid.top(args, pid, refresh, parse_seconds(args.duration))
+    try:
+        return _top_python(args, pid, refresh)
+    except AttachError as exc:
+        if kind == "unknown" and type(exc) is AttachError:
+            raise dotnet_pid.neither(pid) from None
+        raise
+
+
+def _top_python(args: argparse.Namespace, pid: int, refresh: float) -> int:
+    from profkit.sampler import SamplerSession
+    from profkit.sampler.top import TopState, render_top
+
     session = SamplerSession(pid, options_from(args, parse_seconds(args.duration)))
     state = TopState()
     tty = sys.stdout.isatty()

@@ -137,6 +137,8 @@ CHOICES: tuple[ProfilerChoice, ...] = (
     # Sampled allocations (bytes by stack) in-process, through the API's OBJECT_ALLOCATED.
     ProfilerChoice("memory", PYTHON_KINDS, _IN_PROCESS, "profkit.profilers.memory:MemoryProfiler"),
     ProfilerChoice("trace", ("dotnet",), "profkit.clr.engine:DotnetEngine", profiler=""),
+    # Sampled from outside through the runtime's diagnostics port (EventPipe).
+    ProfilerChoice("sample", ("dotnet",), "profkit.dotnet.engine:SampleEngine", profiler=""),
 )
 
 

@@ -1,0 +1,119 @@
+"""``attach``, ``top`` and ``dump`` when the PID is a .NET process (routed here by kind).
+
+The work is :mod:`profkit.dotnet`'s (EventPipe through the runtime's diagnostics port;
+nothing is loaded into the target); this module prints and saves. ``-o FILE.nettrace``
+keeps the raw stream instead of a profile (``profkit report FILE.nettrace`` opens it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+
+from profkit._atomic import write_stdout
+from profkit.errors import UsageError
+
+
+def route(pid: int) -> str:
+    """``dotnet``, ``python`` or ``unknown`` (see :func:`profkit.dotnet.process.kind_of`)."""
+    from profkit.dotnet.process import kind_of
+
+    return kind_of(pid)
+
+
+def neither(pid: int) -> UsageError:
+    from profkit.dotnet.process import neither_message
+
+    return UsageError(neither_message(pid))
+
+
+@contextlib.contextmanager
+def _stopping(stop: threading.Event) -> Iterator[None]:
+    """Ctrl-C and SIGTERM end sampling (the profile is still saved), not profkit."""
+    handler = lambda *_: stop.set()  # noqa: E731
+    saved = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, previous in saved.items():
+            signal.signal(s, previous)
+
+
+def _clock(args: argparse.Namespace) -> str:
+    mode = getattr(args, "mode", "wall")
+    return "cpu" if mode == "cpu" else "wall"
+
+
+def attach(args: argparse.Namespace, pid: int, duration: float | None) -> int:
+    from profkit.dotnet.commands import sample_pid
+    from profkit.runner import output as out
+
+    path = out.output_path(args.output, f"attach-{pid}")
+    absolute = os.path.abspath(path)
+    directory = os.path.dirname(absolute)
+    if not (os.path.isdir(directory) and os.access(directory, os.W_OK)):
+        raise UsageError(f"-o {path}: cannot write in {directory or '.'}")
+    from profkit.dotnet.process import diagnostics_socket
+
+    diagnostics_socket(pid)  # a port turned off is said before anything else
+    print(
+        f"profkit: sampling pid {pid} (.NET, EventPipe sample profiler, ~1 kHz); Ctrl-C to stop",
+        file=sys.stderr,
+    )
+    stop = threading.Event()
+    raw = absolute.endswith(".nettrace")
+    with _stopping(stop), open(absolute, "wb") if raw else contextlib.nullcontext() as fh:
+        profile, why = sample_pid(pid, duration=duration, stop=stop, clock=_clock(args), raw=fh)
+    sampler = profile.metadata["sampler"]
+    if not raw:
+        error = out.save(profile, absolute, out.format_for(path, ""))
+        if error:
+            raise OSError(f"cannot write profile {absolute}: {error}")
+    if not args.no_tree:
+        sys.stderr.write(out.render(profile, sys.stderr))
+    seconds = profile.metadata["duration_ns"] / 1e9
+    ended = {"exited": f"pid {pid} exited", "duration": "sampling stopped; pid {pid} runs on"}
+    print(
+        f"profkit: {sampler['samples']} samples in {seconds:.2f} s from "
+        f"{len(sampler['threads'])} thread(s); "
+        + ended.get(why, f"sampling stopped; pid {pid} runs on").format(pid=pid),
+        file=sys.stderr,
+    )
+    what = "EventPipe stream (nettrace)" if raw else "profile"
+    print(f"profkit: {what} saved to {path}", file=sys.stderr)
+    return 0
+
+
+def top(args: argparse.Namespace, pid: int, refresh: float, duration: float | None) -> int:
+    from profkit.dotnet.commands import TopState, render_top, sample_pid
+    from profkit.dotnet.session import LiveSession
+
+    state = TopState()
+    tty = sys.stdout.isatty()
+
+    def draw(session: LiveSession) -> None:
+        size = shutil.get_terminal_size((100, 30))
+        text = render_top(session, state, rows=max(size.lines - 5, 5), width=size.columns)
+        sys.stdout.write(("\x1b[H\x1b[2J" if tty else "") + text + ("" if tty else "\n"))
+        sys.stdout.flush()
+
+    stop = threading.Event()
+    with _stopping(stop):
+        _, why = sample_pid(pid, duration=duration, stop=stop, on_tick=draw, every_s=refresh)
+    if why == "exited":
+        print(f"profkit: pid {pid} exited", file=sys.stderr)
+    return 0
+
+
+def dump(pid: int) -> int:
+    from profkit.dotnet.commands import dump as take
+    from profkit.dotnet.commands import format_dump
+
+    write_stdout(format_dump(pid, take(pid)).encode("utf-8", "surrogateescape"))
+    return 0

@@ -1,0 +1,138 @@
+"""``profkit run --mode sample app.dll ARGS``: run a .NET program, sample it through EventPipe.
+
+A row of :data:`profkit.runner.choice.CHOICES`. The program runs as ``dotnet app.dll ARGS``
+with profkit's stdin, stdout and stderr and its own exit status; nothing of profkit is
+loaded into it. profkit watches for its diagnostics socket (every millisecond) and starts
+the session the moment the runtime listens. How much of start-up that misses: CoreCLR 3.1
+opens the port during its own start-up, before the program's ``Main``, but cannot be told
+to wait for a client (``DOTNET_DiagnosticPorts``' suspend mode is .NET 5+), so the time
+from exec to the session's first sample (the host resolving the framework, the runtime
+starting) is not seen; the profile's ``sampler.unseen_start_ns`` says how long it was.
+The program's end ends the stream; what was seen is kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import threading
+import time
+from typing import Any
+
+from profkit.clr.engine import DotnetTarget
+from profkit.dotnet.ipc import DiagnosticsError, find_socket
+from profkit.dotnet.session import LiveSession
+from profkit.runner.choice import Finished, Job
+from profkit.runner.outcome import outcome_of_returncode
+
+#: how often the socket is looked for while the program starts
+POLL_S = 0.001
+
+
+def _target(job: Job) -> DotnetTarget:
+    target = job.target
+    assert isinstance(target, DotnetTarget)
+    return target
+
+
+class _Watcher:
+    """Starts the session as soon as the child's runtime listens (a thread)."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self.session: LiveSession | None = None
+        self.connected_after_s = 0.0
+        self.problem = ""
+        self.started = time.monotonic()
+        self.thread = threading.Thread(target=self._watch, name="profkit-watch", daemon=True)
+        self.thread.start()
+
+    def _watch(self) -> None:
+        pid = self.proc.pid
+        while self.proc.poll() is None:
+            if find_socket(pid) is not None:
+                try:
+                    self.session = LiveSession(pid)
+                    self.connected_after_s = time.monotonic() - self.started
+                    return
+                except DiagnosticsError as exc:  # not ready yet: try again
+                    self.problem = str(exc)
+            time.sleep(POLL_S)
+        self.problem = self.problem or "the program ended before its diagnostics port opened"
+
+
+def _wait(proc: subprocess.Popen[bytes]) -> int:
+    """Wait for the program: Ctrl-C reaches it through the terminal (profkit waits on);
+    a SIGTERM sent to profkit alone is passed on to it."""
+    saved = {}
+    if threading.current_thread() is threading.main_thread():
+        saved[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        saved[signal.SIGTERM] = signal.signal(
+            signal.SIGTERM, lambda signum, frame: _forward(proc, signum)
+        )
+    try:
+        while True:
+            try:
+                return proc.wait()
+            except KeyboardInterrupt:
+                continue
+    finally:
+        for signum, previous in saved.items():
+            signal.signal(signum, previous)
+
+
+def _forward(proc: subprocess.Popen[bytes], signum: int) -> None:
+    with contextlib.suppress(OSError):
+        proc.send_signal(signum)
+
+
+class SampleEngine:
+    """Runs a :class:`~profkit.clr.engine.DotnetTarget`, sampled from outside."""
+
+    def unavailable(self, job: Job) -> str | None:
+        from profkit.clr.host import find_host
+        from profkit.errors import UsageError
+
+        try:
+            find_host(_target(job).dotnet)
+        except UsageError as exc:
+            return str(exc)
+        return None
+
+    def prepare(self, job: Job) -> tuple[str, ...]:
+        from profkit.clr.assembly import check_assembly
+
+        target = _target(job)
+        check_assembly(target.assembly)
+        return (target.assembly,)
+
+    def run(self, job: Job) -> Finished:
+        from profkit.clr.host import find_host
+
+        target = _target(job)
+        host = find_host(target.dotnet)
+        proc = subprocess.Popen([host.path, target.assembly, *target.args])
+        watcher = _Watcher(proc)
+        code = _wait(proc)
+        watcher.thread.join()
+        session = watcher.session
+        outcome = outcome_of_returncode(code)
+        if session is None:
+            job.say(f"profkit: note: nothing sampled: {watcher.problem}\n")
+            return Finished(outcome, None)
+        session.stream.done.wait(30.0)
+        meta: dict[str, Any] = {
+            "argv": [target.assembly, *target.args],
+            "dotnet": host.path,
+            "exit_status": outcome.status,
+            "settings": job.settings.as_dict(),
+        }
+        profile = session.profile(job.settings.sample_clock, meta)
+        sampler = profile.metadata["sampler"]
+        sampler["unseen_start_ns"] = int(watcher.connected_after_s * 1e9)
+        job.say(
+            f"profkit: sampled through EventPipe from {watcher.connected_after_s * 1e3:.0f} ms "
+            f"after start: {sampler['samples']} samples from {len(sampler['threads'])} thread(s)\n"
+        )
+        return Finished(outcome, profile)
