@@ -163,7 +163,7 @@ def test_not_dotnet_and_not_alive(tmp_path: Path) -> None:
     try:
         done = profkit("attach", str(sleeper.pid), "-d", "1")
         assert done.returncode == 2
-        assert "neither a Python nor a .NET process" in done.stderr
+        assert "not a Python process, nor a .NET one" in done.stderr
     finally:
         sleeper.kill()
         sleeper.wait()

@@ -67,7 +67,7 @@ def exe_of(pid: int) -> str:
 def neither_message(pid: int) -> str:
     """What to say of a PID that is neither runtime's."""
     return (
-        f"pid {pid}: neither a Python nor a .NET process ({exe_of(pid)}: no libpython or "
+        f"pid {pid}: not a Python process, nor a .NET one ({exe_of(pid)}: no libpython or "
         "_PyRuntime, no libcoreclr.so, no .NET diagnostics socket)"
     )
 
