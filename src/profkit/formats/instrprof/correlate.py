@@ -12,7 +12,8 @@ records whose pointer falls outside the section).
 llvm-profdata checks nothing else: a raw file from another build silently puts counts
 on the wrong functions. We refuse a binary that cannot be the one: a different ELF class
 or byte order, a counter section of another size than the raw file's, a build ID the
-raw file does not carry. The ELF is read with pyelftools (``pip install pyelftools``).
+raw file does not carry. The ELF is read with pyelftools (``pip install pyelftools``)
+behind :mod:`~profkit.formats.instrprof.elfread`, which turns a damaged file into one error.
 
 Debug-info correlation (``-profile-correlate=debug-info``; LLVM 14-16's
 ``-debug-info-correlate``) keeps the same facts in DWARF instead: one ``__profc_<fn>``
@@ -22,22 +23,22 @@ children "Function Name", "CFG Hash" and "Num Counters" (``DwarfInstrProfCorrela
 
 from __future__ import annotations
 
-import os
-import stat
 import struct
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from profkit.errors import ProfileFormatError, UsageError
+from profkit.errors import ProfileFormatError
 from profkit.formats._binary import Cursor
+from profkit.formats.instrprof.elfread import (
+    COUNTERS_SECTION,
+    NAMES_SECTION,
+    ElfBinary,
+    Probe,
+)
 from profkit.formats.instrprof.magics import RAW_MAGICS
 from profkit.formats.instrprof.model import FunctionRecord, Profile
 from profkit.formats.instrprof.names import add_names, decode_names
 from profkit.formats.instrprof.raw_sections import locate
-
-DATA_SECTION = "__llvm_covdata"
-NAMES_SECTION = "__llvm_covnames"
-COUNTERS_SECTION = "__llvm_prf_cnts"
 
 
 class Correlation(NamedTuple):
@@ -45,132 +46,6 @@ class Correlation(NamedTuple):
 
     mode: str
     path: str
-
-
-#: One function's probe: (name, CFG hash, counter address, number of counters).
-Probe = tuple[str, int, int, int]
-
-
-class _Binary:
-    """What correlation needs from an ELF executable, in ``binary`` or ``debug-info`` mode."""
-
-    def __init__(self, path: str, mode: str = "binary") -> None:
-        flag = "--binary-file" if mode == "binary" else "--debug-info"
-        try:
-            from elftools.common.exceptions import DWARFError, ELFError
-            from elftools.elf.elffile import ELFFile
-        except ImportError:
-            raise UsageError(f"{flag} needs pyelftools: pip install pyelftools") from None
-        try:
-            st = os.stat(path)
-        except OSError as exc:
-            raise UsageError(f"{flag} {path}: {exc.strerror or exc}") from None
-        if not stat.S_ISREG(st.st_mode):
-            raise UsageError(f"{flag} {path}: not a regular file")
-        self.path = path
-        self.data = self.names = b""
-        self.probes: list[Probe] = []
-        try:
-            with open(path, "rb") as fh:
-                elf = ELFFile(fh)
-                self.psize = 8 if elf.elfclass == 64 else 4
-                self.order = "<" if elf.little_endian else ">"
-                wanted = (DATA_SECTION, NAMES_SECTION) if mode == "binary" else ()
-                sections = {}
-                for name in (*wanted, COUNTERS_SECTION):
-                    sec = elf.get_section_by_name(name)
-                    if sec is None:
-                        raise ProfileFormatError(
-                            "incompatible",
-                            f"has no {name} section: not built with "
-                            f"-mllvm -profile-correlate={mode}",
-                            path=path,
-                        )
-                    sections[name] = sec
-                if mode == "binary":
-                    self.data = bytes(sections[DATA_SECTION].data())
-                    self.names = bytes(sections[NAMES_SECTION].data())
-                else:
-                    if not elf.has_dwarf_info():
-                        raise ProfileFormatError(
-                            "incompatible", "has no DWARF: not built with -g", path=path
-                        )
-                    self.probes = _dwarf_probes(elf)
-                counters = sections[COUNTERS_SECTION]
-                self.counters_start = int(counters["sh_addr"])
-                self.counters_size = int(counters["sh_size"])
-                self.build_ids = _build_ids(elf)
-        except (ELFError, DWARFError) as exc:
-            raise ProfileFormatError(
-                "malformed", f"cannot read the ELF/DWARF: {exc}", path=path
-            ) from None
-
-
-#: ``DW_TAG_LLVM_annotation`` (pyelftools may not know its name).
-_ANNOTATION_TAGS = ("DW_TAG_LLVM_annotation", 0x6000)
-_DW_OP_ADDR, _DW_OP_ADDRX = 0x03, 0xA1
-
-
-def _dwarf_probes(elf: Any) -> list[Probe]:
-    """``DwarfInstrProfCorrelator``: every ``__profc_*`` variable with its annotations
-    ("Function Name", "CFG Hash", "Num Counters") and its address, in DIE order."""
-    dwarf = elf.get_dwarf_info()
-    probes: list[Probe] = []
-    for cu in dwarf.iter_CUs():
-        for die in cu.iter_DIEs():
-            if die.tag != "DW_TAG_variable":
-                continue
-            name = die.attributes.get("DW_AT_name")
-            if name is None or not bytes(name.value).startswith(b"__profc_"):
-                continue
-            address = _address(dwarf, cu, die.attributes.get("DW_AT_location"))
-            notes: dict[bytes, Any] = {}
-            for child in die.iter_children():
-                if child.tag in _ANNOTATION_TAGS:
-                    key = child.attributes.get("DW_AT_name")
-                    value = child.attributes.get("DW_AT_const_value")
-                    if key is not None and value is not None:
-                        notes[bytes(key.value)] = value.value
-            fn, cfg, num = (notes.get(k) for k in (b"Function Name", b"CFG Hash", b"Num Counters"))
-            if address is None or fn is None or cfg is None or num is None:
-                continue  # LLVM warns "incomplete DIE" and skips it
-            text = fn.decode("utf-8", "surrogateescape") if isinstance(fn, bytes) else str(fn)
-            probes.append((text, int(cfg), address, int(num)))
-    return probes
-
-
-def _address(dwarf: Any, cu: Any, location: Any) -> int | None:
-    """The address of a ``DW_OP_addr`` / ``DW_OP_addrx`` location expression."""
-    if location is None or not isinstance(location.value, list) or not location.value:
-        return None
-    expr = bytes(location.value)
-    if expr[0] == _DW_OP_ADDR:
-        size = len(expr) - 1
-        return (
-            int.from_bytes(expr[1:], "little" if dwarf.config.little_endian else "big")
-            if size in (4, 8)
-            else None
-        )
-    if expr[0] == _DW_OP_ADDRX:
-        index, shift = 0, 0
-        for byte in expr[1:]:
-            index |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                break
-        return int(dwarf.get_addr(cu, index))
-    return None
-
-
-def _build_ids(elf: object) -> list[bytes]:
-    out = []
-    for section in elf.iter_sections():  # type: ignore[attr-defined]
-        if section["sh_type"] != "SHT_NOTE":
-            continue
-        for note in section.iter_notes():
-            if note["n_type"] == "NT_GNU_BUILD_ID":
-                out.append(bytes.fromhex(note["n_desc"]))
-    return out
 
 
 def correlate_binary(
@@ -198,7 +73,7 @@ def correlate(
     order, psize = layout
     cur = Cursor(raw, path=raw_path, error=ProfileFormatError)
     where = locate(cur, order, psize)
-    binary = _Binary(binary_path, mode)
+    binary = ElfBinary(binary_path, mode)
     mismatch = f"{binary_path} is not the binary that wrote {raw_path}"
     if (binary.order, binary.psize) != (order, psize):
         raise ProfileFormatError(
@@ -237,7 +112,7 @@ def correlate(
     return profile
 
 
-def _section_probes(binary: _Binary, rec: Any) -> list[Probe]:
+def _section_probes(binary: ElfBinary, rec: Any) -> list[Probe]:
     """The data records of ``__llvm_covdata`` as probes, names from ``__llvm_covnames``."""
     # The last record may lack its tail padding (LLVM iterates with `<`): pad it.
     data = binary.data + bytes(-len(binary.data) % rec.size)
