@@ -222,7 +222,7 @@ class NettraceWriter:
     def _metadata_v4(self, item: EventMetadata) -> bytes:
         out = struct.pack("<i", item.metadata_id) + utf16z(item.provider)
         out += struct.pack("<i", item.event_id) + utf16z(item.name)
-        out += struct.pack("<qii", item.keywords, item.version, item.level)
+        out += struct.pack("<Qii", item.keywords, item.version, item.level)
         fields = item.fields
         if fields is not None:
             if any(_has_array(f.type) for f in fields):  # V5: arrays need the V2Params tag

@@ -111,8 +111,13 @@ def _compressed_rows(block: bytes, pos: int, where: Where, v6: bool) -> Iterator
             thread, pos = varuint(block, pos, end, where, "thread id")
         if flags & 8:
             stack, pos = varuint(block, pos, end, where, "stack id")
-        delta, pos = varuint(block, pos, end, where, "timestamp")
-        stamp = (stamp + delta) & _U64
+        byte = block[pos] if pos < end else 0x80  # the timestamp delta, inlined: every row has one
+        if byte < 0x80:
+            stamp = (stamp + byte) & _U64
+            pos += 1
+        else:
+            delta, pos = varuint(block, pos, end, where, "timestamp")
+            stamp = (stamp + delta) & _U64
         if v6:
             if flags & 16:
                 label, pos = varuint(block, pos, end, where, "label list id")
@@ -127,7 +132,8 @@ def _compressed_rows(block: bytes, pos: int, where: Where, v6: bool) -> Iterator
                 pos += 16
         if flags & 128:
             payload_size, pos = varuint(block, pos, end, where, "payload size")
-        where.need(block, pos, payload_size, end, "event payload")
+        if pos + payload_size > end:
+            where.need(block, pos, payload_size, end, "event payload")
         yield (
             meta,
             seq,

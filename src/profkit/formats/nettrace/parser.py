@@ -244,26 +244,31 @@ class NettraceParser:
         stacks = self._region_stacks
         last_seq = self._last_seq
         os_thread = self._os_thread
+        append = records.append
         for row in iter_rows(block, where, v6):
-            meta, seq, capture, thread, proc, stack, stamp, act, rel, label = row[:10]
+            meta, seq, capture, thread, proc, stack, stamp, act, rel, label, ordered, at, stop = row
             metadata_id = metadata_ids.get(meta)
             if metadata_id is None:
-                raise where.error("malformed", f"event of undefined metadata id {meta}", row[11])
+                raise where.error("malformed", f"event of undefined metadata id {meta}", at)
             stack_id = stacks.get(stack, 0) if stack else 0
             if stack and not stack_id:
-                raise where.error("malformed", f"event of undefined stack id {stack}", row[11])
+                raise where.error("malformed", f"event of undefined stack id {stack}", at)
             if v6:
                 capture = os_thread.get(capture, capture)
                 thread = os_thread.get(thread, thread)
                 if label:
                     act, rel = self._labels.get(label, (_NO_ID, _NO_ID))
-            gap = (seq - last_seq.get(capture, 0) - 1) % _U32
-            if 0 < gap < _U32 // 2:
-                self.lost_events += gap
+            if seq != last_seq.get(capture, 0) + 1:  # a gap: events the runtime dropped
+                gap = (seq - last_seq.get(capture, 0) - 1) % _U32
+                if gap < _U32 // 2:
+                    self.lost_events += gap
             last_seq[capture] = seq
-            payload = block[row[11] : row[12]]
-            ids = (capture, thread, proc, stamp, stack_id, act, rel, row[10], payload)
-            records.append(Event(metadata_id, seq, *ids))
+            append(
+                Event(
+                    metadata_id, seq, capture, thread, proc, stamp, stack_id, act, rel, ordered,
+                    block[at:stop],
+                )
+            )  # fmt: skip
 
     def trace(self, events: list[Event]) -> Trace:
         """A :class:`Trace` of what was read so far, with ``events`` as its events."""
