@@ -163,6 +163,7 @@ CLR_SOURCES = tuple(
         "threads",
         "events",
         "output",
+        "files",
     )
 )
 CLR_PROFILER = "profkit/clr/libprofkit_clr.so"

@@ -25,7 +25,7 @@ HIDDEN HRESULT cb_AssemblyLoadFinished(void *self, AssemblyID id, HRESULT status
     ModuleID mod = 0;
     if (((fn_GetAssemblyInfo)SLOT(g_info, PI_GetAssemblyInfo))(g_info, id, 512, &len, w, &domain, &mod) >= 0) {
         char name[1024];
-        utf16_to_utf8(w, len, name, sizeof name);
+        utf16_to_utf8(w, len < 512 ? len : 512, name, sizeof name);
         record("assembly", name);
     }
     return S_OK;
@@ -42,7 +42,7 @@ HIDDEN HRESULT cb_ModuleLoadFinished(void *self, ModuleID id, HRESULT status) {
     if (((fn_GetModuleInfo2)SLOT(g_info, PI_GetModuleInfo2))(g_info, id, &base, 1024, &len, w, &asm_id, &flags) < 0)
         return S_OK;
     char path[2048];
-    utf16_to_utf8(w, len, path, sizeof path);
+    utf16_to_utf8(w, len < 1024 ? len : 1024, path, sizeof path);
     add_module(id, base, flags, path);
     return S_OK;
 }
@@ -76,7 +76,7 @@ HIDDEN HRESULT cb_JITInlining(void *self, FunctionID caller, FunctionID callee, 
 
 HIDDEN HRESULT cb_ExceptionThrown(void *self, ObjectID obj) {
     (void)self;
-    char name[1024] = "(unknown exception type)";
+    char name[NAME_BYTES] = "(unknown exception type)";
     ClassID cls = 0;
     ModuleID mod = 0;
     mdToken td = 0;
@@ -94,8 +94,9 @@ HIDDEN HRESULT cb_ExceptionThrown(void *self, ObjectID obj) {
 
 HIDDEN HRESULT cb_ExceptionCatcherEnter(void *self, FunctionID fid, ObjectID obj) {
     (void)self, (void)obj;
+    unwind_caught(fid); /* first: the call bookkeeping needs it whatever is recorded */
     if (!(S.events & EV_EXCEPTIONS)) return S_OK;
-    char name[1024];
+    char name[NAME_BYTES];
     function_name(fid, name, sizeof name);
     record("catch", name);
     return S_OK;

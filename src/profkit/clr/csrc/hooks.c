@@ -156,23 +156,57 @@ HIDDEN int hooks_prepare(void) { return pthread_key_create(&g_key, thread_gone);
 /* Events are recorded only while active: from Initialize to finish(). */
 HIDDEN void hooks_active(int on) { atomic_store(&g_active, on); }
 
-/* ---- exception unwinding: a frame unwound pops like a Leave ---------------------------- */
+/* ---- exception unwinding: a frame unwound pops like a Leave ---------------------------- *
+ * The runtime's second pass calls ExceptionUnwindFunctionEnter(f) for each managed frame
+ * it reaches, then ExceptionUnwindFunctionLeave() once that frame is popped: its Leave
+ * hook never runs, so the Leave is ours to record. The frame that catches gets an
+ * UnwindFunctionEnter and then ExceptionCatcherEnter instead of an UnwindFunctionLeave
+ * (it stays on the stack and goes on running), so its entry is removed there. An
+ * exception thrown and caught inside a finally that another exception is unwinding
+ * nests above the outer one's entries, hence a stack rather than one slot. Growing it
+ * allocates, as the rare exception path may (never the hooks). */
+static void unwind_push(thr_t *t, uint32_t id) {
+    if (t->n_unwind == t->cap_unwind) {
+        uint32_t cap = t->cap_unwind ? t->cap_unwind * 2 : 16;
+        uint32_t *p = cap > t->cap_unwind ? realloc(t->unwind, (size_t)cap * sizeof *p) : NULL;
+        if (p) {
+            t->unwind = p;
+            t->cap_unwind = cap;
+        }
+    }
+    if (t->n_unwind < t->cap_unwind) t->unwind[t->n_unwind] = id;
+    if (t->n_unwind < UINT32_MAX) t->n_unwind++;
+}
+
+/* The top entry's id (UINT32_MAX: unhooked, or not kept), popped; -1 when empty. */
+static int unwind_pop(thr_t *t, uint32_t *id) {
+    if (t->n_unwind == 0) return -1;
+    t->n_unwind--;
+    *id = t->n_unwind < t->cap_unwind ? t->unwind[t->n_unwind] : UINT32_MAX;
+    return 0;
+}
+
 HIDDEN HRESULT cb_ExceptionUnwindFunctionEnter(void *self, FunctionID fid) {
     (void)self;
     thr_t *t = tls_thr;
     if (!t) return S_OK; /* no hooked call ever ran on this thread */
-    uint32_t id = method_id(fid);
-    if (t->n_unwind < 64) t->unwind[t->n_unwind] = id;
-    t->n_unwind++;
+    unwind_push(t, method_id(fid));
     return S_OK;
 }
 
 HIDDEN HRESULT cb_ExceptionUnwindFunctionLeave(void *self) {
     (void)self;
     thr_t *t = tls_thr;
-    if (!t || t->n_unwind == 0) return S_OK;
-    t->n_unwind--;
-    uint32_t id = t->n_unwind < 64 ? t->unwind[t->n_unwind] : UINT32_MAX;
+    uint32_t id;
+    if (!t || unwind_pop(t, &id) < 0) return S_OK;
     if (id != UINT32_MAX && t->depth) push_event(id, K_UNWIND); /* its Leave hook never runs */
     return S_OK;
+}
+
+/* ExceptionCatcherEnter: the catching frame's unwinding ends without a Leave. */
+HIDDEN void unwind_caught(FunctionID fid) {
+    (void)fid;
+    thr_t *t = tls_thr;
+    uint32_t id;
+    if (t) (void)unwind_pop(t, &id);
 }

@@ -100,7 +100,7 @@ HIDDEN HRESULT cb_Initialize(void *self, void *unk) {
         hooks_active(0);
         return E_FAIL;
     }
-    if (S.output) save_on_abort();
+    if (S.output || g_lines_on) save_on_signals();
     return S_OK;
 }
 

@@ -14,7 +14,7 @@
  * into one buffer; the indentation is capped at MAX_INDENT characters (a depth of 4096),
  * so a runaway recursion cannot make one line megabytes long. */
 #define MAX_INDENT 16384
-#define NAME_CAP 1024
+#define NAME_CAP NAME_BYTES
 static char g_line[MAX_INDENT + NAME_CAP + 96];
 
 static size_t put_u64(char *out, uint64_t v) {

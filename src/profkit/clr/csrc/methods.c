@@ -67,7 +67,7 @@ HIDDEN uint32_t map_function(FunctionID fid) {
     uint32_t id = fmap_find(fid, &found);
     pthread_mutex_unlock(&g_lock);
     if (found) return id;
-    char name[1024];
+    char name[NAME_BYTES];
     function_name(fid, name, sizeof name);
     int wanted = (S.events & EV_CALLS) && prefix_match(name);
     char *copy = wanted ? strdup(name) : NULL;

@@ -2,22 +2,24 @@
  *
  * One tab-separated record a line: the header fields, methods, each thread's call tree,
  * thread names, modules, the code map, timeline spans and events, then "end". Written to
- * a temporary name and renamed, so a reader never sees half a file. Why a unit of its
- * own: the format is a contract with the Python side (tests/clr/test_result.py).
+ * a new temporary file and renamed, so a reader never sees half a file (files.c opens it,
+ * by profkit's rules). Why a unit of its own: the format is a contract with the Python
+ * side (tests/clr/test_result.py).
  */
 #include "profiler.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 HIDDEN void write_output(void) {
     if (!S.output) return;
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.%d.tmp", S.output, (int)getpid());
-    FILE *f = fopen(tmp, "w");
+    char tmp[PATH_MAX + 64], target[PATH_MAX];
+    FILE *f = open_result(S.output, target, sizeof target, tmp, sizeof tmp);
     if (!f) {
-        say("profkit: clr: cannot write %s: %s", S.output, strerror(errno));
+        say("profkit: clr: cannot write %s: %s", S.output,
+            errno == EINVAL ? "not a regular file" : strerror(errno));
         return;
     }
     pthread_mutex_lock(&g_lock);
@@ -72,7 +74,7 @@ HIDDEN void write_output(void) {
     fprintf(f, "end\n");
     pthread_mutex_unlock(&g_lock);
     int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, S.output) != 0) {
+    if (fclose(f) != 0 || bad || rename(tmp, target) != 0) {
         say("profkit: clr: cannot write %s: %s", S.output, strerror(errno));
         unlink(tmp);
     }

@@ -39,11 +39,12 @@
  *   shadow.c    the writer's shadow stacks, call trees and timeline spans;
  *   lines.c     the article's Enter/Leave lines, with base time and no orphans;
  *   sinks.c     where lines go: the stream (PROFKIT_STREAM) and UDP datagrams (PROFKIT_UDP);
- *   writer.c    the writer thread, and finishing (Shutdown, exit, abort);
+ *   writer.c    the writer thread, and finishing (Shutdown, exit, abort, Ctrl-C);
  *   records.c   the rare records: events, modules, the code map;
  *   threads.c   managed threads: OS thread ids, names, their callbacks;
  *   events.c    the other callbacks: loads, JIT, exceptions, GC;
- *   output.c    the result file (PROFKIT_CLR_OUTPUT).
+ *   output.c    the result file (PROFKIT_CLR_OUTPUT);
+ *   files.c     opening the stream and the result file as profkit's Python writers do.
  */
 #ifndef PROFKIT_CLR_PROFILER_H
 #define PROFKIT_CLR_PROFILER_H
@@ -145,6 +146,8 @@ typedef ULONG (*fn_Release)(void *);
 
 /* ---- metadata.c ----------------------------------------------------------------------- */
 HIDDEN extern const GUID IID_IMetaDataImport;
+/* The longest name kept, in bytes with its NUL (a longer one is cut, ending in "…"). */
+#define NAME_BYTES 4096
 HIDDEN size_t utf16_to_utf8(const WCHAR *in, size_t n, char *out, size_t cap);
 HIDDEN size_t type_name(void *md, mdToken td, char *out, size_t cap);
 HIDDEN int function_name(FunctionID fid, char *out, size_t cap);
@@ -186,8 +189,8 @@ typedef struct thr {
     uint32_t tid;
     /* producer side (the thread itself) */
     uint32_t depth;
-    uint32_t unwind[64]; /* client ids of frames being unwound (ExceptionUnwindFunction*) */
-    uint32_t n_unwind;
+    uint32_t *unwind; /* client ids of frames whose unwinding began (ExceptionUnwind*) */
+    uint32_t n_unwind, cap_unwind; /* n_unwind > cap_unwind: ids beyond it not kept */
     /* consumer side (the writer thread) */
     frame_t *stack;
     uint32_t n_stack, cap_stack, written;
@@ -202,6 +205,7 @@ HIDDEN extern _Atomic(thr_t *) g_threads;
 HIDDEN int hooks_prepare(void);
 HIDDEN HRESULT hooks_install(void);
 HIDDEN void hooks_active(int on);
+HIDDEN void unwind_caught(FunctionID fid);
 
 /* ---- shadow.c ------------------------------------------------------------------------- */
 typedef struct {
@@ -212,6 +216,7 @@ HIDDEN extern span_t *g_spans;
 HIDDEN extern size_t g_n_spans;
 HIDDEN extern uint64_t g_spans_dropped;
 HIDDEN size_t drain(thr_t *t);
+HIDDEN void close_open(thr_t *t, uint64_t now);
 
 /* ---- lines.c -------------------------------------------------------------------------- */
 HIDDEN void lines_after_push(thr_t *t, uint64_t now);
@@ -224,10 +229,16 @@ HIDDEN int open_sinks(void);
 HIDDEN void emit_line(const char *line, size_t n);
 HIDDEN void sinks_flush(void);
 
+/* ---- files.c -------------------------------------------------------------------------- */
+HIDDEN int follow_links(const char *path, char *final, size_t cap);
+HIDDEN int open_stream_file(const char *path);
+HIDDEN FILE *open_result(const char *path, char *target, size_t target_cap, char *tmp, size_t tmp_cap);
+
 /* ---- writer.c ------------------------------------------------------------------------- */
 HIDDEN int writer_prepare(void);
 HIDDEN int writer_start(void);
-HIDDEN void save_on_abort(void);
+HIDDEN void save_on_signals(void);
+HIDDEN int writer_dying(void);
 HIDDEN void finish(int from_signal);
 
 /* ---- output.c ------------------------------------------------------------------------- */

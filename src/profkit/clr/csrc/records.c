@@ -72,7 +72,7 @@ HIDDEN int add_code(FunctionID fid, char kind) {
     ModuleID mod = 0;
     mdToken tok = 0;
     ((fn_GetFunctionInfo)SLOT(g_info, PI_GetFunctionInfo))(g_info, fid, &cls, &mod, &tok);
-    char name[1024];
+    char name[NAME_BYTES];
     function_name(fid, name, sizeof name);
     pthread_mutex_lock(&g_lock);
     for (uint32_t i = 0; i < n && i < 8; i++) {

@@ -104,6 +104,20 @@ static void stack_discard(thr_t *t) {
     t->resyncs++;
 }
 
+/* Pop the top frame as a call completed at `when` (ns): its node's counts and its span. */
+static void complete(thr_t *t, frame_t *f, uint64_t when) {
+    uint64_t dur = when >= f->start ? when - f->start : 0;
+    uint32_t index = t->n_stack - 1;
+    t->n_stack--;
+    if (dur < S.basetime_ns) return;
+    if (S.timeline) add_span(t->tid, f->id, f->start, f->start + dur, index - 1);
+    node_t *n = &t->nodes[f->node];
+    if (n->calls == 0 || dur < n->min) n->min = dur;
+    if (dur > n->max) n->max = dur;
+    n->calls++;
+    n->incl += dur;
+}
+
 static void consume(thr_t *t, const ev_t *e) {
     uint32_t kind = e->kd >> 28, depth = e->kd & DEPTH_MASK;
     uint64_t when = tick_ns(e->t);
@@ -125,21 +139,13 @@ static void consume(thr_t *t, const ev_t *e) {
         stack_discard(t);
         return;
     }
-    uint64_t dur = when >= f->start ? when - f->start : 0;
-    uint32_t index = t->n_stack - 1;
-    t->n_stack--;
-    if (dur >= S.basetime_ns) {
-        if (S.timeline) add_span(t->tid, e->id, f->start, f->start + dur, index - 1);
-        node_t *n = &t->nodes[f->node];
-        if (n->calls == 0 || dur < n->min) n->min = dur;
-        if (dur > n->max) n->max = dur;
-        n->calls++;
-        n->incl += dur;
-    }
-    if (g_lines_on) lines_after_pop(t, index, e->id, dur);
+    complete(t, f, when);
+    if (g_lines_on) lines_after_pop(t, t->n_stack, e->id, when >= f->start ? when - f->start : 0);
 }
 
-/* Drain one ring; returns the number of events consumed. */
+/* Drain one ring; returns the number of events consumed. While the process is dying
+ * (writer_dying: a signal's deadline runs), lines are no longer written: the result
+ * file comes first, and a deep stack's lines can take longer than the deadline. */
 HIDDEN size_t drain(thr_t *t) {
     if (!t->nodes && tree_init(t) < 0) return 0;
     uint64_t tail = atomic_load_explicit(&t->tail, memory_order_relaxed);
@@ -148,7 +154,10 @@ HIDDEN size_t drain(thr_t *t) {
     uint64_t now = 0;
     for (; tail != head; tail++, n++) {
         consume(t, &t->ring[tail & t->mask]);
-        if ((n & 4095) == 4095) atomic_store_explicit(&t->tail, tail + 1, memory_order_release);
+        if ((n & 4095) == 4095) {
+            atomic_store_explicit(&t->tail, tail + 1, memory_order_release);
+            if (g_lines_on && writer_dying()) g_lines_on = 0;
+        }
     }
     atomic_store_explicit(&t->tail, tail, memory_order_release);
     /* base time: a pending call running for the base time already is certain to show */
@@ -157,4 +166,13 @@ HIDDEN size_t drain(thr_t *t) {
         lines_after_push(t, now);
     }
     return n;
+}
+
+/* The end of the run: every call still open on this thread's shadow stack is closed now,
+ * as profkit's Python tracer closes them (a killed program's, a thread still running at
+ * exit): the profile holds what was seen. No lines: like the tracer, none are written. */
+HIDDEN void close_open(thr_t *t, uint64_t now) {
+    if (!t->nodes) return;
+    while (t->n_stack > 1) complete(t, &t->stack[t->n_stack - 1], now);
+    t->written = 1;
 }

@@ -138,7 +138,7 @@ HIDDEN int open_sinks(void) {
         if (!strcmp(S.stream, "stderr")) {
             g_stream_fd = dup(2);
         } else {
-            g_stream_fd = open(S.stream, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+            g_stream_fd = open_stream_file(S.stream); /* files.c: never through a planted link */
         }
         if (g_stream_fd < 0) {
             say("profkit: clr: PROFKIT_STREAM=%s: %s; the program runs unprofiled", S.stream, strerror(errno));
