@@ -82,3 +82,28 @@ def test_a_file_imported_under_two_names_keeps_the_first(
         mod.__file__ = path
         monkeypatch.setitem(sys.modules, name, mod)
     assert registry.module_of(path) == "pk_first_name"
+
+
+def test_a_module_put_back_after_an_import_and_a_removal_hides_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The count unchanged (one import, one removal) and a recorded module newest: the
+    walk back stopped at once, and sympy's ``dotproduct.DotProduct`` lost its package
+    (memory mode names functions late, at a sampled allocation)."""
+    package = tmp_path / "pk_pkg"
+    package.mkdir()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    moved = types.ModuleType("pk_moved2")
+    moved.__file__ = str(tmp_path / "pk_moved2.py")
+    doomed = types.ModuleType("pk_doomed")
+    doomed.__file__ = str(tmp_path / "pk_doomed.py")
+    monkeypatch.setitem(sys.modules, "pk_moved2", moved)
+    monkeypatch.setitem(sys.modules, "pk_doomed", doomed)
+    registry.module_of(str(tmp_path / "warm-up.py"))
+    new = types.ModuleType("pk_pkg.inner")
+    new.__file__ = str(package / "inner.py")
+    monkeypatch.setitem(sys.modules, "pk_pkg.inner", new)
+    del sys.modules["pk_doomed"]  # a failed import takes its modules out again
+    del sys.modules["pk_moved2"]
+    sys.modules["pk_moved2"] = moved
+    assert registry.module_of(str(package / "inner.py")) == "pk_pkg.inner"

@@ -143,6 +143,8 @@ def module_of(filename: str) -> str:
         _scan_new_modules(sys.modules)
         name = _MODULE_BY_FILE.get(filename)
     if name is None:
+        name = _by_import_path(filename, sys.modules, sys.path)
+    if name is None:
         # runpy *replaces* sys.modules["__main__"] when a script starts: the length stays
         # the same, so the rescan above cannot notice; ask __main__ directly.
         main_file = getattr(sys.modules.get("__main__"), "__file__", None)
@@ -157,6 +159,35 @@ def module_of(filename: str) -> str:
         base = filename.rsplit("/", 1)[-1]
         return base[:-3] if base.endswith(".py") else base
     return name
+
+
+def _by_import_path(filename: str, modules: dict[str, Any], path: list[str]) -> str | None:
+    """The module ``filename`` is, by its place under a ``sys.path`` entry, if
+    ``sys.modules`` holds it under that name with that file (then it is recorded).
+
+    Why: the incremental scan can miss a module. It walks back from the newest entry of
+    ``sys.modules`` to one it has seen, and an entry put back at the end (removed and
+    re-added, same object) after other changes ends the walk before the new modules
+    (seen on sympy in memory mode, whose functions are named late, at a sampled
+    allocation: ``dotproduct.DotProduct`` for ``sympy.matrices.expressions.dotproduct``).
+    A guess from the path alone is not enough: the same file can be imported under
+    another name, or not at all (``exec``), so only a name ``sys.modules`` confirms counts.
+    """
+    for entry in path:
+        root = (entry or ".").rstrip("/") + "/"
+        if not filename.startswith(root) or not filename.endswith(".py"):
+            continue
+        parts = filename[len(root) : -3].split("/")
+        if parts[-1] == "__init__":
+            parts.pop()
+        if not parts or not all(p.isidentifier() for p in parts):
+            continue
+        candidate = ".".join(parts)
+        module = modules.get(candidate)
+        if module is not None and getattr(module, "__file__", None) == filename:
+            _MODULE_BY_FILE.setdefault(filename, candidate)
+            return candidate
+    return None
 
 
 def _scan_new_modules(modules: dict[str, Any]) -> None:
