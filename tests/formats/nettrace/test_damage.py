@@ -130,3 +130,62 @@ def test_damage_after_events_raises_on_the_next_call(samples_bytes: bytes) -> No
 
 def test_name_in_the_fixture_path() -> None:
     assert SAMPLES_TRACE.exists()
+
+
+def _v4_metadata_stream(payload: bytes) -> bytes:
+    """A V4 stream with one metadata row of ``payload`` (via the test writer's framing)."""
+    from .nettrace_writer import NettraceWriter, RawEvent
+
+    writer = NettraceWriter(4, 8, compressed=False)
+    writer.trace()
+    writer._block(3, b"MetadataBlock", writer._rows([RawEvent(0, 0, 0, 0, 0, 0, 0, payload)]))
+    return writer.finish()
+
+
+def _v4_head() -> bytes:
+    text = "P".encode("utf-16-le") + b"\x00\x00"
+    return struct.pack("<i", 1) + text + struct.pack("<i", 1) + text + struct.pack("<qii", 0, 0, 0)
+
+
+def test_deeply_nested_field_types_are_refused_not_recursed() -> None:
+    chain = struct.pack("<i", 19) * 5000 + struct.pack("<i", 9)  # array of array of ... int
+    field = "f".encode("utf-16-le") + b"\x00\x00" + chain
+    params = struct.pack("<i", 1) + struct.pack("<i", len(field) + 4) + field
+    payload = _v4_head() + struct.pack("<i", 0) + struct.pack("<iB", len(params), 2) + params
+    error = _read_or_error(_v4_metadata_stream(payload))
+    assert error is not None and error.kind == "malformed" and "nested" in error.detail
+    objects = struct.pack("<ii", 1, 1) * 5000  # object of object of ...
+    error = _read_or_error(_v4_metadata_stream(_v4_head() + objects))
+    assert error is not None and "nested" in error.detail
+
+
+def test_huge_counts_are_refused_before_allocating() -> None:
+    payload = _v4_head() + struct.pack("<i", 0x7FFF_FFFF)  # fields
+    error = _read_or_error(_v4_metadata_stream(payload))
+    assert error is not None and error.kind == "too_large"
+    from .nettrace_writer import NettraceWriter
+
+    for version in (4, 6):
+        writer = NettraceWriter(version)
+        writer.trace()
+        writer._block(5, b"StackBlock", struct.pack("<II", 1, 0xFFFF_FFFF))
+        error = _read_or_error(writer.finish())
+        assert error is not None and error.kind == "too_large", version
+        writer = NettraceWriter(version)
+        writer.trace()
+        body = (
+            struct.pack("<qI", 0, 0xFFFF_FFFF) if version == 4 else struct.pack("<QII", 0, 0, 2**31)
+        )
+        writer._block(4, b"SPBlock", body)
+        error = _read_or_error(writer.finish())
+        assert error is not None and error.kind == "too_large", version
+
+
+def test_varint_runs_are_bounded() -> None:
+    from .nettrace_writer import NettraceWriter
+
+    writer = NettraceWriter(6)
+    writer.trace()
+    writer._block(7, b"", b"\xff" * 64)  # a remove-thread block of one endless varint
+    error = _read_or_error(writer.finish())
+    assert error is not None and "varint" in error.detail

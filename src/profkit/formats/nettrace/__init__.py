@@ -26,7 +26,8 @@ API:
   ``activity_id``, ``related_activity_id``, ``is_sorted``, ``payload`` (bytes).
 - :mod:`profkit.formats.nettrace.clr_events`: the runtime's events a sampler needs
   (ThreadSample, method and module load/rundown, thread creation, GC, allocation ticks),
-  decoded by the manifest's layouts.
+  decoded by the manifest's layouts; ``decode_fields(metadata, payload)`` reads any
+  payload whose metadata lists its fields (EventSource events, .NET 5+ runtime events).
 
 Damaged input raises :class:`~profkit.errors.FormatError` naming the stream and the byte
 offset; a stream cut short is a ``truncated`` error, or, for the incremental parser and
@@ -53,6 +54,7 @@ from profkit.formats.nettrace.model import (
     sorted_events,
 )
 from profkit.formats.nettrace.parser import NettraceParser, iter_nettrace, read_nettrace
+from profkit.formats.nettrace.payload import decode_fields
 
 #: a nettrace file larger than this is refused before it is read (a day of sampling at
 #: 1 kHz on a few dozen threads stays well under it)
@@ -78,6 +80,7 @@ __all__ = [
     "Trace",
     "TraceHeader",
     "Truncation",
+    "decode_fields",
     "iter_nettrace",
     "load_nettrace",
     "read_nettrace",

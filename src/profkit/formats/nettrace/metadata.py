@@ -123,6 +123,8 @@ def _fields_v5(
 
 
 def _type_v5(data: bytes, pos: int, end: int, where: Where, depth: int) -> tuple[FieldType, int]:
+    if depth > _MAX_DEPTH:
+        raise where.error("malformed", f"types nested deeper than {_MAX_DEPTH}", pos)
     where.need(data, pos, 4, end, "field type")
     code = I32.unpack_from(data, pos)[0]
     pos += 4
@@ -193,9 +195,9 @@ def _type_v6(data: bytes, pos: int, end: int, where: Where, depth: int) -> tuple
     where.need(data, pos, 1, end, "field type")
     code = data[pos]
     pos += 1
+    if depth > _MAX_DEPTH:
+        raise where.error("malformed", f"types nested deeper than {_MAX_DEPTH}", pos - 1)
     if code in (TYPE_ARRAY, TYPE_FIXED_ARRAY, 24, 25):
-        if depth > _MAX_DEPTH:
-            raise where.error("malformed", f"types nested deeper than {_MAX_DEPTH}", pos)
         element, pos = _type_v6(data, pos, end, where, depth + 1)
         count = 0
         if code == TYPE_FIXED_ARRAY:
