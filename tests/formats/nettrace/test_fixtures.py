@@ -172,3 +172,32 @@ def test_reading_is_repeatable() -> None:
     data = RUNTIME_TRACE.read_bytes()
     one, two = read_nettrace(data, "a"), read_nettrace(memoryview(data), "b")
     assert [_key(e) for e in one.events] == [_key(e) for e in two.events]
+
+
+def test_iter_yields_before_the_writer_is_done(samples_bytes: bytes) -> None:
+    """A live stream: records come out while the writer still holds the rest."""
+    import os
+    import threading
+
+    read_fd, write_fd = os.pipe()
+    got_first = threading.Event()
+
+    def writer() -> None:
+        with os.fdopen(write_fd, "wb") as out:
+            out.write(samples_bytes[:1200])
+            out.flush()
+            got_first.wait(60)
+            out.write(samples_bytes[1200:])
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    records = []
+    with os.fdopen(read_fd, "rb") as stream:
+        for record in iter_nettrace(stream, "pipe"):
+            records.append(record)
+            got_first.set()
+    thread.join()
+    assert isinstance(records[-1], EndOfStream)
+    assert sum(isinstance(r, Event) for r in records) == len(
+        read_nettrace(samples_bytes, "x").events
+    )

@@ -312,20 +312,25 @@ def read_nettrace(data: bytes | memoryview, name: str, *, keep_truncated: bool =
     return parser.trace([record for record in records if isinstance(record, Event)])
 
 
-def iter_nettrace(stream: BinaryIO, name: str, chunk_size: int = 1 << 16) -> Iterator[Record]:
-    """Records of a binary stream (file or socket file) as its bytes arrive.
+def iter_nettrace(
+    stream: BinaryIO, name: str, chunk_size: int = 1 << 16
+) -> Iterator[Record | Truncation]:
+    """Records of a binary stream (a file, a pipe, ``socket.makefile("rb")``) as its
+    bytes arrive: ``read1`` is used where the stream has it, so a live session's records
+    come out as soon as a block is whole, not when ``chunk_size`` bytes have gathered.
 
-    Ends with a :class:`Truncation` record if the stream stopped inside an object.
+    Ends with a :class:`Truncation` if the stream stopped inside an object.
     """
+    read = getattr(stream, "read1", None) or stream.read
     parser = NettraceParser(name)
     while True:
-        chunk = stream.read(chunk_size)
+        chunk = read(chunk_size)
         if not chunk:
             break
         yield from parser.feed(chunk)
     truncation = parser.finish()
     if truncation is not None:
-        yield truncation  # type: ignore[misc]
+        yield truncation
 
 
 def events_of(records: Iterable[object]) -> list[Event]:
