@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -94,12 +95,16 @@ def test_target_exiting_mid_session_keeps_what_was_seen(start: Start, tmp_path: 
 
 def test_run_mode_sample(sampled: Path, dotnet: str, tmp_path: Path) -> None:
     out = tmp_path / "r.json"
-    done = profkit("run", "--mode", "sample", "-o", str(out), str(sampled), "phases", "300")
+    done = profkit(
+        "run", "--mode", "sample", "--prefix", "SampleTest", "-o", str(out), str(sampled),
+        "phases", "300",
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == "ready" and "phase Gamma" in done.stdout
     names = _names(out)
     for phase in ("Alpha", "Beta", "Gamma"):
         assert f"SampleTest.Phases.{phase}" in names
+    assert all(n.startswith(("SampleTest.", "[")) for n in names)  # --prefix
     meta = load(out).metadata
     assert meta["sampler"]["unseen_start_ns"] > 0
     # the program's own exit status is profkit's
@@ -184,3 +189,31 @@ def test_profile_metadata_is_json(start: Start, tmp_path: Path) -> None:
     # a sleeping thread is in external code, under the method that slept
     assert "[external code]" in {f.name for f in profile.frames}
     assert "SampleTest.Hot.Nap" in {f.name for f in profile.frames}
+
+
+def test_r2r_images_name_what_the_rundown_names(start: Start) -> None:
+    """With no method event at all, the mapped R2R images alone name the framework's
+    precompiled code as the rundown does (generic methods lose their ``N arity: the
+    image's names do not carry it)."""
+    from profkit.dotnet.images import MappedImages
+    from profkit.dotnet.methods import MethodTable
+    from profkit.dotnet.session import LiveSession
+
+    proc = start("spin", "120")
+    session = LiveSession(proc.pid, names_session=False)
+    session.wait(0.5, threading.Event())
+    session.stop()
+    images = MappedImages(proc.pid)
+    images.refresh()
+    corelib = next(p for p in images.ranges if p.endswith("System.Private.CoreLib.dll"))
+    lo, hi = images.ranges[corelib]
+    alone = MethodTable()
+    images.attach_to(alone)
+    rundown = session.collector.methods
+    checked = same = 0
+    for start_ip, name in rundown.ranges():
+        if lo <= start_ip < hi and "``" not in name:
+            checked += 1
+            same += alone.name(start_ip) == name
+    assert checked >= 20
+    assert same >= 0.9 * checked

@@ -7,7 +7,7 @@ import struct
 from datetime import UTC, datetime
 
 from profkit.dotnet.collector import MAX_GAP_TICKS, Collector
-from profkit.dotnet.profile import EXTERNAL, build_profile
+from profkit.dotnet.profile import EXTERNAL, build_profile, prefix_match
 from profkit.formats.nettrace import Event, EventMetadata, TraceHeader
 from profkit.formats.nettrace import clr_events as ce
 
@@ -96,3 +96,19 @@ def test_unnamed_addresses_fold_into_one_frame() -> None:
 def test_error_samples_are_counted_not_kept() -> None:
     c = _collector([_sample(42, 0, 3, ce.SAMPLE_ERROR), _event(1, 42, 1, 3, b"")])
     assert c.samples == 0 and c.bad_samples == 2
+
+
+def test_prefix_hides_other_methods_charging_their_caller() -> None:
+    events = [
+        _method(0x1000, 0x10, "System.Linq.Enumerable", "Sum"),
+        _method(0x2000, 0x10, "App.Program", "Main"),
+        _sample(42, 0, 1),
+        _sample(42, 1_000_000, 3, ce.SAMPLE_EXTERNAL),
+    ]
+    p = build_profile(_collector(events), STACKS, pid=42, prefixes=("App",))
+    (main,) = p.threads[0].root.children.values()
+    assert p.frames[main.frame].name == "App.Program.Main"
+    assert main.exclusive_ns == 1_000_000  # Sum's sample, charged to its shown caller
+    assert [p.frames[c.frame].name for c in main.children.values()] == [EXTERNAL]
+    assert prefix_match("App.Program.Main", ("App",)) and prefix_match("App+X.M", ("App",))
+    assert not prefix_match("Application.M", ("App",))

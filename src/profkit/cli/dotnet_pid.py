@@ -46,8 +46,9 @@ def _stopping(stop: threading.Event) -> Iterator[None]:
 
 
 def _clock(args: argparse.Namespace) -> str:
-    mode = getattr(args, "mode", "wall")
-    return "cpu" if mode == "cpu" else "wall"
+    from profkit.dotnet.profile import check_clock
+
+    return check_clock(getattr(args, "mode", "wall"), "--mode")
 
 
 def attach(args: argparse.Namespace, pid: int, duration: float | None) -> int:

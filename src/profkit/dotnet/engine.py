@@ -102,9 +102,11 @@ class SampleEngine:
 
     def prepare(self, job: Job) -> tuple[str, ...]:
         from profkit.clr.assembly import check_assembly
+        from profkit.dotnet.profile import check_clock
 
         target = _target(job)
         check_assembly(target.assembly)
+        check_clock(job.settings.sample_clock, "--sample-clock")
         return (target.assembly,)
 
     def run(self, job: Job) -> Finished:
@@ -128,7 +130,7 @@ class SampleEngine:
             "exit_status": outcome.status,
             "settings": job.settings.as_dict(),
         }
-        profile = session.profile(job.settings.sample_clock, meta)
+        profile = session.profile(job.settings.sample_clock, meta, job.settings.prefixes)
         sampler = profile.metadata["sampler"]
         sampler["unseen_start_ns"] = int(watcher.connected_after_s * 1e9)
         job.say(

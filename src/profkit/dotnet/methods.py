@@ -102,6 +102,10 @@ class MethodTable:
         (one per start: adding it again keeps the first, already loaded, one)."""
         self._images.setdefault(start, (end, lookup))
 
+    def ranges(self) -> list[tuple[int, str]]:
+        """``(start, name)`` of every range the events gave, by address."""
+        return [(start, name) for start, (_end, name) in sorted(self._ranges.items())]
+
     def _index(self) -> None:
         items = sorted(self._ranges.items())
         self._starts = [s for s, _ in items]

@@ -23,10 +23,21 @@ from typing import Any
 from profkit.calltree.model import CallProfile, Frame, ThreadTree, tree_of
 from profkit.dotnet.collector import Collector
 from profkit.dotnet.methods import UNKNOWN
+from profkit.errors import UsageError
 from profkit.formats.nettrace import clr_events as ce
 
 EXTERNAL = "[external code]"
 CLOCKS = ("wall", "cpu")
+
+
+def check_clock(clock: str, flag: str) -> str:
+    """``wall`` or ``cpu``; Python's other sample clocks mean nothing for .NET."""
+    if clock not in CLOCKS:
+        raise UsageError(
+            f"{flag} {clock}: a .NET process is sampled by wall (every sample) or cpu "
+            "(managed-code samples only); gil and active are Python's"
+        )
+    return clock
 
 
 def thread_label(tid: int, pid: int | None, names: Mapping[int, str]) -> str:
@@ -57,6 +68,14 @@ def name_stack(
     return out
 
 
+def prefix_match(name: str, prefixes: tuple[str, ...]) -> bool:
+    """The CLR profiler's ``--prefix`` rule: the prefix, then the end, ``.`` or ``+``."""
+    for prefix in prefixes:
+        if name.startswith(prefix) and name[len(prefix) : len(prefix) + 1] in ("", ".", "+"):
+            return True
+    return False
+
+
 def build_profile(
     collector: Collector,
     stacks: Mapping[int, tuple[int, ...]],
@@ -64,9 +83,13 @@ def build_profile(
     pid: int | None,
     thread_names: Mapping[int, str] | None = None,
     clock: str = "wall",
+    prefixes: tuple[str, ...] = (),
     metadata: dict[str, Any] | None = None,
 ) -> CallProfile:
-    """The profile of what ``collector`` gathered (``stacks``: the stream's stack table)."""
+    """The profile of what ``collector`` gathered (``stacks``: the stream's stack table).
+
+    ``prefixes`` (``--prefix``) hide the methods outside them, their time charged to the
+    nearest shown caller, as the trace mode does; ``[external code]`` stays shown."""
     profile = CallProfile(mode="sample")
     names = thread_names or {}
     frame_of: dict[str, int] = {}
@@ -78,6 +101,8 @@ def build_profile(
         found = cache.get((stack_id, kind))
         if found is None:
             named = name_stack(stacks.get(stack_id, ()), lookup, unknown)
+            if prefixes:
+                named = [n for n in named if prefix_match(n, prefixes)]
             if kind == ce.SAMPLE_EXTERNAL:
                 named.append(EXTERNAL)
             found = []

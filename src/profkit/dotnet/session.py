@@ -185,7 +185,12 @@ class LiveSession:
             stop_session(self.path, self.session_id)
             self.stream.done.wait(STOP_TIMEOUT_S)
 
-    def profile(self, clock: str = "wall", metadata: dict[str, Any] | None = None) -> CallProfile:
+    def profile(
+        self,
+        clock: str = "wall",
+        metadata: dict[str, Any] | None = None,
+        prefixes: tuple[str, ...] = (),
+    ) -> CallProfile:
         with self.lock:
             self.images.attach_to(self.collector.methods)
             extra = {
@@ -199,5 +204,6 @@ class LiveSession:
                 pid=self.pid,
                 thread_names=self.names,
                 clock=clock,
+                prefixes=prefixes,
                 metadata={"eventpipe": extra, **(metadata or {})},
             )

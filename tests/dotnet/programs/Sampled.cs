@@ -5,6 +5,9 @@
 //                         the program's own Stopwatch and printed as "phase NAME MS"
 //   threads N SECONDS     N threads each spinning in Hot.Worker, the main thread waiting
 //   block SECONDS         the main thread asleep in Hot.Nap (a thread in external code)
+//   phases-wait MS        "ready", then waits for a line on stdin before the phases (attach)
+//   work N                a fixed amount of work (N rounds of Work.Round: calls and arithmetic),
+//                         then "work MS" (wall) and "cpu MS" (the process's own CPU time)
 // Each named method is kept out of line (NoInlining) so samples can name it.
 // Every mode prints "ready" when its work has started and "done" at its end.
 using System;
@@ -73,6 +76,31 @@ namespace SampleTest
         }
     }
 
+    public static class Work
+    {
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        public static int Fib(int n) { return n < 2 ? n : Fib(n - 1) + Fib(n - 2); }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        public static double Round()
+        {
+            double acc = Fib(20);
+            for (int i = 1; i < 200000; i++) acc += Math.Sqrt(i) / i;
+            return acc;
+        }
+
+        public static void Run(int rounds)
+        {
+            var clock = Stopwatch.StartNew();
+            double acc = 0;
+            for (int i = 0; i < rounds; i++) acc += Round();
+            Hot.Sink += (int)acc;
+            Console.WriteLine("work " + clock.Elapsed.TotalMilliseconds.ToString("F1"));
+            var cpu = Process.GetCurrentProcess().TotalProcessorTime.TotalMilliseconds;
+            Console.WriteLine("cpu " + cpu.ToString("F1"));
+        }
+    }
+
     public static class Program
     {
         public static int Main(string[] args)
@@ -83,6 +111,17 @@ namespace SampleTest
             {
                 Console.WriteLine("ready"); Console.Out.Flush();
                 Hot.Spin(arg);
+            }
+            else if (mode == "phases-wait")
+            {
+                Console.WriteLine("ready"); Console.Out.Flush();
+                Console.In.ReadLine();
+                Phases.Run((int)arg);
+            }
+            else if (mode == "work")
+            {
+                Console.WriteLine("ready"); Console.Out.Flush();
+                Work.Run((int)arg);
             }
             else if (mode == "phases")
             {
