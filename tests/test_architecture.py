@@ -23,11 +23,14 @@ ALLOWED: dict[str, set[str]] = {
     # _toolids: the elt C-call tool moves off a claimed sys.monitoring id as the collector's do
     # _streamfile: the --stream file the runner opened and checked, handed to the text sink
     "profilers": {"api", "calltree", "errors", "wire", "_toolids", "_streamfile"},
+    # the contract between the runner and its engines, below both (no cycle)
+    "engine": {"calltree", "settings", "errors"},
     # runner loads engines and profilers by name from its table (importlib), not imports
     "runner": {
         "api",
         "calltree",
         "collect",
+        "engine",
         "errors",
         "export",
         "report",
@@ -37,10 +40,20 @@ ALLOWED: dict[str, set[str]] = {
         "_streamfile",
         "_text",
     },
-    "sampler": {"api", "calltree", "runner", "settings", "errors", "_text"},
-    "clr": {"calltree", "formats", "runner", "settings", "errors", "wire", "_text", "_lazy"},
-    # the .NET sampler: the CLR package's host/assembly/target, the nettrace reader, the runner's contract
-    "dotnet": {"calltree", "clr", "formats", "runner", "errors", "_text"},
+    "sampler": {"api", "calltree", "engine", "runner", "settings", "errors", "_text"},
+    "clr": {
+        "calltree",
+        "engine",
+        "formats",
+        "runner",
+        "settings",
+        "errors",
+        "wire",
+        "_text",
+        "_lazy",
+    },
+    # the .NET sampler: the CLR package's host/assembly/target, the nettrace reader, the engine contract
+    "dotnet": {"calltree", "clr", "engine", "formats", "errors", "_text"},
     "calltree": {"errors", "_atomic", "_inputs"},
     "report": {"api", "calltree", "errors", "_text"},
     "export": {"calltree", "report", "errors", "_atomic", "_output"},

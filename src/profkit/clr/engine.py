@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from profkit.clr.assembly import check_assembly
-from profkit.runner.choice import Finished, Job
-from profkit.runner.outcome import Outcome
+from profkit.engine.contract import ChildEngine, Finished, Job
 from profkit.runner.output import program_label
 
 
@@ -50,7 +49,7 @@ def _target(job: Job) -> DotnetTarget:
     return target
 
 
-class DotnetEngine:
+class DotnetEngine(ChildEngine):
     """Runs a :class:`DotnetTarget` under libprofkit_clr.so (trace mode)."""
 
     def unavailable(self, job: Job) -> str | None:
@@ -89,12 +88,4 @@ class DotnetEngine:
             job.say(f"profkit: error: {outcome.problem}\n")
         if outcome.perf_map:
             job.say(f"profkit: perf map saved to {outcome.perf_map}\n")
-        import signal
-
-        ended = Outcome(
-            outcome.status,
-            interrupted=outcome.signal == signal.SIGINT,
-            terminated=outcome.signal == signal.SIGTERM,
-            died_of=outcome.signal or None,
-        )
-        return Finished(ended, outcome.profile)
+        return Finished(outcome.ended, outcome.profile)

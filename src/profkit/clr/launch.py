@@ -10,10 +10,7 @@ when asked, a perf map. Library code: it prints nothing and never exits.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
-import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +22,8 @@ from profkit.clr.convert import perf_map_entries, to_profile
 from profkit.clr.environment import profiler_environment
 from profkit.clr.host import Host, find_host
 from profkit.clr.result import ClrResult, load_result
+from profkit.engine.child import run_child
+from profkit.engine.contract import Outcome
 from profkit.errors import FormatError
 from profkit.settings import Settings
 
@@ -36,22 +35,14 @@ class DotnetOutcome:
     status: int  #: exit status as a shell reports it (128 + N after signal N)
     host: Host
     signal: int | None = None
+    #: how the program ended, for the runner (:func:`profkit.engine.child`'s one mapping)
+    ended: Outcome = field(default_factory=lambda: Outcome(0))
     result: ClrResult | None = None
     profile: CallProfile | None = None
     #: why there is no profile (the process died before the profiler wrote its file)
     problem: str | None = None
     perf_map: str | None = None
     notes: list[str] = field(default_factory=list)
-
-
-def _wait(proc: subprocess.Popen[bytes]) -> int:
-    """Wait for the child; Ctrl-C reaches it through the terminal, so we keep waiting
-    (the profile of an interrupted program is still worth saving)."""
-    while True:
-        try:
-            return proc.wait()
-        except KeyboardInterrupt:
-            continue
 
 
 def run_dotnet(
@@ -81,15 +72,14 @@ def run_dotnet(
     with tempfile.TemporaryDirectory(prefix="profkit-clr-") as tmp:
         raw = os.path.join(tmp, "result.txt")
         env = base_env | profiler_environment(settings, output=raw, events=events)
-        # The child must not inherit profkit's SIGINT handling: it gets the terminal's.
-        proc = subprocess.Popen(
+        # Ctrl-C reaches the program through the terminal, a SIGTERM to profkit alone is
+        # passed on: it ends as it would (CoreCLR runs its exit handlers and the profiler
+        # writes its result); profkit then saves and ends the same way.
+        with run_child(
             [host.path, assembly, *args], env=env, stdin=stdin, stdout=stdout, stderr=stderr
-        )
-        code = _wait_passing_signals(proc)
-        outcome = DotnetOutcome(status=code, host=host)
-        if code < 0:
-            outcome.signal = -code
-            outcome.status = 128 - code
+        ) as child:
+            ended = child.wait()
+        outcome = DotnetOutcome(status=ended.status, host=host, signal=ended.died_of, ended=ended)
         if not os.path.exists(raw):
             outcome.problem = "the profiler wrote no result (was the process killed?)"
             return outcome
@@ -121,34 +111,3 @@ def run_dotnet(
         save_perf_map(PerfMap.from_entries(perf_map_entries(result)), path)
         outcome.perf_map = path
     return outcome
-
-
-def _wait_passing_signals(proc: subprocess.Popen[bytes]) -> int:
-    """Wait for the program; its exit status (negative: the signal that killed it).
-
-    Ctrl-C reaches the program through the terminal: profkit waits for it to end.
-    A SIGTERM sent to profkit alone is passed on, so the program ends as it would
-    (CoreCLR runs its exit handlers and the profiler writes its result), and profkit
-    then saves the profile and dies of SIGTERM too (profkit.runner.outcome)."""
-    saved = {}
-    if _main_thread():
-        saved[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        saved[signal.SIGTERM] = signal.signal(
-            signal.SIGTERM, lambda signum, frame: _forward(proc, signum)
-        )
-    try:
-        return _wait(proc)
-    finally:
-        for signum, previous in saved.items():
-            signal.signal(signum, previous)
-
-
-def _forward(proc: subprocess.Popen[bytes], signum: int) -> None:
-    with contextlib.suppress(OSError):  # already gone
-        proc.send_signal(signum)
-
-
-def _main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()

@@ -13,9 +13,6 @@ The program's end ends the stream; what was seen is kept.
 
 from __future__ import annotations
 
-import contextlib
-import signal
-import subprocess
 import threading
 import time
 from typing import Any
@@ -23,8 +20,8 @@ from typing import Any
 from profkit.clr.engine import DotnetTarget
 from profkit.dotnet.ipc import DiagnosticsError, find_socket
 from profkit.dotnet.session import LiveSession
-from profkit.runner.choice import Finished, Job
-from profkit.runner.outcome import outcome_of_returncode
+from profkit.engine.child import Child, run_child
+from profkit.engine.contract import ChildEngine, Finished, Job
 
 #: how often the socket is looked for while the program starts
 POLL_S = 0.001
@@ -39,8 +36,8 @@ def _target(job: Job) -> DotnetTarget:
 class _Watcher:
     """Starts the session as soon as the child's runtime listens (a thread)."""
 
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
-        self.proc = proc
+    def __init__(self, child: Child) -> None:
+        self.child = child
         self.session: LiveSession | None = None
         self.connected_after_s = 0.0
         self.problem = ""
@@ -49,8 +46,8 @@ class _Watcher:
         self.thread.start()
 
     def _watch(self) -> None:
-        pid = self.proc.pid
-        while self.proc.poll() is None:
+        pid = self.child.pid
+        while self.child.running():
             if find_socket(pid) is not None:
                 try:
                     self.session = LiveSession(pid)
@@ -62,33 +59,9 @@ class _Watcher:
         self.problem = self.problem or "the program ended before its diagnostics port opened"
 
 
-def _wait(proc: subprocess.Popen[bytes]) -> int:
-    """Wait for the program: Ctrl-C reaches it through the terminal (profkit waits on);
-    a SIGTERM sent to profkit alone is passed on to it."""
-    saved = {}
-    if threading.current_thread() is threading.main_thread():
-        saved[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        saved[signal.SIGTERM] = signal.signal(
-            signal.SIGTERM, lambda signum, frame: _forward(proc, signum)
-        )
-    try:
-        while True:
-            try:
-                return proc.wait()
-            except KeyboardInterrupt:
-                continue
-    finally:
-        for signum, previous in saved.items():
-            signal.signal(signum, previous)
-
-
-def _forward(proc: subprocess.Popen[bytes], signum: int) -> None:
-    with contextlib.suppress(OSError):
-        proc.send_signal(signum)
-
-
-class SampleEngine:
-    """Runs a :class:`~profkit.clr.engine.DotnetTarget`, sampled from outside."""
+class SampleEngine(ChildEngine):
+    """Runs a :class:`~profkit.clr.engine.DotnetTarget`, sampled from outside (its child
+    started, signalled and waited for by :mod:`profkit.engine.child`)."""
 
     def unavailable(self, job: Job) -> str | None:
         from profkit.clr.host import find_host
@@ -114,12 +87,11 @@ class SampleEngine:
 
         target = _target(job)
         host = find_host(target.dotnet)
-        proc = subprocess.Popen([host.path, target.assembly, *target.args])
-        watcher = _Watcher(proc)
-        code = _wait(proc)
+        with run_child([host.path, target.assembly, *target.args]) as child:
+            watcher = _Watcher(child)
+            outcome = child.wait()
         watcher.thread.join()
         session = watcher.session
-        outcome = outcome_of_returncode(code)
         if session is None:
             job.say(f"profkit: note: nothing sampled: {watcher.problem}\n")
             return Finished(outcome, None)

@@ -4,8 +4,9 @@
 The pieces, each with one job:
 
 ==========================  ================================================================
-:mod:`~.choice`             the table: ``(target kind, --mode) -> engine, profiler``; the
-                            :class:`~.choice.Target` and :class:`~.choice.Engine` protocols
+:mod:`~.choice`             the table: ``(target kind, --mode) -> engine, profiler`` (the
+                            engines' contract is :mod:`profkit.engine.contract`, below this
+                            package: engines import it, never the runner)
 :mod:`~.session`            one run for any target: choose, prepare, refuse overwriting an
                             input, run, save, report (through a ``say`` function)
 :mod:`~.inprocess`          the engine for Python targets: attach, run, detach in-process
@@ -21,9 +22,9 @@ The pieces, each with one job:
 
 **Adding a kind of target or profiler** (a .NET assembly, sampling a child from outside)
 is one row in :data:`profkit.runner.choice.CHOICES` and one class satisfying
-:class:`~profkit.runner.choice.Engine`::
+:class:`profkit.engine.contract.Engine`::
 
-    class DotnetEngine:
+    class DotnetEngine(ChildEngine):                    # the target runs as a child
         def unavailable(self, job) -> str | None: ...   # no host found? say why
         def prepare(self, job) -> tuple[str, ...]: ...  # check the assembly; files it reads
         def run(self, job) -> Finished: ...             # run to the end; outcome + profile
@@ -31,11 +32,12 @@ is one row in :data:`profkit.runner.choice.CHOICES` and one class satisfying
     ProfilerChoice("trace", ("dotnet",), "profkit.clr.engine:DotnetEngine", profiler="")
 
 (That is how ``profkit run app.dll`` and ``run --mode sample`` sampling a child from outside,
-``profkit.sampler.engine:OutOfProcessEngine``, plugged in.) An engine that runs the program
-in this interpreter may also offer ``begin(job) -> Running`` and ``end(ended) ->
-Finished``: :class:`~profkit.runner.session.Run` then hands the program's code to its
-caller, and ``profkit run`` executes it in its own frame, so the program sees as few of
-profkit's frames under it as possible.
+``profkit.sampler.engine:OutOfProcessEngine``, plugged in; both run their child through
+:mod:`profkit.engine.child`.) An engine whose ``in_process`` is True runs the program in
+this interpreter through ``begin(job) -> Running`` and ``end(ended) -> Finished`` (and
+``stop_now``, ``hook_note``): :class:`~profkit.runner.session.Run` then hands the program's
+code to its caller, and ``profkit run`` executes it in its own frame, so the program sees
+as few of profkit's frames under it as possible.
 
 A target is any object with ``kind`` and ``label`` (:class:`~profkit.runner.python.Program`
 for Python); the CLI decides the kind (:func:`profkit.cli.run` today knows ``script``,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from profkit.api import ProfilerCallback
 from profkit.calltree.model import CallProfile
-from profkit.runner.choice import Finished, Job
+from profkit.engine.contract import Finished, Job
 from profkit.runner.python import Prepared, Program, Running
 from profkit.settings import IN_PROCESS_CLOCKS
 
@@ -37,7 +37,10 @@ class InProcessProfiler(Protocol):
 
 
 class InProcessEngine:
-    """:class:`~profkit.runner.choice.Engine` for ``script``, ``module`` and ``code``."""
+    """:class:`~profkit.engine.contract.Engine` for ``script``, ``module`` and ``code``:
+    the program runs in this interpreter (``begin``/``end`` around its main code)."""
+
+    in_process = True
 
     def __init__(self) -> None:
         self._prepared: Prepared | None = None

@@ -14,40 +14,23 @@ from __future__ import annotations
 import signal
 import sys
 
-from profkit._record import record
+# Outcome is part of the engine contract (engines build it without importing the runner).
+from profkit.engine.contract import Outcome, outcome_of_returncode
+
+__all__ = [
+    "Outcome",
+    "Terminated",
+    "exit_signal",
+    "outcome_of",
+    "outcome_of_returncode",
+    "report_exception",
+    "status_of",
+]
 
 
 class Terminated(SystemExit):
     """Raised in the main thread by the runner's SIGTERM handler, so ``finally`` blocks run
     and the profile is saved; the runner then dies of SIGTERM itself."""
-
-
-@record(frozen=True)
-class Outcome:
-    """How the program ended: ``status`` is what ``python``'s exit status would read as in a
-    shell (``128 + signal`` for a signal death; see :func:`exit_signal`)."""
-
-    status: int
-    exception: BaseException | None = None  #: an uncaught exception (not SystemExit)
-    system_exit: SystemExit | None = None
-    interrupted: bool = False  #: Ctrl-C (KeyboardInterrupt) ended it
-    terminated: bool = False  #: SIGTERM ended it
-    #: the signal a program run as a child process died of (SIGKILL, SIGSEGV, ...)
-    died_of: int | None = None
-
-
-def outcome_of_returncode(returncode: int) -> Outcome:
-    """The :class:`Outcome` of a program run as a child process (``Popen.returncode``:
-    negative when a signal ended it), for engines that run their target outside."""
-    if returncode >= 0:
-        return Outcome(returncode)
-    sig = -returncode
-    return Outcome(
-        128 + sig,
-        interrupted=sig == signal.SIGINT,
-        terminated=sig == signal.SIGTERM,
-        died_of=sig,
-    )
 
 
 def outcome_of(ended: BaseException | None) -> Outcome:

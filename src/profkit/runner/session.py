@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING
 
 from profkit._atomic import refuse_input_as_output
 from profkit._record import record
+from profkit.engine.contract import Engine, Finished, Job, Outcome, Running, Target
 from profkit.errors import UsageError
 from profkit.runner import output
-from profkit.runner.choice import Finished, Job, Target, choose
-from profkit.runner.outcome import Outcome, report_exception
+from profkit.runner.choice import choose
+from profkit.runner.outcome import report_exception
 from profkit.settings import Settings
 
 if TYPE_CHECKING:
     from profkit.runner.exits import ExitGuard
-    from profkit.runner.python import Running
 
 #: Status of a run whose program succeeded but whose profile could not be written.
 EXIT_NOT_SAVED = 2
@@ -64,8 +64,8 @@ def run(target: Target, settings: Settings, say: Callable[[str], None]) -> Resul
 class Run:
     """One run in two halves around the program's main code.
 
-    :meth:`start` checks, prepares and starts everything; for an in-process program it
-    returns the :class:`~profkit.runner.python.Running` whose code the caller executes
+    :meth:`start` checks, prepares and starts everything; for an in-process engine it
+    returns the :class:`~profkit.engine.contract.Running` whose code the caller executes
     (``profkit run`` does so in its own shallowest frame), else the engine has already run
     the target and it returns None. :meth:`finish` (always called, with what the main code
     raised) stops, saves and reports.
@@ -84,6 +84,7 @@ class Run:
         self.absolute = os.path.abspath(self.path)
         self.settings = settings.replace(output=self.path, format=self.format)
         self._finished: Finished | None = None
+        self.engine: Engine | None = None
         self._environment = contextlib.ExitStack()
         self.started = 0.0
         self._guard: ExitGuard | None = None
@@ -110,15 +111,13 @@ class Run:
             variables = children.child_environment(settings, self.path, choice.profiler)
             self._environment.enter_context(children.environment(variables))
         try:
-            begin = getattr(engine, "begin", None)
-            if begin is not None:
-                if hasattr(engine, "stop_now"):  # before recording starts: not profiled
-                    from profkit.runner.exits import ExitGuard
+            if engine.in_process:
+                # Before recording starts (not profiled): an os.exec*/os._exit saves first.
+                from profkit.runner.exits import ExitGuard
 
-                    self._guard = ExitGuard(self._save_now, say)
-                    self._guard.install()
-                running: Running = begin(job)
-                return running
+                self._guard = ExitGuard(self._save_now, say)
+                self._guard.install()
+                return engine.begin(job)
             self._finished = engine.run(job)
             return None
         except BaseException:
@@ -132,7 +131,8 @@ class Run:
         try:
             finished = self._finished
             if finished is None:
-                finished = self.engine.end(ended)  # type: ignore[attr-defined]
+                assert self.engine is not None  # start() returned a Running
+                finished = self.engine.end(ended)
         finally:
             if self._guard is not None:  # after recording stopped: not profiled
                 self._guard.uninstall()
@@ -154,8 +154,8 @@ class Run:
     def _save_now(self, how: str) -> None:
         """Save and report the profile before ``how`` (``os.execv``, ``os._exit``) ends this
         image without returning (:mod:`profkit.runner.exits`)."""
-        stop_now = self.engine.stop_now  # type: ignore[attr-defined]  # (in-process only)
-        profile = stop_now()
+        assert self.engine is not None  # the guard is installed after the engine is chosen
+        profile = self.engine.stop_now()
         if profile is None:
             return
         self._saved_before = how
@@ -185,8 +185,7 @@ class Run:
             if profile is not None:
                 save_error = output.save(profile, self.absolute, self.format)
             report_exception(finished.outcome)
-            hook_note = getattr(self.engine, "hook_note", None)
-            note = hook_note() if hook_note is not None else None
+            note = self.engine.hook_note() if self.engine is not None else None
             if note:
                 say(note)
             if profile is not None and settings.tree:

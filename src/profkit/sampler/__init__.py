@@ -11,7 +11,7 @@ Targets: CPython 3.11, 3.12 and 3.13, whatever profkit's own interpreter is. See
 docs/sampler.md for how it finds the interpreter and what each mode measures.
 """
 
-from profkit.sampler.command import SampleOutcome, sample_command, save_profiles
+from profkit.sampler.command import SampleOutcome, sample_command
 from profkit.sampler.dumping import dump, format_dump
 from profkit.sampler.errors import AttachError, PermissionDenied, ProcessGone
 from profkit.sampler.options import MODES, SamplerOptions, SamplerStats
@@ -30,5 +30,4 @@ __all__ = [
     "format_dump",
     "sample_command",
     "sample_pid",
-    "save_profiles",
 ]

@@ -14,12 +14,11 @@ caller can run the in-process sampler instead.
 
 from __future__ import annotations
 
-import signal
-import subprocess
 from collections.abc import Callable, Sequence
 
 from profkit._record import field, record
 from profkit.calltree.model import CallProfile
+from profkit.engine.child import Child, run_child
 from profkit.sampler.errors import AttachError, PermissionDenied
 from profkit.sampler.reader import CodeInfo
 from profkit.sampler.session import SamplerOptions, SamplerSession, SamplerStats
@@ -50,14 +49,13 @@ def sample_command(
 ) -> SampleOutcome:
     """Run ``argv`` (e.g. ``[sys.executable, "app.py"]``) and sample it until it exits.
 
-    Ctrl-C and SIGTERM reach the child as they would without profkit (it is in our
-    process group; SIGTERM is forwarded); sampling continues until the child is gone.
+    Ctrl-C and SIGTERM reach the child as they would without profkit
+    (:mod:`profkit.engine.child`: the terminal's Ctrl-C is the child's, SIGTERM is
+    forwarded); sampling continues until the child is gone.
     """
     opts = options or SamplerOptions()
-    child = subprocess.Popen(list(argv), env=env, cwd=cwd)
-    outcome = SampleOutcome(returncode=0, pid=child.pid)
-    previous = _forward_sigterm(child)
-    try:
+    with run_child(argv, env=env, cwd=cwd) as child:
+        outcome = SampleOutcome(returncode=0, pid=child.pid)
         try:
             session = SamplerSession(child.pid, opts, wait_s=START_WAIT_S)
         except PermissionDenied as exc:
@@ -65,7 +63,7 @@ def sample_command(
             outcome.returncode = _wait(child)
             return outcome
         except AttachError as exc:
-            if child.poll() is not None:  # ended before it could be read: nothing sampled
+            if not child.running():  # ended before it could be read: nothing sampled
                 outcome.returncode = _wait(child)
                 outcome.fallback = f"the program ended before it could be sampled ({exc})"
                 return outcome
@@ -75,7 +73,7 @@ def sample_command(
         try:
             while True:
                 try:
-                    session.run(until=lambda: child.poll() is not None)
+                    session.run(until=lambda: not child.running())
                     break
                 except KeyboardInterrupt:
                     continue  # the child got the same Ctrl-C; keep sampling until it ends
@@ -85,52 +83,10 @@ def sample_command(
         outcome.stats = session.stats
         outcome.profiles = session.profiles(keep, program_only)
         return outcome
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
 
 
-def _wait(child: subprocess.Popen[bytes]) -> int:
-    while True:
-        try:
-            return child.wait()
-        except KeyboardInterrupt:
-            continue
-
-
-def _forward_sigterm(child: subprocess.Popen[bytes]) -> signal.Handlers | None:
-    """Pass SIGTERM on to the child (it decides when to exit, as it would alone)."""
-    try:
-        return signal.signal(  # type: ignore[return-value]
-            signal.SIGTERM,
-            lambda *_: _terminate(child),
-        )
-    except ValueError:  # not the main thread: leave signals alone
-        return None
-
-
-def _terminate(child: subprocess.Popen[bytes]) -> None:
-    if child.poll() is None:
-        child.send_signal(signal.SIGTERM)
-
-
-def save_profiles(profiles: dict[int, CallProfile], path: str, main_pid: int) -> list[str]:
-    """Save the target's profile to ``path`` and each child's to ``<stem>.<pid><suffix>``.
-
-    Returns the files written. Same naming as ``profkit run`` uses for child processes,
-    so ``profkit report path`` and the child files combine the usual way.
-    """
-    from profkit.calltree.file import save
-    from profkit.runner.output import PID, child_template
-
-    written = []
-    for pid, profile in profiles.items():
-        target = path if pid == main_pid else child_template(path).replace(PID, str(pid))
-        save(profile, target)
-        written.append(target)
-    return written
-
-
-def exit_status(returncode: int) -> int:
-    """The shell's status for a child's return code (128 + signal when it was killed)."""
-    return 128 - returncode if returncode < 0 else returncode
+def _wait(child: Child) -> int:
+    """The child's ``Popen.returncode`` once it ended (negative: killed by that signal)."""
+    child.wait()
+    assert child.returncode is not None
+    return child.returncode

@@ -1,6 +1,6 @@
 """``profkit run --mode sample`` from outside: the program runs as a child, sampled.
 
-An :class:`~profkit.runner.choice.Engine` (a row of :data:`profkit.runner.choice.CHOICES`
+An :class:`~profkit.engine.contract.Engine` (a row of :data:`profkit.runner.choice.CHOICES`
 before the in-process sampler's): the program is started as ``python script.py args``
 (``-m module``, ``-c code``) with profkit's own interpreter, and read from this process
 by :func:`profkit.sampler.sample_command`. Nothing of profkit runs inside it, so the
@@ -22,9 +22,14 @@ import sys
 from typing import Any
 
 from profkit.api.names import is_profkit_module, prefix_matches
-from profkit.runner.choice import Finished, Job
-from profkit.runner.outcome import Outcome, outcome_of_returncode
-from profkit.runner.python import Program
+from profkit.engine.contract import (
+    ChildEngine,
+    Finished,
+    Job,
+    PythonProgram,
+    outcome_of_returncode,
+    python_program,
+)
 from profkit.sampler.command import sample_command
 from profkit.sampler.reader import CodeInfo
 from profkit.sampler.session import SamplerOptions
@@ -78,7 +83,7 @@ def _probe_child() -> str | None:
     return None
 
 
-def child_argv(program: Program) -> list[str]:
+def child_argv(program: PythonProgram) -> list[str]:
     """The command ``python`` would be run as, with profkit's own interpreter."""
     flags = ["-P"] if sys.flags.safe_path else []
     if program.kind == "script":
@@ -100,13 +105,8 @@ def _save_children(children: dict[int, Any], path: str, fmt: str, job: Job) -> N
             job.say(f"profkit: error: cannot write child profile {target}: {error}\n")
 
 
-def _outcome(returncode: int) -> Outcome:
-    """The runner's :class:`Outcome` for a child's return code (negative: its signal)."""
-    return outcome_of_returncode(returncode)
-
-
-class OutOfProcessEngine:
-    """:class:`~profkit.runner.choice.Engine`: ``script``/``module``/``code`` as a child."""
+class OutOfProcessEngine(ChildEngine):
+    """:class:`~profkit.engine.contract.Engine`: ``script``/``module``/``code`` as a child."""
 
     def unavailable(self, job: Job) -> str | None:
         if read_setting(os.environ, "sampler") in IN_PROCESS:
@@ -117,8 +117,7 @@ class OutOfProcessEngine:
         return None
 
     def prepare(self, job: Job) -> tuple[str, ...]:
-        program = job.target
-        assert isinstance(program, Program)
+        program = python_program(job.target)
         if program.kind == "script":
             program.prepare()  # a missing or broken script fails now, cleanly
             return (program.target,)
@@ -135,8 +134,7 @@ class OutOfProcessEngine:
         return (origin,) if isinstance(origin, str) and os.path.exists(origin) else ()
 
     def run(self, job: Job) -> Finished:
-        program = job.target
-        assert isinstance(program, Program)
+        program = python_program(job.target)
         settings = job.settings
         options = SamplerOptions(
             rate=1e9 / max(settings.interval_ns, 1000),
@@ -167,4 +165,4 @@ class OutOfProcessEngine:
             children = {pid: p for pid, p in outcome.profiles.items() if pid != outcome.pid}
             if children and settings.output:
                 _save_children(children, os.path.abspath(settings.output), settings.format, job)
-        return Finished(_outcome(outcome.returncode), profile, metadata=metadata)
+        return Finished(outcome_of_returncode(outcome.returncode), profile, metadata=metadata)
