@@ -31,8 +31,9 @@ class UsageError(ProfkitError):
 
 
 class NoSuchModuleError(UsageError):
-    """``profkit run -m NAME`` for a module that cannot be found: exit status 1 and
-    python's own words, as ``python -m NAME`` ends ("same exit status as python")."""
+    """``profkit run -m NAME`` for a module that cannot be found (or a directory or zip
+    app without ``__main__``): exit status 1 and python's own words, as ``python -m NAME``
+    ends ("same exit status as python")."""
 
     exit_status = 1
 

@@ -34,14 +34,47 @@ def _maps(pid: int) -> str:
 
 
 def check_alive(pid: int) -> None:
-    """:class:`NoSuchProcess` unless ``pid`` is a live process (not a zombie)."""
+    """:class:`NoSuchProcess` unless ``pid`` is a live process (not a zombie).
+
+    A zombie ``/proc/PID/stat`` is not always a process that has exited: when the main
+    thread alone ends (``pthread_exit``) the thread-group leader shows ``Z`` while the
+    other threads run on. Said as "has exited", that misled (issue #22); each case now
+    gets its own words."""
+    state, parent = _state(f"/proc/{pid}/stat")
+    if state is None:
+        raise NoSuchProcess(f"pid {pid}: no such process")
+    if state not in ("Z", "X"):
+        return
+    running = _running_threads(pid)
+    if running:
+        raise NoSuchProcess(
+            f"pid {pid}: its main thread has exited while {running} other thread(s) still "
+            "run; profkit reads a process through its main thread and cannot read this one"
+        )
+    raise NoSuchProcess(
+        f"pid {pid}: the process has exited; it is a zombie until its parent "
+        f"(pid {parent}) waits for it"
+    )
+
+
+def _state(path: str) -> tuple[str | None, str]:
+    """A ``stat`` file's state letter and parent pid (``None`` when it cannot be read)."""
     try:
-        with open(f"/proc/{pid}/stat") as fh:
-            stat = fh.read()
+        with open(path) as fh:
+            fields = fh.read().rpartition(")")[2].split()
     except OSError:
-        raise NoSuchProcess(f"pid {pid}: no such process") from None
-    if stat.rpartition(")")[2].split()[:1] == ["Z"]:
-        raise NoSuchProcess(f"pid {pid}: the process has exited (a zombie)")
+        return None, "?"
+    return (fields[0], fields[1]) if len(fields) > 1 else (None, "?")
+
+
+def _running_threads(pid: int) -> int:
+    """Threads of ``pid`` that are neither zombies nor dead."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    states = (_state(f"/proc/{pid}/task/{tid}/stat")[0] for tid in tids)
+    return sum(1 for state in states if state is not None and state not in ("Z", "X"))
 
 
 def kind_of(pid: int) -> str:

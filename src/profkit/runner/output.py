@@ -217,8 +217,24 @@ def save(profile: CallProfile, path: str, fmt: str = NATIVE_FORMAT) -> str | Non
 
             registry.export(profile, fmt, path)
     except OSError as exc:
-        return str(exc.strerror or exc)
+        return str(exc.strerror or exc) + _fd_limit_hint(exc)
     return None
+
+
+def _fd_limit_hint(exc: OSError) -> str:
+    """Why no file could be opened, when the program lowered its open-file limit (issue
+    #22: the message named the profkit module an import could not open instead)."""
+    import errno
+
+    if exc.errno != errno.EMFILE:
+        return ""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        return ""
+    return f": the program's open-file limit (RLIMIT_NOFILE) is {soft}"
 
 
 #: The depth profkit's own end-of-run work (building, saving, printing a tree) may need.

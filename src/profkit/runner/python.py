@@ -59,6 +59,7 @@ class Program:
             if not os.path.exists(self.target):
                 raise UsageError(f"can't open file {self.target!r}: No such file or directory")
             if os.path.isdir(self.target):
+                _need_main(self.target)
                 return Prepared(None, {})  # a directory app: runpy.run_path runs it
             path = os.path.abspath(self.target)  # __main__.__file__ is absolute since 3.9
             try:
@@ -72,6 +73,7 @@ class Program:
                 import zipfile
 
                 if zipfile.is_zipfile(path):
+                    _need_main(self.target)
                     return Prepared(None, {})  # a zip app: runpy.run_path runs it
             code = _compile(source, path, self.target)
             loader = importlib.machinery.SourceFileLoader("__main__", path)
@@ -283,6 +285,18 @@ class Prepared:
 
     code: types.CodeType | None
     globals: dict[str, Any]
+
+
+def _need_main(target: str) -> None:
+    """A directory or zip app must hold a ``__main__`` module: without one, python's one
+    line and exit status 1 (runpy's 13-line traceback came out instead, issue #22)."""
+    import pkgutil  # directory and zip apps only
+
+    importer = pkgutil.get_importer(target)
+    find = getattr(importer, "find_spec", None)
+    if find is None or find("__main__") is None:
+        # python names sys.path[0], the app's absolute path
+        raise NoSuchModuleError(f"can't find '__main__' module in {os.path.abspath(target)!r}")
 
 
 def _module_details(name: str, package: str | None = None) -> Prepared:

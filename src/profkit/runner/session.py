@@ -189,7 +189,8 @@ class Run:
             if note:
                 say(note)
             if profile is not None and settings.tree:
-                say(output.render(profile, output.stderr()))
+                with contextlib.suppress(OSError):  # no file to import the report from
+                    say(output.render(profile, output.stderr()))
         if (
             profile is not None
             and settings.prefixes
