@@ -37,7 +37,7 @@ def profile_of_file(path: str, clock: str = "wall") -> CallProfile:
     """The call-tree profile of the samples in the nettrace file at ``path``."""
     from profkit.formats.nettrace import load_nettrace
 
-    trace = load_nettrace(path, keep_truncated=True)
+    trace = load_nettrace(path)  # a cut file is an error naming the offset, as for any reader
     collector = Collector()
     collector.header = trace.header
     collector.add_all(trace.events, trace.metadata)
@@ -54,7 +54,6 @@ def profile_of_file(path: str, clock: str = "wall") -> CallProfile:
             "file": os.path.abspath(path),
             "format_version": trace.header.format_version,
             "lost_events": trace.lost_events,
-            "truncated_at": trace.truncation.offset if trace.truncation else None,
         },
     }
     return build_profile(
