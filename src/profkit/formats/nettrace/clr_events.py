@@ -147,6 +147,9 @@ class AllocationTick:
     object_size: int = 0
 
 
+_U16, _U32, _U64 = struct.Struct("<H"), struct.Struct("<I"), struct.Struct("<Q")
+
+
 class _Payload:
     """Reads a payload field by field; ``None`` from every read once it ran out."""
 
@@ -156,25 +159,25 @@ class _Payload:
         self.data = data
         self.pos = 0
         self.ok = True
-        self.pointer = "<Q" if pointer_size == 8 else "<I"
+        self.pointer = _U64 if pointer_size == 8 else _U32
 
-    def _fixed(self, fmt: str) -> int:
-        size = struct.calcsize(fmt)
+    def _fixed(self, layout: struct.Struct) -> int:
+        size = layout.size
         if not self.ok or self.pos + size > len(self.data):
             self.ok = False
             return 0
-        value: int = struct.unpack_from(fmt, self.data, self.pos)[0]
+        value: int = layout.unpack_from(self.data, self.pos)[0]
         self.pos += size
         return value
 
     def u16(self) -> int:
-        return self._fixed("<H")
+        return self._fixed(_U16)
 
     def u32(self) -> int:
-        return self._fixed("<I")
+        return self._fixed(_U32)
 
     def u64(self) -> int:
-        return self._fixed("<Q")
+        return self._fixed(_U64)
 
     def ptr(self) -> int:
         return self._fixed(self.pointer)
