@@ -72,6 +72,22 @@ EXTENSIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+#: ``PROFKIT_SANITIZE=1``: the extensions with AddressSanitizer and UBSan (any UB aborts).
+#: Such a module loads only into a process that has libasan first (LD_PRELOAD); see
+#: scripts/sanitize.py, which builds them this way into a copy of ``src/`` and runs the tests
+#: that exercise C against it (scripts/test runs it on the first interpreter).
+SANITIZE_FLAGS = (
+    "-fsanitize=address,undefined",
+    "-fno-sanitize-recover=all",
+    "-fno-omit-frame-pointer",
+    "-g",
+)
+
+
+def _sanitize_flags() -> list[str]:
+    return list(SANITIZE_FLAGS) if os.environ.get("PROFKIT_SANITIZE") == "1" else []
+
+
 class NativeBuildHook(BuildHookInterface):  # type: ignore[type-arg]
     PLUGIN_NAME = "custom"
 
@@ -133,6 +149,8 @@ def _compile(module: str, sources: list[Path], work: Path) -> Path:
         depends=headers,
         extra_compile_args=["-O2", "-std=c11"],
     )
+    ext.extra_compile_args += _sanitize_flags()
+    ext.extra_link_args += _sanitize_flags()
     dist = Distribution({"name": "profkit-native", "ext_modules": [ext]})
     cmd = build_ext(dist)
     cmd.build_lib = str(work / "lib")
