@@ -63,6 +63,9 @@ def attach(args: argparse.Namespace, pid: int, duration: float | None) -> int:
     from profkit.dotnet.process import diagnostics_socket
 
     diagnostics_socket(pid)  # a port turned off is said before anything else
+    if args.rate != "1000":
+        print("profkit: note: --rate is ignored for .NET: the runtime's sampler ticks every 1 ms",
+              file=sys.stderr)  # fmt: skip
     print(
         f"profkit: sampling pid {pid} (.NET, EventPipe sample profiler, ~1 kHz); Ctrl-C to stop",
         file=sys.stderr,

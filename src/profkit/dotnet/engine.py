@@ -51,12 +51,20 @@ class _Watcher:
             if find_socket(pid) is not None:
                 try:
                     self.session = LiveSession(pid)
-                    self.connected_after_s = time.monotonic() - self.started
-                    return
                 except DiagnosticsError as exc:  # not ready yet: try again
                     self.problem = str(exc)
+                else:
+                    self.connected_after_s = time.monotonic() - self.started
+                    self._follow(self.session)
+                    return
             time.sleep(POLL_S)
         self.problem = self.problem or "the program ended before its diagnostics port opened"
+
+    def _follow(self, session: LiveSession) -> None:
+        """Thread names and mapped images, read while the program lives (gone after)."""
+        while self.child.running():
+            session.refresh_names()
+            time.sleep(0.25)
 
 
 class SampleEngine(ChildEngine):
