@@ -38,7 +38,8 @@ def sample_pid(
     raw: BinaryIO | None = None,
 ) -> tuple[CallProfile, str]:
     """Sample ``pid`` and return its profile and how sampling ended (``duration``,
-    ``stopped``, ``exited``). ``on_tick`` is called every ``every_s`` (``top``); ``raw``
+    ``stopped``, ``exited``). ``on_tick`` is called every ``every_s`` and once at the end
+    (``top``); ``raw``
     receives the session's nettrace stream as it arrives."""
     session = LiveSession(pid, raw=raw)
     why = "stopped"
@@ -60,6 +61,8 @@ def sample_pid(
             break
     finally:
         session.stop()
+    if on_tick is not None:
+        on_tick(session)  # the last screen, with the rundown's names
     if why == "duration" and duration is None:
         why = "stopped"
     return session.profile(clock, metadata), why
