@@ -127,6 +127,12 @@ class Catalog:
         return tuple(out)
 
 
+#: :func:`_own_codes` by profiler class: a forked child attaches a fresh profiler of its
+#: parent's class, and walking the class again cost every fork ~1 ms (issue 22, item 13).
+#: (The classes are held, so the ids stay theirs.)
+_own_codes_by_class: dict[type, frozenset[int]] = {}
+
+
 def _own_codes(profiler: ProfilerCallback) -> frozenset[int]:
     """Code objects of the profiler's own methods: never profiled, so no recursion.
 
@@ -134,13 +140,21 @@ def _own_codes(profiler: ProfilerCallback) -> frozenset[int]:
     ``<string>``, not a profkit file, and profkit builds such records on the program's
     threads (a thread ending), which were reported as the program's calls.
     """
+    klass = type(profiler)
+    codes = _own_codes_by_class.get(klass)
+    if codes is None:
+        codes = _own_codes_by_class[klass] = _own_codes_of(klass)
+    return codes
+
+
+def _own_codes_of(profiler_class: type) -> frozenset[int]:
     codes = set()
     for record in (FunctionInfo, ModuleInfo, ThreadInfo):
         for value in vars(record).values():
             code = getattr(value, "__code__", None)
             if isinstance(code, CodeType):
                 codes.add(id(code))
-    for klass in type(profiler).__mro__:
+    for klass in profiler_class.__mro__:
         if klass is ProfilerCallback or klass is object:
             continue
         for value in vars(klass).values():

@@ -68,7 +68,7 @@ def build(factory: Callable[..., Any], environ: Mapping[str, str]) -> Any:
     from_settings = getattr(factory, "from_settings", None)
     if from_settings is None:
         return factory()
-    settings = Settings.from_env(environ)
+    settings = settings_from(environ)
     try:
         # A relative output path means "here": where the process was when profiling
         # began, not wherever the program has chdir'ed to by the time it exits.
@@ -79,6 +79,39 @@ def build(factory: Callable[..., Any], environ: Mapping[str, str]) -> Any:
     profiler = from_settings(settings, on_profile=saver)
     _current = saver
     return profiler
+
+
+#: Settings parsed in this process, by the ``PROFKIT_*`` variables they were read from:
+#: a forked child (same environment, as a rule) takes its parent's instead of parsing
+#: twenty variables again (issue 22, item 13). Settings are frozen.
+_parsed: dict[tuple[tuple[str, str], ...], Settings] = {}
+
+
+def settings_from(environ: Mapping[str, str]) -> Settings:
+    """:meth:`Settings.from_env`, remembered (a bad value raises, and is not kept)."""
+    key = tuple(sorted((k, v) for k, v in environ.items() if k.startswith("PROFKIT_")))
+    settings = _parsed.get(key)
+    if settings is None:
+        settings = _parsed[key] = Settings.from_env(environ)
+    return settings
+
+
+def prepare_children(environ: Mapping[str, str]) -> None:
+    """In a process about to fork: parse the settings its children will attach with and
+    load the modules their save needs, once, so that each forked child inherits them
+    instead of importing them (without bytecode files, compiling them) at its end: a
+    child's save imported json and the profile writer anew, ~40 ms a fork (issue 22,
+    item 13). A bad setting raises, for the child to report as ever."""
+    settings = settings_from(environ)
+    from profkit.runner import output
+
+    fmt = output.format_for(settings.output, settings.format)
+    if fmt == output.NATIVE_FORMAT:
+        from profkit.calltree import stream_writer  # noqa: F401 - its json, its document
+    else:
+        from profkit.export import registry
+
+        registry.get(fmt).writer  # noqa: B018 - imports the writer's module
 
 
 def disown() -> None:

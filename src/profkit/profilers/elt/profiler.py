@@ -163,9 +163,17 @@ class EltProfiler(TraceHooks, SampleHooks, Results, AttachWatch, ProfilerCallbac
                 self.use_native()
             elif self._emit is None:
                 self.use_closures()
-            if self._recorder is not None and self._emit is None and self._compensate():
+            if (
+                self._recorder is not None
+                and self._emit is None
+                and self._compensate()
+                and not self._resume_after_attach  # no start_events: step 2 never runs
+            ):
                 # Unprofiled times now, while no hook exists yet (calibrate.py, step 1):
-                # the C-call tool's CALL events start in _c_call_events.
+                # the C-call tool's CALL events start in _c_call_events. Only a profiler
+                # waiting for start_events (profkit run's) gets there: one that starts by
+                # itself (every forked or spawned child) measured for nothing, 2-3 ms of
+                # each fork (issue 22, item 13).
                 self._calibration = calibrate.Calibration()
                 self._calibration.measure_bare()
             info.set_event_mask(EventMask.ENTER_LEAVE | self._c_call_events())

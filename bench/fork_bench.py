@@ -1,0 +1,128 @@
+"""What a fork costs a profiled program, beside the same program run bare (issue 22, item 13).
+
+A program forks ``--forks`` children one after another and waits for each; every child
+either leaves at once through ``os._exit(0)`` (``--ending _exit``: the cost of profkit's
+after-fork hooks alone, a fresh profiler attached in the child) or returns normally
+(``--ending exit``: the child also saves its profile, as every profiled child does).
+Rows, all measured in this run and interleaved round by round so that load drifting on a
+shared machine hits every row alike:
+
+* ``bare``        ``python forker.py``
+* ``run``         ``profkit run --no-tree`` (trace mode; children attach through the environment)
+* ``run memory``  ``profkit run --mode memory --no-tree``
+* ``env``         ``PROFKIT_ENABLE_PROFILING=1 PROFKIT_PROFILER=elt python forker.py``
+
+Per row: the median wall time of one fork (``os.fork()`` to ``waitpid`` returning) and the
+median CPU time of one child (user + system, from ``wait4``: what the child itself cost,
+which a loaded machine does not inflate as it inflates wall time), each with its excess
+over bare. Target: ≤ 5 ms per child over bare.
+
+    python bench/fork_bench.py                      # 20 forks, 3 rounds, both endings
+    python bench/fork_bench.py --forks 100 --rounds 1 --ending _exit
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+FORKER = """\
+import json, os, sys, time
+n, ending = int(sys.argv[1]), sys.argv[2]
+wall, cpu = [], []
+for _ in range(n):
+    start = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:
+        if ending == "_exit":
+            os._exit(0)
+        sys.exit(0)
+    _, status, usage = os.wait4(pid, 0)
+    wall.append(time.perf_counter() - start)
+    cpu.append(usage.ru_utime + usage.ru_stime)
+    assert status == 0, status
+with open(os.environ["FORK_BENCH_OUT"], "w") as f:
+    json.dump({"wall": wall, "cpu": cpu}, f)
+"""
+
+
+def _rows(python: str) -> dict[str, tuple[list[str], dict[str, str]]]:
+    run = [python, "-m", "profkit", "run", "--no-tree", "-o", "out.json"]
+    return {
+        "bare": ([python, "forker.py"], {}),
+        "run": ([*run, "forker.py"], {}),
+        "run memory": ([*run[:4], "--mode", "memory", *run[4:], "forker.py"], {}),
+        "env": (
+            [python, "forker.py"],
+            {
+                "PROFKIT_ENABLE_PROFILING": "1",
+                "PROFKIT_PROFILER": "elt",
+                "PROFKIT_TREE": "0",
+                "PROFKIT_OUTPUT": "env.json",
+            },
+        ),
+    }
+
+
+def _measure(
+    cmd: list[str], extra: dict[str, str], forks: int, ending: str, work: Path
+) -> dict[str, list[float]]:
+    out = work / "times.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROFKIT_")}
+    env |= extra | {"FORK_BENCH_OUT": str(out)}
+    subprocess.run([*cmd, str(forks), ending], cwd=work, env=env, check=True, capture_output=True)
+    for stale in work.glob("*.json"):
+        if stale != out:
+            stale.unlink()
+    result: dict[str, list[float]] = json.loads(out.read_text())
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--forks", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--ending", choices=["_exit", "exit", "both"], default="both")
+    args = parser.parse_args()
+    endings = ["_exit", "exit"] if args.ending == "both" else [args.ending]
+    rows = _rows(args.python)
+    with tempfile.TemporaryDirectory(prefix="fork_bench") as tmp:
+        work = Path(tmp)
+        (work / "forker.py").write_text(FORKER)
+        for ending in endings:
+            wall: dict[str, list[float]] = {name: [] for name in rows}
+            cpu: dict[str, list[float]] = {name: [] for name in rows}
+            for _ in range(args.rounds):
+                for name, (cmd, extra) in rows.items():
+                    got = _measure(cmd, extra, args.forks, ending, work)
+                    wall[name] += got["wall"]
+                    cpu[name] += got["cpu"]
+            _print(ending, args, wall, cpu)
+    return 0
+
+
+def _print(
+    ending: str,
+    args: argparse.Namespace,
+    wall: dict[str, list[float]],
+    cpu: dict[str, list[float]],
+) -> None:
+    print(f"child ends with {ending}: {args.forks} forks x {args.rounds} rounds ({args.python})")
+    bare_wall = statistics.median(wall["bare"]) * 1e3
+    bare_cpu = statistics.median(cpu["bare"]) * 1e3
+    print(f"  {'row':12} {'wall/fork':>10} {'over bare':>10} {'cpu/child':>10} {'over bare':>10}")
+    for name in wall:
+        w = statistics.median(wall[name]) * 1e3
+        c = statistics.median(cpu[name]) * 1e3
+        print(f"  {name:12} {w:8.2f}ms {w - bare_wall:+8.2f}ms {c:8.2f}ms {c - bare_cpu:+8.2f}ms")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
