@@ -29,6 +29,17 @@ from typing import Any
 from profkit.profilers.elt.tree import Node
 
 _INDENT = "    "
+#: Deepest indent a line gets, in levels; deeper lines keep it (issue #22: a program
+#: recursing 8,000 deep streamed lines of up to 32 KB of spaces, quadratic in depth). One
+#: more than the monitor's deepest self-time account (``monitor.functions.MAX_DEPTH``), so
+#: it reads every line exactly as before (the .NET profiler caps at 4096, also above it).
+#: The C twin (``csrc/lines.c``) applies the same number.
+MAX_INDENT_LEVELS = 1025
+
+
+def indent(levels: int) -> str:
+    """Four spaces per level, at most :data:`MAX_INDENT_LEVELS` of them."""
+    return _INDENT * (levels if levels < MAX_INDENT_LEVELS else MAX_INDENT_LEVELS)
 
 
 def format_duration(duration_ns: int, unit: str) -> str:
@@ -51,13 +62,13 @@ def on_open(
         return  # a silent stack (see EltProfiler._new_thread)
     if basetime <= 0:
         entry = stack[-1]
-        emit(f"{_INDENT * (len(stack) - 2)}{entry.kind}: {name(entry.fid)}")
+        emit(f"{indent(len(stack) - 2)}{entry.kind}: {name(entry.fid)}")
         stack[0].kind = len(stack)
         return
     top = len(stack)
     while written < top and now - stack[written].start >= basetime:
         entry = stack[written]
-        emit(f"{_INDENT * (written - 1)}{entry.kind}: {name(entry.fid)}")
+        emit(f"{indent(written - 1)}{entry.kind}: {name(entry.fid)}")
         written += 1
     stack[0].kind = written
 
@@ -83,10 +94,9 @@ def on_close(
         # Shown: its pending ancestors are at least as long, so they are shown too.
         for depth in range(written, index):
             pending = stack[depth]
-            emit(f"{_INDENT * (depth - 1)}{pending.kind}: {name(pending.fid)}")
-        emit(f"{_INDENT * (index - 1)}{entry.kind}: {name(entry.fid)}")
+            emit(f"{indent(depth - 1)}{pending.kind}: {name(pending.fid)}")
+        emit(f"{indent(index - 1)}{entry.kind}: {name(entry.fid)}")
     emit(
-        f"{_INDENT * (index - 1)}{kind}: {name(entry.fid)}, "
-        f"Duration: {format_duration(duration, unit)}"
+        f"{indent(index - 1)}{kind}: {name(entry.fid)}, Duration: {format_duration(duration, unit)}"
     )
     stack[0].kind = index

@@ -29,6 +29,7 @@ from profkit.profilers.elt.tree import Node
 
 Stack = list[Node]
 _INDENT = "    "
+_CAP = _lines.MAX_INDENT_LEVELS  # inlined below: these two lines are the hot path
 
 
 class TraceHooks:
@@ -237,7 +238,8 @@ class TraceHooks:
         node = stack[-1].child(function_id)
         node.kind = "Enter"
         name = self._names.get(function_id) or self._name(function_id)
-        self._emit(f"{_INDENT * (len(stack) - 1)}Enter: {name}")  # type: ignore[misc]
+        depth = len(stack) - 1
+        self._emit(f"{_INDENT * (depth if depth < _CAP else _CAP)}Enter: {name}")  # type: ignore[misc]
         stack.append(node)
         root.kind = len(stack)
         node.start = self._clock()
@@ -266,6 +268,7 @@ class TraceHooks:
         name = self._names.get(function_id) or self._name(function_id)
         index = len(stack)
         self._emit(  # type: ignore[misc]
-            f"{_INDENT * (index - 1)}Leave: {name}, Duration: {duration / 1000:.3f} us"
+            f"{_INDENT * (index - 1 if index <= _CAP else _CAP)}Leave: {name}, "
+            f"Duration: {duration / 1000:.3f} us"
         )
         root.kind = index

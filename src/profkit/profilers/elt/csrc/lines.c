@@ -6,10 +6,17 @@ const char *const CLOSE_WORD[2] = {"Leave: ", "Yield: "};
 
 /* -- event lines (lines.py's rules; see its docstring) -------------------------------- */
 
-/* ``indent`` levels of four spaces, ``head``, ``name``, ``tail`` (head and tail ASCII). */
+/* The deepest indent, in levels: lines.py's MAX_INDENT_LEVELS (see why there). */
+#define MAX_INDENT_LEVELS 1025
+
+/* ``indent`` levels of four spaces (at most MAX_INDENT_LEVELS), ``head``, ``name``, ``tail``
+ * (head and tail ASCII). */
 static PyObject *
 make_line(Py_ssize_t indent, const char *head, PyObject *name, const char *tail)
 {
+    if (indent > MAX_INDENT_LEVELS) {
+        indent = MAX_INDENT_LEVELS;
+    }
     Py_ssize_t hl = (Py_ssize_t)strlen(head), tl = (Py_ssize_t)strlen(tail);
     Py_ssize_t nl = PyUnicode_GET_LENGTH(name);
     if (indent > (PY_SSIZE_T_MAX - hl - tl - nl) / 4) {
