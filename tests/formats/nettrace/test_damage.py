@@ -6,6 +6,7 @@ size fields made huge (refused before anything is allocated or waited for).
 
 from __future__ import annotations
 
+import contextlib
 import random
 import struct
 
@@ -189,3 +190,40 @@ def test_varint_runs_are_bounded() -> None:
     writer._block(7, b"", b"\xff" * 64)  # a remove-thread block of one endless varint
     error = _read_or_error(writer.finish())
     assert error is not None and "varint" in error.detail
+
+
+def test_size_fields_do_not_drive_allocation(samples_bytes: bytes) -> None:
+    """Huge declared sizes cost nothing: the peak stays near the input's own size."""
+    import tracemalloc
+
+    from .nettrace_writer import NettraceWriter
+
+    at = _first_block_size_offset(samples_bytes)
+    huge_block = bytearray(samples_bytes)
+    struct.pack_into("<i", huge_block, at, 60 << 20)  # under the cap: waited for, not allocated
+    writer = NettraceWriter(6)
+    writer.trace()
+    writer._block(5, b"StackBlock", struct.pack("<IIQ", 1, 1, 0xFFFF_FFFF))  # one 4 GB stack
+    inputs = [bytes(huge_block), writer.finish()]
+    tracemalloc.start()
+    try:
+        for data in inputs:
+            assert _read_or_error(data) is not None
+            parser = NettraceParser("live")
+            parser.feed(data)
+            with contextlib.suppress(FormatError):
+                parser.finish()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 << 20, peak
+
+
+def test_unreadable_paths_are_one_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from profkit.errors import ProfkitError
+    from profkit.formats.nettrace import load_nettrace
+
+    for path in (tmp_path / "missing.nettrace", tmp_path):
+        with pytest.raises(ProfkitError) as caught:
+            load_nettrace(str(path))
+        assert "\n" not in str(caught.value)
