@@ -69,6 +69,8 @@ def test_gc_start_end() -> None:
     assert ce.gc_end(_meta(ce.RUNTIME, 2, 1), struct.pack("<IIH", 3, 1, 0)) == ce.GCEnd(3, 1)
     assert ce.gc_end(_meta(ce.RUNTIME, 2, 1), b"\x00") is None
     assert ce.gc_start(_meta(ce.RUNTIME, 2, 1), b"") is None  # not a GCStart
+    assert ce.gc_start(_meta(ce.RUNTIME, 1, 0), struct.pack("<II", 3, 4)) == ce.GCStart(3, 0, 4, 0)
+    assert ce.gc_end(_meta(ce.RUNTIME, 2, 0), struct.pack("<IH", 3, 2)) == ce.GCEnd(3, 2)
 
 
 def test_allocation_tick_versions() -> None:

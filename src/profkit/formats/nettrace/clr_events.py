@@ -274,20 +274,23 @@ def thread_created(
 
 
 def gc_start(metadata: EventMetadata, payload: bytes) -> GCStart | None:
-    """GCStart (V1, V2), or ``None``."""
+    """GCStart: V0 (count, reason), V1 and V2 (count, depth, reason, type); else ``None``."""
     if (metadata.provider, metadata.event_id) != (RUNTIME, 1):
         return None
     read = _Payload(payload, 8)
+    if metadata.version == 0:
+        count, reason = read.u32(), read.u32()
+        return GCStart(count, 0, reason, 0) if read.ok else None
     record = GCStart(read.u32(), read.u32(), read.u32(), read.u32())
     return record if read.ok else None
 
 
 def gc_end(metadata: EventMetadata, payload: bytes) -> GCEnd | None:
-    """GCEnd (V1), or ``None``."""
+    """GCEnd: V0 (count, uint16 depth), V1 (count, depth); else ``None``."""
     if (metadata.provider, metadata.event_id) != (RUNTIME, 2):
         return None
     read = _Payload(payload, 8)
-    record = GCEnd(read.u32(), read.u32())
+    record = GCEnd(read.u32(), read.u16() if metadata.version == 0 else read.u32())
     return record if read.ok else None
 
 
