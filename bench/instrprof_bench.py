@@ -384,7 +384,7 @@ def project(raws: list[Path], llvm_version: int, batch: int = 64) -> None:
     """
     try:
         from profkit.formats.instrprof.indexed_writer import build_indexed
-        from profkit.formats.instrprof.merge.files import MergeInput, _merge_share, _replay
+        from profkit.formats.instrprof.merge.files import MergeInput, merge_share, replay
         from profkit.formats.instrprof.merge.on_dask import combine
     except ImportError as exc:
         print(f"projection: not available ({exc})")
@@ -393,14 +393,14 @@ def project(raws: list[Path], llvm_version: int, batch: int = 64) -> None:
 
     share = [(i, MergeInput(str(r))) for i, r in enumerate(raws[: 2 * batch])]
     t0 = time.perf_counter()
-    left = _merge_share(share[:batch])
-    right = _merge_share(share[batch:])
+    left = merge_share(share[:batch])
+    right = merge_share(share[batch:])
     per_file = (time.perf_counter() - t0) / len(share)
     t0 = time.perf_counter()
     both = combine(left, right)
     per_combine = time.perf_counter() - t0
     t0 = time.perf_counter()
-    merger, _, _ = _replay([both], (100, 10000), [])
+    merger, _, _ = replay([both], (100, 10000), [])
     build_indexed(merger.result(), None)
     final = time.perf_counter() - t0
     n = len(raws)

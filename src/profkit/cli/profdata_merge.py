@@ -1,8 +1,10 @@
 """`profkit profdata merge` (llvm-profdata's options).
 
-Thin: gather the inputs (:mod:`.profdata_inputs`), call
-:mod:`profkit.formats.instrprof.merge.files` (or the Dask scale-out of
-:mod:`.profdata_scale`), write the result; ``overlap`` is :mod:`.profdata_overlap`.
+Thin: gather the inputs (:mod:`.profdata_inputs`), turn the flags into a
+:class:`~profkit.formats.instrprof.merge.request.MergeRequest` and hand it to
+:func:`~profkit.formats.instrprof.merge.request.merge_inputs`, which merges (here, on
+``-j`` workers or on Dask), chooses the version, filters and writes; print what it
+reports, and write ``-o -`` to stdout. ``overlap`` is :mod:`.profdata_overlap`.
 Bad input is a :class:`ProfkitError` (one line, exit status 2); per-input problems are
 warnings on stderr, one line each, naming the file.
 
@@ -13,17 +15,17 @@ level imports stay minimal; readers, writers and file helpers load in the handle
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 from typing import Any, TextIO
 
 from profkit.cli import profdata_scale, profdata_spelling
 from profkit.cli.profdata_inputs import gather_inputs
-from profkit.errors import ProfkitError, UsageError
+from profkit.formats.instrprof.versions import INDEXED_BY_RELEASE, REPRODUCED_RELEASES
 
-#: llvm-profdata release → the indexed version its `merge` writes.
-LLVM_INDEXED_VERSION = {14: 7, 16: 9, 19: 12, 22: 13}
+#: llvm-profdata release → the indexed version its `merge` writes (the releases profkit
+#: reproduces byte for byte; the table is :mod:`profkit.formats.instrprof.versions`).
+LLVM_INDEXED_VERSION = {r: INDEXED_BY_RELEASE[r] for r in REPRODUCED_RELEASES}
 
 
 def register(sub: Any) -> None:
@@ -138,6 +140,7 @@ class _ProgressBar:
         self.total = total
         self.stream = stream
         self.last = 0.0
+        self.closed = False
 
     def __call__(self, done: int) -> None:
         now = time.monotonic()
@@ -151,16 +154,11 @@ class _ProgressBar:
         self.stream.flush()
 
     def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
         self.stream.write("\r\x1b[K")
         self.stream.flush()
-
-
-def _llvm_release(llvm_version: int | None, indexed_version: int | None) -> int:
-    """The LLVM release whose merge order to imitate (hash-map iteration orders differ)."""
-    if llvm_version is not None:
-        return llvm_version
-    by_indexed = {7: 14, 8: 14, 9: 16}
-    return by_indexed.get(indexed_version or 13, 22)
 
 
 def run_merge(args: argparse.Namespace) -> int:
@@ -170,103 +168,59 @@ def run_merge(args: argparse.Namespace) -> int:
 
 
 def _run_merge(args: argparse.Namespace) -> int:
-    from profkit._atomic import ensure_not_an_input
-    from profkit.formats.instrprof.merge import drop_all_zero
-    from profkit.formats.instrprof.merge.files import MergeInput, default_jobs
-    from profkit.formats.instrprof.text_writer import NEWEST_DIALECT
+    """Flags → :class:`MergeRequest` → :func:`merge_inputs`; print what it reports."""
+    import dataclasses
 
-    inputs = [MergeInput(path, weight) for path, weight in gather_inputs(args)]
-    ensure_not_an_input(args.output, [i.path for i in inputs])
-    if args.temporal_profile_trace_reservoir_size < 1 or args.temporal_profile_max_trace_length < 1:
-        raise UsageError("temporal profile limits must be at least 1")
-    if args.num_threads < 0:
-        raise UsageError("-j/--num-threads must be 0 (automatic) or more")
-    jobs = args.num_threads or default_jobs(len(inputs))
-    version = args.indexed_version
-    dialect = NEWEST_DIALECT
-    if args.llvm_version is not None:
-        dialect = args.llvm_version
-        if version is None:
-            version = LLVM_INDEXED_VERSION[args.llvm_version]
-    outcome = _merge(args, inputs, jobs, version)
-    chosen = None
-    if version is None and not args.text and not args.llvm_default:
-        from profkit.formats.instrprof.compat import readable_version
+    from profkit._atomic import write_stdout
+    from profkit.formats.instrprof.merge.files import MergeInput
+    from profkit.formats.instrprof.merge.request import MergeRequest, merge_inputs
 
-        chosen = readable_version(outcome.input_versions, outcome.profile)
-        version = chosen.version
-    _report_failures(args, outcome, len(inputs))
-    _filter_functions(outcome.profile, args.function, args.no_function)
-    if args.text and args.sparse:
-        drop_all_zero(outcome.profile)
-    _write(args, outcome.profile, version, dialect)
-    if chosen is not None:
-        _say_version(chosen)
-    return 0
-
-
-def _merge(args: argparse.Namespace, inputs: list[Any], jobs: int, version: int | None) -> Any:
-    """Merge ``inputs`` here or on Dask, with a progress bar on a terminal."""
-    from profkit.formats.instrprof.merge.files import merge_files
-
-    bar = _ProgressBar(len(inputs), sys.stderr) if sys.stderr.isatty() else None
+    request = MergeRequest(
+        inputs=[MergeInput(path, weight) for path, weight in gather_inputs(args)],
+        output=args.output,
+        text=args.text,
+        indexed_version=args.indexed_version,
+        llvm_default=args.llvm_default,
+        llvm_version=args.llvm_version,
+        sparse=args.sparse,
+        function=args.function,
+        no_function=args.no_function,
+        jobs=args.num_threads,
+        failure_mode=args.failure_mode,
+        trace_reservoir_size=args.temporal_profile_trace_reservoir_size,
+        max_trace_length=args.temporal_profile_max_trace_length,
+        dask=args.dask,
+    )
+    request.check()
     profdata_scale.check_options(args)
+    request = dataclasses.replace(request, binary=profdata_scale.correlation(args))
+    bar = _ProgressBar(len(request.inputs), sys.stderr) if sys.stderr.isatty() else None
+
+    def on_merged(outcome: Any) -> None:
+        if bar is not None:
+            bar.close()
+        _report_failures(args, outcome)
+
     try:
-        if args.dask:
-            return profdata_scale.run_dask(args, inputs, jobs, bar)
-        return merge_files(
-            inputs,
-            jobs=jobs,
-            # --sparse is applied by the writers: LLVM ≤ 16 order names before dropping.
-            sparse=False,
-            progress=bar,
-            trace_reservoir_size=args.temporal_profile_trace_reservoir_size,
-            max_trace_length=args.temporal_profile_max_trace_length,
-            llvm_contexts=jobs,  # as llvm-profdata -j N: N writers merged pairwise
-            llvm_version=_llvm_release(args.llvm_version, version),
-            binary=profdata_scale.correlation(args),
-        )
+        result = merge_inputs(request, progress=bar, on_merged=on_merged, on_filtered=_say_filtered)
     finally:
         if bar is not None:
             bar.close()
+    if result.data is not None:
+        write_stdout(result.data)  # checked: a full disk is an error, not a short file
+    if result.chosen is not None:
+        _say_version(result.chosen)
+    return 0
 
 
-def _report_failures(args: argparse.Namespace, outcome: Any, n_inputs: int) -> None:
-    """Warn about each input that could not be merged; raise if ``--failure-mode`` says so."""
+def _report_failures(args: argparse.Namespace, outcome: Any) -> None:
+    """Warn about each input that could not be merged (and list them for --bad-inputs)."""
     profdata_scale.report_warnings(outcome.warnings, outcome.profile, args.show_mismatched)
     for path, message in outcome.failures:
         shown = message if message.startswith(path) else f"{path}: {message}"
         print(f"profkit: warning: {shown}", file=sys.stderr)
     if args.bad_inputs:
         profdata_scale.write_bad_inputs(args.bad_inputs, outcome.failures)
-    failed = len(outcome.failures)
-    if failed and (
-        args.failure_mode == "any" or (args.failure_mode == "all" and not outcome.merged)
-    ):
-        raise ProfkitError(
-            f"{failed} of {n_inputs} input(s) could not be merged "
-            f"(--failure-mode={args.failure_mode}); first: {outcome.failures[0][0]}"
-        )
-
-
-def _write(args: argparse.Namespace, profile: Any, version: int | None, dialect: int) -> None:
-    """Write the merged profile: atomically to ``-o FILE``, or to stdout for ``-o -``."""
-    from profkit._atomic import write_errors, write_stdout
-    from profkit.formats.instrprof.indexed_writer import build_indexed, write_indexed
-    from profkit.formats.instrprof.text_writer import format_text, write_text
-
-    if args.output == "-":  # like llvm-profdata: "-o -" writes to stdout
-        if args.text:
-            data = format_text(profile, llvm_version=dialect).encode("utf-8", "surrogateescape")
-        else:
-            data = build_indexed(profile, version, sparse=args.sparse)
-        write_stdout(data)  # checked: a full disk is an error, not a short file
-    else:
-        with write_errors(f"cannot write {args.output}: "):
-            if args.text:
-                write_text(profile, args.output, llvm_version=dialect)
-            else:
-                write_indexed(profile, args.output, version, sparse=args.sparse)
 
 
 def _say_version(choice: Any) -> None:
@@ -279,24 +233,9 @@ def _say_version(choice: Any) -> None:
     )
 
 
-def _filter_functions(profile: Any, keep: str | None, drop: str | None) -> None:
-    """``--function`` / ``--no-function``: regex *search* on names, as LLVM's Regex::match."""
-    if keep is None and drop is None:
-        return
-    try:
-        keep_re = re.compile(keep) if keep is not None else None
-        drop_re = re.compile(drop) if drop is not None else None
-    except re.error as exc:
-        raise UsageError(f"bad --function/--no-function regex: {exc}") from None
-    names = {r.name for r in profile.records}
-    profile.records = [
-        r
-        for r in profile.records
-        if (keep_re is None or keep_re.search(r.name)) and not (drop_re and drop_re.search(r.name))
-    ]
-    kept = {r.name for r in profile.records}
+def _say_filtered(removed: int, total: int) -> None:
     # llvm-profdata prints this note to stdout; we keep stdout for "-o -".
     print(
-        f"{len(names) - len(kept)} of {len(names)} functions in the original profile are filtered.",
+        f"{removed} of {total} functions in the original profile are filtered.",
         file=sys.stderr,
     )

@@ -1,7 +1,7 @@
 """`profkit profdata overlap` (llvm-profdata's options and wording).
 
 Why a module of its own: overlap is a separate command from merge, sharing only the
-table of LLVM releases; thin like every command: read two profiles, call
+table of LLVM releases (:mod:`profkit.formats.instrprof.versions`); thin like every command: read two profiles, call
 :mod:`~profkit.formats.instrprof.overlap_calc`, print :mod:`profkit.present.instrprof`'s
 text. Readers load in the handler (``show`` imports this module too).
 """
@@ -12,7 +12,7 @@ import argparse
 from typing import Any
 
 from profkit.cli import profdata_spelling
-from profkit.cli.profdata_merge import LLVM_INDEXED_VERSION
+from profkit.formats.instrprof.versions import REPRODUCED_RELEASES
 
 
 def register(sub: Any) -> None:
@@ -37,7 +37,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--llvm-version",
         type=int,
-        choices=sorted(LLVM_INDEXED_VERSION),
+        choices=sorted(REPRODUCED_RELEASES),
         default=22,
         help="print exactly as llvm-profdata-N does (14-19 spell 'infomation')",
     )

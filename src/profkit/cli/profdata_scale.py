@@ -4,7 +4,7 @@ Kept beside :mod:`profkit.cli.profdata_merge` (which registers the options and c
 here) so that the common merge path stays short:
 
 * ``--dask local|tcp://HOST:PORT`` runs the merge on dask.distributed
-  (:mod:`profkit.formats.instrprof.merge.on_dask`);
+  (:mod:`profkit.formats.instrprof.merge.on_dask`, chosen by the merge request);
 * ``--bad-inputs FILE`` lists, one per line, the inputs that could not be merged (with
   ``--failure-mode=warn`` the merge goes on without them);
 * SIGTERM unwinds a merge (:func:`sigterm_unwinds`) so ``-j`` workers and temp outputs
@@ -22,7 +22,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from profkit.errors import UsageError
@@ -86,29 +86,6 @@ def add_options(p: argparse.ArgumentParser) -> None:
         help="name at most N functions whose counter count or hash differs between "
         "inputs (default 20; 0 = all)",
     )
-
-
-def run_dask(
-    args: argparse.Namespace,
-    inputs: Sequence[Any],
-    jobs: int,
-    progress: Callable[[int], None] | None,
-) -> Any:
-    """The merge outcome computed on Dask (serial-order semantics: byte-identical)."""
-    from profkit.formats.instrprof.merge import on_dask
-
-    connection = on_dask.connect(args.dask, jobs)
-    try:
-        return on_dask.merge_on_dask(
-            inputs,
-            connection.client,
-            progress=progress,
-            trace_reservoir_size=args.temporal_profile_trace_reservoir_size,
-            max_trace_length=args.temporal_profile_max_trace_length,
-            binary=correlation(args),
-        )
-    finally:
-        connection.close()
 
 
 def check_options(args: argparse.Namespace) -> None:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from profkit.formats.instrprof.indexed_writer import build_indexed, write_indexed
     from profkit.formats.instrprof.merge import ProfileMerger, merge_profiles
     from profkit.formats.instrprof.merge.files import MergeInput
+    from profkit.formats.instrprof.merge.request import MergeRequest, MergeResult, merge_inputs
     from profkit.formats.instrprof.model import (
         CS_FLAG_IN_FUNC_HASH,
         FunctionRecord,
@@ -43,6 +44,8 @@ _EXPORTS: dict[str, str] = {
     "CS_FLAG_IN_FUNC_HASH": "model",
     "FunctionRecord": "model",
     "MergeInput": "merge.files",  # numpy and multiprocessing: only when asked for
+    "MergeRequest": "merge.request",
+    "MergeResult": "merge.request",
     "Profile": "model",
     "ProfileKind": "model",
     "ProfileMerger": "merge",
@@ -53,6 +56,7 @@ _EXPORTS: dict[str, str] = {
     "build_indexed": "indexed_writer",
     "compute_summary": "summary",
     "format_text": "text_writer",
+    "merge_inputs": "merge.request",
     "merge_profiles": "merge",
     "overlap": "overlap_calc",
     "parse_indexed": "indexed",
@@ -69,6 +73,8 @@ __all__ = [
     "CS_FLAG_IN_FUNC_HASH",
     "FunctionRecord",
     "MergeInput",
+    "MergeRequest",
+    "MergeResult",
     "Profile",
     "ProfileKind",
     "ProfileMerger",
@@ -79,6 +85,7 @@ __all__ = [
     "build_indexed",
     "compute_summary",
     "format_text",
+    "merge_inputs",
     "merge_profiles",
     "overlap",
     "parse_indexed",

@@ -6,7 +6,7 @@ user with clang 14 merging with LLVM 22's tool). profkit reads every version, so
 instead write the newest version that *whoever produced the inputs* reads:
 
 * a raw file of version R was written by a clang of a known range of releases; the
-  oldest of them reads indexed files up to :data:`INDEXED_BY_RELEASE` of its release;
+  oldest of them reads indexed files up to :data:`~.versions.INDEXED_BY_RELEASE` of its release;
 * an indexed input of version N was written by a tool that reads N, and the clang
   using it read it too: N;
 * a text input says nothing about its producer.
@@ -23,23 +23,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from profkit.formats.instrprof.model import Profile, ProfileKind, ValueKind
-
-#: raw version → (oldest, newest) LLVM release writing it (spec §2.2).
-RAW_RELEASES: dict[int, tuple[int, int]] = {
-    5: (9, 12),
-    7: (13, 13),
-    8: (14, 17),
-    9: (18, 18),
-    10: (19, 22),
-    11: (23, 23),
-}
-#: LLVM release → the indexed version it writes and reads at most (spec §2.2).
-INDEXED_BY_RELEASE: dict[int, int] = {
-    9: 5, 10: 5, 11: 5, 12: 7, 13: 7, 14: 7, 15: 8, 16: 9, 17: 10, 18: 11,
-    19: 12, 20: 12, 21: 12, 22: 13, 23: 14,
-}  # fmt: skip
-#: The versions profkit's indexed writer can produce.
-OLDEST_WRITTEN, NEWEST_WRITTEN = 7, 13
+from profkit.formats.instrprof.versions import (
+    BITMAP_FROM,
+    INDEXED_BY_RELEASE,
+    LOOP_ENTRIES_FROM,
+    NEWEST_WRITTEN,
+    OLDEST_WRITTEN,
+    RAW_RELEASES,
+    TEMPORAL_FROM,
+    VTABLE_FROM,
+)
 
 
 @dataclass(frozen=True)
@@ -61,13 +54,13 @@ class Choice:
 def needed_version(profile: Profile) -> tuple[int, str]:
     """The oldest indexed version that can hold ``profile`` (and what needs it)."""
     if profile.kind & ProfileKind.INSTR_LOOP_ENTRIES:
-        return 13, "loop-entry profiles"
+        return LOOP_ENTRIES_FROM, "loop-entry profiles"
     if any(r.value_sites.get(ValueKind.VTABLE_TARGET) for r in profile.records):
-        return 12, "vtable value profiles"
+        return VTABLE_FROM, "vtable value profiles"
     if any(r.bitmap for r in profile.records):
-        return 11, "MC/DC bitmaps"
+        return BITMAP_FROM, "MC/DC bitmaps"
     if profile.kind & ProfileKind.TEMPORAL or profile.temporal_traces:
-        return 10, "temporal profile traces"
+        return TEMPORAL_FROM, "temporal profile traces"
     return OLDEST_WRITTEN, ""
 
 

@@ -1,7 +1,7 @@
 """Indexed profile (.profdata) reader: versions 1-13, and 14 experimentally (spec §5).
 
 Indexed files are little-endian. The header grows by one offset field at a time
-(``INDEXED_HEADER``), then come the summaries, the on-disk chained hash table of
+(:mod:`.versions`, shared with the writer), then come the summaries, the on-disk chained hash table of
 function names, and optional sections reached through the header's offsets. Records
 keep the hash table's iteration order (bucket order), which is what ``show`` prints.
 """
@@ -23,27 +23,21 @@ from profkit.formats.instrprof.model import (
 )
 from profkit.formats.instrprof.names import add_names, decode_names
 from profkit.formats.instrprof.values import read_value_block
-
-# Header fields (all u64) and the version each first appears in (spec §5.1).
-INDEXED_HEADER: tuple[tuple[str, int], ...] = (
-    ("magic", 1),
-    ("version", 1),
-    ("unused", 1),
-    ("hash_type", 1),
-    ("hash_offset", 1),
-    ("memprof_offset", 8),
-    ("binary_id_offset", 9),
-    ("temporal_traces_offset", 10),
-    ("vtable_names_offset", 12),
+from profkit.formats.instrprof.versions import (
+    BINARY_IDS_FROM,
+    BITMAP_FROM,
+    EXPLICIT_COUNTS_FROM,
+    NEWEST_READ,
+    PACKED_BITMAP_FROM,
+    SUMMARY_FROM,
+    TEMPORAL_FROM,
+    VALUE_DATA_FROM,
+    VTABLE_FROM,
+    header_fields,
 )
+
 #: Newest indexed version we read; 14 (LLVM 23) follows the spec's unverified notes.
-MAX_INDEXED_VERSION = 14
-#: Record layout milestones (spec §5.4).
-EXPLICIT_COUNTS_FROM = 2
-VALUE_DATA_FROM = 3
-SUMMARY_FROM = 4
-BITMAP_FROM = 11
-PACKED_BITMAP_FROM = 14
+MAX_INDEXED_VERSION = NEWEST_READ
 
 _U16 = struct.Struct("<H")
 _ITEM = struct.Struct("<QQQ")
@@ -79,7 +73,7 @@ def parse_indexed(data: bytes, path: str | None = None) -> Profile:
             f"indexed profile version {version} (supported: 1-{MAX_INDEXED_VERSION})",
             8,
         )
-    fields = [name for name, since in INDEXED_HEADER if version >= since]
+    fields = header_fields(version)
     hdr = dict(
         zip(fields, cur.unpack("<" + "Q" * len(fields), f"indexed v{version} header"), strict=True)
     )
@@ -95,11 +89,11 @@ def parse_indexed(data: bytes, path: str | None = None) -> Profile:
     _read_table(cur, data, hdr["hash_offset"], payload, version, profile)
     if hdr.get("memprof_offset") or kind & ProfileKind.MEMPROF:
         profile.notes.append("MemProf section skipped (heap profile data is not read)")
-    if version >= 9 and hdr["binary_id_offset"]:
+    if version >= BINARY_IDS_FROM and hdr["binary_id_offset"]:
         _read_binary_ids(_at(cur, hdr["binary_id_offset"], "binary IDs"), profile)
-    if version >= 10 and kind & ProfileKind.TEMPORAL and hdr["temporal_traces_offset"]:
+    if version >= TEMPORAL_FROM and kind & ProfileKind.TEMPORAL and hdr["temporal_traces_offset"]:
         _read_traces(_at(cur, hdr["temporal_traces_offset"], "temporal traces"), profile)
-    if version >= 12 and hdr["vtable_names_offset"]:
+    if version >= VTABLE_FROM and hdr["vtable_names_offset"]:
         vc = _at(cur, hdr["vtable_names_offset"], "vtable names")
         size = vc.u64("vtable names length")
         names = decode_names(vc, size, "vtable names")

@@ -3,7 +3,7 @@
 One writer serves every target version we know a shipped ``llvm-profdata`` writes:
 7 (LLVM 13/14), 8 (15), 9 (16), 10 (17), 11 (18), 12 (19–21) and 13 (22). Versions
 differ in the header length, the bitmap field of each record and which trailing
-sections exist (:data:`LAYOUTS`); the hash-table layout and summaries are the same for
+sections exist (:data:`LAYOUTS`, read off the one version table in :mod:`.versions`); the hash-table layout and summaries are the same for
 all. Data a version cannot hold (MC/DC bitmaps before 11, temporal traces before 10,
 vtable values before 12, binary IDs before 9) is refused with a :class:`UsageError`
 rather than silently dropped — except binary IDs, which LLVM itself drops before v9.
@@ -23,56 +23,75 @@ from profkit.formats.instrprof.hashing import name_md5
 from profkit.formats.instrprof.hashtable import dense_map_order, string_map_order, table_layout
 from profkit.formats.instrprof.model import FunctionRecord, Profile, ProfileKind, Summary, ValueKind
 from profkit.formats.instrprof.summary import DEFAULT_CUTOFFS, SummaryBuilder, detailed_entries
+from profkit.formats.instrprof.versions import (
+    BINARY_IDS_FROM,
+    BITMAP_FROM,
+    LLVM19_ORDER_FROM,
+    LOOP_ENTRIES_FROM,
+    MEMPROF_FROM,
+    NEWEST_WRITTEN,
+    OLDEST_WRITTEN,
+    TEMPORAL_FROM,
+    VTABLE_FROM,
+    header_fields,
+    header_size,
+)
 
 INDEXED_MAGIC = 0x8169666F72706CFF
-NEWEST_VERSION = 13
+NEWEST_VERSION = NEWEST_WRITTEN
 MAX_VALUES_PER_SITE = 255
 
 
 @dataclass(frozen=True)
-class Layout:
-    """What one indexed version stores (spec §5.1, §5.4, §5.5); each flag is off unless set."""
+class IndexedLayout:
+    """What the writer puts in one indexed version, read off :mod:`.versions` (spec §5.1,
+    §5.4, §5.5): the header's fields and which optional parts exist."""
 
-    header_offsets: tuple[str, ...]  # the back-patched u64 fields after HashOffset
-    bitmap_in_record: bool = False
-    binary_ids: bool = False
-    temporal: bool = False
-    vtable_names: bool = False
-    vtable_values: bool = False
-    mixed_dense_hash: bool = False  # LLVM 19+ DenseMap integer hash (record order under a name)
-    sorted_names: bool = False  # LLVM 19+ sort names; 14/16 insert them in StringMap order
+    version: int
+
+    @property
+    def header(self) -> tuple[str, ...]:
+        return header_fields(self.version)
+
+    @property
+    def bitmap_in_record(self) -> bool:
+        return self.version >= BITMAP_FROM
+
+    @property
+    def binary_ids(self) -> bool:
+        return self.version >= BINARY_IDS_FROM
+
+    @property
+    def temporal(self) -> bool:
+        return self.version >= TEMPORAL_FROM
+
+    @property
+    def vtable_names(self) -> bool:
+        return self.version >= VTABLE_FROM
+
+    @property
+    def vtable_values(self) -> bool:
+        return self.version >= VTABLE_FROM
+
+    @property
+    def loop_entries(self) -> bool:
+        return self.version >= LOOP_ENTRIES_FROM
+
+    @property
+    def llvm19_order(self) -> bool:
+        """LLVM 19+ orders: names sorted, SmallDenseMap's mixing hash under one name
+        (LLVM 14/16 iterate a StringMap and hash integers as ``key * 37``)."""
+        return self.version >= LLVM19_ORDER_FROM
 
     @property
     def skips_pseudo_counts(self) -> bool:
         # LLVM 14 (v7) counts PseudoHot/PseudoWarm records into the summary; 15+ skip them.
-        return bool(self.header_offsets)
+        return self.version >= MEMPROF_FROM
 
 
-_V7 = Layout(())
-# v12 (LLVM 19-21) and v13 (LLVM 22) differ only in the front-end hash, not in layout.
-_V12 = Layout(
-    ("memprof", "binary_ids", "temporal", "vtable_names"),
-    bitmap_in_record=True,
-    binary_ids=True,
-    temporal=True,
-    vtable_names=True,
-    vtable_values=True,
-    mixed_dense_hash=True,
-    sorted_names=True,
-)
-LAYOUTS: dict[int, Layout] = {
-    7: _V7,
-    8: Layout(("memprof",)),
-    9: Layout(("memprof", "binary_ids"), binary_ids=True),
-    10: Layout(("memprof", "binary_ids", "temporal"), binary_ids=True, temporal=True),
-    11: Layout(
-        ("memprof", "binary_ids", "temporal"),
-        bitmap_in_record=True,
-        binary_ids=True,
-        temporal=True,
-    ),
-    12: _V12,
-    13: _V12,
+#: The versions the writer produces (``--indexed-version``), oldest first.
+LAYOUTS: dict[int, IndexedLayout] = {
+    v: IndexedLayout(v) for v in range(OLDEST_WRITTEN, NEWEST_WRITTEN + 1)
 }
 
 _KIND_BITS = (
@@ -89,7 +108,7 @@ _ITEM_HEAD = struct.Struct("<QQQ")
 _EMPTY_VALUE_DATA = struct.pack("<II", 8, 0)
 
 
-def layout_for(version: int | None) -> tuple[int, Layout]:
+def layout_for(version: int | None) -> tuple[int, IndexedLayout]:
     """The target version (default newest) and its layout; UsageError for unknown ones."""
     chosen = NEWEST_VERSION if version is None else version
     if chosen not in LAYOUTS:
@@ -114,23 +133,28 @@ def group_records(records: Iterable[FunctionRecord]) -> dict[str, list[FunctionR
     return groups
 
 
-def _check_expressible(profile: Profile, version: int, layout: Layout) -> None:
+def _check_expressible(profile: Profile, version: int, layout: IndexedLayout) -> None:
     if profile.kind & ProfileKind.MEMPROF:
         raise UsageError("writing a MemProf section is not supported")
     if profile.kind & ProfileKind.TEMPORAL and not layout.temporal:
         raise UsageError(
-            f"indexed version {version} cannot hold temporal profiles (needs 10 or newer)"
+            f"indexed version {version} cannot hold temporal profiles "
+            f"(needs {TEMPORAL_FROM} or newer)"
         )
-    if profile.kind & ProfileKind.INSTR_LOOP_ENTRIES and version < 13:
-        raise UsageError(f"indexed version {version} cannot hold loop-entry profiles (needs 13)")
+    if profile.kind & ProfileKind.INSTR_LOOP_ENTRIES and not layout.loop_entries:
+        raise UsageError(
+            f"indexed version {version} cannot hold loop-entry profiles (needs {LOOP_ENTRIES_FROM})"
+        )
     for record in profile.records:
         if record.bitmap and not layout.bitmap_in_record:
             raise UsageError(
-                f"indexed version {version} cannot hold MC/DC bitmaps ({record.name}; needs 11 or newer)"
+                f"indexed version {version} cannot hold MC/DC bitmaps ({record.name}; "
+                f"needs {BITMAP_FROM} or newer)"
             )
         if record.value_sites.get(ValueKind.VTABLE_TARGET) and not layout.vtable_values:
             raise UsageError(
-                f"indexed version {version} cannot hold vtable value profiles ({record.name}; needs 12 or newer)"
+                f"indexed version {version} cannot hold vtable value profiles ({record.name}; "
+                f"needs {VTABLE_FROM} or newer)"
             )
         if not record.counts:
             raise UsageError(f"function {record.name!r} has no counters")
@@ -242,7 +266,7 @@ def build_indexed(profile: Profile, version: int | None = None, *, sparse: bool 
     # that holds them all, and its order depends on everything that was inserted.
     names = list(groups)
     keys = [n.encode("utf-8", "surrogateescape") for n in names]
-    if layout.sorted_names:
+    if layout.llvm19_order:
         order = sorted(range(len(keys)), key=keys.__getitem__)
     else:
         order = string_map_order(keys)
@@ -252,10 +276,9 @@ def build_indexed(profile: Profile, version: int | None = None, *, sparse: bool 
     key_hashes = [name_md5(k) for k in keys]
     num_buckets, chains = table_layout(key_hashes)
 
-    header_words = 5 + len(layout.header_offsets)
     is_cs = bool(profile.kind & ProfileKind.CS_IR)
     summary_words = 2 + 6 + 3 * len(DEFAULT_CUTOFFS)
-    payload_start = 8 * (header_words + summary_words * (2 if is_cs else 1))
+    payload_start = header_size(chosen) + 8 * summary_words * (2 if is_cs else 1)
 
     regular: SummaryBuilder | _AllCountsSummaryBuilder
     cs: SummaryBuilder | _AllCountsSummaryBuilder
@@ -274,7 +297,7 @@ def build_indexed(profile: Profile, version: int | None = None, *, sparse: bool 
         for index in chain:
             group = groups[names[index]]
             if len(group) > 1:
-                order = dense_map_order([r.hash for r in group], layout.mixed_dense_hash)
+                order = dense_map_order([r.hash for r in group], layout.llvm19_order)
                 group = [group[i] for i in order]
             data = b"".join(record_data(r, with_bitmap) for r in group)
             for r in group:
@@ -287,20 +310,20 @@ def build_indexed(profile: Profile, version: int | None = None, *, sparse: bool 
     hash_offset = len(out)
     out += struct.pack(f"<QQ{num_buckets}Q", num_buckets, len(names), *bucket_offsets)
 
-    offsets = {"memprof": 0, "binary_ids": 0, "temporal": 0, "vtable_names": 0}
+    fields = {name: 0 for name in layout.header}  # unused, hash_type (MD5), memprof: 0
+    fields.update(magic=INDEXED_MAGIC, hash_offset=hash_offset)
+    fields["version"] = chosen | int(profile.kind & _KIND_BITS)
     if layout.binary_ids:
-        offsets["binary_ids"] = len(out)
+        fields["binary_id_offset"] = len(out)
         out += _binary_id_section(profile.binary_ids)
     if layout.vtable_names:
-        offsets["vtable_names"] = len(out)
+        fields["vtable_names_offset"] = len(out)
         out += _U64.pack(0)  # vtable names are kept only on request (§5.5); we never do
     if profile.kind & ProfileKind.TEMPORAL:
-        offsets["temporal"] = len(out)
+        fields["temporal_traces_offset"] = len(out)
         out += _temporal_section(profile)
 
-    version_word = chosen | int(profile.kind & _KIND_BITS)
-    header = [INDEXED_MAGIC, version_word, 0, 0, hash_offset]
-    header += [offsets[name] for name in layout.header_offsets]
+    header = [fields[name] for name in layout.header]
     words = header + _summary_words(regular.build())
     if is_cs:
         words += _summary_words(cs.build())

@@ -115,6 +115,9 @@ class Layout:
     struct: struct.Struct
     #: field name → (first index in the unpacked tuple, number of values)
     index: dict[str, tuple[int, int]]
+    #: field name → byte offset of its first value in the record (for array views
+    #: over many records at once, as the raw merge's fast path takes them)
+    offsets: dict[str, int]
 
     @property
     def size(self) -> int:
@@ -138,6 +141,7 @@ def compile_layout(fields: Fields, order: str, pointer_size: int) -> Layout:
     fmt = [order]
     offset = 0
     index: dict[str, tuple[int, int]] = {}
+    offsets: dict[str, int] = {}
     slot = 0
     for spec in fields:
         # "name:CODE" or "name:<count>CODE"; CODE is one of Q I H B P.
@@ -154,10 +158,11 @@ def compile_layout(fields: Fields, order: str, pointer_size: int) -> Layout:
             fmt.append(f"{pad}x")
             offset += pad
         fmt.append(f"{count}{code}" if count > 1 else code)
+        offsets[name] = offset
         offset += size * count
         index[name] = (slot, count)
         slot += count
     tail = (-offset) % 8
     if tail:
         fmt.append(f"{tail}x")
-    return Layout(struct.Struct("".join(fmt)), index)
+    return Layout(struct.Struct("".join(fmt)), index, offsets)

@@ -6,7 +6,9 @@ through :class:`ProfileMerger` — and sends back only compact accumulators (sum
 counter arrays per raw-file shape, merged records of the rest), never the decoded
 inputs. The parent (which works on the first share itself) combines them the way
 LLVM's ``mergeRecordsFromWriter`` combines its per-thread writers, so the counts equal
-a serial merge.
+a serial merge. :func:`merge_share` is the one unit of work: the parent, the ``-j``
+workers and the Dask leaves (:mod:`.on_dask`) all merge their inputs with it, and
+:mod:`.request` is the entry point above them all.
 """
 
 from __future__ import annotations
@@ -84,7 +86,9 @@ class _Segment:
 
 
 @dataclass
-class _ShareResult:
+class ShareResult:
+    """One share's partial merge: what a ``-j`` worker or a Dask leaf sends back."""
+
     shapes: list[tuple[int, ShapeAccumulator]]  # (first input index, accumulator)
     segments: list[tuple[int, MergeState, int]]  # (first input index, state, inputs)
     merged: int
@@ -93,12 +97,12 @@ class _ShareResult:
     versions: set[InputVersion]
 
 
-def _merge_share(
+def merge_share(
     share: Sequence[tuple[int, MergeInput]],
     progress: Progress | None = None,
     traces: tuple[int, int] = (TRACE_RESERVOIR_SIZE, MAX_TRACE_LENGTH),
     binary: Correlation | None = None,
-) -> _ShareResult:
+) -> ShareResult:
     """Read and merge one share of the inputs (runs in a worker or in the parent).
 
     Record-path inputs are merged in *segments* that never straddle the first file of
@@ -153,7 +157,7 @@ def _merge_share(
             # (in a worker the parent reads the shared counter instead)
             if not workers.count_done() and progress is not None:
                 progress(done)
-    return _ShareResult(
+    return ShareResult(
         list(shapes.values()),
         [(seg.first_index, seg.merger.state(), seg.inputs) for seg in segments],
         merged,
@@ -235,15 +239,15 @@ def merge_files(
         base = 0
         for share in shares:
             report = (lambda done, base=base: progress(base + done)) if progress else None
-            results.append(_merge_share(share, report, traces, binary))
+            results.append(merge_share(share, report, traces, binary))
             base += len(share)
     else:
         results = _run_parallel(shares, progress, traces, binary)
     warnings: list[str] = []
     if llvm_contexts <= 1:
-        final, merged, failures = _replay(results, traces, warnings)
+        final, merged, failures = replay(results, traces, warnings)
     else:
-        writers = [_replay([r], traces, warnings) for r in results]
+        writers = [replay([r], traces, warnings) for r in results]
         final = _tree_merge([w[0] for w in writers], llvm_version, warnings.append)
         merged = sum(w[1] for w in writers)
         failures = sorted((f for w in writers for f in w[2]), key=lambda f: f[0])
@@ -261,7 +265,7 @@ def _run_parallel(
     progress: Progress | None,
     traces: tuple[int, int],
     binary: Correlation | None = None,
-) -> list[_ShareResult]:
+) -> list[ShareResult]:
     """One share per process; the parent takes the first."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, wait
@@ -281,15 +285,15 @@ def _run_parallel(
         initargs=(counter, os.getpid()),
     )
     try:
-        futures: list[Future[_ShareResult]] = [
-            pool.submit(_merge_share, s, None, traces, binary) for s in shares[1:]
+        futures: list[Future[ShareResult]] = [
+            pool.submit(merge_share, s, None, traces, binary) for s in shares[1:]
         ]
 
         def own_progress(done: int) -> None:
             if progress is not None:
                 progress(done + counter.value)
 
-        first = _merge_share(shares[0], own_progress if progress else None, traces, binary)
+        first = merge_share(shares[0], own_progress if progress else None, traces, binary)
         pending = set(futures)
         while progress is not None and pending:
             _, pending = wait(pending, timeout=0.1)
@@ -307,8 +311,8 @@ def _run_parallel(
     return results
 
 
-def _replay(
-    results: list[_ShareResult], traces: tuple[int, int], warnings: list[str]
+def replay(
+    results: list[ShareResult], traces: tuple[int, int], warnings: list[str]
 ) -> tuple[ProfileMerger, int, list[tuple[int, str, str]]]:
     """Replay shares' shapes and record segments in input order into one writer.
 

@@ -1,6 +1,6 @@
 """Merging past one machine: leaves and a tree reduction of partial merges on Dask.
 
-The same partial results ``merge -j`` sends between processes (:class:`_ShareResult`:
+The same partial results ``merge -j`` sends between processes (:class:`ShareResult`:
 summed counter arrays per raw-file shape, merged records of everything else, each
 tagged with the index of the first input it holds) are made by leaf tasks over batches
 of paths and combined pairwise as they complete. Combining is exact and order-free:
@@ -31,9 +31,9 @@ from profkit.formats.instrprof.merge.accumulator import (
 from profkit.formats.instrprof.merge.files import (
     MergeInput,
     MergeOutcome,
-    _merge_share,
-    _replay,
-    _ShareResult,
+    ShareResult,
+    merge_share,
+    replay,
 )
 
 if TYPE_CHECKING:
@@ -53,10 +53,10 @@ class DaskUnavailableError(ProfkitError):
 
 
 def combine(
-    a: _ShareResult,
-    b: _ShareResult,
+    a: ShareResult,
+    b: ShareResult,
     traces: tuple[int, int] = (TRACE_RESERVOIR_SIZE, MAX_TRACE_LENGTH),
-) -> _ShareResult:
+) -> ShareResult:
     """One partial result holding the inputs of both (either order: inputs are indexed)."""
     warnings = a.warnings + b.warnings
     shapes: dict[bytes, tuple[int, Any]] = {}
@@ -67,7 +67,7 @@ def combine(
             shapes[acc.shape.key] = (index, acc)
         elif found[1].shape.parts == acc.shape.parts:
             found[1].combine(acc, warnings.append)
-        else:  # a fingerprint collision: keep both, as _replay does
+        else:  # a fingerprint collision: keep both, as replay does
             extra.append((index, acc))
     starts = sorted(i for i, _ in [*shapes.values(), *extra])
     segments: list[tuple[int, Any, int]] = []
@@ -84,7 +84,7 @@ def combine(
             segments[-1] = (first, merger.state(), count + inputs)
         else:
             segments.append((index, state, inputs))
-    return _ShareResult(
+    return ShareResult(
         [*shapes.values(), *extra],
         segments,
         a.merged + b.merged,
@@ -103,8 +103,8 @@ def _shape_starts_between(starts: list[int], low: int, high: int) -> bool:
 
 def _leaf(
     batch: Sequence[tuple[int, MergeInput]], traces: tuple[int, int], binary: Correlation | None
-) -> _ShareResult:
-    return _merge_share(batch, None, traces, binary)
+) -> ShareResult:
+    return merge_share(batch, None, traces, binary)
 
 
 class Connection:
@@ -186,11 +186,11 @@ def merge_on_dask(
         running.add(client.submit(combine, partial, future, traces, pure=False))
         partial = None
     # (no inputs at all: an empty result)
-    final_result = _ShareResult([], [], 0, [], [], set()) if partial is None else partial.result()
+    final_result = ShareResult([], [], 0, [], [], set()) if partial is None else partial.result()
     if progress is not None:
         progress(len(inputs))
     warnings: list[str] = []
-    final, merged, failures = _replay([final_result], traces, warnings)
+    final, merged, failures = replay([final_result], traces, warnings)
     return MergeOutcome(
         profile=final.result(sparse=sparse),
         merged=merged,

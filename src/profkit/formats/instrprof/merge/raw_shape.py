@@ -17,13 +17,10 @@ import numpy as np
 
 from profkit.errors import ProfileFormatError
 from profkit.formats._binary import Cursor
-from profkit.formats.instrprof.layouts import RAW_HEADER, RAW_RECORD, RELATIVE_POINTERS_FROM
+from profkit.formats.instrprof.layouts import RAW_HEADER, RELATIVE_POINTERS_FROM, compile_layout
 from profkit.formats.instrprof.magics import RAW_MAGICS
 from profkit.formats.instrprof.model import ProfileKind
 from profkit.formats.instrprof.raw_sections import locate, next_profile
-
-#: version → header field → its u64 slot (headers are flat lists of u64s).
-_HEADER_SLOT = {v: {f.split(":")[0]: i for i, f in enumerate(fs)} for v, fs in RAW_HEADER.items()}
 
 #: Raw variants the array path does not take (counters are bytes, carry timestamps, or
 #: the data lives elsewhere).
@@ -65,21 +62,6 @@ class RawShape:
     @property
     def num_data(self) -> int:
         return sum(seg.num_data for seg in self.segments)
-
-
-def _field_offsets(fields: tuple[str, ...], order: str, psize: int) -> dict[str, int]:
-    """Byte offset of every field of a record layout (natural alignment, as layouts.py)."""
-    sizes = {"Q": 8, "I": 4, "H": 2, "B": 1, "P": psize}
-    out: dict[str, int] = {}
-    off = 0
-    for spec in fields:
-        name, code = spec.split(":")
-        count = int(code[:-1] or 1)
-        size = sizes[code[-1]]
-        off += -off % size
-        out[name] = off
-        off += size * count
-    return out
 
 
 #: More profiles than this in one file (exe + shared libraries) take the record path.
@@ -134,7 +116,7 @@ def _probe_segment(
     if h.get("num_vtables", 0) or h.get("num_uniform_counters", 0):
         return None
     rec = where.record
-    offs = _field_offsets(RAW_RECORD[version], order, psize)
+    offs = rec.offsets
     data_pos = where.data[0]
     counters, bitmap = where.counters, where.bitmap
     if counters[0] % 8:
@@ -170,7 +152,7 @@ def _probe_segment(
     if not h.get("num_bitmap_bytes", 0) and "bitmap_delta" in h:
         volatile.append("bitmap_delta")  # no bitmap section: 0 − DataBegin, run-dependent
     for name in volatile:
-        at = 8 * _HEADER_SLOT[version][name]
+        at = compile_layout(RAW_HEADER[version], order, psize).offsets[name]
         header[at : at + 8] = bytes(8)
     parts += (
         bytes(header),
