@@ -116,6 +116,10 @@ def test_bytes_after_the_end(samples_bytes: bytes) -> None:
     parser.feed(samples_bytes)
     with pytest.raises(FormatError, match="after the end"):
         parser.feed(b"x")
+    parser = NettraceParser("live")  # in the same chunk as the end
+    assert parser.feed(samples_bytes + b"x")
+    with pytest.raises(FormatError, match="after the end"):
+        parser.finish()
 
 
 def test_damage_after_events_raises_on_the_next_call(samples_bytes: bytes) -> None:

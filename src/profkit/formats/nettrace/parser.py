@@ -126,6 +126,8 @@ class NettraceParser:
                 block = bytes(data[frame.start : frame.end])
                 self._frame(frame.kind, block, Where(self.name, base + frame.start), records)
                 pos = frame.next
+            if self.ended and pos < len(data):
+                raise where.error("malformed", "bytes after the end of the stream", pos)
         except FormatError as exc:
             if not records:
                 raise
@@ -304,8 +306,6 @@ def read_nettrace(data: bytes | memoryview, name: str, *, keep_truncated: bool =
         raise parser._error
     parser._base = used
     parser._buffer = bytearray(whole[used:]) if used < len(whole) else bytearray()
-    if parser.ended and used < len(whole):
-        raise FormatError("malformed", "bytes after the end of the stream", path=name, offset=used)
     truncation = parser.finish()
     if truncation is not None and not keep_truncated:
         raise truncation.error
