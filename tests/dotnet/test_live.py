@@ -16,6 +16,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from profkit.calltree.file import load
 from tests.dotnet.conftest import Start, profkit
 
@@ -222,3 +224,21 @@ def test_r2r_images_name_what_the_rundown_names(start: Start) -> None:
             same += alone.name(start_ip) == name
     assert checked >= 20
     assert same >= 0.9 * checked
+
+
+def test_names_line_up_with_the_trace_mode(sampled: Path, dotnet: str, tmp_path: Path) -> None:
+    """The same program under the CLR profiler (trace) and sampled: one spelling."""
+    from profkit.clr.environment import library_path
+    from profkit.errors import UsageError
+
+    try:
+        library_path()
+    except UsageError as exc:
+        pytest.skip(str(exc))
+    trace, sample = tmp_path / "t.json", tmp_path / "s.json"
+    for mode, out in (("trace", trace), ("sample", sample)):
+        done = profkit("run", "--mode", mode, "-o", str(out), str(sampled), "threads", "3", "1")
+        assert done.returncode == 0, done.stderr
+    traced = _names(trace)
+    ours = {n for n in _names(sample) if n.startswith("SampleTest.")}
+    assert {"SampleTest.Hot.Worker", "SampleTest.Program.Main"} <= ours <= traced
