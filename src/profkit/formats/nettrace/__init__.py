@@ -56,9 +56,10 @@ from profkit.formats.nettrace.model import (
 from profkit.formats.nettrace.parser import NettraceParser, iter_nettrace, read_nettrace
 from profkit.formats.nettrace.payload import decode_fields
 
-#: a nettrace file larger than this is refused before it is read (a day of sampling at
-#: 1 kHz on a few dozen threads stays well under it)
-MAX_FILE_BYTES = 4 << 30
+#: a nettrace file larger than this is refused before it is read whole: a sample costs
+#: ~12 bytes of file but ~150 bytes of objects once read, so 1 GiB is already ~80 M
+#: events; a larger file is for :func:`iter_nettrace`, which keeps no events
+MAX_FILE_BYTES = 1 << 30
 
 
 def load_nettrace(path: str, *, keep_truncated: bool = False) -> Trace:
