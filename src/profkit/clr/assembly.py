@@ -1,14 +1,13 @@
 """Is this file a .NET assembly? (A PE image with a CLI header.)
 
 ``profkit run app.dll`` must tell a managed assembly from a native DLL or anything else
-before starting a runtime that would fail with a less helpful message. The PE reader
+before starting a runtime that would fail with a less helpful message (and never wait on a
+FIFO: :mod:`profkit.clr.inputfile`). The PE reader
 (:mod:`profkit.formats.perfmap.pe`) checks every size it reads before using it; the file
 is refused above a size no assembly reaches, so a huge file is never read into memory.
 """
 
 from __future__ import annotations
-
-import os
 
 from profkit.errors import FormatError, UsageError
 
@@ -24,16 +23,13 @@ def looks_like_assembly_name(path: str) -> bool:
 
 def check_assembly(path: str) -> None:
     """Return if ``path`` is a .NET assembly; raise :class:`UsageError` saying why not."""
+    from profkit.clr.inputfile import read_regular
     from profkit.formats.perfmap.pe import read_pe
 
     try:
-        size = os.path.getsize(path)
-        if size > MAX_ASSEMBLY_BYTES:
-            raise UsageError(f"{path}: {size} bytes is too large for a .NET assembly")
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise UsageError(f"{path}: {exc.strerror or exc}") from None
+        data = read_regular(path, MAX_ASSEMBLY_BYTES, "a .NET assembly")  # a FIFO never blocks
+    except FormatError as exc:
+        raise UsageError(f"{path}: {exc.detail}") from None
     try:
         image = read_pe(data, path=path)
     except FormatError as exc:

@@ -24,7 +24,7 @@ from profkit.clr.host import Host, find_host
 from profkit.clr.result import ClrResult, load_result
 from profkit.engine.child import run_child
 from profkit.engine.contract import Outcome
-from profkit.errors import FormatError
+from profkit.errors import FormatError, UsageError
 from profkit.settings import Settings
 
 
@@ -85,7 +85,7 @@ def run_dotnet(
             return outcome
         try:
             outcome.result = load_result(raw)
-        except FormatError as exc:
+        except (FormatError, UsageError) as exc:  # never the program's status lost for it
             outcome.problem = f"the profiler's result is unusable: {exc}"
             return outcome
     result = outcome.result

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from profkit.errors import FormatError, UsageError
+from profkit.errors import FormatError
 
 MAGIC = "profkit-clr"
 VERSION = 1
@@ -288,15 +288,8 @@ def _read_code(out: ClrResult, f: list[str], path: str, number: int) -> None:
 
 
 def load_result(path: str) -> ClrResult:
-    """Read and parse a result file (size checked before reading)."""
-    import os
+    """Read and parse a result file: a regular file only (a FIFO is refused, never waited
+    on), its size checked before reading (:class:`~profkit.errors.UsageError`)."""
+    from profkit.clr.inputfile import read_regular
 
-    try:
-        size = os.path.getsize(path)
-        if size > MAX_BYTES:
-            raise FormatError("too_large", f"{size} bytes (at most {MAX_BYTES})", path=path)
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise UsageError(f"{path}: {exc.strerror or exc}") from None
-    return parse_result(data, path)
+    return parse_result(read_regular(path, MAX_BYTES, "a profkit CLR result"), path)
