@@ -420,11 +420,11 @@ def test_profkit_run_takes_an_assembly(workload: Path, tmp_path: Path) -> None:
 
 
 def test_profkit_run_refuses_what_dotnet_cannot_do(workload: Path, tmp_path: Path) -> None:
-    sample = subprocess.run(
-        [*profkit_cli(), "run", "--mode", "sample", str(workload)], capture_output=True, text=True
+    memory = subprocess.run(  # (--mode sample runs .NET: profkit.dotnet)
+        [*profkit_cli(), "run", "--mode", "memory", str(workload)], capture_output=True, text=True
     )
-    assert sample.returncode == 2 and sample.stderr.count("\n") == 1
-    assert "cannot run a dotnet target" in sample.stderr
+    assert memory.returncode == 2 and memory.stderr.count("\n") == 1
+    assert "cannot run a dotnet target" in memory.stderr
     script = tmp_path / "x.py"
     script.write_text("print(1)\n")
     flag = subprocess.run(

@@ -49,8 +49,31 @@ def _target(job: Job) -> DotnetTarget:
     return target
 
 
+def no_calls_note(target: DotnetTarget) -> str | None:
+    """Why the profile of ``target`` has no call tree by design (the events chosen record no
+    calls), or None: the line said instead of blaming ``--prefix`` for an empty profile."""
+    if target.events is None or "calls" in target.events:
+        return None
+    if target.perf_map:
+        return (
+            "profkit: note: --perf-map runs without call hooks (they keep the runtime from "
+            "using precompiled code, which the map is for): the profile holds the run's "
+            "events, no call tree; run without --perf-map for calls\n"
+        )
+    events = ",".join(target.events) or "(none)"
+    return f"profkit: note: --clr-events {events} records no calls: the profile has no call tree\n"
+
+
 class DotnetEngine(ChildEngine):
     """Runs a :class:`DotnetTarget` under libprofkit_clr.so (trace mode)."""
+
+    #: whether the run hooked calls: False when the events chosen leave them out, so the
+    #: runner does not take an empty profile for a ``--prefix`` that matched nothing
+    records_calls = True
+    _note: str | None = None
+
+    def hook_note(self) -> str | None:
+        return self._note
 
     def unavailable(self, job: Job) -> str | None:
         from profkit.clr.host import find_host
@@ -74,6 +97,8 @@ class DotnetEngine(ChildEngine):
         from profkit.clr.launch import run_dotnet
 
         target = _target(job)
+        self._note = no_calls_note(target)
+        self.records_calls = self._note is None
         outcome = run_dotnet(
             target.assembly,
             target.args,
