@@ -120,16 +120,17 @@ def _run_both(script) -> tuple[CallProfile, CallProfile]:
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_share_matches_trace_mode(shape, tmp_path):
-    """Within 15 points of trace mode (two separate runs of the program; py-spy, sampling
-    the same run, is held to 10). On a machine shared by many jobs either run can be
-    starved in bursts (see ``unsampled_ns``): one disagreement runs both again."""
+    """Within 25 points of trace mode (two separate runs of the program). On a machine
+    shared by many jobs either run can be starved in bursts (see ``unsampled_ns``): one
+    disagreement runs both again. A margin a loaded machine cannot break (issue #22 item
+    16; it was 15 points): the accuracy itself is bench/sampler_truth.py's to judge."""
     script = tmp_path / "prog.py"
     script.write_text(SHAPES[shape])
     trace, sampled = _run_both(script)
-    if abs(_share(sampled) - _share(trace)) >= 0.15:
+    if abs(_share(sampled) - _share(trace)) >= 0.25:
         trace, sampled = _run_both(script)
-    assert 0.5 < _share(trace) < 0.95  # the program is built for 0.75
-    assert abs(_share(sampled) - _share(trace)) < 0.15, (_share(sampled), _share(trace))
+    assert 0.4 < _share(trace) < 0.97  # the program is built for 0.75
+    assert abs(_share(sampled) - _share(trace)) < 0.25, (_share(sampled), _share(trace))
     if shape == "recursion":
         depth = max(
             d

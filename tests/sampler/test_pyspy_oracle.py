@@ -89,11 +89,16 @@ def _both(spy: str, pid: int, out: Path, seconds: float) -> tuple[float, float]:
 # splice_callers), and this test is strict again (issue #12).
 @pytest.mark.parametrize("version", all_targets())
 def test_generator_share_matches_py_spy(version, target, tmp_path):
-    """Within 10 points. A sampling estimate on a machine shared by many jobs can stray
-    (both samplers lose the CPU in bursts): one disagreement is measured again, over 2 s."""
+    """Within 15 points. A sampling estimate on a machine shared by many jobs can stray
+    (both samplers lose the CPU in bursts): one disagreement is measured again, over 2 s.
+    The margin was 10 points; issue #22 item 16 asks for one a loaded machine cannot
+    break (both samplers read the same instants, so what load adds is sampling noise of a
+    few points). Issue #12's bias (9-15 % against py-spy's 25-36 %: 10-27 points) is mostly
+    outside it; bench/sampler_bench.py prints both shares side by side for the precise
+    comparison."""
     spy = _py_spy()
     t = target(GENERATOR, interpreter(version))
     ours, theirs = _both(spy, t.pid, tmp_path / "spy1.txt", 1)
-    if abs(ours - theirs) >= 0.10:
+    if abs(ours - theirs) >= 0.15:
         ours, theirs = _both(spy, t.pid, tmp_path / "spy2.txt", 2)
-    assert abs(ours - theirs) < 0.10, f"profkit {ours:.1%} vs py-spy {theirs:.1%}"
+    assert abs(ours - theirs) < 0.15, f"profkit {ours:.1%} vs py-spy {theirs:.1%}"

@@ -115,8 +115,10 @@ def test_a_generator_is_sampled_with_its_callers(native, target):
         time.sleep(0.0005)
     in_gen = {k: v for k, v in shapes.items() if k[0] == "__main__.gen"}
     full = in_gen.get(("__main__.gen", "__main__.main", "__main__.<module>"), 0)
-    assert sum(in_gen.values()) > 0.1 * sum(shapes.values()), shapes
-    assert full >= 0.75 * sum(in_gen.values()), shapes
+    # Margins a loaded machine cannot break (issue #22 item 16): gen is seen at all, and
+    # mostly with its callers; how often is bench/sampler_bench.py's to judge.
+    assert sum(in_gen.values()) > 0.02 * sum(shapes.values()), shapes
+    assert full >= 0.5 * sum(in_gen.values()), shapes
 
 
 @pytest.mark.parametrize("version", all_targets())

@@ -120,7 +120,7 @@ def test_run_sample_takes_every_mode_attach_has(tmp_path):
         times = {t.name: t.root.inclusive_ns for t in profile.threads}
         main = times.pop("MainThread", 0)
         # (a loaded machine runs the spinning thread for only part of its 0.6 s)
-        assert main > 0.1e9 and sum(times.values()) < 0.2 * main, (clock, main, times)
+        assert main > 0.02e9 and sum(times.values()) < 0.3 * main, (clock, main, times)
 
 
 def test_in_process_sampler_refuses_what_it_cannot_measure(tmp_path):

@@ -40,8 +40,9 @@ def test_tight_generator_is_seen_inside_the_generator(version, target):
     session, profiles = _sample(t.pid)
     profile = profiles[t.pid]
     share = _self_share(profile, ".gen")
-    # A loose sanity bound: test_pyspy_oracle judges the share against py-spy, same run.
-    assert 0.1 < share < 0.9, share
+    # A sanity bound only (issue #22 item 16: no share a loaded machine can miss): the
+    # share is judged against py-spy in the same run by bench/sampler_bench.py.
+    assert 0.02 < share < 0.98, share
     # A walk a yield cut keeps the generator and has its callers spliced on (issue #12):
     # gen's samples still sit under main, all but those whose callers were not found. On
     # 3.12 under load those were up to ~12 % of gen's samples: the target, stopped inside
@@ -53,11 +54,14 @@ def test_tight_generator_is_seen_inside_the_generator(version, target):
             if node.frame >= 0 and profile.frames[node.frame].name.endswith(".gen"):
                 gen_ns += node.exclusive_ns
                 under_main += node.exclusive_ns if depth > 1 else 0
-    assert under_main >= 0.75 * gen_ns, (under_main, gen_ns)
+    # (0.75 held on an idle machine; an ASan run under load missed it: margin to 0.5)
+    assert under_main >= 0.5 * gen_ns, (under_main, gen_ns)
     # Wall time adds up whatever the load (late reads carry their gap, no burst makes up
-    # the count: ticks/asked is the machine's business, not an assertion).
+    # the count: ticks/asked is the machine's business, not an assertion), except stalls
+    # longer than STALL_NS, which are counted apart (unsampled_ns), not charged.
     main = next(th for th in profile.threads if th.thread_id == t.pid)
-    assert main.root.inclusive_ns >= 0.9 * session.stats.elapsed_ns - 0.05e9
+    stats = session.stats
+    assert main.root.inclusive_ns >= 0.8 * (stats.elapsed_ns - stats.unsampled_ns) - 0.1e9
     meta = profile.metadata
     assert meta["pid"] == t.pid and meta["python"].startswith(version)
     assert meta["sampler"]["lines"], "per-line samples are kept"
@@ -87,9 +91,10 @@ def test_modes_split_threads_as_documented(target):
     _, wall = _sample(t.pid, mode="wall")
     times = wall[t.pid].threads
     assert len(times) == 3
-    # wall: every thread gets the whole duration
+    # wall: every thread gets the whole duration (a torn read of one thread, more common
+    # under load, leaves that thread out of one sample: a margin, not equality)
     totals = [th.root.inclusive_ns for th in times]
-    assert max(totals) < 1.3 * min(totals)
+    assert max(totals) < 1.5 * min(totals)
     for mode in ("cpu", "active", "gil"):
         _, got = _sample(t.pid, mode=mode)
         profile = got[t.pid]
@@ -105,7 +110,7 @@ def test_modes_split_threads_as_documented(target):
             )
         )
         total = sum(th.root.inclusive_ns for th in profile.threads)
-        assert busy_ns > 0.8 * total, (mode, busy_ns, total)
+        assert busy_ns > 0.6 * total, (mode, busy_ns, total)  # margin for a loaded machine
 
 
 def test_thread_names_and_native_ids(target):
@@ -132,8 +137,8 @@ def test_target_exiting_mid_sample_ends_cleanly(target):
             pass
         """
     )
-    session, profiles = _sample(t.pid, duration=5)
-    assert session.stats.elapsed_ns < 4e9
+    session, profiles = _sample(t.pid, duration=120)
+    assert session.stats.elapsed_ns < 100e9  # ended by the exit, not the duration
     assert session.recorders[t.pid].ended == "exited"
     assert profiles[t.pid].threads
 
@@ -146,8 +151,8 @@ def test_forked_child_is_followed(target):
             while True:
                 time.sleep(0.01)
         def child_loop():
-            end = time.time() + 0.8
-            while time.time() < end:
+            end = time.time() + 120  # a bound: the test releases it once it was sampled
+            while time.time() < end and not os.path.exists("release"):
                 pass
             os._exit(0)
         print("ready", flush=True)
@@ -157,7 +162,20 @@ def test_forked_child_is_followed(target):
         parent_loop()
         """
     )
-    _session, profiles = _sample(t.pid, duration=0.9)
+
+    def both_seen(session) -> bool:
+        recs = session.recorders
+        child = [r for pid, r in recs.items() if pid != t.pid and _in(r, "__main__.child_loop")]
+        return bool(child) and _in(recs[t.pid], "__main__.parent_loop")
+
+    # Until both were sampled, not for a fixed 0.9 s (issue #22 item 16); 120 s bounds it.
+    session = SamplerSession(t.pid, SamplerOptions(duration=120))
+    try:
+        session.run(until=lambda: both_seen(session))
+    finally:
+        session.close()
+        (t.script.parent / "release").touch()
+    profiles = session.profiles()
     children = [pid for pid in profiles if pid != t.pid]
     assert len(children) == 1
     child = profiles[children[0]]
@@ -165,8 +183,13 @@ def test_forked_child_is_followed(target):
     assert any(f.name == "__main__.parent_loop" for f in profiles[t.pid].frames)
 
 
+def _names(rec):
+    """The code of every stack ``rec`` has samples of (a first read only sets a baseline)."""
+    return [info for e in rec.entries.values() if e.samples for info, _ in e.stack]
+
+
 def _in(rec, name: str) -> bool:
-    return any(info.name == name for e in rec.entries.values() for info, _ in e.stack)
+    return any(info.name == name for info in _names(rec))
 
 
 def test_children_forked_one_after_another_are_each_followed(target, tmp_path):
@@ -229,7 +252,13 @@ def test_exec_of_a_non_python_program_ends_that_process(target):
         os.execv("/bin/sleep", ["sleep", "2"])
         """
     )
-    session, profiles = _sample(t.pid, duration=0.6)
+    # Until the exec is seen (a bound of 120 s, not a timing: issue #22 item 16)
+    session = SamplerSession(t.pid, SamplerOptions(duration=120))
+    try:
+        session.run(until=lambda: bool(session.recorders[t.pid].ended))
+    finally:
+        session.close()
+    profiles = session.profiles()
     rec = session.recorders[t.pid]
     assert rec.ended.startswith("exec'd a non-Python program"), rec.ended
     assert profiles[t.pid].threads  # what was sampled before the exec is kept
@@ -249,7 +278,14 @@ def test_exec_of_python_keeps_sampling(target):
                  "import time\\ndef after():\\n    time.sleep(5)\\nafter()"])
         """
     )
-    session, profiles = _sample(t.pid, duration=0.8)
+    # Until the new program is sampled in after() (0.8 s once: a loaded machine took longer
+    # than that to start it; issue #22 item 16), with a bound of 120 s against hanging.
+    session = SamplerSession(t.pid, SamplerOptions(duration=120))
     rec = session.recorders[t.pid]
+    try:
+        session.run(until=lambda: any(i.name.endswith("after") for i in _names(rec)))
+    finally:
+        session.close()
+    profiles = session.profiles()
     assert rec.execs == 1 and rec.ended == "stopped"
     assert any(f.name.endswith("after") for f in profiles[t.pid].frames)
