@@ -24,7 +24,8 @@ ALLOWED: dict[str, set[str]] = {
     # _streamfile: the --stream file the runner opened and checked, handed to the text sink
     "profilers": {"api", "calltree", "errors", "wire", "_toolids", "_streamfile"},
     # the contract between the runner and its engines, below both (no cycle)
-    "engine": {"calltree", "settings", "errors"},
+    # export: a Job carries the run's Destination (export.destination)
+    "engine": {"calltree", "export", "settings", "errors"},
     # runner loads engines and profilers by name from its table (importlib), not imports
     "runner": {
         "api",
@@ -40,12 +41,14 @@ ALLOWED: dict[str, set[str]] = {
         "_streamfile",
         "_text",
     },
-    "sampler": {"api", "calltree", "engine", "runner", "settings", "errors", "_text"},
+    # sampler and clr are engines: they import engine (and export for the Destination),
+    # never runner, which loads them by name (no package cycle)
+    "sampler": {"api", "calltree", "engine", "export", "settings", "errors", "_text"},
     "clr": {
         "calltree",
         "engine",
+        "export",
         "formats",
-        "runner",
         "settings",
         "errors",
         "wire",

@@ -282,7 +282,7 @@ def test_structural_mutations_only_raise_profile_data_error(
 
     render_tree(loaded)
     render_flat(loaded)
-    for fmt in registry.FORMATS:
+    for fmt in registry.EXPORTS:
         fmt.writer(loaded)
 
 

@@ -64,7 +64,7 @@ def test_errors(saved: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str])
 def test_help_lists_every_format(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["export", "--help"]) == 0
     out = capsys.readouterr().out
-    for f in registry.FORMATS:
+    for f in registry.EXPORTS:
         assert f.name in out and f.extension in out
 
 

@@ -291,7 +291,7 @@ def test_empty_profile_exports_loadable_files(tmp_path: Path) -> None:
     from profkit.export import registry
 
     empty = CallProfile("sample")
-    for fmt in registry.FORMATS:
+    for fmt in registry.EXPORTS:
         registry.export(empty, fmt.name, tmp_path / ("e" + fmt.extension))
     assert pstats.Stats(str(tmp_path / "e.pstats")).total_calls == 0  # type: ignore[attr-defined]
     _check_speedscope(json.loads((tmp_path / "e.speedscope.json").read_bytes()))

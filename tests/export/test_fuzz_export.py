@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from profkit.calltree import file
 from profkit.calltree.model import CallProfile
 from profkit.errors import ProfkitError
-from profkit.export.registry import FORMATS
+from profkit.export.registry import EXPORTS
 from profkit.report.flat import render_callers, render_flat
 from profkit.report.text import render_tree
 from tests.calltree.strategies import profiles, sample_profile
@@ -23,7 +23,7 @@ _INTS = [0, 1, -1, 2**63 - 1, 2**62, 7, 10**12]
 
 
 def _every_view(profile: CallProfile) -> None:
-    for fmt in FORMATS:
+    for fmt in EXPORTS:
         fmt.writer(profile)
     render_tree(profile, width=None, fold=True, hot_spots=3, min_share=0.02)
     render_tree(profile, width=60, top=2, max_depth=3)

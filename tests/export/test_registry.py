@@ -12,10 +12,18 @@ from profkit.export import registry
 from tests.calltree.strategies import deep_profile, sample_profile
 
 
-def test_every_format_has_a_writer_and_unique_name_and_extension() -> None:
-    assert len(set(registry.names())) == len(registry.FORMATS)
+def test_the_native_format_is_a_row_but_not_an_export() -> None:
+    assert registry.FORMATS[0] is registry.NATIVE and registry.NATIVE not in registry.EXPORTS
+    assert registry.all_names() == ["profile", *registry.names()]
     assert len({f.extension for f in registry.FORMATS}) == len(registry.FORMATS)
-    for f in registry.FORMATS:
+    with pytest.raises(UsageError, match="unknown export format 'profile'"):
+        registry.get("profile")
+
+
+def test_every_format_has_a_writer_and_unique_name_and_extension() -> None:
+    assert len(set(registry.names())) == len(registry.EXPORTS)
+    assert len({f.extension for f in registry.EXPORTS}) == len(registry.EXPORTS)
+    for f in registry.EXPORTS:
         assert callable(f.writer)
         assert f.name in registry.help_text()
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from profkit.runner.output import child_template, format_for
+from profkit.export.destination import Destination, child_template
 
 PROGRAM = """\
 import subprocess, sys
@@ -115,11 +115,15 @@ def test_unwritable_export_is_an_error_after_the_program_ran(tmp_path: Path) -> 
     assert "cannot write profile" in out.stderr and "exited with status 0" in out.stderr
 
 
+def _format_for(output: str | None, explicit: str) -> str:
+    return Destination.decide(output, explicit, "x").format.name
+
+
 def test_format_and_child_names() -> None:
-    assert format_for("a.HTML", "") == "html"
-    assert format_for("a.json.gz", "") == "profile"
-    assert format_for(None, "") == "profile"
-    assert format_for("a.html", "pstats") == "pstats"
+    assert _format_for("a.HTML", "") == "html"
+    assert _format_for("a.json.gz", "") == "profile"
+    assert _format_for(None, "") == "profile"
+    assert _format_for("a.html", "pstats") == "pstats"
     assert child_template("o.pb.gz") == "o.{pid}.pb.gz"
     assert child_template("o.speedscope.json") == "o.{pid}.speedscope.json"
     assert child_template(".json.gz") == ".json.{pid}.gz"

@@ -8,7 +8,8 @@ import re
 from pathlib import Path
 
 from profkit.calltree.model import CallNode, CallProfile, Frame, ThreadTree
-from profkit.runner.output import MAX_THREADS_SHOWN, child_template, output_path, render
+from profkit.export.destination import child_template, output_path
+from profkit.runner.output import MAX_THREADS_SHOWN, render
 
 
 def _profile(threads: int) -> CallProfile:

@@ -154,13 +154,15 @@ def _handler(args: argparse.Namespace) -> int:
 
 
 def _attach_python(args: argparse.Namespace, pid: int) -> int:
+    from profkit.export.destination import Destination
     from profkit.runner import output as out
     from profkit.sampler import SamplerSession
 
     options = options_from(args, parse_seconds(args.duration))
-    path = out.output_path(args.output, f"attach-{pid}")
-    absolute = os.path.abspath(path)
-    directory = os.path.dirname(absolute)
+    # -o out.html / .speedscope.json / ...: that format (as profkit run decides it)
+    destination = Destination.decide(args.output, "", f"attach-{pid}")
+    path = destination.path
+    directory = os.path.dirname(destination.file)
     if not (os.path.isdir(directory) and os.access(directory, os.W_OK)):
         # Before sampling, not after: the samples would be lost.
         raise UsageError(f"-o {path}: cannot write in {directory or '.'}")
@@ -179,16 +181,13 @@ def _attach_python(args: argparse.Namespace, pid: int) -> int:
         signal.signal(signal.SIGTERM, previous)
         session.close()
     profiles = session.profiles()
-    fmt = out.format_for(path, "")  # -o out.html / .speedscope.json / ...: that format
     written = []
     for child_pid, profile in profiles.items():
-        target = absolute
-        if child_pid != pid:
-            target = out.child_template(absolute).replace(out.PID, str(child_pid))
-        error = out.save(profile, target, fmt)
+        where = destination if child_pid == pid else destination.child(child_pid)
+        error = where.save(profile)
         if error:
-            raise OSError(f"cannot write profile {target}: {error}")
-        written.append(target)
+            raise OSError(f"cannot write profile {where.file}: {error}")
+        written.append(where.file)
     main = profiles[pid]
     if not args.no_tree:
         sys.stderr.write(out.render(main, sys.stderr))
@@ -202,7 +201,7 @@ def _attach_python(args: argparse.Namespace, pid: int) -> int:
     note = stats.busy_note()
     if note:
         print(f"profkit: {note}", file=sys.stderr)
-    print(f"profkit: profile saved to {path}", file=sys.stderr)
+    sys.stderr.write(destination.announcement())
     if len(written) > 1:
         print(
             f"profkit: {len(written) - 1} child process profile(s): {', '.join(written[1:4])}",

@@ -85,7 +85,7 @@ def _add_settings(parser: argparse.ArgumentParser, *, with_output: bool) -> None
         if not with_output and setting.field == "tree":
             continue
         names = [setting.flag] + (["-o"] if setting.field == "output" else [])
-        help_line = f"{setting.help} [{setting.env}]"
+        help_line = f"{setting.help_text()} [{setting.env}]"
         if isinstance(setting.default, bool):
             parser.add_argument(
                 *names, dest=setting.field, action=argparse.BooleanOptionalAction, default=None,

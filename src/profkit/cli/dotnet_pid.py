@@ -53,10 +53,12 @@ def _clock(args: argparse.Namespace) -> str:
 
 def attach(args: argparse.Namespace, pid: int, duration: float | None) -> int:
     from profkit.dotnet.commands import sample_pid
+    from profkit.export.destination import Destination
     from profkit.runner import output as out
 
-    path = out.output_path(args.output, f"attach-{pid}")
-    absolute = os.path.abspath(path)
+    # as profkit run and attach PID (Python) decide it; -o FILE.nettrace: the raw stream
+    destination = Destination.decide(args.output, "", f"attach-{pid}")
+    path, absolute = destination.path, destination.file
     directory = os.path.dirname(absolute)
     if not (os.path.isdir(directory) and os.access(directory, os.W_OK)):
         raise UsageError(f"-o {path}: cannot write in {directory or '.'}")
@@ -76,7 +78,7 @@ def attach(args: argparse.Namespace, pid: int, duration: float | None) -> int:
         profile, why = sample_pid(pid, duration=duration, stop=stop, clock=_clock(args), raw=fh)
     sampler = profile.metadata["sampler"]
     if not raw:
-        error = out.save(profile, absolute, out.format_for(path, ""))
+        error = destination.save(profile)
         if error:
             raise OSError(f"cannot write profile {absolute}: {error}")
     if not args.no_tree:
@@ -89,8 +91,10 @@ def attach(args: argparse.Namespace, pid: int, duration: float | None) -> int:
         + ended.get(why, f"sampling stopped; pid {pid} runs on").format(pid=pid),
         file=sys.stderr,
     )
-    what = "EventPipe stream (nettrace)" if raw else "profile"
-    print(f"profkit: {what} saved to {path}", file=sys.stderr)
+    if raw:
+        print(f"profkit: EventPipe stream (nettrace) saved to {path}", file=sys.stderr)
+    else:
+        sys.stderr.write(destination.announcement())
     return 0
 
 

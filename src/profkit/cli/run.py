@@ -38,7 +38,7 @@ def register(sub: Any, name: str, help_text: str) -> None:
     )
     for setting in SETTINGS:
         names = [setting.flag] + (["-o"] if setting.field == "output" else [])
-        help_line = f"{setting.help} [{setting.env}]"
+        help_line = f"{setting.help_text()} [{setting.env}]"
         if isinstance(setting.default, bool):
             parser.add_argument(
                 *names,

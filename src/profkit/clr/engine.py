@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from profkit.clr.assembly import check_assembly
 from profkit.engine.contract import ChildEngine, Finished, Job
-from profkit.runner.output import program_label
+from profkit.export.destination import program_label
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,7 @@ from typing import Any, Protocol
 
 from profkit._record import record
 from profkit.calltree.model import CallProfile
+from profkit.export.destination import Destination
 from profkit.settings import Settings
 
 
@@ -134,12 +135,16 @@ class ProfilerChoice:
 @record(frozen=True)
 class Job:
     """One run: the target, the settings (``output`` already decided), the chosen row,
-    and where the engine may say something (profkit's stderr lines)."""
+    where the engine may say something (profkit's stderr lines), and where the profile
+    goes (None only while the runner is still choosing an engine): an engine that saves
+    profiles itself (its target's child processes) saves them through
+    ``destination.child(pid)``."""
 
     target: Target
     settings: Settings
     choice: ProfilerChoice
     say: Callable[[str], None]
+    destination: Destination | None = None
 
 
 class Finished:

@@ -42,22 +42,25 @@ class ProfileSaver:
     def __call__(self, profile: CallProfile) -> None:
         if self.cancelled:
             return
+        from profkit.export.destination import Destination, program_label
         from profkit.runner import output
 
-        label = output.program_label(sys.argv[0] if sys.argv else "")
-        fmt = output.format_for(self.settings.output, self.settings.format)
-        extension = output.extension_of(fmt)
-        path = output.output_path(self.settings.output, label, self.base_dir, extension)
+        label = program_label(sys.argv[0] if sys.argv else "")
+        settings = self.settings
+        # Relative to where the process started (base_dir), not made absolute: base_dir is
+        # "" only when that directory was deleted, and then nothing can be.
+        where = Destination.decide(
+            settings.output, settings.format, label, self.base_dir, absolute=False
+        )
         with output.ordinary_recursion_limit():
-            error = output.save(profile, path, fmt)
+            error = where.save(profile)
             if error is not None:
-                _say(f"profkit: cannot write profile {path}: {error}\n")
+                _say(f"profkit: cannot write profile {where.path}: {error}\n")
                 return
-            self.saved_path = path
-            if self.settings.tree:
+            self.saved_path = where.path
+            if settings.tree:
                 _say(output.render(profile, sys.stderr))
-                _say(f"profkit: profile saved to {path}\n")
-                _say(f"profkit: view it: {output.how_to_view(fmt, path)}\n")
+                _say(where.announcement())
 
 
 def build(factory: Callable[..., Any], environ: Mapping[str, str]) -> Any:
@@ -103,15 +106,13 @@ def prepare_children(environ: Mapping[str, str]) -> None:
     child's save imported json and the profile writer anew, ~40 ms a fork (issue 22,
     item 13). A bad setting raises, for the child to report as ever."""
     settings = settings_from(environ)
-    from profkit.runner import output
+    from profkit.export import destination, registry  # noqa: F401 - the child's save's
 
-    fmt = output.format_for(settings.output, settings.format)
-    if fmt == output.NATIVE_FORMAT:
+    fmt = registry.chosen(settings.output, settings.format)
+    if not fmt.module:
         from profkit.calltree import stream_writer  # noqa: F401 - its json, its document
     else:
-        from profkit.export import registry
-
-        registry.get(fmt).writer  # noqa: B018 - imports the writer's module
+        fmt.writer  # noqa: B018 - imports the writer's module
 
 
 def disown() -> None:

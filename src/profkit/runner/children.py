@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from profkit.runner.output import PID, child_template
+from profkit.export.destination import PID, child_template
 from profkit.settings import COLLECTOR_INTERVAL_VAR, Settings, collector_interval_text
 
 

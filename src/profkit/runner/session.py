@@ -18,6 +18,7 @@ from profkit._atomic import refuse_input_as_output
 from profkit._record import record
 from profkit.engine.contract import Engine, Finished, Job, Outcome, Running, Target
 from profkit.errors import UsageError
+from profkit.export.destination import Destination
 from profkit.runner import output
 from profkit.runner.choice import choose
 from profkit.runner.outcome import report_exception
@@ -78,10 +79,10 @@ class Run:
         if settings.mode != "trace" and (settings.udp or settings.stream or settings.timeline):
             say("profkit: note: --udp, --stream and --timeline record calls: trace mode only\n")
         # Decided once, here: children inherit the format by name, not by file ending.
-        self.format = output.format_for(settings.output, settings.format)
-        extension = output.extension_of(self.format)
-        self.path = output.output_path(settings.output, target.label, extension=extension)
-        self.absolute = os.path.abspath(self.path)
+        self.destination = Destination.decide(settings.output, settings.format, target.label)
+        self.path = self.destination.path
+        self.absolute = self.destination.file
+        self.format = self.destination.format.name
         self.settings = settings.replace(output=self.path, format=self.format)
         self._finished: Finished | None = None
         self.engine: Engine | None = None
@@ -95,14 +96,14 @@ class Run:
         """Choose and prepare the engine, refuse overwriting an input, start the run."""
         settings, target, say = self.settings, self.target, self.say
         choice, engine = choose(target, settings, say)
-        inputs = engine.prepare(Job(target, settings, choice, say))
+        inputs = engine.prepare(Job(target, settings, choice, say, self.destination))
         refuse_overwrite(self.path, settings.stream, inputs)
         # Children write next to our file: if that directory is not writable, each would
         # print its own failure; profile none of them, and say it once, at the end.
         out_dir = os.path.dirname(self.absolute)
         if not (os.path.isdir(out_dir) and os.access(out_dir, os.W_OK)):
             settings = self.settings = settings.replace(subprocesses=False)
-        job = Job(target, settings, choice, say)
+        job = Job(target, settings, choice, say, self.destination)
         self.engine = engine
         self.started = time.time()
         if settings.subprocesses and choice.profiler:
@@ -163,7 +164,7 @@ class Run:
         if how == "os._exit":
             return
         if self.settings.subprocesses:
-            from profkit.runner.output import PID, child_template
+            from profkit.export.destination import PID, child_template
 
             follow = child_template(self.path).replace(PID, str(os.getpid()))
             self.say(
@@ -183,7 +184,7 @@ class Run:
             # First: the profile matters more than the messages. Absolute, as decided at
             # the start, in case the program changed directory.
             if profile is not None:
-                save_error = output.save(profile, self.absolute, self.format)
+                save_error = self.destination.save(profile)
             report_exception(finished.outcome)
             note = self.engine.hook_note() if self.engine is not None else None
             if note:
@@ -206,8 +207,7 @@ class Run:
                 f"(the program {_ending(finished.outcome)})\n"
             )
         else:
-            say(f"profkit: profile saved to {path}\n")
-            say(f"profkit: view it: {output.how_to_view(self.format, path)}\n")
+            say(self.destination.announcement())
         if settings.subprocesses:
             from profkit.runner import children
 

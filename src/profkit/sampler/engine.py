@@ -30,6 +30,7 @@ from profkit.engine.contract import (
     outcome_of_returncode,
     python_program,
 )
+from profkit.export.destination import Destination
 from profkit.sampler.command import sample_command
 from profkit.sampler.reader import CodeInfo
 from profkit.sampler.session import SamplerOptions
@@ -93,16 +94,14 @@ def child_argv(program: PythonProgram) -> list[str]:
     return [sys.executable, *flags, "-c", program.target, *program.args]
 
 
-def _save_children(children: dict[int, Any], path: str, fmt: str, job: Job) -> None:
+def _save_children(children: dict[int, Any], destination: Destination, job: Job) -> None:
     """Each child's profile as ``<stem>.<pid><suffix>`` in the run's format (as children
     profiled in-process save theirs), where ``profkit run`` finds and lists them."""
-    from profkit.runner import output
-
     for pid, profile in children.items():
-        target = output.child_template(path).replace(output.PID, str(pid))
-        error = output.save(profile, target, fmt)
+        where = destination.child(pid)
+        error = where.save(profile)
         if error:
-            job.say(f"profkit: error: cannot write child profile {target}: {error}\n")
+            job.say(f"profkit: error: cannot write child profile {where.path}: {error}\n")
 
 
 class OutOfProcessEngine(ChildEngine):
@@ -163,6 +162,6 @@ class OutOfProcessEngine(ChildEngine):
             profile.metadata["settings"] = settings.as_dict()
             profile.metadata["engine"] = "out-of-process"
             children = {pid: p for pid, p in outcome.profiles.items() if pid != outcome.pid}
-            if children and settings.output:
-                _save_children(children, os.path.abspath(settings.output), settings.format, job)
+            if children and job.destination is not None:
+                _save_children(children, job.destination, job)
         return Finished(outcome_of_returncode(outcome.returncode), profile, metadata=metadata)

@@ -39,6 +39,7 @@ from profkit.settings.parse import (
     choice,
     format_address,
     format_duration,
+    format_help,
     format_size,
     interval,
     optional_text,
@@ -82,8 +83,14 @@ class Setting:
     parse: Callable[[str], Any]
     format: Callable[[Any], str]
     default: Any
-    help: str
+    #: ``--help``'s text; a function for text generated from another table (``--format``'s,
+    #: from the format table: called only when help is shown)
+    help: str | Callable[[], str]
     metavar: str = ""  #: how ``--help`` names the flag's value
+
+    def help_text(self) -> str:
+        """The help text (generated now if it is generated)."""
+        return self.help if isinstance(self.help, str) else self.help()
 
 
 def _str(value: Any) -> str:
@@ -109,9 +116,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("output", "PROFKIT_OUTPUT", "--output", optional_text, _text_or_empty, None,
             "profile file to write ({pid} is replaced by the process id)", "FILE"),
     Setting("format", "PROFKIT_FORMAT", "--format", parse_format, str, "",
-            "what to write: profile (profkit's own, the default) or html, speedscope, chrome, "
-            "pstats, collapsed, pprof; by default -o's ending decides (out.html, "
-            "out.speedscope.json, out.trace.json, out.pstats, out.collapsed, out.pb.gz)",
+            format_help,
             "FORMAT"),
     Setting("interval_ns", "PROFKIT_INTERVAL", "--interval", interval,
             format_duration, 1_000_000, "sampling interval in sample mode (default 1ms)",

@@ -170,9 +170,16 @@ def parse_format(text: str) -> str:
     value = text.strip().lower()
     if value in ("", "profile"):  # profkit's own needs no registry: every child of
         return value  # `profkit run` reads PROFKIT_FORMAT=profile (the import cost 85 ms a fork)
-    from profkit.export.registry import names  # only when an export format is named
+    from profkit.export.registry import all_names  # only when an export format is named
 
-    choices = ["profile", *names()]
+    choices = all_names()
     if value not in choices:
         raise Invalid("expected one of " + ", ".join(choices))
     return value
+
+
+def format_help() -> str:
+    """``--format``'s help, from the format table (:func:`profkit.export.registry.format_help`)."""
+    from profkit.export.registry import format_help as from_table
+
+    return from_table()

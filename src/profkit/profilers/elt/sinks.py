@@ -45,7 +45,7 @@ class TextSink:
         self._owned = target != "stderr"
         self._out: IO[str] = sys.stderr
         if self._owned:
-            # {pid}: child processes get their own file (see output.child_template). The
+            # {pid}: child processes get their own file (see export.destination.child_template). The
             # runner's checked file when it opened one, never the path reopened.
             path = target.replace("{pid}", str(os.getpid()))
             self._out = streamfile.take(path) or streamfile.open_stream(path)
