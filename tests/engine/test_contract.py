@@ -42,7 +42,7 @@ def test_every_engine_in_the_table_satisfies_the_contract() -> None:
         engine = row.load_engine()
         for hook in ("unavailable", "prepare", "run", "begin", "end", "stop_now", "hook_note"):
             assert callable(getattr(engine, hook)), (row.engine, hook)
-        assert isinstance(engine.in_process, bool)
+        assert isinstance(engine.in_process, bool) and isinstance(engine.records_calls, bool)
 
 
 def test_outcome_is_the_runners() -> None:

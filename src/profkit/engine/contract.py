@@ -199,6 +199,12 @@ class Engine(Protocol):
         :meth:`stop_now`; False: it calls :meth:`run` only."""
         ...
 
+    @property
+    def records_calls(self) -> bool:
+        """False when the run, by design, recorded no calls (.NET ``--perf-map``, events
+        without calls): an empty tree then says nothing of ``--prefix``. Read after the run."""
+        ...
+
     def unavailable(self, job: Job) -> str | None:
         """Why this engine cannot run ``job`` here (the next matching row is tried), or None."""
         ...
@@ -240,6 +246,7 @@ class ChildEngine:
     in-process hooks are answered here, once."""
 
     in_process = False
+    records_calls = True
 
     def begin(self, job: Job) -> Running:
         raise TypeError(f"{type(self).__name__} runs its target as a child: call run()")

@@ -41,6 +41,7 @@ class InProcessEngine:
     the program runs in this interpreter (``begin``/``end`` around its main code)."""
 
     in_process = True
+    records_calls = True
 
     def __init__(self) -> None:
         self._prepared: Prepared | None = None

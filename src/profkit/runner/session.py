@@ -196,7 +196,7 @@ class Run:
             profile is not None
             and settings.prefixes
             and not any(t.root.children for t in profile.threads)
-            and getattr(self.engine, "records_calls", True)  # (.NET --perf-map: by design)
+            and (self.engine is None or self.engine.records_calls)  # (.NET --perf-map)
         ):
             hint = " (a script's own code is __main__)" if self.target.kind == "script" else ""
             prefixes = ",".join(settings.prefixes)
