@@ -313,7 +313,11 @@ class _View:
 
     def _only_child(self, node: ShownNode) -> ShownNode | None:
         """The one line printed below ``node`` when that is a node, else ``None``."""
-        if not node.children:
+        children = node.children
+        if len(children) == 1 and self.top != 0:  # the common case in a deep chain
+            (child,) = children.values()
+            return child if child.inclusive_ns >= self.limit else None
+        if not children:
             return None
         shown, hidden = self._visible(node)
         if len(shown) != 1 or self._shows_summary(hidden):
