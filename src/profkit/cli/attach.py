@@ -13,7 +13,6 @@ import sys
 from typing import Any
 
 from profkit.errors import UsageError
-from profkit.sampler.errors import AttachError
 from profkit.settings import SAMPLE_CLOCK_HELP, SAMPLE_CLOCKS
 
 MODE_HELP = SAMPLE_CLOCK_HELP
@@ -140,6 +139,7 @@ def register(sub: Any, name: str, help_text: str) -> None:
 
 def _handler(args: argparse.Namespace) -> int:
     from profkit.cli import dotnet_pid
+    from profkit.sampler.errors import AttachError  # not at import: every command loads this module
 
     pid = parse_pid(args.pid)
     kind = dotnet_pid.route(pid)
