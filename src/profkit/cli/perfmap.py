@@ -8,7 +8,6 @@ line with exit status 2; ``verify`` returns 1 for a well-formed pair that does n
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import sys
@@ -30,17 +29,13 @@ from profkit.cli.perfmap_image import run_from_image, run_verify
 from profkit.cli.perfmap_symbolize import run_symbolize
 from profkit.errors import PerfMapFormatError, UsageError
 from profkit.formats.perfmap._io import read_input, write_atomic
-from profkit.formats.perfmap._lines import PERF_STYLE, render_lines
 from profkit.formats.perfmap.bases import parse_address
+from profkit.formats.perfmap.concat import PlacedMap, concat_maps, place_r2rmap, short_names
 from profkit.formats.perfmap.pe import read_pe
 from profkit.formats.perfmap.perfinfo import read_perfinfo
 from profkit.formats.perfmap.perfpid import read_perf_map
-from profkit.formats.perfmap.r2rmap import (
-    R2RPerfMap,
-    looks_like_r2rmap,
-    parse_r2rmap_file_name,
-    read_r2rmap,
-)
+from profkit.formats.perfmap.r2rmap import R2RPerfMap, parse_r2rmap_file_name, read_r2rmap
+from profkit.formats.perfmap.sniff import sniff
 from profkit.formats.perfmap.summary import (
     describe_image,
     describe_perf_map,
@@ -154,15 +149,16 @@ def _show(args: argparse.Namespace) -> int:
     data = read_input(args.file, PerfMapFormatError)
     strict = not args.lenient
     info: dict[str, Any]
-    if data[:2] == b"MZ":
+    kind = sniff(data, args.file)
+    if kind == "image":
         info = describe_image(read_pe(data, path=args.file))
         try:
             info["readytorun"] = describe_r2r(read_r2r_image(data, path=args.file))
         except NotReadyToRunError:
             info["readytorun"] = None
-    elif data.startswith(b"ImageLoad;") or os.path.basename(args.file).startswith("perfinfo-"):
+    elif kind == "perfinfo":
         info = describe_perfinfo(read_perfinfo(data, path=args.file, strict=strict))
-    elif looks_like_r2rmap(data, args.file):
+    elif kind == "r2rmap":
         m = read_r2rmap(data, path=args.file, strict=strict)
         info = describe_r2rmap(m)
         info["symbol_server_key"] = symbol_server_key(m, args.file)
@@ -198,49 +194,31 @@ def _convert(args: argparse.Namespace) -> int:
     out = args.output
     refuse_overwrite(out, [*args.maps, *base_files(args)])
     resolver = base_resolver(args, args.maps)
-    starts: list[np.ndarray] = []
-    sizes: list[np.ndarray] = []
-    names: list[str] = []
+    placed: list[PlacedMap] = []
     for path in args.maps:
         data = read_input(path, PerfMapFormatError)
         m = read_r2rmap(data, path=path, strict=not args.lenient)
         warn_skipped(path, m.skipped)
         base, _ = resolver.base_for(path, only_map=len(args.maps) == 1)
-        if len(m) and base + int(m.rvas.max()) >= 1 << 64:
-            raise UsageError(f"{path}: base 0x{base:x} puts the map past the 64-bit space")
-        starts.append(m.rvas + np.uint64(base))
-        sizes.append(m.lengths)
-        if args.assembly_prefix:
-            prefix = f"[{_assembly(path)}] "
-            names.extend(prefix + n for n in m.names)
-        else:
-            names.extend(m.names)
-    all_starts = np.concatenate(starts)
-    all_sizes = np.concatenate(sizes)
+        prefix = f"[{_assembly(path)}] " if args.assembly_prefix else ""
+        placed.append(place_r2rmap(m, base, path, prefix))
     existing = b""
-    style = PERF_STYLE
     # only a regular file has lines to keep: reading a FIFO or /dev/stdout would block
     if args.append and out != "-" and os.path.isfile(out):
         existing = read_input(out, PerfMapFormatError)
-        if existing:
-            style = read_perf_map(existing, path=out, strict=False).style
-            style = dataclasses.replace(style, final_newline=True)
-            if not existing.endswith(b"\n"):
-                existing += style.newline.encode()
-    short = sum(1 for n in names if len(n) < 3)
+    short = short_names(placed)
     if short:
         print(
             f"profkit: warning: {short} name(s) shorter than 3 characters; perf ignores such lines",
             file=sys.stderr,
         )
-    data = existing + render_lines(all_starts, all_sizes, names, style)
+    data = concat_maps(placed, existing, out)
     if out == "-":
         write_stdout(data)
     else:
         write_atomic(out, data)
-    print(
-        f"profkit: wrote {len(names)} entries to {'stdout' if out == '-' else out}", file=sys.stderr
-    )
+    entries = sum(len(p.names) for p in placed)
+    print(f"profkit: wrote {entries} entries to {'stdout' if out == '-' else out}", file=sys.stderr)
     return 0
 
 

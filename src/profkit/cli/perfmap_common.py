@@ -17,20 +17,16 @@ from profkit.formats.perfmap._io import read_input
 from profkit.formats.perfmap.bases import BaseResolver, map_stem
 from profkit.formats.perfmap.mmapevents import image_finder, load_mmap_events
 from profkit.formats.perfmap.perfinfo import load_perfinfo
-from profkit.formats.perfmap.perfpid import PerfMap, read_perf_map
+from profkit.formats.perfmap.perfpid import PerfMap
 from profkit.formats.perfmap.procmaps import load_proc_maps
-from profkit.formats.perfmap.r2rmap import R2RPerfMap, looks_like_r2rmap, read_r2rmap
+from profkit.formats.perfmap.r2rmap import R2RPerfMap
+from profkit.formats.perfmap.sniff import read_any_map
 from profkit.formats.perfmap.symbolizer import Symbolizer
 
 
 def load_any_map(path: str, lenient: bool) -> R2RPerfMap | PerfMap:
-    """An r2rmap (by header or file name) or else a perf map."""
-    data = read_input(path, PerfMapFormatError)
-    m: R2RPerfMap | PerfMap
-    if looks_like_r2rmap(data, path):
-        m = read_r2rmap(data, path=path, strict=not lenient)
-    else:
-        m = read_perf_map(data, path=path, strict=not lenient)
+    """An r2rmap (by header or file name) or else a perf map (:func:`read_any_map`)."""
+    m = read_any_map(read_input(path, PerfMapFormatError), path, strict=not lenient)
     warn_skipped(path, m.skipped)
     return m
 
