@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from profkit.errors import FormatError
 from profkit.formats.nettrace import Event, EventMetadata, NettraceParser, read_nettrace
 from profkit.formats.nettrace.model import FieldDescription, FieldType
 
@@ -166,3 +167,18 @@ def test_truncated_synthetic_streams_keep_a_prefix(case: Case, data: st.DataObje
     assert truncation is not None and truncation.error.kind == "truncated"
     events = [r for r in records if isinstance(r, Event)]
     assert [_got(parser.stacks, e) for e in events] == case.expected[: len(events)]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(streams(), st.data())
+def test_mutated_synthetic_streams_fail_only_as_format_errors(
+    case: Case, data: st.DataObject
+) -> None:
+    """Byte flips anywhere in V4 or V6 streams (thread, label-list, V6 metadata blocks too)."""
+    mutated = bytearray(case.data)
+    for _ in range(data.draw(st.integers(1, 4))):
+        mutated[data.draw(st.integers(0, len(mutated) - 1))] = data.draw(st.integers(0, 255))
+    try:
+        read_nettrace(bytes(mutated), "mutated")
+    except FormatError as exc:
+        assert exc.path == "mutated" and exc.offset is not None
