@@ -218,14 +218,8 @@ def _register_mp_finalizer(_attached: object) -> None:
         mp_util.Finalize(None, detach, exitpriority=-1000)
 
 
-def _before_fork() -> None:
-    from profkit.collect import startup
-
-    startup.prepare_for_fork()
-
-
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _forget(session: Session) -> None:

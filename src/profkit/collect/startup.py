@@ -110,28 +110,6 @@ def process_startup() -> Any:
         return None
 
 
-_prepared_for_fork = False
-
-
-def prepare_for_fork() -> None:
-    """Before a fork (in the parent, once): what a profiled child is built and saved with,
-    parsed and loaded here rather than in every child: ``profkit run``'s own process never
-    imports the start-up hook, and a child's save imported json and the profile writer
-    anew (without bytecode files, compiling them; issue 22, item 13: 15-90 ms a fork)."""
-    global _prepared_for_fork
-    if _prepared_for_fork:
-        return
-    _prepared_for_fork = True
-    if not enabled():
-        return
-    try:
-        from profkit.runner import activation
-
-        activation.prepare_children(os.environ)
-    except Exception:  # a bad setting is the child's to report, once, as ever
-        pass
-
-
 def _sample_interval() -> float:
     """Seconds between samples: ``PROFKIT_SAMPLE_INTERVAL`` (seconds), else the user-facing
     ``PROFKIT_INTERVAL`` (a duration such as ``1ms``, as ``profkit run --interval`` takes),

@@ -99,22 +99,6 @@ def settings_from(environ: Mapping[str, str]) -> Settings:
     return settings
 
 
-def prepare_children(environ: Mapping[str, str]) -> None:
-    """In a process about to fork: parse the settings its children will attach with and
-    load the modules their save needs, once, so that each forked child inherits them
-    instead of importing them (without bytecode files, compiling them) at its end: a
-    child's save imported json and the profile writer anew, ~40 ms a fork (issue 22,
-    item 13). A bad setting raises, for the child to report as ever."""
-    settings = settings_from(environ)
-    from profkit.export import destination, registry  # noqa: F401 - the child's save's
-
-    fmt = registry.chosen(settings.output, settings.format)
-    if not fmt.module:
-        from profkit.calltree import stream_writer  # noqa: F401 - its json, its document
-    else:
-        fmt.writer  # noqa: B018 - imports the writer's module
-
-
 def disown() -> None:
     """The start-up hook's profiler in this process will save nothing (see :meth:`cancel`)."""
     global _current
