@@ -38,9 +38,8 @@ def test_the_report_explains_the_leak_and_the_program_is_unchanged(tmp_path: Pat
     lines = done.stderr.splitlines()
     assert lines[0].startswith("profkit heap: ")
     assert "bytearray" in lines[1] and "40" in lines[1]
-    assert lines[2].strip() == (
-        "[module] module __main__ -> dict -> list -> __main__.Leak -> bytearray"
-    )
+    assert lines[2].strip().startswith("[module] __main__.HELD -> list[")
+    assert lines[2].strip().endswith("] -> __main__.Leak.buf -> bytearray")
 
 
 def test_report_to_a_file(tmp_path: Path) -> None:
@@ -50,7 +49,7 @@ def test_report_to_a_file(tmp_path: Path) -> None:
     done = profkit("heap", "run", "-o", str(out), str(script), cwd=tmp_path)
     assert done.returncode == 1
     assert "ValueError: the program fails" in done.stderr
-    assert "-> __main__.Leak -> bytearray" in out.read_text()
+    assert "-> __main__.Leak.buf -> bytearray" in out.read_text()
 
 
 def test_a_missing_script_is_one_line_and_status_2(tmp_path: Path) -> None:
@@ -91,3 +90,15 @@ def test_ctrl_c_writes_the_report_and_dies_of_sigint(tmp_path: Path) -> None:
     assert (done.returncode, done.stdout) == (bare.returncode, bare.stdout), done.stderr
     assert "bytearray" in out.read_text()
     assert "cli/main.py" not in done.stderr  # the program's traceback, none of profkit's frames
+
+
+def test_the_chain_names_the_module_variable(tmp_path: Path) -> None:
+    """Issue 24, item 3: 48 bytearrays held by ``cache = {...}`` read ``__main__.cache``."""
+    script = tmp_path / "cached.py"
+    script.write_text("cache = {f'k{i}': bytearray(100_000) for i in range(48)}\n")
+    done = profkit("heap", "run", "--top", "1", str(script), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert "bytearray" in lines[1]
+    assert lines[2].strip().startswith("[module] __main__.cache -> dict['k")
+    assert lines[2].strip().endswith("'] -> bytearray")

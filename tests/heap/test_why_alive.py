@@ -91,7 +91,12 @@ def test_a_module_global_leak_is_explained() -> None:
             f"{__name__}.Payload",
         ]
         text = format_report(reports)
-        assert f"module {__name__} -> dict -> list" in text
+        # the links named (issue 24, item 3): the global, the index, the attribute
+        assert f"[module] {__name__}.LEAKS -> list[" in text
+        assert f"{__name__}.Leak.payload -> {__name__}.Payload" in text
+        assert str(chains_to(snap, [id(LEAKS[7])])[id(LEAKS[7])]).endswith(
+            f"{__name__}.Leak"
+        )  # chains_to alone keeps ids only
         assert snap.labels[id(sys.modules[__name__])] == __name__
     finally:
         LEAKS.clear()
@@ -101,3 +106,40 @@ def test_the_snapshot_does_not_describe_itself() -> None:
     snap = take_snapshot()
     assert id(snap.objects) not in snap.objects
     assert snap.stats.objects == len(snap.objects)
+
+
+class Chunk(bytearray):
+    """Another type of this test's own, held in a module-level dict."""
+
+    __slots__ = ()
+
+
+CACHE: dict[str, Chunk] = {}
+
+
+def test_the_chain_names_the_module_variable_and_the_key() -> None:
+    """Issue 24, item 3: 48 buffers held by a module-level dict read as the variable's
+    name and a key, not ``module -> dict -> dict``."""
+    CACHE.update({f"key{i}": Chunk(50_000) for i in range(48)})
+    try:
+        reports = why_alive(take_snapshot(), 1000)
+        top = next(r for r in reports if r.total.type_name == f"{__name__}.Chunk")
+        assert top.total.count == 48
+        text = str(top.chain)
+        assert text.startswith(f"[module] {__name__}.CACHE -> dict['key")
+        assert text.endswith(f"'] -> {__name__}.Chunk")
+    finally:
+        CACHE.clear()
+
+
+def test_long_keys_and_other_objects_are_not_shown() -> None:
+    from profkit.heap.links import accessors
+
+    key = "k" * 100
+    holder = {key: Chunk(1), ("tuple", "key"): Chunk(1)}
+    via, folded = accessors([holder, holder[key]])
+    assert via == ["[...]", ""] and folded == [False, False]
+    via, _ = accessors([holder, holder["tuple", "key"]])
+    assert via == ["", ""]  # a key whose repr could run a user's code is not shown
+    items = [1, Chunk(1)]
+    assert accessors([items, items[1]])[0] == ["[1]", ""]

@@ -273,6 +273,12 @@ def _visit(
 _ASYNCIO_TRAVERSE_REVIVES_THE_DEAD: Final = (3, 12, 0) <= sys.version_info[:3] < (3, 12, 6)
 
 
+def referents_of(obj: object) -> list[object]:
+    """What ``obj`` refers to, as the walk reads it (``gc.get_referents``, one CPython bug
+    worked around); for naming the links of a chain afterwards."""
+    return _referents(obj, type(obj))
+
+
 def _referents(obj: object, t: type) -> list[object]:
     if (
         _ASYNCIO_TRAVERSE_REVIVES_THE_DEAD

@@ -6,7 +6,8 @@ CLR's ``RootReferences2`` exists so a tool can answer that; this module is the a
 Python: a breadth-first search from the roots of one :func:`~profkit.heap.walk.walk_heap`
 gives the shortest chain to each example object, roots taken in order of precedence (modules,
 then frames, then locals, then objects no object refers to), so a module global is explained
-as ``module m -> dict -> list -> m.Leak`` rather than through some incidental reference.
+as ``m.LEAKS -> list[3] -> m.Leak`` rather than through some incidental reference (the links
+named by :mod:`profkit.heap.links`).
 
 One forward search from all the roots answers every example at once, with one dict of ints
 (the parent of each object reached) and a bound on the objects it visits; no reverse index
@@ -111,9 +112,14 @@ class Link:
     object_id: int
     type_name: str
     label: str = ""  #: e.g. a module's name
+    via: str = ""  #: how it holds the next link: ``.name``, ``['key']``, ``[3]``
+    folded: bool = False  #: a namespace dict, shown as its owner's ``.name``
 
     def __str__(self) -> str:
-        return f"{self.type_name} {self.label}" if self.label else self.type_name
+        if self.label and self.via:  # a module: __main__.cache
+            return self.label + self.via
+        shown = f"{self.type_name} {self.label}" if self.label else self.type_name
+        return shown + self.via
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +130,8 @@ class Chain:
     links: tuple[Link, ...]
 
     def __str__(self) -> str:
-        return f"[{self.root_kind}] " + " -> ".join(str(link) for link in self.links)
+        shown = (str(link) for link in self.links if not link.folded)
+        return f"[{self.root_kind}] " + " -> ".join(shown)
 
 
 def chains_to(
@@ -181,12 +188,41 @@ class TypeReport:
 
 
 def why_alive(
-    snapshot: HeapSnapshot, n: int = 10, *, max_nodes: int = DEFAULT_MAX_NODES
+    snapshot: HeapSnapshot,
+    n: int = 10,
+    *,
+    max_nodes: int = DEFAULT_MAX_NODES,
+    name_links: bool = True,
 ) -> list[TypeReport]:
-    """The ``n`` types holding the most bytes, each with one chain from a root."""
+    """The ``n`` types holding the most bytes, each with one chain from a root, its links
+    named where the objects still live (:func:`named`)."""
     totals = top_types(snapshot, n)
     chains = chains_to(snapshot, (t.example for t in totals), max_nodes=max_nodes)
+    if name_links:
+        chains = named(chains, snapshot)
     return [TypeReport(t, chains.get(t.example)) for t in totals]
+
+
+def named(chains: dict[int, Chain], snapshot: HeapSnapshot) -> dict[int, Chain]:
+    """The chains with their links named (``__main__.cache -> dict['k7'] -> bytearray``)
+    where the objects still live in this process (see :mod:`profkit.heap.links`); a chain
+    whose objects are gone, or were never this process's, stays as it was."""
+    from profkit.heap import links
+
+    paths = {target: [link.object_id for link in chain.links] for target, chain in chains.items()}
+    found = links.find_paths(paths, snapshot.roots)
+    out = dict(chains)
+    for target, objects in found.items():
+        via, folded = links.accessors(objects)
+        chain = chains[target]
+        renamed = [
+            Link(link.object_id, link.type_name, link.label, via[i], folded[i])
+            if i < len(objects)
+            else link
+            for i, link in enumerate(chain.links)
+        ]
+        out[target] = Chain(chain.root_kind, tuple(renamed))
+    return out
 
 
 def format_report(reports: list[TypeReport]) -> str:
