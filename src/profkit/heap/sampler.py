@@ -5,12 +5,13 @@ installs the C allocator hooks of :mod:`profkit.heap._heaphook` (or, where that 
 built, a coarser fallback over :mod:`tracemalloc`), and hands out what happened since the last
 :meth:`~AllocationSampler.drain` as :class:`Allocation` and :class:`Free` events.
 
-Sampling is by bytes, not by count: each thread counts down an exponentially distributed
-number of bytes with mean ``mean_bytes``; the allocation that crosses zero is sampled. An
-allocation of ``size`` bytes is therefore sampled with probability
-``p = 1 - exp(-size / mean_bytes)`` and carries ``weight = size / p``: the sum of the weights
-is an unbiased estimate of the bytes allocated, and an allocation much larger than the mean is
-(almost) always seen. Python never moves objects, so a sampled block's id stays valid until its
+Sampling is by bytes, not by count. An allocation of at least ``mean_bytes`` is always
+recorded, with its exact size as its weight: the peak is usually made of a few large blocks,
+and it must not depend on sampling luck. The smaller ones are sampled: each thread counts down
+an exponentially distributed number of bytes with mean ``mean_bytes`` (large allocations do not
+count down); the allocation that crosses zero is sampled. An allocation of ``size`` bytes is
+therefore sampled with probability ``p = 1 - exp(-size / mean_bytes)`` and carries
+``weight = size / p``: the sum of the weights is an unbiased estimate of the bytes allocated. Python never moves objects, so a sampled block's id stays valid until its
 :class:`Free` event (the ``ObjectID`` lifetime rule; ``MovedReferences`` has no analogue).
 
 What is counted: the ``PYMEM_DOMAIN_MEM`` and ``PYMEM_DOMAIN_OBJ`` allocators (every Python

@@ -232,6 +232,8 @@ class MemoryProfiler(ProfilerCallback):
                 "memory_views": {"peak": rows(at_peak.values()), "leaked": rows(leaked)},
                 "memory_threads": self._per_thread(log, at_peak.values(), leaked),
                 "not_seen": not_seen_allocators(),
+                "exact_from_bytes": self.mean_bytes,
+                "peak_rss_bytes": peak_rss_bytes(),
             }
         )
         if self._info is not None:
@@ -307,6 +309,22 @@ class MemoryProfiler(ProfilerCallback):
 _OWN_ALLOCATORS = {
     "numpy": "numpy array data (numpy allocates it with malloc, outside Python's allocators)",
 }
+
+
+def peak_rss_bytes() -> int | None:
+    """The process's peak resident set so far, as the OS counts it (``ru_maxrss``), or None.
+
+    Beside the profile's own peak because they answer different questions: the profile's
+    is the bytes Python's allocators held for the program's objects at their highest; the
+    OS's includes the interpreter itself, freed-but-kept allocator arenas, and memory no
+    hook sees (extension modules' ``malloc``), so a user reads both, each for what it is.
+    """
+    try:
+        import resource
+    except ImportError:  # not on every platform
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak) * (1 if sys.platform == "darwin" else 1024)  # Linux counts KiB
 
 
 def not_seen_allocators() -> list[str]:

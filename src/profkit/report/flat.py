@@ -48,7 +48,7 @@ def render_flat(
         rows = rows[: max(top, 0)]
     room = None if width is None else max(width, len(_FLAT_COLUMNS) + 16) - len(_FLAT_COLUMNS)
     out = [pal.bold(f"{len(stats.functions)} functions, {format_ns(stats.total_ns)} in total")]
-    for note in (compensation_note(profile), not_seen_note(profile)):
+    for note in (compensation_note(profile), peak_note(profile), not_seen_note(profile)):
         if note:
             out.append(pal.dim(note))
     out.append(pal.dim(column_header(_FLAT_COLUMNS, profile.mode)))
@@ -81,6 +81,27 @@ def compensation_note(profile: CallProfile) -> str | None:
         except (KeyError, TypeError, ValueError):
             per_call = ""
     return f"profkit's own cost per call taken out{per_call} (raw: --no-compensate)"
+
+
+def peak_note(profile: CallProfile) -> str | None:
+    """One line saying what a memory profile's peak is, beside the OS's peak RSS.
+
+    The peak is the highest estimated total of live bytes Python's allocators held for the
+    program: allocations of at least ``exact_from_bytes`` counted exactly, smaller ones
+    sampled (so it is exact when large blocks make it, as they usually do). The OS's peak
+    RSS also holds the interpreter and what no hook sees; neither is the other's error.
+    """
+    if profile.mode != "memory" or not isinstance(profile.metadata.get("peak_bytes"), int):
+        return None
+    fmt = value_formatter(profile.mode)
+    text = f"peak: {fmt(profile.metadata['peak_bytes'])} alive at once"
+    exact = profile.metadata.get("exact_from_bytes")
+    if isinstance(exact, (int, float)) and exact > 0:
+        text += f" (blocks of {fmt(int(exact))} or more exact, smaller ones sampled)"
+    rss = profile.metadata.get("peak_rss_bytes")
+    if isinstance(rss, int) and rss > 0:
+        text += f"; the process's peak RSS (OS, interpreter included) {fmt(rss)}"
+    return text
 
 
 def not_seen_note(profile: CallProfile) -> str | None:

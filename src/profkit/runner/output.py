@@ -71,10 +71,10 @@ def render(profile: CallProfile, stream: TextIO) -> str:
     tree = render_tree(
         profile, width=width, color=color, min_share=0.02, top=8, fold=True, hot_spots=3
     )
-    from profkit.report.flat import not_seen_note
+    from profkit.report.flat import not_seen_note, peak_note
 
-    note = not_seen_note(profile)
-    return tree + more + (f"profkit: {note}\n" if note else "")
+    notes = [n for n in (peak_note(profile), not_seen_note(profile)) if n]
+    return tree + more + "".join(f"profkit: {n}\n" for n in notes)
 
 
 def _isatty(stream: TextIO) -> bool:

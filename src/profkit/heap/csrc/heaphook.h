@@ -90,6 +90,7 @@ typedef struct {
 /* -- hook.c: sampling ----------------------------------------------------------------------- */
 extern HIDDEN int installed;
 extern HIDDEN double mean_bytes;
+extern HIDDEN size_t exact_bytes; /* recorded always, weight = size (hook.c) */
 extern HIDDEN uint64_t seed_epoch;
 extern HIDDEN _Thread_local int64_t countdown FAST_TLS; /* bytes to the next sample; < 0: draw */
 /* > 0: this thread's allocations are not sampled (inside the hook, a drain, or pause()) */
@@ -132,7 +133,7 @@ extern HIDDEN PyObject *notify_callable;
 extern HIDDEN size_t notify_threshold;
 extern HIDDEN int notify_pending;
 HIDDEN void log_clear(Log *l);
-HIDDEN void record_alloc(void *ptr, size_t size, uint8_t domain);
+HIDDEN void record_alloc(void *ptr, size_t size, uint8_t domain, int exact);
 HIDDEN void record_free(void *ptr, const uintptr_t *cand_read_before);
 HIDDEN void settle_live_samples(void);
 

@@ -108,9 +108,9 @@ frame_is_python(_PyInterpreterFrame *f)
 }
 
 HIDDEN void
-record_alloc(void *ptr, size_t size, uint8_t domain)
+record_alloc(void *ptr, size_t size, uint8_t domain, int exact)
 {
-    double p = -expm1(-(double)size / mean_bytes);
+    double p = exact ? 1.0 : -expm1(-(double)size / mean_bytes);
     double weight = p > 0 ? (double)size / p : (double)size;
     if (!(weight >= (double)size)) weight = (double)size;
     if (log_frames_reserve(MAX_DEPTH) < 0) {

@@ -3,6 +3,8 @@
  */
 #include <string.h>
 
+#include <math.h>
+
 #include "heaphook.h"
 #include "internal/pycore_frame.h" /* _Py_CODEUNIT (internal from 3.13) */
 
@@ -35,6 +37,7 @@ heaphook_start(PyObject *self, PyObject *args)
      * were not seen, so it is dropped rather than reported as alive. */
     forget_all();
     mean_bytes = mean;
+    exact_bytes = (size_t)ceil(mean);
     hooks_install();
     Py_RETURN_NONE;
 }
