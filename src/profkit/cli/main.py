@@ -32,9 +32,9 @@ from profkit.errors import ProfkitError
 # help text and dispatch are both derived from it.
 COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("run", "run", "run a Python program under a profiler (ELT call tree or sampling)"),
-    ("attach", "attach", "sample a running Python process from outside and save its profile"),
-    ("top", "top", "live view of a running Python process's hottest functions"),
-    ("dump", "dump", "print every thread's Python stack of a running process"),
+    ("attach", "attach", "sample a running Python or .NET process from outside, save its profile"),
+    ("top", "top", "live view of a running Python or .NET process's hottest functions"),
+    ("dump", "dump", "print every thread's stack of a running Python or .NET process"),
     ("monitor", "monitor", "receive and show a profiler's live UDP stream"),
     ("report", "report", "print a saved profile as a call tree, flat or callers view"),
     ("export", "export", "convert a saved profile (speedscope, Chrome trace, pstats, ...)"),
