@@ -15,6 +15,9 @@ copied over, then the old id is cleared and freed), and then the program's claim
 through. When no id is free the claim fails as it would with any other tool holding it.
 The move runs with a long thread switch interval so other threads do not run events
 halfway through it. Every tool profkit holds is watched so (:class:`ClaimWatcher`).
+When no id is free to move to, a tool profkit can run without is given up instead: the elt
+profiler's C-call tool (C functions are no longer nodes of the profile from then on;
+recorded ones keep their times). So a program may use four ids (the collector keeps two).
 What stays visible: ``get_tool`` names profkit's ids (``"profkit"``,
 ``"profkit-discovery"``, ``"profkit-c-calls"``), and ``sys.monitoring.use_tool_id`` is a
 Python function while a session runs.
@@ -51,10 +54,16 @@ class ClaimWatcher:
     """
 
     def __init__(
-        self, held: Callable[[], tuple[int, ...]], move: Callable[[int, int], None]
+        self,
+        held: Callable[[], tuple[int, ...]],
+        move: Callable[[int, int], None],
+        release: Callable[[], None] | None = None,
     ) -> None:
         self.held = held
         self.move = move
+        #: gives the holder's tools up altogether (a holder profkit can run without: the
+        #: C-call tool), when the program claims an id and none is left to move to
+        self.release = release
 
     def install(self) -> None:
         """Watch this holder's ids (idempotent)."""
@@ -85,15 +94,36 @@ def _wrap() -> None:
     def use_tool_id(tool_id: int, name: str, /) -> None:
         holder = MON.get_tool(tool_id)
         if holder is not None:
-            watcher = next((w for w in list(_WATCHERS) if tool_id in w.held()), None)
+            watchers = list(_WATCHERS)
+            watcher = next((w for w in watchers if tool_id in w.held()), None)
             spare = next((t for t in free_ids() if t != tool_id), None)
-            if watcher is not None and spare is not None:
+            if watcher is not None and spare is None:
+                # No id left to move to: give up a tool profkit can do without (the
+                # C-call tool) rather than fail the program's claim (issue 22, item 14:
+                # a program using four tools died with "tool 3 is already in use").
+                spare = _release_one(watchers, watcher, tool_id)
+            if watcher is not None and spare is not None and MON.get_tool(tool_id) is not None:
                 original(spare, holder)
                 _without_switches(lambda: watcher.move(tool_id, spare))
         original(tool_id, name)
 
     _WRAPPED.append((original, use_tool_id))
     MON.use_tool_id = use_tool_id
+
+
+def _release_one(watchers: list[ClaimWatcher], claimed: ClaimWatcher, tool_id: int) -> int | None:
+    """Release a releasable holder's tools, the claimed id's own holder first; the id to
+    move to now (None: ``tool_id`` itself is free now, or nothing could be released)."""
+    ordered = [claimed, *(w for w in watchers if w is not claimed)]
+    for watcher in ordered:
+        release = watcher.release
+        if release is None or not watcher.held():
+            continue
+        _without_switches(release)
+        if MON.get_tool(tool_id) is None:
+            return None
+        return next((t for t in free_ids() if t != tool_id), None)
+    return None
 
 
 def _unwrap() -> None:

@@ -19,7 +19,9 @@ released when recording stops. Which id, and how it moves when the program claim
 number (``sys.monitoring.use_tool_id(5, "x")`` must succeed under ``profkit run`` as it
 does without it), is ``profkit/_toolids.py``'s: the third free id in its preference
 order, the first two being left to the collector (so 5, the collector taking 4 and 3);
-it is watched by a :class:`ClaimWatcher` like the collector's own tools.
+it is watched by a :class:`ClaimWatcher` like the collector's own tools, and is the tool
+given up when the program claims an id and none is left to move to (C calls are then no
+longer recorded; a program may use four ids).
 """
 
 from __future__ import annotations
@@ -57,7 +59,9 @@ class MonitoringHook:
         self.tool: int | None = None
         self.pid = os.getpid()
         #: moves the tool off an id the program claims (``_toolids.py``)
-        self._watcher = ClaimWatcher(self._held, self._move)
+        self._watcher = ClaimWatcher(self._held, self._move, self._give_up)
+        #: the tool was given up to the program (``_toolids.py``): C calls unrecorded since
+        self.given_up = False
 
     @staticmethod
     def available() -> bool:
@@ -102,6 +106,12 @@ class MonitoringHook:
             mon.free_tool_id(tool)
         except ValueError:
             pass  # already released (a fork child, a second stop)
+
+    def _give_up(self) -> None:
+        """The program claims an id and none is free: release ours. A C call open on
+        some thread closes when its caller returns (the recorder's resync)."""
+        self.stop()
+        self.given_up = True
 
     def _held(self) -> tuple[int, ...]:
         return () if self.tool is None else (self.tool,)
