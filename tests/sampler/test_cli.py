@@ -65,6 +65,23 @@ def test_attach_a_sleeping_process(target, tmp_path):
     assert sum(th.root.inclusive_ns for th in profile.threads) == 0  # nobody ran
 
 
+def test_attach_hides_idle_threads_by_default_and_says_so(target, tmp_path):
+    """As py-spy does (issue #25 item 11): a thread asleep for the whole run showed 100 %
+    of it in wall mode. Default is --mode active; --idle is wall, every thread."""
+    t = target(SLEEPER)
+    r = profkit("attach", str(t.pid), "-d", "0.3", "-o", str(tmp_path / "a.json"))
+    assert r.returncode == 0, r.stderr
+    assert "mode active; idle threads hidden (--idle shows them)" in r.stderr
+    assert sum(th.root.inclusive_ns for th in load(tmp_path / "a.json").threads) == 0
+    r = profkit("attach", str(t.pid), "-d", "0.3", "-o", str(tmp_path / "i.json"), "--idle")
+    assert r.returncode == 0, r.stderr
+    assert "mode wall;" in r.stderr and "idle threads hidden" not in r.stderr
+    profile = load(tmp_path / "i.json")
+    assert "__main__.napping" in {f.name for f in profile.frames}
+    r = profkit("attach", str(t.pid), "-d", "0.3", "--idle", "--mode", "cpu")
+    assert r.returncode == 2 and "--idle" in r.stderr and "Traceback" not in r.stderr
+
+
 @pytest.mark.parametrize(
     ("pid", "needle"),
     [

@@ -106,6 +106,7 @@ def test_dump_and_attach_show_the_names(tmp_path: Path) -> None:
                 "0.3",
                 "-o",
                 f"{out}",
+                "--idle",  # the named threads wait: hidden by default (issue #25 item 11)
             ],
             capture_output=True,
             text=True,

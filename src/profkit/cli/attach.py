@@ -133,8 +133,29 @@ def register(sub: Any, name: str, help_text: str) -> None:
         "an export ending such as .html or .speedscope.json writes that format)",
     )
     add_sampling_options(parser)
+    parser.add_argument(
+        "--idle",
+        action="store_true",
+        help="include idle threads (sleeping or waiting): --mode wall. By default attach "
+        "hides them, as py-spy does (--mode active: a thread counts while the kernel has "
+        "it running or runnable); its header says so",
+    )
     parser.add_argument("--no-tree", action="store_true", help="do not print the call tree")
-    parser.set_defaults(handler=_handler)
+    # No default mode here: with neither --mode nor --idle, attach is --mode active.
+    parser.set_defaults(handler=_handler, mode=None)
+
+
+def _attach_mode(args: argparse.Namespace) -> str:
+    """The mode attach samples in: ``--mode`` as given, else wall with ``--idle``, else
+    active. Why active by default (issue #25): in wall mode a thread asleep for the whole
+    run showed 100 % of it, above the work the user attached to look at."""
+    if args.mode is None:
+        return "wall" if args.idle else "active"
+    if args.idle and args.mode != "wall":
+        raise UsageError(
+            f"--idle is wall time for every thread; it cannot go with --mode {args.mode}"
+        )
+    return str(args.mode)
 
 
 def _handler(args: argparse.Namespace) -> int:
@@ -144,7 +165,9 @@ def _handler(args: argparse.Namespace) -> int:
     pid = parse_pid(args.pid)
     kind = dotnet_pid.route(pid)
     if kind == "dotnet":
+        args.mode = args.mode or "wall"  # the runtime's own sampler: every thread, as before
         return dotnet_pid.attach(args, pid, parse_seconds(args.duration))
+    args.mode = _attach_mode(args)
     try:
         return _attach_python(args, pid)
     except AttachError as exc:
@@ -167,9 +190,10 @@ def _attach_python(args: argparse.Namespace, pid: int) -> int:
         # Before sampling, not after: the samples would be lost.
         raise UsageError(f"-o {path}: cannot write in {directory or '.'}")
     session = SamplerSession(pid, options)
+    hidden = "; idle threads hidden (--idle shows them)" if options.mode == "active" else ""
     print(
         f"profkit: sampling pid {pid} (CPython {session.recorders[pid].python}) at "
-        f"{options.rate:g} Hz, mode {options.mode}; Ctrl-C to stop",
+        f"{options.rate:g} Hz, mode {options.mode}{hidden}; Ctrl-C to stop",
         file=sys.stderr,
     )
     previous = signal.signal(signal.SIGTERM, lambda *_: session.stop())
