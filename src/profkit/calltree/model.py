@@ -7,7 +7,7 @@ different nodes (a *call tree*, not a call graph).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from typing import Any, Generic, Literal, TypeVar
 
 from profkit._record import field, record
@@ -195,21 +195,3 @@ def replay(log: Sequence[LogEntry[K]]) -> Replayed[K]:
         else:
             out.at_peak.pop(ident, None)
     return out
-
-
-def tree_of(stacks: Iterable[tuple[Sequence[int], int, int]]) -> CallNode:
-    """A call tree from ``(frame indices outermost first, samples, bytes)`` rows: every
-    node on a row's path gets its bytes inclusively, the last one also exclusively, and
-    ``calls`` counts the samples through it; the root holds the totals. (The memory
-    profiler's trees, and a memory profile's other views, in ``report``.)"""
-    root = CallNode(-1)
-    for stack, samples, weight in stacks:
-        root.calls += samples
-        root.inclusive_ns += weight
-        node = root
-        for frame in stack:
-            node = node.child(frame)
-            node.calls += samples
-            node.inclusive_ns += weight
-        node.exclusive_ns += weight
-    return root

@@ -3,15 +3,17 @@
 The call trees arrive as the writer thread built them: one capture node per
 (parent, method id). Two methods can share a display name (overloads: ``Ns.T.M(int)`` and
 ``Ns.T.M(string)`` are both ``Ns.T.M``), so capture nodes are merged by *frame* under
-each parent, as :func:`profkit.profilers.elt.tree.convert` does for Python; self time is
-derived (inclusive minus the callees' inclusive), and nodes that never completed a call
-and have nothing under them are dropped (hidden below the base time, or still running).
+each parent by :func:`profkit.calltree.building.merge_rows`, the rule every recorder's rows
+go through (the Python ones too): self time is derived (inclusive minus the callees'
+inclusive), and nodes that never completed a call and have nothing under them are dropped
+(hidden below the base time, or still running).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from profkit.calltree.building import Row, merge_rows
 from profkit.calltree.model import CallNode, CallProfile, Frame, Span, ThreadTree
 from profkit.clr.result import ClrResult, Node
 
@@ -26,33 +28,12 @@ def _thread_name(tid: int, name: str, pid: int) -> str:
 
 
 def _tree(nodes: list[Node], result: ClrResult, profile: CallProfile) -> CallNode:
-    root = CallNode(-1)
-    out: list[CallNode] = [root]  # capture index -> merged CallNode
-    children_incl = [0] * (len(nodes) + 1)
-    for node in nodes:
-        children_incl[node.parent] += node.incl
-    order: list[tuple[CallNode, CallNode]] = []
-    for node in nodes:
-        parent = out[node.parent]
+    rows: list[Row] = []
+    for node in nodes:  # creation order: node n is row n, a parent before its children
         name = result.methods.get(node.method, "(events lost)")
-        index = profile.frame_id(Frame(name))
-        target = parent.children.get(index)
-        if target is None:
-            target = parent.child(index)
-            order.append((target, parent))
-        out.append(target)
-        if node.calls:
-            if target.calls == 0 or node.min < target.min_ns:
-                target.min_ns = node.min
-            target.max_ns = max(target.max_ns, node.max)
-            target.calls += node.calls
-            target.inclusive_ns += node.incl
-            target.exclusive_ns += max(0, node.incl - children_incl[node.index])
-    for target, parent in reversed(order):  # children before parents: prune empty branches
-        if target.calls == 0 and not target.children:
-            del parent.children[target.frame]
-    root.inclusive_ns = sum(c.inclusive_ns for c in root.children.values())
-    return root
+        frame = profile.frame_id(Frame(name))
+        rows.append((node.parent, frame, node.calls, node.incl, node.min, node.max))
+    return merge_rows(rows)
 
 
 def to_profile(result: ClrResult, metadata: dict[str, Any] | None = None) -> CallProfile:

@@ -3,7 +3,7 @@
 Each thread keeps its own tree (keyed by its OS thread id, as the CLR trace mode does).
 Stacks arrive innermost first as instruction pointers; each is named through the
 :class:`~profkit.dotnet.methods.MethodTable` and the tree is built by
-:func:`profkit.calltree.model.tree_of`, the one stacks-to-tree rule of the sampled and
+:func:`profkit.calltree.building.tree_of`, the one stacks-to-tree rule of the sampled and
 memory profiles.
 
 What the 3.1 sample profiler measures: every managed thread, at every tick (1 ms),
@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from profkit.calltree.model import CallProfile, Frame, ThreadTree, tree_of
+from profkit.calltree.building import tree_of
+from profkit.calltree.model import CallProfile, Frame, ThreadTree
 from profkit.dotnet.collector import Collector
 from profkit.dotnet.methods import UNKNOWN
 from profkit.errors import UsageError

@@ -33,7 +33,8 @@ from profkit.api import EventMask, ProfilerCallback
 from profkit.api.ids import FunctionId, ObjectId, ThreadId
 from profkit.api.info import FunctionInfo, ProfilerInfo
 from profkit.api.names import prefix_matches
-from profkit.calltree.model import CallProfile, Frame, ThreadTree, replay, tree_of
+from profkit.calltree.building import tree_of
+from profkit.calltree.model import CallProfile, Frame, ThreadTree, replay
 from profkit.profilers.elt.profiler import INTERNAL_MODULES, full_name, module_of
 
 #: metadata["metric"] of a memory profile's trees: what their weights are

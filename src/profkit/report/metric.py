@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from profkit.calltree.model import CallProfile, ThreadTree, tree_of
+from profkit.calltree.building import tree_of
+from profkit.calltree.model import CallProfile, ThreadTree
 from profkit.errors import UsageError
 
 METRICS = ("alloc", "peak", "leaked")

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from profkit._record import field, record
+from profkit.calltree.building import add_stack
 from profkit.calltree.model import CallNode, CallProfile, ThreadTree
 from profkit.sampler.codes import CodeInfo, Stack
 from profkit.sampler.options import SamplerOptions
@@ -220,19 +221,15 @@ class ProcessRecorder:
                 # keyed by the OS id, which is also what exports show (Chrome tid, pprof)
                 name = self.names.get(tid, f"Thread-{tid}")
                 tree = trees[tid] = ThreadTree(tid, name, native_id=tid)
-            node = tree.root
-            node.inclusive_ns += entry.weight_ns
-            node.calls += entry.samples
+            stack = []
             for info, _line in reversed(entry.stack):
                 if keep is not None and not keep(info):
                     continue
                 fid = frame_ids.get(info)
                 if fid is None:
                     fid = frame_ids[info] = profile.frame_id(info.frame)
-                node = node.child(fid)
-                node.calls += entry.samples
-                node.inclusive_ns += entry.weight_ns
-            node.exclusive_ns += entry.weight_ns
+                stack.append(fid)
+            add_stack(tree.root, stack, entry.samples, entry.weight_ns)
             if entry.stack and entry.stack[0][0] in frame_ids:
                 info, line = entry.stack[0]
                 at = (frame_ids[info], line)
