@@ -72,4 +72,7 @@ def _handler(args: argparse.Namespace) -> int:
         with write_errors(f"cannot write {out}: "), AtomicOutput(out) as fh:
             write(profile, fh)
     print(f"profkit: wrote {escape(out)} ({fmt.description})", file=sys.stderr)
+    note = registry.bytes_note(fmt, profile)
+    if note:
+        print(f"profkit: note: {note}", file=sys.stderr)
     return 0

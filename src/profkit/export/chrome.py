@@ -100,7 +100,10 @@ def write_to(profile: CallProfile, out: BinaryIO) -> None:
                     )
                 )
     writer.flush()
-    tail = {"displayTimeUnit": "ns", "otherData": {"profkit_mode": profile.mode}}
+    other: dict[str, str] = {"profkit_mode": profile.mode}
+    if profile.mode == "memory":  # the format has no unit but time (registry.bytes_note)
+        other["unit"] = "bytes: 1 ns of duration is 1 byte allocated"
+    tail = {"displayTimeUnit": "ns", "otherData": other}
     out.write(b"]," + json.dumps(tail, separators=(",", ":")).encode()[1:])
 
 

@@ -101,9 +101,13 @@ class Destination:
         """How to look at the file (the format's ``view`` column)."""
         return self.format.view.format(path=self.path)
 
-    def announcement(self) -> str:
-        """The lines saying where the profile went and how to look at it."""
-        return f"profkit: profile saved to {self.path}\nprofkit: view it: {self.view_hint()}\n"
+    def announcement(self, mode: str = "") -> str:
+        """The lines saying where the profile went and how to look at it; for a memory
+        profile (``mode``) in a format whose only unit is time, what its bytes became."""
+        note = self.format.bytes_note if mode == "memory" else ""
+        return f"profkit: profile saved to {self.path}\nprofkit: view it: {self.view_hint()}\n" + (
+            f"profkit: note: {note}\n" if note else ""
+        )
 
     def __repr__(self) -> str:
         return f"Destination({self.path!r}, {self.format.name!r}, file={self.file!r})"

@@ -29,6 +29,9 @@ def stats_dict(
     """The dict ``pstats.Stats`` expects, summed over every thread."""
     stats = collect(t.root for t in profile.threads)
     keys = [key(f) for f in profile.frames]
+    # A memory profile's weights are bytes: one "second" a byte, so pstats' three decimals
+    # keep every byte (as nanoseconds, 512 KiB showed as 0.001 and smaller rows as 0.000).
+    scale = 1.0 if profile.mode == "memory" else 1e9
     out: dict[
         FuncKey, tuple[int, int, float, float, dict[FuncKey, tuple[int, int, float, float]]]
     ] = {}
@@ -39,15 +42,15 @@ def stats_dict(
         callers.setdefault(callee, {})[keys[caller]] = (
             e.calls,
             e.primitive_calls,
-            e.exclusive_ns / 1e9,
-            e.inclusive_ns / 1e9,
+            e.exclusive_ns / scale,
+            e.inclusive_ns / scale,
         )
     for frame, t in stats.functions.items():
         out[keys[frame]] = (
             t.primitive_calls,
             t.calls,
-            t.exclusive_ns / 1e9,
-            t.inclusive_ns / 1e9,
+            t.exclusive_ns / scale,
+            t.inclusive_ns / scale,
             callers.get(frame, {}),
         )
     return out

@@ -35,6 +35,9 @@ class ExportFormat:
     description: str
     module: str  #: under ``profkit.export`` ('' for profkit's own: written by calltree)
     view: str  #: how to look at a file of it, said after saving (``{path}`` is the file)
+    #: What a memory profile's bytes become in a format that has no unit but time, said
+    #: whenever one is written ('' where the format names bytes as bytes, or has no unit).
+    bytes_note: str = ""
 
     @property
     def extension(self) -> str:
@@ -105,6 +108,8 @@ FORMATS: tuple[ExportFormat, ...] = (
         "Chrome trace event JSON (Perfetto UI, chrome://tracing)",
         "chrome",
         "open {path} at https://ui.perfetto.dev (or chrome://tracing)",
+        "Chrome traces have no unit but time: this memory profile's bytes are its "
+        "nanoseconds (1 ns = 1 byte)",
     ),
     ExportFormat(
         "pstats",
@@ -113,6 +118,8 @@ FORMATS: tuple[ExportFormat, ...] = (
         "Python pstats (pstats.Stats, snakeviz, gprof2dot)",
         "pstats",
         "python -m pstats {path}  (or snakeviz {path})",
+        "pstats has no unit but seconds: this memory profile's bytes are its seconds "
+        "(1 s = 1 byte) and its calls are samples",
     ),
     ExportFormat(
         "collapsed",
@@ -145,6 +152,11 @@ _ENDINGS: tuple[tuple[str, ExportFormat], ...] = tuple(
 
 #: Endings made of two suffixes, kept whole when a child's ``{pid}`` is put before them.
 COMPOUND_ENDINGS: tuple[str, ...] = tuple(e for f in FORMATS for e in f.endings if e.count(".") > 1)
+
+
+def bytes_note(fmt: ExportFormat, profile: CallProfile) -> str | None:
+    """The row's :attr:`~ExportFormat.bytes_note` when ``profile`` is a memory profile."""
+    return fmt.bytes_note if profile.mode == "memory" and fmt.bytes_note else None
 
 
 def names() -> list[str]:

@@ -60,7 +60,7 @@ class ProfileSaver:
             self.saved_path = where.path
             if settings.tree:
                 _say(output.render(profile, sys.stderr))
-                _say(where.announcement())
+                _say(where.announcement(profile.mode))
 
 
 def build(factory: Callable[..., Any], environ: Mapping[str, str]) -> Any:

@@ -207,7 +207,7 @@ class Run:
                 f"(the program {_ending(finished.outcome)})\n"
             )
         else:
-            say(self.destination.announcement())
+            say(self.destination.announcement(profile.mode if profile is not None else ""))
         if settings.subprocesses:
             from profkit.runner import children
 
