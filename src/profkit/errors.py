@@ -99,3 +99,26 @@ class PerfMapFormatError(FormatError):
 
 class ProfileDataError(FormatError):
     """A saved profkit profile (``profkit run`` output) that cannot be read."""
+
+
+def open_file_limit_note(exc: OSError) -> str:
+    """``": the program's open-file limit (RLIMIT_NOFILE) is N"`` when ``exc`` is EMFILE,
+    else ``""``: said after a failed save in place of the file that could not be opened,
+    which is profkit's own module more often than not (an import at the end of a run whose
+    program lowered the limit; issue #22 item 15).
+
+    Here because every saver has this module already: under the limit, importing one
+    more is the very thing that fails (``errno`` is built in; ``resource`` is loaded when
+    the program lowered its own limit with it).
+    """
+    import errno
+
+    if exc.errno != errno.EMFILE:
+        return ""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        return ": the program's open-file limit (RLIMIT_NOFILE) is used up"
+    return f": the program's open-file limit (RLIMIT_NOFILE) is {soft}"

@@ -64,3 +64,25 @@ def test_a_lowered_open_file_limit_names_the_profile_and_the_status(tmp_path: Pa
     assert "open-file limit (RLIMIT_NOFILE) is 3" in line
     assert line.endswith("(the program exited with status 3)")
     assert os.sep + "profkit" + os.sep not in line  # not profkit's own source file
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_NOFILE as on Linux")
+def test_environment_activation_under_a_lowered_limit_names_the_profile(tmp_path: Path) -> None:
+    """Before: 'profiler ... failed in shutdown: OSError: ... profkit/export/__init__.py'."""
+    (tmp_path / "p.py").write_text(_LOWERS_THE_LIMIT)
+    out = tmp_path / "p.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROFKIT_")}
+    env |= {
+        "PROFKIT_ENABLE_PROFILING": "1",
+        "PROFKIT_PROFILER": "profkit.profilers.elt:EltProfiler",
+        "PROFKIT_OUTPUT": str(out),
+    }
+    done = subprocess.run(
+        [sys.executable, "p.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.stdout == "done\n"
+    assert done.returncode == 3, done.stderr
+    assert done.stderr == (
+        f"profkit: cannot write profile {out}: Too many open files: "
+        "the program's open-file limit (RLIMIT_NOFILE) is 3\n"
+    )

@@ -30,6 +30,7 @@ import sys
 from typing import TextIO
 
 from profkit.calltree.model import CallProfile
+from profkit.errors import open_file_limit_note
 from profkit.export.registry import COMPOUND_ENDINGS, ExportFormat, chosen
 
 PID = "{pid}"
@@ -94,7 +95,7 @@ class Destination:
 
                 registry.export(profile, self.format.name, self.file)
         except OSError as exc:
-            return str(exc.strerror or exc) + _fd_limit_hint(exc)
+            return str(exc.strerror or exc) + open_file_limit_note(exc)
         return None
 
     def view_hint(self) -> str:
@@ -198,19 +199,3 @@ def _isatty(stream: TextIO) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
-
-
-def _fd_limit_hint(exc: OSError) -> str:
-    """Why no file could be opened, when the program lowered its open-file limit (issue
-    #22: the message named the profkit module an import could not open instead)."""
-    import errno
-
-    if exc.errno != errno.EMFILE:
-        return ""
-    try:
-        import resource
-
-        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    except (ImportError, OSError, ValueError):
-        return ""
-    return f": the program's open-file limit (RLIMIT_NOFILE) is {soft}"

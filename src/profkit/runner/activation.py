@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from profkit.calltree.model import CallProfile
+from profkit.errors import open_file_limit_note
 from profkit.settings import Settings
 
 #: The saver of the profiler the start-up hook attached in this process, if any.
@@ -42,6 +43,14 @@ class ProfileSaver:
     def __call__(self, profile: CallProfile) -> None:
         if self.cancelled:
             return
+        try:
+            self._save(profile)
+        except OSError as exc:  # not even profkit's own modules could be opened
+            where = self.settings.output or "the profile"
+            note = open_file_limit_note(exc)
+            _say(f"profkit: cannot write profile {where}: {exc.strerror or exc}{note}\n")
+
+    def _save(self, profile: CallProfile) -> None:
         from profkit.export.destination import Destination, program_label
         from profkit.runner import output
 
