@@ -24,6 +24,9 @@ from profkit.formats.nettrace import clr_events as ce
 
 #: how long dump samples: enough ticks for every thread to be seen once on a busy machine
 DUMP_SECONDS = 0.3
+#: and how long it waits on for a first sample when none came (the sampler's ticks can be
+#: hundreds of milliseconds apart on a loaded machine)
+DUMP_PATIENCE_S = 5.0
 
 
 def sample_pid(
@@ -81,8 +84,13 @@ class ThreadNow:
 def dump(pid: int, seconds: float = DUMP_SECONDS) -> list[ThreadNow]:
     """Every managed thread's current stack: the first sample of each thread."""
     session = LiveSession(pid, names_session=False)
+    never = threading.Event()
     try:
-        session.wait(seconds, threading.Event())
+        ended = session.wait(seconds, never)
+        waited = seconds
+        while ended == "duration" and not session.collector.samples and waited < DUMP_PATIENCE_S:
+            ended = session.wait(0.1, never)  # a loaded machine: the first tick comes late
+            waited += 0.1
     finally:
         session.stop()
     out = []
