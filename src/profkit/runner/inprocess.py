@@ -134,6 +134,12 @@ class InProcessEngine:
             guard.arm(sys.getprofile())  # 3.11: the profile function to keep (3.12+: None)
             profiler.start_events()
 
+        if settings.subprocesses:
+            # A forked child attaches its own profiler through the start-up hook, which
+            # this process never needs: loaded here, once and unrecorded, rather than in
+            # every child (compiled anew where there are no bytecode files; issue 22, item 13).
+            from profkit.collect import startup  # noqa: F401
+            from profkit.runner import activation  # noqa: F401
         guard.install()
         try:
             self._running = program.begin(prepared, start)
