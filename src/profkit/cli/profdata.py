@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from profkit.errors import UsageError
+from profkit.formats.instrprof.versions import NEWEST_REPRODUCED
 
 
 def register(sub: Any, name: str, help_text: str) -> None:
@@ -80,9 +81,10 @@ def _register_show(sub: Any) -> None:
     a(
         "--llvm-version",
         type=int,
-        default=22,
+        default=NEWEST_REPRODUCED,
         metavar="N",
-        help="reproduce the wording of llvm-profdata N (19 or older, or 20+; default 22)",
+        help="reproduce the wording of llvm-profdata N (19 or older, or 20+; "
+        f"default {NEWEST_REPRODUCED})",
     )
     from profkit.cli import profdata_spelling
 

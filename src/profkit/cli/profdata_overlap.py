@@ -12,7 +12,7 @@ import argparse
 from typing import Any
 
 from profkit.cli import profdata_spelling
-from profkit.formats.instrprof.versions import REPRODUCED_RELEASES
+from profkit.formats.instrprof.versions import NEWEST_REPRODUCED, REPRODUCED_RELEASES
 
 
 def register(sub: Any) -> None:
@@ -38,7 +38,7 @@ def register(sub: Any) -> None:
         "--llvm-version",
         type=int,
         choices=sorted(REPRODUCED_RELEASES),
-        default=22,
+        default=NEWEST_REPRODUCED,
         help="print exactly as llvm-profdata-N does (14-19 spell 'infomation')",
     )
     p.set_defaults(handler=run_overlap)

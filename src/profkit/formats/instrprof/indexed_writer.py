@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from profkit._atomic import write_atomic
 from profkit.errors import UsageError
+from profkit.formats.instrprof import magics
 from profkit.formats.instrprof.hashing import name_md5
 from profkit.formats.instrprof.hashtable import dense_map_order, string_map_order, table_layout
 from profkit.formats.instrprof.model import FunctionRecord, Profile, ProfileKind, Summary, ValueKind
@@ -37,7 +38,7 @@ from profkit.formats.instrprof.versions import (
     header_size,
 )
 
-INDEXED_MAGIC = 0x8169666F72706CFF
+INDEXED_MAGIC = int.from_bytes(magics.INDEXED_MAGIC, "little")  # 0x8169666F72706CFF
 NEWEST_VERSION = NEWEST_WRITTEN
 MAX_VALUES_PER_SITE = 255
 

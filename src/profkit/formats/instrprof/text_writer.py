@@ -15,13 +15,15 @@ from profkit._atomic import write_atomic
 from profkit.errors import UsageError
 from profkit.formats.instrprof.hashing import name_md5
 from profkit.formats.instrprof.model import FunctionRecord, Profile, ProfileKind, ValueKind
+from profkit.formats.instrprof.versions import NEWEST_REPRODUCED, REPRODUCED_RELEASES
 
 #: What LLVM writes for a value target whose name it does not know (the reader takes it back).
 EXTERNAL_SYMBOL = "** External Symbol **"
 
-#: LLVM releases whose text writer we can imitate, and the newest (the default).
-TEXT_DIALECTS = (14, 16, 19, 22)
-NEWEST_DIALECT = 22
+#: LLVM releases whose text writer we can imitate, and the newest (the default): the
+#: releases profkit reproduces (:mod:`.versions`).
+TEXT_DIALECTS = REPRODUCED_RELEASES
+NEWEST_DIALECT = NEWEST_REPRODUCED
 
 _KIND_LABEL = {
     ValueKind.INDIRECT_CALL_TARGET: "IPVK_IndirectCallTarget",

@@ -67,6 +67,8 @@ OLDEST_WRITTEN, NEWEST_WRITTEN = 7, 13
 #: Releases whose ``llvm-profdata merge`` output profkit reproduces byte for byte (the
 #: fixtures of ``tests/fixtures/instrprof``): ``--llvm-version`` takes these.
 REPRODUCED_RELEASES = (14, 16, 19, 22)
+#: The newest of them: the default wording, text dialect and merge order.
+NEWEST_REPRODUCED = REPRODUCED_RELEASES[-1]
 #: From this version on the writer orders names and records as LLVM 19+ does (names
 #: sorted, SmallDenseMap's mixing hash); older versions as LLVM 14/16 (StringMap order).
 LLVM19_ORDER_FROM = 12
@@ -100,5 +102,5 @@ def merge_order_release(version: int | None) -> int:
     version is given, or one profkit does not write (the writer refuses it afterwards).
     """
     if version is None or not OLDEST_WRITTEN <= version <= NEWEST_WRITTEN:
-        return max(REPRODUCED_RELEASES)
+        return NEWEST_REPRODUCED
     return max(written_by(version))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from profkit.formats.instrprof.model import ValueKind
 from profkit.formats.instrprof.overlap_calc import OverlapResult, OverlapStats
+from profkit.formats.instrprof.versions import NEWEST_REPRODUCED
 
 _KIND_NAMES = {
     ValueKind.INDIRECT_CALL_TARGET: "IndirectCall",
@@ -65,7 +66,7 @@ def _dump(
 
 
 def format_overlap(
-    result: OverlapResult, base_name: str, test_name: str, *, llvm_version: int = 22
+    result: OverlapResult, base_name: str, test_name: str, *, llvm_version: int = NEWEST_REPRODUCED
 ) -> str:
     """The text ``llvm-profdata-<llvm_version> overlap`` prints (14–19 spell "infomation")."""
     if result.zero_sum_profile is not None:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from profkit.formats.instrprof.model import Profile
+from profkit.formats.instrprof.versions import NEWEST_REPRODUCED
 
 #: First llvm-profdata with the current ``show`` wording (19 and 22 are verified; 20 and 21
 #: are assumed to follow 22, as ``instrument_loop_entries`` arrived in 20).
@@ -38,7 +39,7 @@ class ShowOptions:
     value_cutoff: int = 0
     list_below_cutoff: bool = False
     #: Which llvm-profdata's wording to reproduce: 20+ (default 22) or 19 and older.
-    llvm_version: int = 22
+    llvm_version: int = NEWEST_REPRODUCED
 
     @property
     def legacy(self) -> bool:

@@ -34,6 +34,7 @@ from profkit.formats.instrprof.model import Profile, ProfileKind
 from profkit.formats.instrprof.raw import RAW_MAGICS, parse_raw
 from profkit.formats.instrprof.raw_sections import written_for_correlation
 from profkit.formats.instrprof.reader import parse_profile, read_profile_bytes
+from profkit.formats.instrprof.versions import NEWEST_REPRODUCED
 
 if TYPE_CHECKING:
     # numpy (~80 ms of start-up) comes with the raw-file fast path: imported only when a
@@ -207,7 +208,7 @@ def merge_files(
     trace_reservoir_size: int = TRACE_RESERVOIR_SIZE,
     max_trace_length: int = MAX_TRACE_LENGTH,
     llvm_contexts: int = 1,
-    llvm_version: int = 22,
+    llvm_version: int = NEWEST_REPRODUCED,
     binary: Correlation | None = None,
 ) -> MergeOutcome:
     """Merge ``inputs`` with ``jobs`` processes; failures are collected, not raised.
