@@ -242,3 +242,23 @@ def test_names_line_up_with_the_trace_mode(sampled: Path, dotnet: str, tmp_path:
     traced = _names(trace)
     ours = {n for n in _names(sample) if n.startswith("SampleTest.")}
     assert {"SampleTest.Hot.Worker", "SampleTest.Program.Main"} <= ours <= traced
+
+
+def test_killed_target_is_named_by_the_early_rundown(start: Start) -> None:
+    """SIGKILL takes the session's end rundown with it: the names come from the second,
+    names-only session profkit stops right after starting (its rundown)."""
+    from profkit.dotnet.session import LiveSession
+
+    proc = start("spin", "120")
+    session = LiveSession(proc.pid)
+    deadline = time.monotonic() + 120
+    while (not session.collector.samples or not len(session.collector.methods)) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.1)
+    proc.kill()
+    assert session.wait(60, threading.Event()) == "exited"
+    session.stop()
+    profile = session.profile()
+    assert not profile.metadata["sampler"]["rundown_complete"]
+    assert "SampleTest.Hot.Spin" in {f.name for f in profile.frames}
