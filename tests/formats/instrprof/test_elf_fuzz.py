@@ -132,6 +132,21 @@ def test_a_section_past_the_end_is_refused_before_it_is_read(
             assert err.offset == head and "past the end of the file" in str(err)
 
 
+def test_a_section_name_outside_its_table_is_refused_before_names_are_read(
+    elf: bytes, tmp_path: Path
+) -> None:
+    """pyelftools reads a name 64 bytes at a time until a NUL: names pointing past the
+    table (here into 1 MB without a NUL) were read to the end of the file, per section."""
+    _, table_at, _ = _section(elf, ".shstrtab")
+    data = bytearray(elf) + b"A" * (1 << 20)
+    for head, _, _, _ in _sections(elf):
+        struct.pack_into("<I", data, head, len(elf) - table_at)  # at the appended bytes
+    for mode in _MODES:
+        err = _read(tmp_path, bytes(data), mode)
+        assert err is not None and err.kind == "malformed"
+        assert "does not end inside the section-name table" in str(err)
+
+
 def test_section_headers_past_the_end_are_refused(elf: bytes, tmp_path: Path) -> None:
     for at, fmt, value in ((0x28, "<Q", 1 << 62), (0x3C, "<H", 0xFFFF), (0x3A, "<H", 1)):
         data = bytearray(elf)

@@ -32,6 +32,7 @@ Probe = tuple[str, int, int, int]
 #: zlib never inflates more than ~1032:1, so a compressed section claiming more is a lie.
 _INFLATE_RATIO = 1100
 _NT_GNU_BUILD_ID = 3
+_SHF_COMPRESSED = 0x800
 #: ``DW_TAG_LLVM_annotation`` (pyelftools may not know its name).
 _ANNOTATION_TAGS = ("DW_TAG_LLVM_annotation", 0x6000)
 _DW_OP_ADDR, _DW_OP_ADDRX = 0x03, 0xA1
@@ -142,25 +143,57 @@ class ElfBinary:
                 f"run past the end of the file ({self.size} bytes)",
                 shoff,
             )
+        headers = []  # raw: a Section would read its name, and a compression header
         for index in range(count):
             self.at = shoff + index * entsize
-            sec = elf.get_section(index)
-            offset, size = int(sec["sh_offset"]), int(sec["sh_size"])
-            if sec["sh_type"] == "SHT_NOBITS" or not size:
-                continue
-            if offset + size > self.size:
+            header = elf._get_section_header(index)
+            offset, size = int(header["sh_offset"]), int(header["sh_size"])
+            if header["sh_type"] != "SHT_NOBITS" and size and offset + size > self.size:
                 raise self._fail(
                     "truncated",
-                    f"section {index} ({sec.name[:80]!r}): {size} bytes at 0x{offset:x} "
+                    f"section {index}: {size} bytes at 0x{offset:x} "
                     f"run past the end of the file ({self.size} bytes)",
                     self.at,
                 )
+            headers.append(header)
+        self._check_names(elf, headers, shoff, entsize)
+        for index, header in enumerate(headers):
+            if not int(header["sh_flags"]) & _SHF_COMPRESSED or header["sh_type"] == "SHT_NOBITS":
+                continue
+            self.at = shoff + index * entsize
+            sec = elf.get_section(index)
+            size = int(header["sh_size"])
             if sec.compressed and sec.data_size > _INFLATE_RATIO * size + 4096:
                 raise self._fail(
                     "too_large",
                     f"section {index} ({sec.name[:80]!r}): {size} compressed bytes "
                     f"claim {sec.data_size} uncompressed",
-                    offset,
+                    int(header["sh_offset"]),
+                )
+
+    def _check_names(self, elf: Any, headers: list[Any], shoff: int, entsize: int) -> None:
+        """Every section's name starts inside the section-name table and ends with a NUL
+        there: pyelftools reads a name 64 bytes at a time until a NUL, so one outside it
+        read to the end of the file, for each section (a hostile 1 MB file: hours)."""
+        self.at = 0
+        strndx = int(elf.get_shstrndx())
+        if not strndx:
+            return  # no table: pyelftools reads names from section 0's empty one
+        if strndx >= len(headers):
+            raise self._fail("malformed", f"e_shstrndx {strndx}: no such section", 0)
+        table = headers[strndx]
+        size = 0 if table["sh_type"] == "SHT_NOBITS" else int(table["sh_size"])
+        self.at = int(table["sh_offset"])
+        elf.stream.seek(self.at)
+        last_nul = elf.stream.read(size).rfind(b"\0")
+        for index, header in enumerate(headers):
+            name = int(header["sh_name"])
+            if name > last_nul:
+                raise self._fail(
+                    "malformed",
+                    f"section {index}: its name at {name} does not end inside the "
+                    f"section-name table ({size} bytes)",
+                    shoff + index * entsize,
                 )
 
     def _section_data(self, sec: Any) -> bytes:
