@@ -11,8 +11,11 @@ collector's dispatcher, the heap hooks, the monitor's close-line loop, the SIGTE
 are compiled with hatch_build.SANITIZE_FLAGS into a temporary copy of ``src/`` that comes
 first on ``PYTHONPATH``, for this process's pytest and every Python it starts.
 
-The CoreCLR profiler (libprofkit_clr.so) is not included: it is loaded by the .NET runtime,
-which is not built to run with libasan preloaded.
+The CoreCLR profiler (libprofkit_clr.so, hatch_build.CLR_SOURCES) is built the same way into
+the copy and its tests run in a second pass: the .NET runtime loads it with libasan
+preloaded, but CoreCLR takes SIGSEGV for its own null checks and stack overflows and an
+unhandled .NET exception ends in SIGABRT, so ASan leaves those signals to the program
+there (:data:`CLR_ASAN`); everything else it reports as usual.
 
 ``PYTHONMALLOC=malloc`` so that ASan sees Python's own allocations; leaks are not checked
 (the interpreter keeps memory at exit by design). A finding anywhere (this process or a
@@ -51,6 +54,16 @@ TESTS = (
     "tests/monitor/test_functions.py",
 )
 
+#: The CoreCLR profiler's tests that drive its C paths hardest (exceptions, death, Ctrl-C,
+#: planted files, long names): a few minutes under ASan.
+CLR_TESTS = (
+    "tests/clr/test_failures.py",
+    "tests/clr/test_files.py",
+    "tests/clr/test_messages.py",
+)
+#: ASan options for the .NET runtime's processes (see the module docstring).
+CLR_ASAN = "handle_segv=0:handle_abort=0:allow_user_segv_handler=1:detect_stack_use_after_return=0"
+
 
 def _hatch_build() -> types.ModuleType:
     """hatch_build.py without hatchling (absent outside an isolated build): its
@@ -79,6 +92,12 @@ def build(copy: Path) -> None:
         cmd += ["-o", str(target), *(str(ROOT / s) for s in sources)]
         subprocess.run(cmd, check=True)
         print(f"sanitize: built {module}", flush=True)
+    if sys.platform.startswith("linux"):
+        target = copy / "profkit" / "clr" / "libprofkit_clr.so"
+        cmd = [*cc, "-O1", "-std=c11", "-fPIC", "-shared", "-fvisibility=hidden", "-pthread"]
+        cmd += [*hb.SANITIZE_FLAGS, "-o", str(target), *(str(ROOT / s) for s in hb.CLR_SOURCES)]
+        subprocess.run(cmd, check=True)
+        print("sanitize: built libprofkit_clr.so", flush=True)
 
 
 def main(argv: list[str]) -> int:
@@ -92,9 +111,6 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="profkit-asan-") as tmp:
         copy = Path(tmp) / "src"
         shutil.copytree(ROOT / "src", copy, ignore=shutil.ignore_patterns("*.so", "__pycache__"))
-        # The CLR library has no sanitized build; keep the normal one so the copy is whole.
-        for so in (ROOT / "src").rglob("libprofkit_clr.so"):
-            shutil.copy2(so, copy / so.relative_to(ROOT / "src"))
         build(copy)
         logs = Path(tmp) / "logs"
         logs.mkdir()
@@ -114,6 +130,10 @@ def main(argv: list[str]) -> int:
             return 1
         cmd = [sys.executable, "-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider"]
         status = subprocess.run([*cmd, *TESTS, *extra], cwd=ROOT, env=env).returncode
+        if (copy / "profkit" / "clr" / "libprofkit_clr.so").exists() and not extra:
+            env["ASAN_OPTIONS"] = f"{env['ASAN_OPTIONS']}:{CLR_ASAN}"
+            clr = subprocess.run([*cmd, *CLR_TESTS], cwd=ROOT, env=env).returncode
+            status = status or clr
         findings = sorted(logs.iterdir())
         for log in findings:
             print(f"=== {log.name} ===\n{log.read_text(errors='replace')[:20000]}")
