@@ -26,7 +26,9 @@ def profkit(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]
 def test_attach_saves_a_profile_report_reads(version, target, tmp_path):
     t = target(GENERATOR, interpreter(version))
     out = tmp_path / "att.json"
-    r = profkit("attach", str(t.pid), "--duration", "0.5", "-o", str(out), "--rate", "2k")
+    # --idle: wall time, every sample counts (this test is about saving and reading; the
+    # default, idle threads hidden, has its own test below)
+    r = profkit("attach", str(t.pid), "-d", "0.5", "-o", str(out), "--rate", "2k", "--idle")
     assert r.returncode == 0, r.stderr
     assert "profile saved to" in r.stderr and "__main__.gen" in r.stderr
     profile = load(out)
