@@ -132,3 +132,24 @@ def test_a_failure_inside_the_walk_is_contained(capsys: pytest.CaptureFixture[st
     assert err.count("profiler bug") == 1, err
     assert "walk_heap" in err
     assert gc.isenabled()
+
+
+def test_the_graph_of_info_walk_heap_gets_named_chains() -> None:
+    """Issue 24, item 3, on ``info.walk_heap()``: the graph a profiler records through its
+    callbacks, given to ``why_alive``, names the module variable holding the objects."""
+    from profkit.heap.why_alive import HeapSnapshot, chains_to, named
+
+    LEAKED[:] = [Leak() for _ in range(5)]
+    prof = Walker()
+    attach(prof)
+    try:
+        gc.collect()
+    finally:
+        detach()
+    try:
+        snapshot = HeapSnapshot(objects=prof.objects, roots=prof.roots)
+        target = id(LEAKED[3])
+        chain = named(chains_to(snapshot, [target]), snapshot)[target]
+        assert str(chain) == f"[module] {__name__}.LEAKED -> list[3] -> {__name__}.Leak"
+    finally:
+        LEAKED.clear()

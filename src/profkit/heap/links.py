@@ -85,6 +85,14 @@ def accessors(objects: list[object]) -> tuple[list[str], list[bool]]:
     return via, folded
 
 
+def module_name(obj: object) -> str | None:
+    """A module's ``__name__`` (read from its dict: no ``__getattr__`` runs), else None."""
+    if not isinstance(obj, ModuleType):
+        return None
+    name = _module_dict.__get__(obj).get("__name__")
+    return name if type(name) is str else None
+
+
 def _roots(wanted: set[int], kinds: dict[int, str]) -> dict[int, object]:
     """The live objects of the wanted root ids (modules, frames, tracked objects)."""
     found: dict[int, object] = {}

@@ -216,7 +216,13 @@ def named(chains: dict[int, Chain], snapshot: HeapSnapshot) -> dict[int, Chain]:
         via, folded = links.accessors(objects)
         chain = chains[target]
         renamed = [
-            Link(link.object_id, link.type_name, link.label, via[i], folded[i])
+            Link(
+                link.object_id,
+                link.type_name,
+                link.label or links.module_name(objects[i]) or "",
+                via[i],
+                folded[i],
+            )
             if i < len(objects)
             else link
             for i, link in enumerate(chain.links)
