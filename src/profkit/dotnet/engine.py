@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from profkit.clr.engine import DotnetTarget
@@ -36,8 +37,9 @@ def _target(job: Job) -> DotnetTarget:
 class _Watcher:
     """Starts the session as soon as the child's runtime listens (a thread)."""
 
-    def __init__(self, child: Child) -> None:
+    def __init__(self, child: Child, open_session: Callable[[int], LiveSession] = LiveSession):
         self.child = child
+        self.open_session = open_session
         self.session: LiveSession | None = None
         self.connected_after_s = 0.0
         self.problem = ""
@@ -50,7 +52,7 @@ class _Watcher:
         while self.child.running():
             if find_socket(pid) is not None:
                 try:
-                    self.session = LiveSession(pid)
+                    self.session = self.open_session(pid)
                 except DiagnosticsError as exc:  # not ready yet: try again
                     self.problem = str(exc)
                 else:

@@ -98,16 +98,24 @@ class _Stream:
 class LiveSession:
     """Samples ``pid`` until :meth:`stop` (or the target's exit); then :meth:`profile`."""
 
-    def __init__(self, pid: int, *, raw: BinaryIO | None = None, names_session: bool = True):
+    def __init__(
+        self,
+        pid: int,
+        *,
+        raw: BinaryIO | None = None,
+        names_session: bool = True,
+        providers: tuple[Provider, ...] = PROVIDERS,
+        collector: Collector | None = None,
+    ):
         self.pid = pid
         self.path = diagnostics_socket(pid)
-        self.collector = Collector()
+        self.collector = collector or Collector()
         self.lock = threading.Lock()
         self.names: dict[int, str] = thread_names(pid)
         self.images = MappedImages(pid)
         self.images.refresh()
         self.started = time.monotonic()
-        sock, self.session_id = start_session(self.path, PROVIDERS)
+        sock, self.session_id = start_session(self.path, providers)
         self.stream = _Stream(sock, f"pid {pid}'s EventPipe stream", self._take)
         self.stream.raw = raw
         self.stream.start()

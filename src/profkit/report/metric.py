@@ -38,7 +38,10 @@ def memory_view(profile: CallProfile, metric: str, where: str = "") -> CallProfi
     views = profile.metadata.get("memory_views")
     rows = views.get(metric) if isinstance(views, dict) else None
     if not isinstance(rows, list):
-        raise UsageError(f"{name}this memory profile has no {metric!r} view")
+        missing = profile.metadata.get("not_available")
+        why = missing.get(metric) if isinstance(missing, dict) else None
+        because = f": {why}" if isinstance(why, str) else ""
+        raise UsageError(f"{name}this memory profile has no {metric!r} view{because}")
     count = len(profile.frames)
     root = tree_of(
         _row(row, count, f"{name}memory_views/{metric}/{index}") for index, row in enumerate(rows)

@@ -55,6 +55,8 @@ CHOICES: tuple[ProfilerChoice, ...] = (
     ProfilerChoice("trace", ("dotnet",), "profkit.clr.engine:DotnetEngine", profiler=""),
     # Sampled from outside through the runtime's diagnostics port (EventPipe).
     ProfilerChoice("sample", ("dotnet",), "profkit.dotnet.engine:SampleEngine", profiler=""),
+    # Allocations from the runtime's own GCAllocationTick events (EventPipe).
+    ProfilerChoice("memory", ("dotnet",), "profkit.dotnet.memory_engine:MemoryEngine", ""),
 )
 
 
