@@ -30,7 +30,8 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
-from profkit.calltree.model import CallProfile, Frame, ThreadTree, tree_of
+from profkit.calltree.building import tree_of
+from profkit.calltree.model import CallProfile, Frame, ThreadTree
 from profkit.dotnet.collector import Collector
 from profkit.dotnet.ipc import Provider
 from profkit.dotnet.profile import name_stack, prefix_match, thread_label
