@@ -222,9 +222,22 @@ def build_memory_profile(
         )
     profile.threads.sort(key=lambda t: (t.thread_id != pid, t.thread_id))
     ranked = sorted(types.items(), key=lambda kv: -kv[1][1])[:MAX_TYPES]
+    profile.metadata = _metadata(collector, pid, per_thread, ranked, unknown.get("addresses", 0))
+    profile.metadata.update(metadata or {})
+    return profile
+
+
+def _metadata(
+    collector: MemoryCollector,
+    pid: int | None,
+    per_thread: list[dict[str, Any]],
+    ranked: list[tuple[str, list[int]]],
+    unknown: int,
+) -> dict[str, Any]:
+    """What the memory profile says beside its trees (docs/clr.md lists it)."""
     total = sum(collector.bytes_by_kind)
     header = collector.header
-    profile.metadata = {
+    return {
         "profiler": "profkit.dotnet (EventPipe GCAllocationTick)",
         "runtime": "CoreCLR",
         "pid": pid,
@@ -245,10 +258,8 @@ def build_memory_profile(
         "memory_types": [{"type": t, "samples": c, "bytes": b} for t, (c, b) in ranked],
         "gc": collector.gc_metadata(),
         "not_available": dict(NOT_AVAILABLE),
-        "unnamed_addresses": unknown.get("addresses", 0),
+        "unnamed_addresses": unknown,
         "methods_named": len(collector.methods),
         "rundown_complete": collector.rundown,
         "events": collector.events,
     }
-    profile.metadata.update(metadata or {})
-    return profile
