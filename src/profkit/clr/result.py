@@ -102,6 +102,9 @@ class ClrResult:
 
 
 def _int(text: str, base: int, what: str, path: str, line: int) -> int:
+    if base == 10 and text.isdigit() and text.isascii() and len(text) < 20:
+        return int(text)  # the writer's own form: plain digits, below 2**64 (a deep tree has
+        # hundreds of thousands of nodes: this is most of reading one)
     try:
         if not text or not text.isascii() or text.strip() != text or text[0] in "+-":
             raise ValueError
@@ -257,9 +260,9 @@ def _read_node(out: ClrResult, f: list[str], path: str, number: int, known_tids:
     tid = _int(f[0], 10, "node thread", path, number)
     if tid not in known_tids:
         raise FormatError("malformed", f"node of unknown thread {tid}", path=path, line=number)
-    n, parent, method, calls, incl, lo, hi = (
+    n, parent, method, calls, incl, lo, hi = [
         _int(v, 10, "node field", path, number) for v in f[1:]
-    )
+    ]
     nodes = out.nodes.setdefault(tid, [])
     if n != len(nodes) + 1 or parent >= n:
         raise FormatError(
