@@ -19,7 +19,8 @@ SHARED = {"errors", "_text"}
 ALLOWED: dict[str, set[str]] = {
     "api": {"errors"},
     "collect": {"api", "settings", "errors", "_text", "heap", "_toolids"},
-    "heap": {"errors", "calltree"},
+    # api: frames named by the one naming rule (api.names.module_of)
+    "heap": {"api", "errors", "calltree"},
     # _toolids: the elt C-call tool moves off a claimed sys.monitoring id as the collector's do
     # _streamfile: the --stream file the runner opened and checked, handed to the text sink
     "profilers": {"api", "calltree", "errors", "wire", "_toolids", "_streamfile"},
@@ -82,8 +83,6 @@ ALLOWED: dict[str, set[str]] = {
 EXCEPTIONS: dict[str, set[str]] = {
     # the environment activation of profkit's own profilers is the runner's (it saves)
     "collect/startup.py": {"runner"},
-    # memory profiles name frames by the collector's one naming rule (a lazy import)
-    "heap/profile.py": {"collect"},
     # the output formats `-o FILE.EXT` may name come from the export table
     "settings/parse.py": {"export"},
 }

@@ -16,13 +16,14 @@ from profkit.api.callback import ProfilerCallback
 from profkit.api.events import EventMask
 from profkit.api.ids import FunctionId
 from profkit.api.info import FunctionInfo, ModuleInfo, ThreadInfo
+from profkit.api.names import OWN_CODE_DIRS
 from profkit.collect.failure import FailureRule
 from profkit.collect.plan import Fn
 from profkit.collect.registry import FunctionTable, ModuleTable, ThreadTable
 
-_PKG = __file__.rsplit("/", 2)[0]  # .../profkit
-#: profkit's own collector/api/profiler code is never profiled (no recursion, no noise).
-_OWN_DIRS = tuple(f"{_PKG}/{sub}/" for sub in ("collect", "api", "profilers"))
+#: profkit's own collector/api/profiler code is never profiled (no recursion, no noise):
+#: the one list, :data:`profkit.api.names.OWN_CODE_DIRS`.
+_OWN_DIRS = OWN_CODE_DIRS
 
 #: Bits of a per-function mask (``set_function_events``) that switch its notifications on.
 _PER_FUNCTION_ON = EventMask.ENTER_LEAVE | EventMask.CODE_TRANSITIONS | EventMask.EXCEPTIONS

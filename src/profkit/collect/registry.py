@@ -15,13 +15,13 @@ import itertools
 import threading
 import weakref
 from collections.abc import Callable
-from itertools import islice
 from types import BuiltinFunctionType, CodeType, ModuleType
 from typing import Any
 
 from profkit.api.errors import UnknownIdError
 from profkit.api.ids import FunctionId, ModuleId, ThreadId
 from profkit.api.info import FunctionInfo, ModuleInfo, ThreadInfo
+from profkit.api.names import module_of  # the one file -> module rule (also heap's)
 
 _BUILTIN = BuiltinFunctionType
 _OWNER_TYPES = (type, ModuleType)
@@ -127,114 +127,6 @@ class FunctionTable:
         found = code_info(FunctionId(fid), code)
         self._infos[fid] = found
         return found
-
-
-def module_of(filename: str) -> str:
-    """The module name a source file is imported as, matched against ``sys.modules``.
-
-    Slow path (once per function): ``sys.modules`` is scanned again only when it has
-    grown since the last scan, and then only the modules imported since (see
-    :func:`_scan_new_modules`), so a miss costs one ``len``.
-    """
-    import sys
-
-    name = _MODULE_BY_FILE.get(filename)
-    if name is None and len(sys.modules) != _SCANNED[0]:
-        _scan_new_modules(sys.modules)
-        name = _MODULE_BY_FILE.get(filename)
-    if name is None:
-        name = _by_import_path(filename, sys.modules, sys.path)
-    if name is None:
-        # runpy *replaces* sys.modules["__main__"] when a script starts: the length stays
-        # the same, so the rescan above cannot notice; ask __main__ directly.
-        main_file = getattr(sys.modules.get("__main__"), "__file__", None)
-        if main_file == filename:
-            return "__main__"
-        if filename.startswith("<frozen ") and filename.endswith(">"):
-            return filename[8:-1]  # "<frozen importlib._bootstrap>"
-        if filename.startswith("<"):
-            # "<string>" is python -c, but also code made by exec() in any module
-            # (dataclass and namedtuple methods): the module is not knowable from the code.
-            return ""
-        base = filename.rsplit("/", 1)[-1]
-        return base[:-3] if base.endswith(".py") else base
-    return name
-
-
-def _by_import_path(filename: str, modules: dict[str, Any], path: list[str]) -> str | None:
-    """The module ``filename`` is, by its place under a ``sys.path`` entry, if
-    ``sys.modules`` holds it under that name with that file (then it is recorded).
-
-    Why: the incremental scan can miss a module. It walks back from the newest entry of
-    ``sys.modules`` to one it has seen, and an entry put back at the end (removed and
-    re-added, same object) after other changes ends the walk before the new modules
-    (seen on sympy in memory mode, whose functions are named late, at a sampled
-    allocation: ``dotproduct.DotProduct`` for ``sympy.matrices.expressions.dotproduct``).
-    A guess from the path alone is not enough: the same file can be imported under
-    another name, or not at all (``exec``), so only a name ``sys.modules`` confirms counts.
-    """
-    for entry in path:
-        root = (entry or ".").rstrip("/") + "/"
-        if not filename.startswith(root) or not filename.endswith(".py"):
-            continue
-        parts = filename[len(root) : -3].split("/")
-        if parts[-1] == "__init__":
-            parts.pop()
-        if not parts or not all(p.isidentifier() for p in parts):
-            continue
-        candidate = ".".join(parts)
-        module = modules.get(candidate)
-        if module is not None and getattr(module, "__file__", None) == filename:
-            _MODULE_BY_FILE.setdefault(filename, candidate)
-            return candidate
-    return None
-
-
-def _scan_new_modules(modules: dict[str, Any]) -> None:
-    """Record the files of the modules imported since the last scan.
-
-    Why not rescan everything: the first code object seen after an import is the new
-    module's body, so during a program's start-up (sympy: 500 imports) nearly every import
-    made a full pass over ``sys.modules``, O(modules²) in all, ~1 s on sympy, charged to
-    ``builtins.exec`` (the caller of each module body). ``sys.modules`` keeps insertion
-    order and an import appends, so the new modules are its tail: only the tail is read
-    (copying all of a large ``sys.modules`` costs ~0.1 ms), back to the first module
-    already recorded, and the new ones are recorded oldest first (so a file imported under
-    two names keeps its first name, as before).
-    """
-    size = len(modules)
-    grown = size - _SCANNED[0]
-    _SCANNED[0] = size
-    window = max(grown, 0) + 8
-    while True:
-        try:  # read in C, but a collection it triggers may run a finalizer that imports
-            tail = list(islice(reversed(modules.items()), window))
-        except RuntimeError:  # sys.modules changed size while being read: read again
-            continue
-        # A recorded module ends the walk only past as many entries as were added: one
-        # removed and put back (moved to the end) must not hide the imports before it.
-        stop = next(
-            (
-                i
-                for i, (modname, mod) in enumerate(tail)
-                if i >= grown and _SCANNED_MODULES.get(modname) == id(mod)
-            ),
-            None,
-        )
-        if stop is not None or len(tail) < window:
-            break
-        window *= 4
-    for modname, mod in reversed(tail[:stop]):
-        _SCANNED_MODULES[modname] = id(mod)
-        path = getattr(mod, "__file__", None)
-        if isinstance(path, str):
-            _MODULE_BY_FILE.setdefault(path, modname)
-
-
-_MODULE_BY_FILE: dict[str, str] = {}
-#: name → id of the module object recorded under it (the scan's stopping point)
-_SCANNED_MODULES: dict[str, int] = {}
-_SCANNED = [0]
 
 
 def code_info(fid: FunctionId, code: CodeType) -> FunctionInfo:

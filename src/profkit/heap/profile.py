@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import CodeType
 
+from profkit.api.names import module_of
 from profkit.calltree.model import LogEntry, replay
 from profkit.heap.sampler import Allocation, Event, StackFrame
 
@@ -55,8 +56,6 @@ class MemoryProfile:
 def frame_name(code: CodeType, line: int) -> str:
     """``module.qualname`` as the rest of profkit names functions (the line is not part of
     the name, so one function's allocations add up in one node)."""
-    from profkit.collect.registry import module_of
-
     module = module_of(code.co_filename)
     return f"{module}.{code.co_qualname}" if module else code.co_qualname
 

@@ -32,18 +32,16 @@ from typing import Any
 from profkit.api import EventMask, ProfilerCallback
 from profkit.api.ids import FunctionId, ObjectId, ThreadId
 from profkit.api.info import FunctionInfo, ProfilerInfo
-from profkit.api.names import prefix_matches
+from profkit.api.names import INTERNAL_MODULES, PROFKIT_MAIN, prefix_matches
 from profkit.calltree.building import tree_of
 from profkit.calltree.model import CallProfile, Frame, ThreadTree, replay
-from profkit.profilers.elt.profiler import INTERNAL_MODULES, full_name, module_of
+from profkit.profilers.elt.profiler import full_name, module_of
 
 #: metadata["metric"] of a memory profile's trees: what their weights are
 METRIC = "alloc_bytes"
 
 #: a stack key: the thread and the shown functions' ids, outermost first
 _Key = tuple[int, tuple[FunctionId, ...]]
-
-_PROFKIT_MAIN = os.path.join(os.path.dirname(os.path.dirname(__file__)), "__main__.py")
 
 
 class MemoryProfiler(ProfilerCallback):
@@ -72,7 +70,7 @@ class MemoryProfiler(ProfilerCallback):
         self.standalone = standalone
         self.on_profile = on_profile
         self.main_module = main_module
-        self.internal_files = frozenset({_PROFKIT_MAIN, *internal_files})
+        self.internal_files = frozenset({PROFKIT_MAIN, *internal_files})
         self.mean_bytes = int(getattr(settings, "alloc_sample_bytes", 512 * 1024))
         self.profile: CallProfile | None = None
         self._info: ProfilerInfo | None = None

@@ -4,14 +4,12 @@ read in one place."""
 
 from __future__ import annotations
 
-from profkit.api.names import LAUNCHER_MODULES, PROFKIT_MODULES
+from profkit.api.names import INTERNAL_MODULES
 from profkit.calltree.model import CallProfile
 from profkit.report.shown import Hiding
 from profkit.report.tree import matches
 
-#: profkit's own modules (the runner, the collector, ...), never part of the program: the one
-#: list, :mod:`profkit.api.names`.
-INTERNAL_MODULES = LAUNCHER_MODULES + PROFKIT_MODULES
+__all__ = ["INTERNAL_MODULES", "c_functions", "hiding_rules"]
 #: Frames at a thread's root that only the runner called (``contextlib.suppress`` around
 #: the program's exit, in profiles saved before the runner moved to :mod:`profkit.runner`).
 _LAUNCHER_ROOTS = ("contextlib.suppress.",)

@@ -9,16 +9,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator
 
-from profkit.api.names import prefix_matches
+from profkit.api.names import prefix_matches, split_prefixes
 from profkit.calltree.model import CallNode, CallProfile, Frame
 
 
 def parse_prefixes(prefix: str | Iterable[str] | None) -> tuple[str, ...]:
-    """``"myapp,lib.core"`` (or a list) → ``("myapp", "lib.core")``; empty means keep all."""
-    if prefix is None:
-        return ()
-    items = prefix.split(",") if isinstance(prefix, str) else list(prefix)
-    return tuple(p.strip().rstrip(".") for p in items if p.strip().rstrip("."))
+    """``"myapp,lib.core"`` (or a list) → ``("myapp", "lib.core")``; empty means keep all
+    (:func:`profkit.api.names.split_prefixes`; a report forgives a trailing dot)."""
+    return tuple(p.rstrip(".") for p in split_prefixes(prefix) if p.rstrip("."))
 
 
 def matches(name: str, prefixes: tuple[str, ...]) -> bool:

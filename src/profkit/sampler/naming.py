@@ -1,7 +1,7 @@
 """Function names as the rest of profkit writes them (``module.qualname``), from outside.
 
 In-process, profkit names a function's module by matching ``co_filename`` against
-``sys.modules`` (:func:`profkit.collect.registry.module_of`), the script run as the program
+``sys.modules`` (:func:`profkit.api.names.module_of`), the script run as the program
 is ``__main__``, a module run with ``-m`` keeps its own name (the ELT profiler's rule) and
 ``<frozen runpy>`` is ``runpy``. The target's ``sys.modules`` is a dict in another process;
 reading it on every new file would cost more than the rule is worth, so the module is
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 
+from profkit.api.names import frozen_module
 from profkit.sampler.procinfo import open_target_file
 
 #: Interpreter options that take the next argument as their value.
@@ -48,8 +49,9 @@ class Namer:
         return f"{module}.{qualname}" if module else qualname
 
     def _module(self, filename: str) -> str:
-        if filename.startswith("<frozen ") and filename.endswith(">"):
-            return filename[8:-1]
+        frozen = frozen_module(filename)
+        if frozen is not None:
+            return frozen
         if filename.startswith("<"):
             return ""
         if self.main_file is not None and filename == self.main_file:

@@ -10,11 +10,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from profkit.api.names import is_module_path, split_prefixes
+
 # Patterns as text: re compiles (and caches) one when a value of its kind is first parsed,
 # not when profkit starts (most runs parse no duration, size or prefix at all).
 _DURATION = r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|µs|ms|s)?\s*$"
 _UNIT_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
-_MODULE_PATH = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
 #: Longest duration accepted: a week (far beyond any useful base time or interval, and far
 #: below what would overflow a float or the sampler's sleep).
 _MAX_DURATION_NS = 7 * 86_400 * 1_000_000_000
@@ -50,9 +51,9 @@ def format_duration(ns: int) -> str:
 
 def parse_prefixes(text: str) -> tuple[str, ...]:
     """``myapp,myapp.core`` -> module-path prefixes (empty text: no filter)."""
-    parts = tuple(p.strip() for p in text.split(",") if p.strip())
+    parts = split_prefixes(text)
     for part in parts:
-        if not re.match(_MODULE_PATH, part):
+        if not is_module_path(part):
             raise Invalid(
                 f"{part!r} is not a module path; expected comma-separated prefixes like myapp,myapp.core"
             )
