@@ -69,10 +69,19 @@ def _loaded(cmd: list[str], cwd: Path, **variables: str) -> set[str]:
     return set(proc.stdout.split())
 
 
+#: Loaded on purpose before the program: where the profile goes is decided before it runs
+#: (issue 21's one Destination, from the format table), and neither imports an exporter.
+DESTINATION = ("profkit.export", "profkit.export.destination", "profkit.export.registry")
+
+
 def _too_early(loaded: set[str], allowed: tuple[str, ...] = ()) -> list[str]:
     forbidden = FORBIDDEN + (MONITORING if sys.version_info < (3, 12) else ())
     forbidden = tuple(f for f in forbidden if f not in allowed)
-    return sorted(m for m in loaded if any(m == f or m.startswith(f + ".") for f in forbidden))
+    return sorted(
+        m
+        for m in loaded
+        if m not in DESTINATION and any(m == f or m.startswith(f + ".") for f in forbidden)
+    )
 
 
 def _launchers() -> list[list[str]]:

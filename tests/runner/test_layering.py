@@ -52,7 +52,8 @@ def _violations(package: str, forbidden: tuple[str, ...], allowed: tuple[str, ..
                 "profkit.calltree",
                 "profkit.collect",
             ),
-            ("profkit.calltree.model",),
+            # the model, and the one rows/stacks -> tree builder over it (issue 21 item 3)
+            ("profkit.calltree.model", "profkit.calltree.building"),
         ),
         ("runner", ("profkit.cli",), ()),
         ("api", ("profkit.runner", "profkit.cli", "profkit.settings", "profkit.collect"), ()),

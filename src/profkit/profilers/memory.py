@@ -73,6 +73,9 @@ class MemoryProfiler(ProfilerCallback):
         self.internal_files = frozenset({PROFKIT_MAIN, *internal_files})
         self.mean_bytes = int(getattr(settings, "alloc_sample_bytes", 512 * 1024))
         self.profile: CallProfile | None = None
+        #: lines for the end of the run (none yet: the allocation hooks' absence is in
+        #: the metadata's backend)
+        self.notes: list[str] = []
         self._info: ProfilerInfo | None = None
         self._paused = paused
         self._lock = threading.Lock()

@@ -29,6 +29,7 @@ class InProcessProfiler(Protocol):
     internal_files=...)``, started after ``attach`` returns, quieted, stopped, read."""
 
     profile: CallProfile | None
+    notes: list[str]  #: lines for the end of the run (e.g. a C part that is missing)
 
     def start_events(self) -> None: ...
     def stop_events(self) -> None: ...
@@ -149,9 +150,13 @@ class InProcessEngine:
         return self._running
 
     def hook_note(self) -> str | None:
-        """A line for the end of the run if the program took profkit's profile function
-        over (:mod:`profkit.runner.hookguard`), else None."""
-        return None if self._guard is None else self._guard.note()
+        """Lines for the end of the run: the program took profkit's profile function over
+        (:mod:`profkit.runner.hookguard`), the profiler's own notes; else None."""
+        guard = None if self._guard is None else self._guard.note()
+        notes = [guard] if guard else []
+        if self._profiler is not None:
+            notes += self._profiler.notes
+        return "".join(notes) or None
 
     def end(self, ended: BaseException | None) -> Finished:
         """After the program's main code: stop, detach, and the profile."""

@@ -21,11 +21,24 @@ from typing import Any
 from profkit.errors import SettingsError
 from profkit.profilers.elt.tree import Node
 
+
+def import_failure(exc: ImportError) -> str:
+    """Why the C module did not load, in words for a user.
+
+    A module that was never built makes Python say "cannot import name '_native' from
+    partially initialized module ... (most likely due to a circular import)": true to
+    Python, misleading to a user. Say what happened instead; keep any other load error.
+    """
+    if "circular import" in str(exc) or "No module named" in str(exc):
+        return "it was not built when profkit was installed (no C compiler or Python headers)"
+    return str(exc)
+
+
 _IMPORT_ERROR: str | None = None
 try:
     from profkit.profilers.elt import _native
 except ImportError as exc:  # not built here: pure Python
-    _IMPORT_ERROR = str(exc)
+    _IMPORT_ERROR = import_failure(exc)
 
 #: The C recorder class, or None where it was not built (tests set None to hide it).
 Recorder: type[_native.Recorder] | None = None if _IMPORT_ERROR else _native.Recorder
@@ -44,6 +57,19 @@ ExportedThread = tuple[Any, list[tuple[int, int, int, int, int, int]]]
 def available() -> bool:
     """Whether the C recorder was built for this interpreter."""
     return Recorder is not None
+
+
+def missing_note(native: str) -> str | None:
+    """The line ``profkit run`` says at the end when trace mode fell back to pure Python on
+    its own (``auto``): pip hides the build's warning unless ``-v``, so without this a user
+    only sees a slow profile. None when the C recorder is here or was refused (``off``)."""
+    if Recorder is not None or native != "auto":
+        return None
+    return (
+        f"profkit: note: trace mode's C hot path is missing: {_IMPORT_ERROR}; this run used "
+        "the pure-Python recorder, several times slower (reinstall profkit with gcc and the "
+        "Python headers, e.g. apt-get install gcc python3-dev; PROFKIT_NATIVE=off hides this)\n"
+    )
 
 
 def wanted(native: str) -> bool:

@@ -126,7 +126,10 @@ class EltProfiler(TraceHooks, SampleHooks, Results, AttachWatch, ProfilerCallbac
         self._recorder: Any = None
         #: the C recorder's own sys.monitoring tool for C calls, while it runs
         self._c_hook: ccalls.MonitoringHook | None = None
-        self._native_wanted = settings.mode != "sample" and native.wanted(settings.native)
+        tracing = settings.mode != "sample"
+        self._native_wanted = tracing and native.wanted(settings.native)
+        #: lines for the end of the run: a missing C hot path (native.missing_note)
+        self.notes = [n for n in [native.missing_note(settings.native)] if n and tracing]
         #: the cost of a recorded call, measured when ``profkit run`` starts recording
         #: (:mod:`~profkit.profilers.elt.calibrate`); None when nothing is compensated
         self._calibration: calibrate.Calibration | None = None
