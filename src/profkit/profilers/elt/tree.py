@@ -9,10 +9,12 @@ the profile is built, and ids that resolve to the same :class:`~profkit.calltree
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from profkit.calltree.building import Row, merge_rows
 from profkit.calltree.model import CallNode, CallProfile, Frame, ThreadTree
+
+if TYPE_CHECKING:
+    from profkit.calltree.building import Row
 
 #: ``min_ns`` of a node that has not completed a call yet (replaced by 0 on conversion).
 NO_MIN = 1 << 62
@@ -61,6 +63,9 @@ def convert(
     moved to ``calltree`` (the rows' order), so saved profiles are the same bytes.
     Iterative, so a 10 000-deep recursion converts without hitting the recursion limit.
     """
+    # At the end only: every environment-activated child imports this module at start-up.
+    from profkit.calltree.building import merge_rows
+
     rows: list[Row] = []
     work: list[tuple[Node, int]] = [(root, 0)]  # (capture node, its row number)
     while work:
