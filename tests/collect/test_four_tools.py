@@ -64,3 +64,4 @@ def test_a_program_with_four_tools_runs_as_bare(mode: str, tmp_path: Path) -> No
             if node.frame in work
         )
         assert calls == 3
+        assert "C functions are nodes only until then" in profile.metadata["c_calls_stopped"]

@@ -204,6 +204,11 @@ class Results:
         if self.settings.mode != "sample":
             # Which implementation recorded it (PROFKIT_NATIVE=auto picks one silently).
             meta["trace_engine"] = "c" if self._recorder is not None else "python"
+        if getattr(self, "c_calls_given_up", False):
+            meta["c_calls_stopped"] = (
+                "the program claimed a sys.monitoring tool id when none was free: C "
+                "functions are nodes only until then"
+            )
         if self._info is not None:
             with contextlib.suppress(Exception):
                 meta["backend"] = self._info.backend_name

@@ -208,6 +208,7 @@ class EltProfiler(TraceHooks, SampleHooks, Results, AttachWatch, ProfilerCallbac
     def _stop_c_calls(self) -> None:
         hook, self._c_hook = self._c_hook, None
         if hook is not None:
+            self.c_calls_given_up = hook.given_up or getattr(self, "c_calls_given_up", False)
             hook.stop()
 
     def _open_sinks(self) -> None:
