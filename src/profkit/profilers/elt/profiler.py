@@ -174,9 +174,7 @@ class EltProfiler(TraceHooks, SampleHooks, Results, AttachWatch, ProfilerCallbac
             ):
                 # Unprofiled times now, while no hook exists yet (calibrate.py, step 1):
                 # the C-call tool's CALL events start in _c_call_events. Only a profiler
-                # waiting for start_events (profkit run's) gets there: one that starts by
-                # itself (every forked or spawned child) measured for nothing, 2-3 ms of
-                # each fork (issue 22, item 13).
+                # waiting for start_events (profkit run's): a child's never used it.
                 self._calibration = calibrate.Calibration()
                 self._calibration.measure_bare()
             info.set_event_mask(EventMask.ENTER_LEAVE | self._c_call_events())
