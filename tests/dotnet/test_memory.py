@@ -10,6 +10,7 @@ threads kept apart, and that the program's output and exit status stay its own.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -129,3 +130,29 @@ def test_exit_and_out_of_memory_keep_their_status(
         assert load(out).mode == "memory"
     else:
         assert "no allocations seen" in done.stderr
+
+
+def test_attach_mode_memory(allocs: Path, dotnet: str, tmp_path: Path) -> None:
+    proc = subprocess.Popen([dotnet, str(allocs), "loop", "60"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        out = tmp_path / "a.json"
+        done = profkit("attach", "--mode", "memory", "-d", "2", "-o", str(out), str(proc.pid))
+        assert done.returncode == 0, done.stderr
+        assert proc.poll() is None  # still running: attach leaves it be
+        profile = load(out)
+        assert profile.mode == "memory" and profile.metadata["metric"] == "alloc_bytes"
+        if profile.metadata["alloc_samples"]:  # a starved machine may deliver none in 2 s
+            names = {f.name for f in profile.frames}
+            assert "AllocTest.Work.Big" in names or "AllocTest.Work.Small" in names
+    finally:
+        proc.kill()
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def test_attach_mode_memory_on_python_is_refused() -> None:
+    done = profkit("attach", "--mode", "memory", "-d", "1", str(os.getpid()))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert "for .NET programs" in done.stderr

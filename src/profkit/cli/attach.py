@@ -26,8 +26,8 @@ def add_target(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_sampling_options(parser: argparse.ArgumentParser) -> None:
-    """--rate, --mode, --no-children (attach and top)."""
+def add_sampling_options(parser: argparse.ArgumentParser, modes: tuple[str, ...] = ()) -> None:
+    """--rate, --mode (a sampling clock, or one of ``modes``), --no-children (attach, top)."""
     parser.add_argument(
         "--rate",
         "-r",
@@ -37,9 +37,9 @@ def add_sampling_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--mode",
-        choices=SAMPLE_CLOCKS,
+        choices=(*SAMPLE_CLOCKS, *modes),
         default="wall",
-        help=MODE_HELP,
+        help=MODE_HELP + (f"; {', '.join(modes)}: a .NET process's allocations" if modes else ""),
     )
     parser.add_argument(
         "--no-children",
@@ -132,7 +132,7 @@ def register(sub: Any, name: str, help_text: str) -> None:
         help="profile file (default profkit-attach-PID-<random>.json; .gz compresses; "
         "an export ending such as .html or .speedscope.json writes that format)",
     )
-    add_sampling_options(parser)
+    add_sampling_options(parser, ("memory",))
     parser.add_argument(
         "--idle",
         action="store_true",
@@ -167,6 +167,11 @@ def _handler(args: argparse.Namespace) -> int:
     if kind == "dotnet":
         args.mode = args.mode or "wall"  # the runtime's own sampler: every thread, as before
         return dotnet_pid.attach(args, pid, parse_seconds(args.duration))
+    if args.mode == "memory":
+        raise UsageError(
+            "--mode memory on a running process is for .NET programs; a Python program's "
+            "allocations: profkit run --mode memory script.py"
+        )
     args.mode = _attach_mode(args)
     try:
         return _attach_python(args, pid)

@@ -65,6 +65,11 @@ def attach(args: argparse.Namespace, pid: int, duration: float | None) -> int:
     from profkit.dotnet.process import diagnostics_socket
 
     diagnostics_socket(pid)  # a port turned off is said before anything else
+    if args.mode == "memory":
+        from profkit.cli.dotnet_memory import attach_memory
+
+        stop = threading.Event()
+        return attach_memory(args, pid, duration, destination, _stopping(stop), stop)
     if args.rate != "1000":
         print("profkit: note: --rate is ignored for .NET: the runtime's sampler ticks every 1 ms",
               file=sys.stderr)  # fmt: skip

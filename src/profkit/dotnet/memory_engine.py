@@ -5,12 +5,16 @@ A row of :data:`profkit.runner.choice.CHOICES`, run like ``--mode sample``
 stderr and the program's own exit status; nothing loaded into it; the session starts the
 moment the runtime listens), but the session asks for the GC's events instead of stack
 samples and the profile is :mod:`profkit.dotnet.memory`'s (bytes by stack and type).
+``profkit attach --mode memory PID`` is the same session on a running process
+(:func:`allocations_of_pid`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import threading
+from typing import Any, BinaryIO
 
+from profkit.calltree.model import CallProfile
 from profkit.dotnet.engine import SampleEngine, _target, _Watcher
 from profkit.dotnet.memory import PROVIDERS, MemoryCollector, build_memory_profile
 from profkit.dotnet.session import LiveSession
@@ -25,7 +29,7 @@ def memory_session(pid: int) -> LiveSession:
 
 def memory_profile(
     session: LiveSession, metadata: dict[str, Any], prefixes: tuple[str, ...] = ()
-) -> Any:
+) -> CallProfile:
     """The session's memory profile (its collector must be a :class:`MemoryCollector`)."""
     collector = session.collector
     assert isinstance(collector, MemoryCollector)
@@ -88,3 +92,22 @@ class MemoryEngine(SampleEngine):
             f"{m['alloc_samples']} GCAllocationTick events), {m['gc']['count']} GC(s)\n"
         )
         return Finished(outcome, profile)
+
+
+def allocations_of_pid(
+    pid: int,
+    *,
+    duration: float | None,
+    stop: threading.Event,
+    prefixes: tuple[str, ...] = (),
+    raw: BinaryIO | None = None,
+) -> tuple[CallProfile, str]:
+    """``attach --mode memory PID``: the allocations of a running .NET process until
+    ``duration``, ``stop`` or its exit, and how it ended (``duration``, ``stopped``,
+    ``exited``). Only what is allocated while the session lasts is seen."""
+    session = LiveSession(pid, raw=raw, providers=PROVIDERS, collector=MemoryCollector())
+    try:
+        why = session.wait(duration, stop)
+    finally:
+        session.stop()
+    return memory_profile(session, {"settings": {"mode": "memory"}}, prefixes), why

@@ -1,6 +1,7 @@
 // The memory-mode test program: methods whose allocated bytes the program counts itself.
 //   ratio N      Big allocates 3 bytes for every byte Small allocates, interleaved, N rounds
 //   threads N    the same on two threads (Worker.Big on one, Worker.Small on the other)
+//   loop N       print "ready", then Big and Small in turn for N seconds (attach tests)
 //   exit N       allocate, then Environment.Exit(N)
 //   oom          allocate, then an array larger than the runtime allows (OutOfMemoryException)
 // Deterministic lines go to stdout; the program's own byte counts to stderr as
@@ -86,6 +87,12 @@ namespace AllocTest
             {
                 case "ratio": Ratio(n); return 0;
                 case "threads": Threads(n); return 0;
+                case "loop":
+                    Console.WriteLine("ready");
+                    Console.Out.Flush();
+                    var until = DateTime.UtcNow.AddSeconds(n);
+                    while (DateTime.UtcNow < until) { Work.Big(100); Work.Small(100); }
+                    return 0;
                 case "exit":
                     Ratio(20);
                     Console.Out.Flush();
