@@ -19,6 +19,7 @@ import pytest
 
 from profkit.calltree.file import load
 from profkit.calltree.model import CallNode, CallProfile
+from profkit.dotnet.nettracefile import profile_of_file
 from tests.dotnet.conftest import PROGRAMS, RUNTIMECONFIG, profkit
 
 
@@ -132,15 +133,24 @@ def test_exit_and_out_of_memory_keep_their_status(
         assert "no allocations seen" in done.stderr
 
 
-def test_attach_mode_memory(allocs: Path, dotnet: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("suffix", [".json", ".nettrace"])
+def test_attach_mode_memory(allocs: Path, dotnet: str, tmp_path: Path, suffix: str) -> None:
     proc = subprocess.Popen([dotnet, str(allocs), "loop", "60"], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
-        out = tmp_path / "a.json"
+        out = tmp_path / f"a{suffix}"
         done = profkit("attach", "--mode", "memory", "-d", "2", "-o", str(out), str(proc.pid))
         assert done.returncode == 0, done.stderr
         assert proc.poll() is None  # still running: attach leaves it be
-        profile = load(out)
+        if suffix == ".nettrace":  # the raw stream: report reads it as a memory profile
+            shown = profkit("report", str(out))
+            if "GCAllocationTick events" in shown.stderr:  # none came in 2 s: starved
+                return
+            assert shown.returncode == 0, shown.stderr
+            assert "[type " in shown.stdout
+            profile = profile_of_file(str(out))
+        else:
+            profile = load(out)
         assert profile.mode == "memory" and profile.metadata["metric"] == "alloc_bytes"
         if profile.metadata["alloc_samples"]:  # a starved machine may deliver none in 2 s
             names = {f.name for f in profile.frames}

@@ -4,8 +4,10 @@ The runtime's own start-up tracing (``COMPlus_EnableEventPipe=1``, with
 ``COMPlus_EventPipeConfig`` and ``COMPlus_EventPipeOutputPath``), dotnet-trace, and
 ``profkit attach -o FILE.nettrace`` all write this format; whatever sample-profiler events
 it holds become the same call-tree profile a live session makes, named by the method
-events the file carries (a session's rundown is written at its end). A file without
-samples is an error that says so, rather than an empty profile.
+events the file carries (a session's rundown is written at its end). A file with
+``GCAllocationTick`` events and no samples (``attach --mode memory -o FILE.nettrace``)
+becomes a memory profile (:mod:`profkit.dotnet.memory`). A file with neither is an error
+that says so, rather than an empty profile.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import os
 
 from profkit.calltree.model import CallProfile
-from profkit.dotnet.collector import Collector
+from profkit.dotnet.memory import MemoryCollector, build_memory_profile
 from profkit.dotnet.profile import build_profile
 from profkit.errors import FormatError
 
@@ -38,14 +40,14 @@ def profile_of_file(path: str, clock: str = "wall") -> CallProfile:
     from profkit.formats.nettrace import load_nettrace
 
     trace = load_nettrace(path)  # a cut file is an error naming the offset, as for any reader
-    collector = Collector()
+    collector = MemoryCollector()  # a Collector that also keeps allocation ticks and GCs
     collector.header = trace.header
     collector.add_all(trace.events, trace.metadata)
-    if not collector.samples:
+    if not collector.samples and not collector.ticks:
         raise FormatError(
             "incompatible",
-            "no sample-profiler events (Microsoft-DotNETCore-SampleProfiler) in this trace: "
-            "nothing to build a profile from",
+            "no sample-profiler events (Microsoft-DotNETCore-SampleProfiler) and no "
+            "GCAllocationTick events in this trace: nothing to build a profile from",
             path=path,
         )
     meta = {
@@ -56,6 +58,10 @@ def profile_of_file(path: str, clock: str = "wall") -> CallProfile:
             "lost_events": trace.lost_events,
         },
     }
+    if not collector.samples:  # allocations only (attach --mode memory -o FILE.nettrace)
+        return build_memory_profile(
+            collector, trace.stacks, pid=trace.header.process_id, metadata=meta
+        )
     return build_profile(
         collector, trace.stacks, pid=trace.header.process_id, clock=clock, metadata=meta
     )
