@@ -69,6 +69,7 @@ def test_ticks_weigh_their_amount_and_the_type_is_the_leaf() -> None:
 
 def test_gcs_pauses_and_heap_sizes() -> None:
     c = collector()
+    c.add(event(TICK, tick_payload(300, "System.Byte[]"), stack=1, ts=50), META)
     c.add(event(SUSPEND, b"", ts=100), META)
     c.add(event(START, struct.pack("<IIII", 1, 2, 1, 0), ts=110), META)
     stats = struct.pack("<8Q", 10, 0, 20, 0, 30, 0, 40, 0) + bytes(26)
@@ -79,6 +80,8 @@ def test_gcs_pauses_and_heap_sizes() -> None:
     assert gc["count"] == 1 and gc["by_generation"] == {"2": 1}
     assert gc["by_reason"] == {"Induced": 1} and gc["pause_ns_total"] == 100
     assert gc["heap_after_gc_max_bytes"] == 100
+    assert gc["heap_before_gc_max_bytes"] == 300  # 300 allocated before the first GC
+    assert gc["heap_after_full_gc_max_bytes"] == 100  # generation 2: a full GC
     assert gc["collections"] == [
         {
             "number": 1,

@@ -55,8 +55,10 @@ REASONS = (
 )  # fmt: skip
 NOT_AVAILABLE = {
     "peak": "the GC's events do not say which sampled objects are alive at a moment "
-    "(that needs the Profiling API's MovedReferences); gc.heap_after_gc_max_bytes is the "
-    "most the heap held just after a GC, a lower bound of the peak",
+    "(that needs the Profiling API's MovedReferences); the heap's size bounds the peak of "
+    "live bytes: gc.heap_after_full_gc_max_bytes (just after a generation-2 GC: live "
+    "bytes then) from below, gc.heap_before_gc_max_bytes (the heap after a GC plus the "
+    "bytes allocated until the next, garbage included) from above",
     "leaked": "the same: gc.heap_after_last_gc_bytes is the heap just after the last GC seen",
 }
 _GC_START, _GC_END, _HEAP_STATS, _TICK, _RESTART_END, _SUSPEND_BEGIN = 1, 2, 4, 10, 3, 9
@@ -90,6 +92,9 @@ class MemoryCollector(Collector):
         self.max_pause_ns = 0
         self.heap_max = 0
         self.heap_last = -1
+        self.since_gc = 0  #: estimated bytes allocated since the last GC started
+        self.heap_before_max = 0
+        self.full_after_max = -1  #: the heap after a generation-2 GC, at its highest
         self._suspended = -1
         self._open: dict[str, Any] | None = None
 
@@ -122,6 +127,7 @@ class MemoryCollector(Collector):
         row[0] += 1
         row[1] += tick.amount
         self.bytes_by_kind[1 if tick.kind == 1 else 0] += tick.amount
+        self.since_gc += tick.amount
         self.ticks += 1
 
     def _gc(self, event: Event, md: EventMetadata, ts: int) -> None:
@@ -140,6 +146,8 @@ class MemoryCollector(Collector):
             if start is None:
                 return
             self.gc_count += 1
+            self.heap_before_max = max(self.heap_before_max, self._heap_now())
+            self.since_gc = 0
             reason = REASONS[start.reason] if start.reason < len(REASONS) else str(start.reason)
             self.by_generation[start.depth] = self.by_generation.get(start.depth, 0) + 1
             self.by_reason[reason] = self.by_reason.get(reason, 0) + 1
@@ -154,6 +162,12 @@ class MemoryCollector(Collector):
                 self.heap_last = total
                 if self._open is not None:
                     self._open["heap_after_bytes"] = total
+                    if self._open["generation"] >= 2:
+                        self.full_after_max = max(self.full_after_max, total)
+
+    def _heap_now(self) -> int:
+        """The heap after the last GC plus what was allocated since (garbage included)."""
+        return max(self.heap_last, 0) + self.since_gc
 
     def gc_metadata(self) -> dict[str, Any]:
         return {
@@ -164,6 +178,10 @@ class MemoryCollector(Collector):
             "pause_ns_max": self.max_pause_ns,
             "heap_after_gc_max_bytes": self.heap_max if self.heap_last >= 0 else None,
             "heap_after_last_gc_bytes": self.heap_last if self.heap_last >= 0 else None,
+            "heap_before_gc_max_bytes": max(self.heap_before_max, self._heap_now()),
+            "heap_after_full_gc_max_bytes": (
+                self.full_after_max if self.full_after_max >= 0 else None
+            ),
             "collections": self.gcs,
             "collections_kept": MAX_GCS,
         }
