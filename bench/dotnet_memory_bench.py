@@ -8,7 +8,8 @@ The C# program (tests/dotnet/programs/Allocs.cs, ``ratio N``) alternates ``Work.
 counts: each method's bytes (``GC.GetAllocatedBytesForCurrentThread`` before and after),
 the runtime's total (``GC.GetTotalAllocatedBytes``) and its process CPU time. Printed, per
 profiled run: the estimated Big:Small ratio against the program's, each method's estimate
-against its own count, the profile's total against the runtime's; then CPU time bare and
+against its own count, the profile's total against the runtime's; the bounds of the peak
+(``hold``: 64 MiB kept alive for a moment); then CPU time bare and
 profiled (best of ``--repeat``, the program's own process CPU; profkit's own process
 beside it). Nothing is asserted (a busy machine).
 """
@@ -104,6 +105,20 @@ def main() -> None:
                 f"GC.GetTotalAllocatedBytes {total / 1e6:.1f} MB; "
                 f"session from {meta['unseen_start_ns'] / 1e6:.0f} ms; {meta['gc']['count']} GCs"
             )
+        # the issue's peak shape: 64 MiB held for a moment among the churn
+        hold = [str(dll), "hold", str(max(args.rounds // 4, 1))]
+        subprocess.run(
+            [*profkit(), "run", "--mode", "memory", "-o", str(out), *hold],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        gc = load(out).metadata["gc"]
+        mib = {k: (gc[k] or 0) / 2**20 for k in gc if k.startswith("heap_")}
+        print(
+            f"64 MiB held: peak of live bytes between {mib['heap_after_full_gc_max_bytes']:.1f} "
+            f"MiB (after a gen-2 GC) and {mib['heap_before_gc_max_bytes']:.1f} MiB (heap before "
+            f"a GC); after any GC at most {mib['heap_after_gc_max_bytes']:.1f} MiB; "
+            f"{gc['count']} GCs {gc['by_generation']}"
+        )
     print(
         f"program CPU (best of {args.repeat}): bare {min(bare_cpu)} ms, memory mode "
         f"{min(prof_cpu)} ms ({min(prof_cpu) / min(bare_cpu):.2f}x); profkit's own process "

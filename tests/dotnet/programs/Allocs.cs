@@ -1,6 +1,7 @@
 // The memory-mode test program: methods whose allocated bytes the program counts itself.
 //   ratio N      Big allocates 3 bytes for every byte Small allocates, interleaved, N rounds
 //   threads N    the same on two threads (Worker.Big on one, Worker.Small on the other)
+//   hold N       keep 64 x 1 MiB alive in Work.Holding while N rounds of Big and Small run
 //   loop N       print "ready", then Big and Small in turn for N seconds (attach tests)
 //   exit N       allocate, then Environment.Exit(N)
 //   oom          allocate, then an array larger than the runtime allows (OutOfMemoryException)
@@ -26,6 +27,16 @@ namespace AllocTest
                 Keep = new string('b', 1500);
             }
             return GC.GetAllocatedBytesForCurrentThread() - before;
+        }
+
+        public static long Holding(int rounds)
+        {
+            var held = new List<byte[]>();
+            for (int i = 0; i < 64; i++)
+                held.Add(new byte[1 << 20]);
+            long churned = Big(rounds) + Small(rounds);
+            GC.KeepAlive(held);
+            return churned;
         }
 
         public static long Small(int rounds)
@@ -87,6 +98,11 @@ namespace AllocTest
             {
                 case "ratio": Ratio(n); return 0;
                 case "threads": Threads(n); return 0;
+                case "hold":
+                    Ratio(n);
+                    Work.Holding(1000 * n);
+                    Ratio(n);
+                    return 0;
                 case "loop":
                     Console.WriteLine("ready");
                     Console.Out.Flush();
