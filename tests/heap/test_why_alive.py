@@ -143,3 +143,22 @@ def test_long_keys_and_other_objects_are_not_shown() -> None:
     assert via == ["", ""]  # a key whose repr could run a user's code is not shown
     items = [1, Chunk(1)]
     assert accessors([items, items[1]])[0] == ["[1]", ""]
+
+
+def test_a_proxy_posing_as_a_module_is_not_read_as_one() -> None:
+    """lazy_importer puts objects in sys.modules whose ``__class__`` says ``module``:
+    ``isinstance`` believed it, and the module-dict descriptor raised TypeError in the
+    middle of a clean clone's run (the proxy was installed by a test dependency)."""
+    from types import ModuleType
+
+    from profkit.heap import links
+
+    class Proxy:
+        @property  # type: ignore[misc]
+        def __class__(self) -> type:
+            return ModuleType
+
+    proxy = Proxy()
+    assert isinstance(proxy, ModuleType)
+    assert links.module_name(proxy) is None
+    assert links.module_name(sys) == "sys"

@@ -79,7 +79,7 @@ def accessors(objects: list[object]) -> tuple[list[str], list[bool]]:
         elif type(parent) in (list, tuple):
             index = _index_of(parent, child)  # type: ignore[arg-type]
             via[i] = "" if index is None else f"[{index}]"
-        elif not isinstance(parent, (dict, list, tuple, type, ModuleType, FrameType)):
+        elif not issubclass(type(parent), (dict, list, tuple, type, ModuleType, FrameType)):
             name = _attribute_of(parent, child)
             via[i] = f".{name}" if name is not None else ""
     return via, folded
@@ -87,7 +87,9 @@ def accessors(objects: list[object]) -> tuple[list[str], list[bool]]:
 
 def module_name(obj: object) -> str | None:
     """A module's ``__name__`` (read from its dict: no ``__getattr__`` runs), else None."""
-    if not isinstance(obj, ModuleType):
+    # type(), not isinstance: a proxy whose __class__ says "module" (lazy importers put
+    # them in sys.modules) is no module to the C descriptor
+    if not issubclass(type(obj), ModuleType):
         return None
     name = _module_dict.__get__(obj).get("__name__")
     return name if type(name) is str else None
@@ -126,9 +128,9 @@ def _is_namespace(owner: object, child: object) -> bool:
     """Whether ``child`` is ``owner``'s attribute dict (a module's, an instance's)."""
     if type(child) is not dict:
         return False
-    if isinstance(owner, ModuleType):
+    if issubclass(type(owner), ModuleType):
         return child is _module_dict.__get__(owner)
-    if isinstance(owner, (dict, list, tuple, type, FrameType)):
+    if issubclass(type(owner), (dict, list, tuple, type, FrameType)):
         return False
     # an instance's referent dict whose keys are all names: its __dict__ (reading the
     # attribute itself could create one where the object keeps its values inline)

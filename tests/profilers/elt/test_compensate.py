@@ -311,9 +311,12 @@ def test_no_compensate_keeps_recorded_times(tmp_path: Path) -> None:
     [
         (("--native", "off"), "the pure Python recorder is not calibrated"),
         (("--stream", "events.txt"), "event lines are on"),
-        (("--basetime", "1ms"), "the base time hides the calibration's calls"),
+        (("--basetime", "1ms"), "the base time cuts the calibration's calls"),
+        # shorter than any call: every calibration call kept, as a busy machine once kept
+        # slow ones past 1 ms (and compensated 4 ms a call)
+        (("--basetime", "1ns"), "the base time cuts the calibration's calls"),
     ],
-    ids=["pure-python", "event-lines", "basetime"],
+    ids=["pure-python", "event-lines", "basetime", "basetime-shorter-than-calls"],
 )
 def test_the_metadata_says_why_times_are_as_recorded(
     tmp_path: Path, flags: tuple[str, ...], why: str

@@ -144,8 +144,12 @@ class Results:
         closed, flat_threads = self._recorder.export_flat(now, frame_index)
         self._closed_open_calls += closed
         costs = None
+        # Under a base time the calibration's calls are cut unless they ran slow: what is
+        # left is the slow tail, and a busy machine once made it 4 ms "per call" (every
+        # time in the profile would have been taken to zero). Nothing is compensated then.
+        hidden = self.settings.basetime_ns > 0
         for token, data in flat_threads:
-            if cal is not None and token is cal.token:
+            if cal is not None and token is cal.token and not hidden:
                 costs = cal.costs(
                     memoryview(data).cast("q"),
                     flat.COLS,
@@ -279,7 +283,7 @@ def _compensation(
     elif cal is None or cal.token is None:
         why = "not calibrated (only profkit run calibrates, when recording starts)"
     elif profiler.settings.basetime_ns > 0:
-        why = "the base time hides the calibration's calls (each shorter than it)"
+        why = "the base time cuts the calibration's calls (all but the slowest)"
     else:
         why = "the calibration recorded nothing"
     return {"applied": False, "why": why}
