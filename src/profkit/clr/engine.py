@@ -43,10 +43,27 @@ def checked_target(
     return DotnetTarget(assembly, args, dotnet, perf_map, events)
 
 
-def _target(job: Job) -> DotnetTarget:
+def target_of(job: Job) -> DotnetTarget:
+    """The job's .NET target (every .NET engine's job has one)."""
     target = job.target
     assert isinstance(target, DotnetTarget)
     return target
+
+
+_target = target_of
+
+
+def host_unavailable(job: Job) -> str | None:
+    """Why no dotnet host can run the job's target (one line), else None: the same answer
+    for every .NET engine, traced or sampled."""
+    from profkit.clr.host import find_host
+    from profkit.errors import UsageError
+
+    try:
+        find_host(target_of(job).dotnet)
+    except UsageError as exc:
+        return str(exc)
+    return None
 
 
 def no_calls_note(target: DotnetTarget) -> str | None:
@@ -76,14 +93,7 @@ class DotnetEngine(ChildEngine):
         return self._note
 
     def unavailable(self, job: Job) -> str | None:
-        from profkit.clr.host import find_host
-        from profkit.errors import UsageError
-
-        try:
-            find_host(_target(job).dotnet)
-        except UsageError as exc:
-            return str(exc)
-        return None
+        return host_unavailable(job)
 
     def prepare(self, job: Job) -> tuple[str, ...]:
         from profkit.clr.environment import library_path

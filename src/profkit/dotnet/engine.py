@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from profkit.clr.engine import DotnetTarget
+from profkit.clr.engine import host_unavailable, target_of
 from profkit.dotnet.ipc import DiagnosticsError, find_socket
 from profkit.dotnet.session import LiveSession
 from profkit.engine.child import Child, run_child
@@ -28,10 +28,7 @@ from profkit.engine.contract import ChildEngine, Finished, Job
 POLL_S = 0.001
 
 
-def _target(job: Job) -> DotnetTarget:
-    target = job.target
-    assert isinstance(target, DotnetTarget)
-    return target
+_target = target_of
 
 
 class _Watcher:
@@ -74,14 +71,7 @@ class SampleEngine(ChildEngine):
     started, signalled and waited for by :mod:`profkit.engine.child`)."""
 
     def unavailable(self, job: Job) -> str | None:
-        from profkit.clr.host import find_host
-        from profkit.errors import UsageError
-
-        try:
-            find_host(_target(job).dotnet)
-        except UsageError as exc:
-            return str(exc)
-        return None
+        return host_unavailable(job)
 
     def prepare(self, job: Job) -> tuple[str, ...]:
         from profkit.clr.assembly import check_assembly
