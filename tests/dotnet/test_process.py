@@ -63,6 +63,12 @@ def test_port_turned_off_is_said(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 def test_environ_and_tmpdir_of_another_process(tmp_path: Path) -> None:
     proc = subprocess.Popen(["sleep", "30"], env={"TMPDIR": str(tmp_path), "A": "b=c"})
     try:
+        # until the child has exec'd, /proc/PID/environ is the forked parent's (a loaded
+        # machine showed {} here): wait for the exec itself, not for a time
+        deadline = time.monotonic() + 60
+        while Path(f"/proc/{proc.pid}/cmdline").read_bytes().split(b"\0")[0] != b"sleep":
+            assert time.monotonic() < deadline, "the child never exec'd sleep"
+            time.sleep(0.01)
         assert ipc.read_environ(proc.pid) == {"TMPDIR": str(tmp_path), "A": "b=c"}
         assert ipc.target_tmpdir(proc.pid) == str(tmp_path)
         (tmp_path / f"dotnet-diagnostic-{proc.pid}-7-socket").touch()
