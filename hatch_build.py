@@ -1,10 +1,9 @@
 """Hatch build hook: compile profkit's optional C hot paths.
 
-* ``profkit.profilers.elt._native``: ELT trace mode's recorder;
-* ``profkit.collect._profhook``: the ``sys.setprofile`` backend's dispatcher (3.11's
-  tracing collector);
-* ``profkit.monitor._closes``: the monitor's per-line loop over close lines;
-* ``profkit.collect._termguard``: the deadline of a SIGTERM that saves before it kills.
+* the extensions of :data:`EXTENSIONS` (module, sources): ELT trace mode's recorder, the
+  ``sys.setprofile`` dispatcher, the out-of-process sampler's frame walker, the allocation
+  hooks, the monitor's line loop and the SIGTERM deadline;
+* ``libprofkit_clr.so``, the CoreCLR profiler (:func:`_build_clr_profiler`).
 
 Why optional: profkit works everywhere in pure Python; the C modules only make tracing
 cheaper (see bench/README.md). So a machine without a C compiler or Python headers

@@ -9,10 +9,8 @@ from hypothesis import strategies as st
 from profkit._record import fields as record_fields
 from profkit.errors import SettingsError
 from profkit.settings import (
-    COLLECTOR_INTERVAL_VAR,
     SETTINGS,
     Settings,
-    export_collector_interval,
     misspelt_variables,
     parse_duration,
     prefix_matches,
@@ -164,15 +162,6 @@ def test_serialize_round_trip(
     env = s.serialize()
     assert all(k.startswith("PROFKIT_") and isinstance(v, str) for k, v in env.items())
     assert Settings.from_env(env) == s
-
-
-def test_profkit_interval_reaches_the_collectors_variable() -> None:
-    env = {"PROFKIT_INTERVAL": "20ms"}
-    export_collector_interval(env, Settings.from_env(env))
-    assert float(env[COLLECTOR_INTERVAL_VAR]) == 0.02
-    untouched: dict[str, str] = {COLLECTOR_INTERVAL_VAR: "0.005"}
-    export_collector_interval(untouched, Settings.from_env(untouched))
-    assert untouched == {COLLECTOR_INTERVAL_VAR: "0.005"}  # no PROFKIT_INTERVAL: left alone
 
 
 def test_misspelt_variables_are_named_with_a_suggestion() -> None:

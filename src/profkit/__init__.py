@@ -1,11 +1,19 @@
 """profkit: a profiling toolkit for performance engineers.
 
-Four parts share one package and one command line (``profkit``):
+One package and one command line (``profkit``) for:
 
-* :mod:`profkit.api` — a profiling API for Python programs after the .NET CLR Profiling API;
-* :mod:`profkit.profilers` — ready-made profilers built on that API (the ELT call-tree profiler);
-* :mod:`profkit.formats.instrprof` — LLVM instrumentation profiles (raw, indexed, text);
-* :mod:`profkit.formats.perfmap` — .NET R2R perf maps and Linux ``perf-PID.map`` files.
+* Python programs profiled in process: :mod:`profkit.api`, a profiling API after the .NET CLR
+  Profiling API, :mod:`profkit.collect` driving it, and :mod:`profkit.profilers` built on it
+  (the ELT call tree in trace and sample modes, memory);
+* Python programs sampled from outside (:mod:`profkit.sampler`) and .NET programs, traced by
+  a native CoreCLR profiler (:mod:`profkit.clr`) or sampled through the diagnostics port
+  (:mod:`profkit.dotnet`); :mod:`profkit.runner` runs any of them like its interpreter would;
+* one call-tree profile for all of them (:mod:`profkit.calltree`), read by
+  :mod:`profkit.report`, :mod:`profkit.export` and the live :mod:`profkit.monitor`;
+* file formats as libraries (:mod:`profkit.formats`): LLVM instrumentation profiles, .NET
+  perf maps and ReadyToRun images, Linux ``perf-PID.map`` files, EventPipe nettrace.
+
+The version is written once, here (``pyproject.toml`` reads it: ``[tool.hatch.version]``).
 
 Importing :mod:`profkit` itself is cheap on purpose: the start-up hook runs in every Python
 process once the package is installed, so nothing heavy is imported here.

@@ -12,7 +12,7 @@ import pytest
 
 from profkit.api import EventMask
 from profkit.api.errors import ImmutableFlagError, NotAvailableError, ProfilerApiError
-from profkit.collect import attach, detach
+from profkit.collect import attach, backends, detach
 from tests.collect.recording import Recorder
 
 
@@ -223,15 +223,13 @@ def handles() -> str:
 
 
 def test_exception_notifications(backend: str) -> None:
-    from profkit.collect import _capabilities
-
     rec = Recorder(EventMask.ENTER_LEAVE | EventMask.EXCEPTIONS)
     attach(rec, backend)
     assert handles() == "handled"
     detach()
     kinds = [e[:2] for e in rec.events if e[0] in ("thrown", "caught", "reraised", "unwind")]
     assert ("unwind", "reraiser") in kinds
-    if _capabilities(backend).full_exceptions:
+    if backends.capabilities(backend).full_exceptions:
         assert kinds == [
             ("thrown", "reraiser"),
             ("caught", "reraiser"),

@@ -29,7 +29,6 @@ from profkit.api.callback import ProfilerCallback
 from profkit.api.errors import ProfilerApiError, UnsupportedEventError
 from profkit.api.events import EventMask
 from profkit.collect import backends
-from profkit.collect.base import Capabilities
 from profkit.collect.info import SessionInfo
 from profkit.collect.select import Choice, choose
 from profkit.collect.session import Session
@@ -228,8 +227,3 @@ def _forget(session: Session) -> None:
     with _lock:
         if _current is not None and _current._session is session:
             _current = None
-
-
-def _capabilities(name: str) -> Capabilities:
-    """The capability flags of backend ``name`` (the backend table's)."""
-    return backends.capabilities(name)

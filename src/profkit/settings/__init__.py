@@ -291,17 +291,6 @@ def collector_interval_text(settings: Settings) -> str:
     return repr(settings.interval_ns / 1e9)
 
 
-def export_collector_interval(environ: dict[str, str], settings: Settings) -> None:
-    """Put ``PROFKIT_INTERVAL`` into the collector's variable of a child's environment dict.
-
-    Kept for callers building an environment by hand. Nothing in profkit calls it on
-    ``os.environ`` any more (the start-up hook reads both variables through
-    :func:`sample_interval_s`); without ``PROFKIT_INTERVAL`` the dict is left alone.
-    """
-    if "PROFKIT_INTERVAL" in environ:
-        environ[COLLECTOR_INTERVAL_VAR] = collector_interval_text(settings)
-
-
 def known_variables() -> frozenset[str]:
     """Every ``PROFKIT_*`` variable profkit reads."""
     return frozenset(s.env for s in (*SETTINGS, *ACTIVATION, *ENGINES))
@@ -343,7 +332,6 @@ __all__ = [
     "Setting",
     "Settings",
     "collector_interval_text",
-    "export_collector_interval",
     "format_duration",
     "known_variables",
     "misspelt_variables",
