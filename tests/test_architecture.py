@@ -8,87 +8,58 @@ rule: change the code, or change the rule in docs/architecture.md and here, sayi
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "profkit"
+DOC = SRC.parents[1] / "docs" / "architecture.md"
 
-#: top-level unit (package or module of profkit) -> the profkit units it may import
-SHARED = {"errors", "_text"}
-ALLOWED: dict[str, set[str]] = {
-    "api": {"errors"},
-    "collect": {"api", "settings", "errors", "_text", "heap", "_toolids"},
-    # api: frames named by the one naming rule (api.names.module_of)
-    "heap": {"api", "errors", "calltree"},
-    # _toolids: the elt C-call tool moves off a claimed sys.monitoring id as the collector's do
-    # _streamfile: the --stream file the runner opened and checked, handed to the text sink
-    "profilers": {"api", "calltree", "errors", "wire", "_toolids", "_streamfile"},
-    # the contract between the runner and its engines, below both (no cycle)
-    # export: a Job carries the run's Destination (export.destination)
-    "engine": {"calltree", "export", "settings", "errors"},
-    # runner loads engines and profilers by name from its table (importlib), not imports
-    "runner": {
-        "api",
-        "calltree",
-        "collect",
-        "engine",
-        "errors",
-        "export",
-        "report",
-        "settings",
-        "_atomic",
-        "_output",
-        "_streamfile",
-        "_text",
-    },
-    # sampler and clr are engines: they import engine (and export for the Destination),
-    # never runner, which loads them by name (no package cycle)
-    "sampler": {"api", "calltree", "engine", "export", "settings", "errors", "_text"},
-    "clr": {
-        "calltree",
-        "engine",
-        "export",
-        "formats",
-        "settings",
-        "errors",
-        "wire",
-        "_text",
-        "_lazy",
-    },
-    # the .NET sampler: the CLR package's host/assembly/target, the nettrace reader, the engine contract
-    "dotnet": {"calltree", "clr", "engine", "formats", "errors", "_text"},
-    "calltree": {"errors", "_atomic", "_inputs"},
-    "report": {"api", "calltree", "errors", "_text"},
-    "export": {"calltree", "report", "errors", "_atomic", "_output"},
-    # settings: its one PROFKIT_* variable (PROFKIT_NO_RECVMMSG) read through the table
-    "monitor": {"wire", "report", "settings", "errors", "_text"},
-    "wire": {"errors"},
-    "formats": {"errors", "_atomic", "_inputs", "_lazy"},
-    "present": {"formats", "errors", "_text", "_lazy"},
-    "settings": {"api", "errors"},
-    "demo": set(),
-    "_inputs": {"errors"},
-    "_output": {"errors"},
-    "_atomic": {"errors", "_output"},
-    "_text": set(),
-    "_lazy": set(),
-    "_toolids": set(),
-    "_streamfile": {"_atomic"},
-    "_record": {"_record_inits"},
-    "_record_inits": set(),
-    "errors": set(),
-}
-#: modules allowed one more import than their package, each with its reason
-EXCEPTIONS: dict[str, set[str]] = {
-    # the environment activation of profkit's own profilers is the runner's (it saves)
-    "collect/startup.py": {"runner"},
-    # the output formats `-o FILE.EXT` may name come from the export table
-    "settings/parse.py": {"export"},
-}
-#: what every module may import: the package root (``__version__``) and the record classes
-#: that stand in for dataclasses where start-up time counts (a language-level helper)
-EVERYWHERE = {"__version__", "_record"}
+#: what every module may import (docs/architecture.md says so above its table): the one
+#: error root, the package root (``__version__``) and the record classes that stand in for
+#: dataclasses where start-up time counts (a language-level helper)
+EVERYWHERE = {"errors", "__version__", "_record"}
+
+
+def _outside_parentheses(text: str) -> str:
+    """``text`` without its parenthesised reasons (which may nest and name units)."""
+    depth, kept = 0, []
+    for char in text:
+        depth += char == "("
+        if depth == 0:
+            kept.append(char)
+        depth -= char == ")" and depth > 0
+    return "".join(kept)
+
+
+def _documented() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """docs/architecture.md's table: unit -> the units it may import, and file -> the one
+    more it may ("`X` only from `file.py`"). The table is the rule; this test reads it, so
+    the two cannot disagree. ``cli/`` (anything) is not checked."""
+    allowed: dict[str, set[str]] = {}
+    exceptions: dict[str, set[str]] = {}
+    for line in DOC.read_text(encoding="utf-8").splitlines():
+        cells = line.split(" | ")
+        if not line.startswith("| `") or len(cells) != 3:
+            continue
+        units = [u.rstrip("/").removesuffix(".py") for u in re.findall(r"`([\w/.]+)`", cells[0])]
+        column = _outside_parentheses(cells[2].rstrip(" |"))
+        if units == ["cli"]:
+            continue
+        plain, *only = column.split(";")
+        for unit in units:
+            allowed[unit] = set(re.findall(r"`(\w+)`", plain))
+            for rule in only:
+                found = re.fullmatch(r"\s*`(\w+)` only from `([\w/.]+)`\s*", rule)
+                assert found, f"docs/architecture.md, {unit}: cannot read {rule!r}"
+                exceptions.setdefault(f"{unit}/{found[2]}", set()).add(found[1])
+    return allowed, exceptions
+
+
+#: top-level unit (package or module of profkit) -> the profkit units it may import, and
+#: the modules allowed one more import than their package (each with its reason in the doc)
+ALLOWED, EXCEPTIONS = _documented()
 
 
 def _unit(path: Path) -> str:
@@ -124,6 +95,29 @@ def test_imports_follow_the_architecture(path: Path) -> None:
         if name.split(".")[1] not in allowed
     ]
     assert not bad, "\n".join(bad)
+
+
+def test_every_allowance_is_used() -> None:
+    """An allowance nobody uses is stale: the table must say what the code does, so a
+    package that stops importing another loses the right to (narrowed in the doc)."""
+    used: dict[str, set[str]] = {}
+    for path in MODULES:
+        key = str(path.relative_to(SRC))
+        names = {name.split(".")[1] for _, name in _imports(path)}
+        used.setdefault(_unit(path), set()).update(names)
+        used[key] = names
+    stale = [f"{unit} may import {sorted(a - used.get(unit, set()))}" for unit, a in ALLOWED.items()]
+    stale += [f"{f} may import {sorted(a - used.get(f, set()))}" for f, a in EXCEPTIONS.items()]
+    stale = [s for s in stale if not s.endswith("[]")]
+    assert not stale, "unused allowances in docs/architecture.md:\n" + "\n".join(stale)
+
+
+def test_the_table_covers_every_unit_and_reads_its_rules() -> None:
+    units = {_unit(p) for p in MODULES}
+    assert units <= set(ALLOWED), f"no row in docs/architecture.md: {units - set(ALLOWED)}"
+    assert set(ALLOWED) <= units, f"rows for nothing: {set(ALLOWED) - units}"
+    assert EXCEPTIONS == {"collect/startup.py": {"runner"}, "settings/parse.py": {"export"}}
+    assert ALLOWED["runner"] >= {"collect", "engine", "export"} and not ALLOWED["wire"]
 
 
 def test_formats_know_nothing_of_collectors_or_presentation() -> None:
