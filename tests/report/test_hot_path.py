@@ -175,8 +175,8 @@ def test_profkit_and_import_frames_hidden() -> None:
     boot = launcher.child(
         p.frame_id(Frame("importlib._bootstrap._find_and_load", "<frozen importlib._bootstrap>", 1))
     )
-    boot.add_call(100, 10)
-    boot.child(p.frame_id(Frame("app.main", "/a/app.py", 3))).add_call(90, 90)
+    boot.add_call(100, 0)  # passes its time through (one that holds some stays shown)
+    boot.child(p.frame_id(Frame("app.main", "/a/app.py", 3))).add_call(100, 100)
     t.root.child(
         p.frame_id(Frame("contextlib.suppress.__init__", "/usr/lib/contextlib.py", 1))
     ).add_call(1, 1)
@@ -313,3 +313,35 @@ def test_the_programs_own_frames_are_never_folded() -> None:
 def test_prefix_modules_are_never_folded() -> None:
     text = render_tree(_chain_profile(12), width=None, fold=True, prefix="pkg1,app")
     assert "frames folded" not in text and "pkg1.f10" in text
+
+
+def test_memory_top_item_agrees_in_tree_hot_spots_and_flat() -> None:
+    """Issue #25 item 5: 60.9 % of a memory profile's bytes in ``_compile_bytecode`` (the
+    code objects of imported modules) was folded into the importing module by the tree,
+    so its hot spots named ``<module>`` while the flat view and the HTML named the
+    import frame. The hot spots and the tree now show it; pass-through import frames
+    stay folded."""
+    from profkit.report.flat import render_flat
+
+    p = CallProfile("memory")
+    t = ThreadTree(1, "MainThread")
+    p.threads.append(t)
+    ext = "<frozen importlib._bootstrap_external>"
+    main = t.root.child(p.frame_id(Frame("__main__.<module>", "/a/app.py", 1)))
+    main.add_call(100, 10)
+    load = main.child(
+        p.frame_id(Frame("importlib._bootstrap._find_and_load", "<frozen importlib._bootstrap>", 1))
+    )
+    load.add_call(61, 0)
+    load.child(p.frame_id(Frame("importlib._bootstrap_external._compile_bytecode", ext, 2)))
+    load.children[2].add_call(61, 61)
+    main.child(p.frame_id(Frame("app.work", "/a/app.py", 9))).add_call(29, 29)
+    t.root.inclusive_ns = 100
+    text = render_tree(p, width=None, fold=True, hot_spots=3)
+    spots = text.split("hot spots", 1)[1].splitlines()
+    assert spots[1].split()[-1] == "importlib._bootstrap_external._compile_bytecode"
+    assert "61.0%" in spots[1]
+    assert re.search(r"─ importlib\._bootstrap_external\._compile_bytecode", text)
+    assert "_find_and_load" not in text  # passes its bytes through: still folded
+    flat = render_flat(p, width=None).splitlines()
+    assert flat[2].endswith("importlib._bootstrap_external._compile_bytecode")

@@ -17,6 +17,7 @@ from profkit.calltree.model import CallProfile
 from profkit.errors import UsageError
 from profkit.report._fmt import parse_duration
 from profkit.report.flat import render_callers, render_flat
+from profkit.report.lines import line_rows, merge_rows, render_lines
 from profkit.report.metric import METRICS, memory_view
 from profkit.report.text import render_tree
 
@@ -34,6 +35,12 @@ def register(sub: Any, name: str, help_text: str) -> None:
         choices=("tree", "flat", "callers"),
         default="tree",
         help="call tree (default), one line per function, or who calls --function",
+    )
+    parser.add_argument(
+        "--lines",
+        action="store_true",
+        help="the hottest lines (file:line) with their share of the samples, like py-spy's "
+        "line view (sampled profiles; --top N, default 20)",
     )
     add_metric_argument(parser)
     parser.add_argument(
@@ -187,6 +194,8 @@ def _handler(args: argparse.Namespace) -> int:
 
 
 def _render(args: argparse.Namespace, width: int | None, color: bool, min_time: int) -> str:
+    if args.lines:
+        return _render_lines(args, width, color)
     profile = load_all(args.files, args.metric)
     if args.view == "tree":
         text = render_tree(
@@ -216,3 +225,16 @@ def _render(args: argparse.Namespace, width: int | None, color: bool, min_time: 
             raise UsageError("--view callers needs --function F")
         text = render_callers(profile, args.function, width=width, color=color, prefix=args.prefix)
     return text
+
+
+def _render_lines(args: argparse.Namespace, width: int | None, color: bool) -> str:
+    """``--lines``: each file's per-line samples read before any combining (their rows
+    name frames by index in that file), then summed by ``file:line``."""
+    groups = []
+    total = 0
+    for path in args.files:
+        rows, samples = line_rows(_load(path), path)
+        groups.append(rows)
+        total += samples
+    rows = merge_rows(groups)
+    return render_lines(rows, total, width=width, color=color, prefix=args.prefix, top=args.top)

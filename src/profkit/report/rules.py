@@ -4,12 +4,14 @@ read in one place."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
+
 from profkit.api.names import INTERNAL_MODULES
-from profkit.calltree.model import CallProfile
-from profkit.report.shown import Hiding
+from profkit.calltree.model import CallNode, CallProfile, Frame
+from profkit.report.shown import Columns, Hiding
 from profkit.report.tree import matches
 
-__all__ = ["INTERNAL_MODULES", "c_functions", "hiding_rules"]
+__all__ = ["INTERNAL_MODULES", "c_functions", "heavy_imports", "hiding_rules"]
 #: Frames at a thread's root that only the runner called (``contextlib.suppress`` around
 #: the program's exit, in profiles saved before the runner moved to :mod:`profkit.runner`).
 _LAUNCHER_ROOTS = ("contextlib.suppress.",)
@@ -17,9 +19,17 @@ _IMPORT_FILES = ("<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_
 _IMPORT_NAMES = ("importlib._bootstrap", "importlib._bootstrap_external")
 
 
-def hiding_rules(profile: CallProfile, prefixes: tuple[str, ...], fold: bool) -> Hiding:
+def hiding_rules(
+    profile: CallProfile,
+    prefixes: tuple[str, ...],
+    fold: bool,
+    unfolded: Collection[int] = (),
+) -> Hiding:
     """The view's rules: profkit's frames (and those outside ``prefixes``) hidden, import
-    machinery folded when ``fold``, C functions hidden at the root (see :func:`c_functions`)."""
+    machinery folded when ``fold``, C functions hidden at the root (see :func:`c_functions`).
+
+    ``unfolded``: import frames that stay shown although ``fold`` (those where the time or
+    the bytes themselves are, :func:`heavy_imports`)."""
     frames = profile.frames
     hidden = [
         matches(f.name, INTERNAL_MODULES)
@@ -27,12 +37,67 @@ def hiding_rules(profile: CallProfile, prefixes: tuple[str, ...], fold: bool) ->
         or (bool(prefixes) and not matches(f.name, prefixes))
         for f in frames
     ]
-    imports = (
-        [f.file.startswith(_IMPORT_FILES) or matches(f.name, _IMPORT_NAMES) for f in frames]
-        if fold
-        else []
-    )
+    imports = [_is_import(f) for f in frames] if fold else []
+    for frame in unfolded:
+        if 0 <= frame < len(imports):
+            imports[frame] = False
     return Hiding(len(frames), hidden, imports, c_functions(profile))
+
+
+#: Share of a thread's total above which an import-machinery frame's own time (or bytes)
+#: keeps it out of the fold: issue #25 item 5, where ``_compile_bytecode`` held 60.9 % of a
+#: memory profile's bytes (the code objects of every imported module) and the folded tree
+#: charged them to whichever module imported, while the flat view and the HTML named it.
+HEAVY_SHARE = 0.01
+
+
+def heavy_imports(
+    profile: CallProfile, root: CallNode, self_by_frame: dict[int, int], total: int
+) -> set[int]:
+    """Import-machinery frames where the time or bytes themselves are: their own share is
+    at least :data:`HEAVY_SHARE` of ``total`` and at least half of all the time spent in
+    them (``get_data``, ``_compile_bytecode``). Pass-through frames
+    (``_call_with_frames_removed``, ``_find_and_load``) stay folded even when some self
+    time lands in them: unfolded, they would stand above every nested import."""
+    frames = profile.frames
+    limit = HEAVY_SHARE * total
+    candidates = {
+        f
+        for f, own in self_by_frame.items()
+        if own > 0 and own >= limit and 0 <= f < len(frames) and _is_import(frames[f])
+    }
+    if not candidates:
+        return candidates
+    inclusive = _inclusive_by_frame(root, candidates)
+    return {f for f in candidates if 2 * self_by_frame[f] >= inclusive.get(f, 0)}
+
+
+def _is_import(frame: Frame) -> bool:
+    return frame.file.startswith(_IMPORT_FILES) or matches(frame.name, _IMPORT_NAMES)
+
+
+def _inclusive_by_frame(root: CallNode, wanted: set[int]) -> dict[int, int]:
+    """Summed inclusive time of every node of the ``wanted`` frames (a frame nested in
+    itself counts twice, which only makes :func:`heavy_imports` stricter); over the
+    recorder's flat rows when the tree offers them, so no node is made."""
+    out: dict[int, int] = {}
+    columns: Callable[[], Columns | None] | None = getattr(root, "flat_columns", None)
+    flat = columns() if columns is not None else None
+    if flat is not None:
+        parents, frame_of, exclusive = flat
+        inclusive = list(exclusive)
+        for row in range(len(frame_of) - 1, 0, -1):
+            inclusive[parents[row]] += inclusive[row]
+            if frame_of[row] in wanted:
+                out[frame_of[row]] = out.get(frame_of[row], 0) + inclusive[row]
+        return out
+    stack = list(root.children.values())
+    while stack:
+        node = stack.pop()
+        if node.frame in wanted:
+            out[node.frame] = out.get(node.frame, 0) + node.inclusive_ns
+        stack.extend(node.children.values())
+    return out
 
 
 def c_functions(profile: CallProfile) -> list[bool]:
