@@ -12,7 +12,7 @@ from profkit.calltree import file
 from profkit.calltree.building import add_stack
 from profkit.calltree.model import CallProfile, Frame, ThreadTree
 from profkit.cli.main import main
-from profkit.errors import ProfileDataError
+from profkit.errors import ProfileDataError, UsageError
 from profkit.report.lines import LineRow, line_rows, merge_rows, render_lines
 
 
@@ -58,7 +58,7 @@ def test_top_prefix_and_merge() -> None:
 def test_profiles_without_lines_say_how_to_get_them() -> None:
     p = sampled([])
     p.metadata = {}
-    with pytest.raises(Exception, match="no per-line samples.*--mode sample"):
+    with pytest.raises(UsageError, match=r"no per-line samples.*--mode sample"):
         line_rows(p, "x.json")
 
 
