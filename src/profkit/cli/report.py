@@ -36,13 +36,8 @@ def register(sub: Any, name: str, help_text: str) -> None:
         default="tree",
         help="call tree (default), one line per function, or who calls --function",
     )
-    parser.add_argument(
-        "--lines",
-        action="store_true",
-        help="the hottest lines (file:line) with their share of the samples, like py-spy's "
-        "line view (sampled profiles; --top N, default 20)",
-    )
     add_metric_argument(parser)
+    _add_lines_argument(parser)
     parser.add_argument(
         "--function",
         "-f",
@@ -116,6 +111,16 @@ def add_metric_argument(parser: argparse.ArgumentParser) -> None:
         default="alloc",
         help="memory profiles (run --mode memory): bytes allocated (default), alive at the "
         "peak, or still alive at the end (leaked)",
+    )
+
+
+def _add_lines_argument(parser: argparse.ArgumentParser) -> None:
+    """``--lines``: the line view of a sampled profile (:mod:`profkit.report.lines`)."""
+    parser.add_argument(
+        "--lines",
+        action="store_true",
+        help="the hottest lines (file:line) with their share of the samples, like "
+        "py-spy's line view (sampled profiles; --top N, default 20)",
     )
 
 

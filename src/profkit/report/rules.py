@@ -8,10 +8,10 @@ from collections.abc import Callable, Collection
 
 from profkit.api.names import INTERNAL_MODULES
 from profkit.calltree.model import CallNode, CallProfile, Frame
-from profkit.report.shown import Columns, Hiding
+from profkit.report.shown import Columns, Hiding, self_times
 from profkit.report.tree import matches
 
-__all__ = ["INTERNAL_MODULES", "c_functions", "heavy_imports", "hiding_rules"]
+__all__ = ["INTERNAL_MODULES", "ThreadRules", "c_functions", "heavy_imports", "hiding_rules"]
 #: Frames at a thread's root that only the runner called (``contextlib.suppress`` around
 #: the program's exit, in profiles saved before the runner moved to :mod:`profkit.runner`).
 _LAUNCHER_ROOTS = ("contextlib.suppress.",)
@@ -70,6 +70,36 @@ def heavy_imports(
         return candidates
     inclusive = _inclusive_by_frame(root, candidates)
     return {f for f in candidates if 2 * self_by_frame[f] >= inclusive.get(f, 0)}
+
+
+class ThreadRules:
+    """Each thread's hiding rules and hot spots (self time by shown frame).
+
+    The hot spots are counted with the import machinery unfolded: they name the functions
+    where the time is, as the flat view and the HTML do (issue #25 item 5), and an import
+    frame that holds a real share itself (:func:`heavy_imports`) stays out of the tree's
+    fold too, so all three agree. Without hot spots nothing walks the whole tree (the
+    end-of-run tree reads only what it prints), and the fold is as it always was.
+    """
+
+    def __init__(
+        self, profile: CallProfile, prefixes: tuple[str, ...], fold: bool, hot_spots: bool
+    ) -> None:
+        self.profile, self.prefixes, self.fold, self.hot_spots = profile, prefixes, fold, hot_spots
+        self.hiding = hiding_rules(profile, prefixes, fold)
+        self.unfolded = hiding_rules(profile, prefixes, False) if fold and hot_spots else None
+
+    def of(self, root: CallNode) -> tuple[dict[int, int], Hiding]:
+        """``(hot spots, rules)`` for the thread whose tree is ``root``."""
+        if not self.hot_spots:
+            return {}, self.hiding
+        spots = self_times(root, self.unfolded or self.hiding)
+        if not self.fold:
+            return spots, self.hiding
+        heavy = heavy_imports(self.profile, root, spots, root.inclusive_ns)
+        if not heavy:
+            return spots, self.hiding
+        return spots, hiding_rules(self.profile, self.prefixes, True, heavy)
 
 
 def _is_import(frame: Frame) -> bool:

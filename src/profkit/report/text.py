@@ -30,8 +30,8 @@ from profkit.report.deep import (
     tree_prefix,
 )
 from profkit.report.own import own_frames
-from profkit.report.rules import heavy_imports, hiding_rules
-from profkit.report.shown import ShownNode, self_times, shown_tree
+from profkit.report.rules import ThreadRules
+from profkit.report.shown import ShownNode, shown_tree
 from profkit.report.shown import total_ns as shown_total
 from profkit.report.tree import display_names, parse_prefixes
 
@@ -92,27 +92,15 @@ def render_tree(
     if width is not None:
         width = max(width, len(_COLUMNS) + _MIN_NAME)
     labels = display_names(profile)
-    hiding = hiding_rules(profile, prefixes, fold)
+    rules = ThreadRules(profile, prefixes, fold, hot_spots > 0)
     own = own_frames(profile, prefixes) if fold else []
     out: list[str] = []
     mode = {"trace": "traced", "sample": "sampled"}.get(profile.mode) or _MEMORY_WORDS.get(
         str(profile.metadata.get("metric")), "allocated"
     )
     fmt = value_formatter(profile.mode)
-    unfolded = hiding_rules(profile, prefixes, False) if fold and hot_spots else hiding
     for thread in profile.threads:
-        # Hot spots first, over the recorder's rows while no node of the tree was made, and
-        # with the import machinery unfolded: they name the functions where the time is, as
-        # the flat view and the HTML do (issue #25 item 5). An import frame that holds a
-        # real share itself stays out of the tree's fold too, so all three agree. (Without
-        # hot spots nothing walks the whole tree: the end-of-run tree reads what it prints.)
-        spots = self_times(thread.root, unfolded) if hot_spots else {}
-        heavy = (
-            heavy_imports(profile, thread.root, spots, thread.root.inclusive_ns)
-            if fold and spots
-            else set()
-        )
-        shown_rules = hiding_rules(profile, prefixes, fold, heavy) if heavy else hiding
+        spots, shown_rules = rules.of(thread.root)  # hot spots before any node is made
         root = shown_tree(thread.root, shown_rules)
         total = shown_total(root)
         if out:
