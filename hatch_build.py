@@ -181,6 +181,10 @@ CLR_SOURCES = tuple(
         "events",
         "output",
         "files",
+        "census",
+        "census_classes",
+        "census_names",
+        "census_roots",
     )
 )
 CLR_PROFILER = "profkit/clr/libprofkit_clr.so"

@@ -29,7 +29,12 @@ def register(sub: Any, name: str, help_text: str) -> None:
     )
     run.add_argument("--top", type=int, default=10, metavar="N", help="types to show (10)")
     run.add_argument("-o", "--output", metavar="FILE", help="write the report here, not stderr")
-    run.add_argument("script", help="the Python script")
+    run.add_argument(
+        "--dotnet",
+        metavar="PATH",
+        help="for a .NET assembly (app.dll): the dotnet host to run (docs/clr.md)",
+    )
+    run.add_argument("script", help="the Python script, or a .NET assembly (app.dll)")
     run.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
     # Ctrl-C is the program's, as under `profkit run`: the report is written, then the
     # command dies of SIGINT (cli.main's sticky interrupt would refuse to write it).
@@ -47,6 +52,12 @@ def _handler(args: argparse.Namespace) -> int:
         raise UsageError(f"--top must be between 1 and 10000, not {args.top}")
     if args.output:
         ensure_not_an_input(args.output, [args.script])
+    from profkit.clr.assembly import looks_like_assembly_name
+
+    if looks_like_assembly_name(args.script):
+        return _dotnet(args)
+    if args.dotnet:
+        raise UsageError("--dotnet is for .NET assemblies (app.dll)")
     program = Program("script", args.script, tuple(args.args))
     prepared = program.prepare()
     taken: list[HeapSnapshot] = []
@@ -78,3 +89,24 @@ def _handler(args: argparse.Namespace) -> int:
     if outcome.system_exit is not None:
         raise outcome.system_exit  # end like the program: its SystemExit, as it raised it
     return outcome.status
+
+
+def _dotnet(args: argparse.Namespace) -> int:
+    """The census of a .NET program's heap at its end; ends as the program did."""
+    from profkit._atomic import write_atomic, write_errors
+    from profkit.cli.heap_clr import run_report
+
+    text, ended = run_report(args.script, list(args.args), args.dotnet, args.top)
+    if args.output:
+        with write_errors(f"cannot write {args.output}: "):
+            write_atomic(args.output, text.encode("utf-8", "surrogateescape"))
+    else:
+        sys.stderr.write(text)
+    if ended.died_of is not None:
+        from profkit.runner import signals
+
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        signals.die_of(ended.died_of)
+    return ended.status

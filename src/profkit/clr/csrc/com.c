@@ -8,6 +8,7 @@
  * clr_abi.h), apart from what any callback does. Only the two Dll* symbols are exported.
  */
 #include "profiler.h"
+#include "census.h"
 
 #include <string.h>
 
@@ -81,6 +82,8 @@ static void build_vtable(void) {
     SET(CB_GarbageCollectionFinished, cb_GarbageCollectionFinished);
     SET(CB_InitializeForAttach, cb_InitializeForAttach);
     SET(CB_LoadAsNotificationOnly, cb_LoadAsNotificationOnly);
+    SET(CB_ObjectReferences, cb_ObjectReferences);
+    SET(CB_RootReferences2, cb_RootReferences2);
 #undef SET
     g_profiler.vtbl = (void *const *)g_cb_vtbl;
 }

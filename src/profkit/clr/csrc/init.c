@@ -7,6 +7,7 @@
  * its own: the order of these steps is the start-up contract; each step is its owner's.
  */
 #include "profiler.h"
+#include "census.h"
 
 /* ICorProfilerInfo15 .. ICorProfilerInfo3, newest first: the first one the runtime gives
  * us is the version we hold (3 is the least we need: the mapper and the WithInfo hooks). */
@@ -50,6 +51,7 @@ static HRESULT set_event_mask(void) {
     if (S.events & EV_LOADS) mask |= PRF_MONITOR_MODULE_LOADS | PRF_MONITOR_ASSEMBLY_LOADS;
     if (S.events & EV_JIT) mask |= PRF_MONITOR_JIT_COMPILATION | PRF_MONITOR_CACHE_SEARCHES;
     if (S.events & EV_CALLS) mask |= PRF_MONITOR_EXCEPTIONS; /* unwinding pops shadow frames */
+    if (g_census) mask |= PRF_MONITOR_GC | PRF_MONITOR_MODULE_LOADS; /* the heap census (census.c) */
     HRESULT hr;
     if ((S.events & EV_GC) && g_info_version >= 5) {
         high |= PRF_HIGH_BASIC_GC;
@@ -78,7 +80,7 @@ HIDDEN HRESULT cb_Initialize(void *self, void *unk) {
         say("profkit: clr: this runtime has no ICorProfilerInfo3; the program runs unprofiled");
         return E_FAIL;
     }
-    if (open_sinks() < 0) return E_FAIL;
+    if (open_sinks() < 0 || census_open() < 0) return E_FAIL;
     HRESULT hr = set_event_mask();
     if (hr < 0) {
         say("profkit: clr: SetEventMask failed (HRESULT 0x%08x); the program runs unprofiled", (unsigned)hr);
@@ -108,6 +110,7 @@ HIDDEN HRESULT cb_InitializeForAttach(void) { return E_NOTIMPL; }
 
 HIDDEN HRESULT cb_Shutdown(void *self) {
     (void)self;
+    census_take();
     add_pending_code();
     finish(0);
     return S_OK;

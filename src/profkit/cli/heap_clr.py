@@ -1,0 +1,115 @@
+"""`profkit heap run app.dll ARGS`: the .NET half of `heap run`.
+
+The census comes from :mod:`profkit.clr.census`; the chains are found by the same search
+as a Python script's (:func:`profkit.heap.why_alive.chains_to`, roots in the order
+static, stack, finalizer, handle, other) and printed by the same
+:func:`~profkit.heap.why_alive.format_report`, each link named: a static root as
+``Namespace.Type.Field``, a stack root by its method, a handle by its kind, a field by
+its name and an array element by its index.
+"""
+
+from __future__ import annotations
+
+import tempfile
+
+from profkit.clr.censusfile import Census, ClassTotal, ref_offsets
+from profkit.engine.contract import Outcome
+from profkit.heap.why_alive import (
+    Chain,
+    HeapSnapshot,
+    Link,
+    TypeReport,
+    TypeTotal,
+    chains_to,
+    format_report,
+)
+
+#: the order of root kinds a chain is searched from (earlier kinds win ties of length)
+ROOT_ORDER = ("static", "stack", "finalizer", "handle", "other")
+
+
+def run_report(assembly: str, args: list[str], dotnet: str | None, top: int) -> tuple[str, Outcome]:
+    """Run the assembly, and return the report text and how the program ended."""
+    from profkit.clr.census import run_census
+
+    with tempfile.TemporaryDirectory(prefix="profkit-heap-") as tmp:
+        path = f"{tmp}/census.txt"
+        outcome = run_census(assembly, args, path, dotnet=dotnet)
+        if outcome.census is None:
+            return f"profkit heap: {outcome.problem}\n", outcome.ended
+        return census_report(outcome.census, path, top), outcome.ended
+
+
+def census_report(census: Census, path: str, top: int) -> str:
+    """The report of one census (``path``: its file, read again to name the fields)."""
+    objects = sum(t.count for t in census.totals)
+    size = sum(t.bytes for t in census.totals)
+    text = (
+        f"profkit heap: {objects:,} objects, {size:,} bytes (.NET, after a full GC; "
+        f"census took {census.gc_ns / 1e6:.1f} ms)\n"
+    )
+    if census.cut:
+        text += f"profkit heap: {census.cut:,} objects left out of the reference graph (cap): chains may be missing\n"
+    ranked = sorted(census.totals, key=lambda t: (-t.bytes, t.name))[:top]
+    snapshot = _snapshot(census, ranked)
+    chains = chains_to(snapshot, (t.example for t in ranked))
+    chains = _named_chains(census, path, chains)
+    reports = [
+        TypeReport(TypeTotal(t.name, t.count, t.bytes, t.example), chains.get(t.example))
+        for t in ranked
+    ]
+    return text + format_report(reports)
+
+
+def _snapshot(census: Census, ranked: list[ClassTotal]) -> HeapSnapshot:
+    snapshot = HeapSnapshot()
+    names = {t.class_id: t.name for t in census.totals}
+    for key, (class_id, size, refs) in census.objects.items():
+        snapshot.objects[key] = (names.get(class_id, f"(class 0x{class_id:x})"), size, refs)
+    for t in ranked:
+        snapshot.objects.setdefault(t.example, (t.name, 0, ()))
+    rank = {kind: i for i, kind in enumerate(ROOT_ORDER)}
+    for root in sorted(census.roots, key=lambda r: rank.get(r.kind, len(rank))):
+        if root.object_id not in snapshot.roots:
+            snapshot.roots[root.object_id] = _root_title(root.kind, root.label)
+            snapshot.objects.setdefault(root.object_id, ("(object)", 0, ()))
+            if root.kind == "static":
+                snapshot.labels[root.object_id] = root.label
+    return snapshot
+
+
+def _root_title(kind: str, label: str) -> str:
+    if kind == "static" or not label:
+        return kind
+    return f"{kind}: {label}" if kind == "stack" else f"{label} {kind}"
+
+
+def _named_chains(census: Census, path: str, chains: dict[int, Chain]) -> dict[int, Chain]:
+    """The chains with each link's way of holding the next named (``._items``, `` [3]``)."""
+    pairs = {
+        (chain.links[i].object_id, chain.links[i + 1].object_id)
+        for chain in chains.values()
+        for i in range(len(chain.links) - 1)
+    }
+    offsets = ref_offsets(path, pairs) if pairs else {}
+    out: dict[int, Chain] = {}
+    for target, chain in chains.items():
+        links = list(chain.links)
+        for i in range(len(links) - 1):
+            offset = offsets.get((links[i].object_id, links[i + 1].object_id))
+            holder = census.objects.get(links[i].object_id)
+            via = (
+                _via(census, holder[0], links[i].type_name, offset)
+                if holder and offset is not None
+                else ""
+            )
+            links[i] = Link(links[i].object_id, links[i].type_name, links[i].label, via)
+        out[target] = Chain(chain.root_kind, tuple(links))
+    return out
+
+
+def _via(census: Census, class_id: int, type_name: str, offset: int) -> str:
+    if type_name.endswith("]"):  # an array: its elements follow the length (and padding)
+        return f" [{(offset - 16) // 8}]" if offset >= 16 else ""
+    name = census.fields.get(class_id, {}).get(offset)
+    return f".{name}" if name else ""

@@ -1,0 +1,203 @@
+"""Reading the native profiler's heap census (``PROFKIT_CLR_HEAP``).
+
+``libprofkit_clr.so`` writes it at the runtime's Shutdown, after a GC it forced: one
+UTF-8 text file of tab-separated records, first ``profkit-clr-heap<TAB>1``, last ``end``
+(``csrc/census.c`` lists the records; docs/clr.md too). In short: ``o`` an object that
+holds references (each ``ref@offset``), ``r`` a root, ``t`` a class's totals, ``f`` a
+field's name at an offset, ``s`` an object a static field holds, ``m`` a method holding
+stack roots, ``gc`` the forced GC's HRESULT and time, ``cut`` objects left out.
+
+The object graph is kept up to :data:`MAX_GRAPH_OBJECTS` objects (the totals are always
+whole): about 250 bytes of Python memory an object, so the cap bounds the reader at about
+a gigabyte. Offsets are not kept in the graph; :func:`ref_offsets` reads them again for
+the few references a report names. Every field is checked; a bad line is one
+:class:`~profkit.errors.FormatError` naming the file and the line.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from profkit.errors import FormatError
+
+MAGIC = "profkit-clr-heap\t1"
+#: objects of the graph kept for chains (the native side writes at most 4,000,000)
+MAX_GRAPH_OBJECTS = 4_000_000
+#: the root kinds of COR_PRF_GC_ROOT_KIND, by value
+ROOT_KINDS = {0: "other", 1: "stack", 2: "finalizer", 3: "handle"}
+#: COR_PRF_GC_ROOT_FLAGS of a handle root -> how a report names the handle
+_HANDLE_FLAGS = ((1, "pinned"), (2, "weak"), (8, "ref-counted"))
+
+
+@dataclass(frozen=True, slots=True)
+class ClassTotal:
+    """One class's share of the census; ``example`` is its largest object."""
+
+    class_id: int
+    name: str
+    count: int
+    bytes: int
+    example: int
+
+
+@dataclass(frozen=True, slots=True)
+class Root:
+    """A root: the object, its kind (static, stack, handle, finalizer, other) and a label
+    (``Namespace.Type.Field``, the method whose frame holds it, the handle's kind)."""
+
+    object_id: int
+    kind: str
+    label: str = ""
+
+
+@dataclass(slots=True)
+class Census:
+    """What the census saw. ``objects[id] = (class id, size, referenced ids)``."""
+
+    totals: list[ClassTotal] = field(default_factory=list)
+    objects: dict[int, tuple[int, int, tuple[int, ...]]] = field(default_factory=dict)
+    roots: list[Root] = field(default_factory=list)
+    #: class id -> offset in its objects -> field name
+    fields: dict[int, dict[int, str]] = field(default_factory=dict)
+    gc_status: int = 0  #: the forced GC's HRESULT (negative: it failed)
+    gc_ns: int = 0  #: the forced GC and the walk, in nanoseconds
+    cut: int = 0  #: objects left out of the graph (the file's cap and the reader's)
+
+    def class_name(self, class_id: int) -> str:
+        return self._names().get(class_id, f"(class 0x{class_id:x})")
+
+    def _names(self) -> dict[int, str]:
+        return {t.class_id: t.name for t in self.totals}
+
+
+def _records(path: str) -> Iterator[tuple[int, list[str]]]:
+    try:
+        handle = open(path, encoding="utf-8", errors="replace", newline="\n")  # noqa: SIM115
+    except OSError as exc:
+        raise FormatError("unreadable", exc.strerror or str(exc), path=path) from None
+    with handle:
+        first = handle.readline().rstrip("\n")
+        if first != MAGIC:
+            raise FormatError("bad_magic", f"expected {MAGIC!r}", path=path, line=1)
+        for number, text in enumerate(handle, start=2):
+            if not text.endswith("\n"):
+                raise FormatError("truncated", "the last line is cut short", path=path, line=number)
+            fields = text[:-1].split("\t")
+            yield number, fields
+            if fields == ["end"]:
+                return
+    raise FormatError("truncated", "no 'end' record (the file was cut short)", path=path)
+
+
+def _hex(text: str, path: str, line: int) -> int:
+    try:
+        if not text or len(text) > 16 or text[0] in "+-" or not text.isascii():
+            raise ValueError
+        return int(text, 16)
+    except ValueError:
+        raise FormatError(
+            "malformed", f"{text[:40]!r} is not a hex number", path=path, line=line
+        ) from None
+
+
+def _dec(text: str, path: str, line: int) -> int:
+    if not (text.isdigit() and text.isascii() and len(text) < 20):
+        raise FormatError("malformed", f"{text[:40]!r} is not a number", path=path, line=line)
+    return int(text)
+
+
+_FIELDS = {"o": 5, "r": 5, "t": 6, "f": 4, "s": 3, "m": 3, "gc": 3, "cut": 3, "end": 1}
+
+
+def read_census(path: str, *, max_objects: int = MAX_GRAPH_OBJECTS) -> Census:
+    """The census in ``path``; :class:`FormatError` for a file that is not one."""
+    if os.path.isfile(path) and os.path.getsize(path) > (1 << 34):
+        raise FormatError("too_large", "over 16 GiB", path=path)
+    census = Census()
+    roots: list[Root] = []
+    statics: list[Root] = []
+    methods: dict[int, str] = {}
+    for line, rec in _records(path):
+        if _FIELDS.get(rec[0]) != len(rec):
+            raise FormatError(
+                "malformed", f"unknown or short record {rec[0][:20]!r}", path=path, line=line
+            )
+        _record(census, rec, path, line, roots, statics, methods, max_objects)
+    census.roots = statics + [_named(r, methods) for r in roots]
+    return census
+
+
+def _record(
+    census: Census,
+    rec: list[str],
+    path: str,
+    line: int,
+    roots: list[Root],
+    statics: list[Root],
+    methods: dict[int, str],
+    max_objects: int,
+) -> None:
+    kind = rec[0]
+    if kind == "o":
+        if len(census.objects) >= max_objects:
+            census.cut += 1
+            return
+        refs = tuple(_hex(r.partition("@")[0], path, line) for r in rec[4].split(",") if r)
+        census.objects[_hex(rec[1], path, line)] = (
+            _hex(rec[2], path, line),
+            _dec(rec[3], path, line),
+            refs,
+        )
+    elif kind == "r":
+        flags = _dec(rec[3], path, line)
+        root_kind = ROOT_KINDS.get(_dec(rec[2], path, line), "other")
+        label = rec[4] if root_kind == "stack" else ""
+        if root_kind == "handle":
+            label = next((name for bit, name in _HANDLE_FLAGS if flags & bit), "strong")
+        roots.append(Root(_hex(rec[1], path, line), root_kind, label))
+    elif kind == "t":
+        ids = [_hex(rec[i], path, line) for i in (1, 4)]
+        counts = [_dec(rec[i], path, line) for i in (2, 3)]
+        census.totals.append(ClassTotal(ids[0], rec[5], counts[0], counts[1], ids[1]))
+    elif kind == "f":
+        census.fields.setdefault(_hex(rec[1], path, line), {})[_hex(rec[2], path, line)] = rec[3]
+    elif kind == "s":
+        statics.append(Root(_hex(rec[1], path, line), "static", rec[2]))
+    elif kind == "m":
+        methods[_hex(rec[1], path, line)] = rec[2]
+    elif kind == "gc":
+        status = _hex(rec[1], path, line)
+        census.gc_status = status - (1 << 32) if status >= 1 << 31 else status
+        census.gc_ns = _dec(rec[2], path, line)
+    elif kind == "cut":
+        census.cut += _dec(rec[1], path, line)
+
+
+def _named(root: Root, methods: dict[int, str]) -> Root:
+    """A stack root's label is its method's id in the file: its name here."""
+    if root.kind != "stack":
+        return root
+    try:
+        fid = int(root.label, 16)
+    except ValueError:
+        return Root(root.object_id, root.kind)
+    return Root(root.object_id, root.kind, methods.get(fid, ""))
+
+
+def ref_offsets(path: str, pairs: set[tuple[int, int]]) -> dict[tuple[int, int], int]:
+    """Where in each ``(holder, object)`` pair's holder the reference was found (bytes
+    from the object's start), read again from the file for just these pairs."""
+    holders = {holder for holder, _ in pairs}
+    found: dict[tuple[int, int], int] = {}
+    for line, rec in _records(path):
+        if rec[0] != "o" or len(rec) != 5 or _hex(rec[1], path, line) not in holders:
+            continue
+        holder = _hex(rec[1], path, line)
+        for ref in rec[4].split(","):
+            target, _, offset = ref.partition("@")
+            key = (holder, _hex(target, path, line))
+            if offset and key in pairs and key not in found:
+                found[key] = _hex(offset, path, line)
+    return found
