@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import io
 import sys
+from collections.abc import Callable
 from typing import Any, BinaryIO, cast
 
 from profkit._atomic import AtomicOutput, ensure_not_an_input, write_errors, write_stdout
 from profkit._output import stdout_file
 from profkit._text import escape
+from profkit.calltree.model import CallProfile
 from profkit.cli.report import add_metric_argument, gc_paused, load_all
 from profkit.errors import UsageError
 from profkit.export import registry
@@ -40,6 +43,12 @@ def register(sub: Any, name: str, help_text: str) -> None:
         help="output file ('-' for stdout; default: the input's name with the format's extension)",
     )
     add_metric_argument(parser)
+    parser.add_argument(
+        "--lines",
+        action="store_true",
+        help="collapsed: frames as 'name (file:line)', as py-spy writes them (the other "
+        "formats carry file and line wherever they have a place for them)",
+    )
     parser.set_defaults(handler=_handler)
 
 
@@ -56,7 +65,7 @@ def _handler(args: argparse.Namespace) -> int:
             f"{fmt.name} output is binary: refusing to write it to a terminal "
             "(use -o FILE or a pipe)"
         )
-    write = fmt.stream_writer
+    write = _writer(fmt, args.lines)
     with gc_paused():
         profile = load_all(args.files, args.metric)
         if out == "-":
@@ -76,3 +85,18 @@ def _handler(args: argparse.Namespace) -> int:
     if note:
         print(f"profkit: note: {note}", file=sys.stderr)
     return 0
+
+
+def _writer(fmt: registry.ExportFormat, lines: bool) -> Callable[[CallProfile, BinaryIO], None]:
+    """The format's streaming writer; ``--lines`` only where a frame's text can carry the
+    line as an option (collapsed: viewers merge frames by text, so it is not the default)."""
+    if not lines:
+        return fmt.stream_writer
+    if fmt.name != "collapsed":
+        raise UsageError(
+            f"--lines applies to -F collapsed ({fmt.name} carries file and line where "
+            "the format has a place for them)"
+        )
+    from profkit.export import collapsed
+
+    return functools.partial(collapsed.write_to, lines=True)

@@ -12,6 +12,9 @@ when several files are combined, else the profile's ``metadata["pid"]``, else 1)
 its OS thread id (``native_id``) when the profile recorded one; otherwise Python's thread
 id when it fits the 32 bits viewers use, else a small number unique in its process.
 
+Each event's ``args`` carry the function's ``file`` and ``line`` (where it starts) when
+the frame has a file.
+
 Times are integer nanoseconds until written, then printed as exact decimals
 (``1234.567`` µs): children never end after their parent, so no two events overlap
 partially (float division did). Events are streamed, memory bounded by the depth.
@@ -24,7 +27,7 @@ import json
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from profkit.calltree.model import CallNode, CallProfile, Span
+from profkit.calltree.model import CallNode, CallProfile, Frame, Span
 from profkit.export._meta import command_line
 from profkit.export.speedscope import nested_events
 
@@ -68,6 +71,7 @@ def thread_ids(profile: CallProfile, pids: list[int]) -> list[int]:
 def write_to(profile: CallProfile, out: BinaryIO) -> None:
     """Stream the profile as Chrome trace event JSON (UTF-8) to ``out``."""
     names = [json.dumps(f.name).encode() for f in profile.frames]
+    where = [_where(f) for f in profile.frames]
     pids = process_ids(profile)
     tids = thread_ids(profile, pids)
     writer = _Events(out)
@@ -84,19 +88,21 @@ def write_to(profile: CallProfile, out: BinaryIO) -> None:
             for frame, start, end in _from_spans(spans):
                 writer.add(
                     head
-                    + b'"name":%s,"ts":%s,"dur":%s}' % (names[frame], _us(start), _us(end - start))
+                    + b'"name":%s,"ts":%s,"dur":%s,"args":{%s}}'
+                    % (names[frame], _us(start), _us(end - start), where[frame][1:])
                 )
         else:
             for node, start, end in _synthesised(thread.root):
                 writer.add(
                     head + b'"name":%s,"ts":%s,"dur":%s,"args":{"calls":%d,"self_ns":%d,'
-                    b'"synthetic":true}}'
+                    b'"synthetic":true%s}}'
                     % (
                         names[node.frame],
                         _us(start),
                         _us(end - start),
                         node.calls,
                         node.exclusive_ns,
+                        where[node.frame],
                     )
                 )
     writer.flush()
@@ -105,6 +111,15 @@ def write_to(profile: CallProfile, out: BinaryIO) -> None:
         other["unit"] = "bytes: 1 ns of duration is 1 byte allocated"
     tail = {"displayTimeUnit": "ns", "otherData": other}
     out.write(b"]," + json.dumps(tail, separators=(",", ":")).encode()[1:])
+
+
+def _where(frame: Frame) -> bytes:
+    """``,"file":...,"line":N`` for an event's args (Perfetto lists them on the selected
+    slice); empty for a frame without a file (a C function). The name stays the bare
+    function name: viewers group slices by name, and a line in it would split them."""
+    if not frame.file:
+        return b""
+    return b',"file":%s,"line":%d' % (json.dumps(frame.file).encode(), frame.line)
 
 
 def write(profile: CallProfile) -> bytes:

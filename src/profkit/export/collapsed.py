@@ -18,9 +18,10 @@ HTML stay proportional to the profile).
 from __future__ import annotations
 
 import io
+import os
 from typing import Any, BinaryIO
 
-from profkit.calltree.model import CallNode, CallProfile
+from profkit.calltree.model import CallNode, CallProfile, Frame
 from profkit.errors import ProfkitError
 
 #: Collapsed output is refused when it passes both this size and
@@ -48,7 +49,10 @@ class _Names:
         self.encoded: list[bytes] = []
 
     def __call__(self, name: str) -> int:
-        text = _clean(name)
+        return self.add(_clean(name))
+
+    def add(self, text: str) -> int:
+        """The id of ``text``, already cleaned."""
         found = self.ids.get(text)
         if found is None:
             found = self.ids[text] = len(self.encoded)
@@ -56,14 +60,28 @@ class _Names:
         return found
 
 
-def merged_stacks(profile: CallProfile) -> tuple[list[bytes], dict[int, _Node]]:
+def frame_label(frame: Frame, lines: bool) -> str:
+    """The frame's text in a stack: its name, or with ``lines`` ``name (file.py:line)``
+    as py-spy writes it (the file's base name: the format repeats every frame on every
+    line; the line is where the function starts, the tree being keyed by function)."""
+    if not (lines and frame.file):
+        return _clean(frame.name)
+    where = _clean(f"{os.path.basename(frame.file) or frame.file}:{frame.line}")
+    return f"{_clean(frame.name)} ({where})"
+
+
+def merged_stacks(
+    profile: CallProfile, lines: bool = False
+) -> tuple[list[bytes], dict[int, _Node]]:
     """Every thread's tree merged by displayed name: ``(names, {head: root})``.
 
     The head is the thread's name id when the profile has several threads (threads
-    of the same name share one head), else ``-1``.
+    of the same name share one head), else ``-1``. ``lines``: frames read
+    ``name (file:line)`` (:func:`frame_label`), so same-named functions of two files
+    stay apart.
     """
     names = _Names()
-    frame_ids = [names(f.name) for f in profile.frames]
+    frame_ids = [names.add(frame_label(f, lines)) for f in profile.frames]
     heads: dict[int, _Node] = {}
     many = len(profile.threads) > 1
     for thread in profile.threads:
@@ -109,9 +127,11 @@ def output_size(names: list[bytes], heads: dict[int, _Node]) -> tuple[int, int]:
     return total, lines
 
 
-def write_to(profile: CallProfile, out: BinaryIO) -> None:
-    """Stream the profile as collapsed stacks (UTF-8 text) to ``out``."""
-    names, heads = merged_stacks(profile)
+def write_to(profile: CallProfile, out: BinaryIO, *, lines: bool = False) -> None:
+    """Stream the profile as collapsed stacks (UTF-8 text) to ``out``; ``lines``: frames
+    as ``name (file:line)`` (``profkit export --lines``; off by default, since viewers
+    merge frames by their text and the default stays what it was)."""
+    names, heads = merged_stacks(profile, lines)
     size, lines = output_size(names, heads)
     if size > max(MAX_OUTPUT_BYTES, MAX_MEAN_LINE_BYTES * lines):
         raise ProfkitError(
