@@ -132,10 +132,10 @@ def write_to(profile: CallProfile, out: BinaryIO, *, lines: bool = False) -> Non
     as ``name (file:line)`` (``profkit export --lines``; off by default, since viewers
     merge frames by their text and the default stays what it was)."""
     names, heads = merged_stacks(profile, lines)
-    size, lines = output_size(names, heads)
-    if size > max(MAX_OUTPUT_BYTES, MAX_MEAN_LINE_BYTES * lines):
+    size, count = output_size(names, heads)
+    if size > max(MAX_OUTPUT_BYTES, MAX_MEAN_LINE_BYTES * count):
         raise ProfkitError(
-            f"collapsed output would be {size / 2**30:.1f} GiB in {lines:,} lines (the format "
+            f"collapsed output would be {size / 2**30:.1f} GiB in {count:,} lines (the format "
             "repeats the whole stack on every line: this profile's stacks are too deep for "
             "it): export to speedscope or html instead, which stay proportional to the profile"
         )
