@@ -11,6 +11,7 @@ its name and an array element by its index.
 from __future__ import annotations
 
 import tempfile
+from typing import cast
 
 from profkit.clr.censusfile import Census, ClassTotal, ref_offsets
 from profkit.engine.contract import Outcome
@@ -46,7 +47,7 @@ def census_report(census: Census, path: str, top: int) -> str:
     size = sum(t.bytes for t in census.totals)
     text = (
         f"profkit heap: {objects:,} objects, {size:,} bytes (.NET, after a full GC; "
-        f"census took {census.gc_ns / 1e6:.1f} ms)\n"
+        f"census took {census.gc_ns / 1e6:.1f} ms, naming {census.names_ns / 1e6:.1f} ms)\n"
     )
     if census.cut:
         text += f"profkit heap: {census.cut:,} objects left out of the reference graph (cap): chains may be missing\n"
@@ -62,17 +63,18 @@ def census_report(census: Census, path: str, top: int) -> str:
 
 
 def _snapshot(census: Census, ranked: list[ClassTotal]) -> HeapSnapshot:
-    snapshot = HeapSnapshot()
-    names = {t.class_id: t.name for t in census.totals}
-    for key, (class_id, size, refs) in census.objects.items():
-        snapshot.objects[key] = (names.get(class_id, f"(class 0x{class_id:x})"), size, refs)
+    """The census as a snapshot to search. Its objects are the census's own dict, class ids
+    where a Python snapshot has type names (a copy of a million tuples saved): the chains'
+    links are given their names by :func:`_named_chains`."""
+    objects = cast(dict[int, tuple[str, int, tuple[int, ...]]], census.objects)
+    snapshot = HeapSnapshot(objects=objects)
     for t in ranked:
-        snapshot.objects.setdefault(t.example, (t.name, 0, ()))
+        census.objects.setdefault(t.example, (t.class_id, 0, ()))
     rank = {kind: i for i, kind in enumerate(ROOT_ORDER)}
     for root in sorted(census.roots, key=lambda r: rank.get(r.kind, len(rank))):
         if root.object_id not in snapshot.roots:
             snapshot.roots[root.object_id] = _root_title(root.kind, root.label)
-            snapshot.objects.setdefault(root.object_id, ("(object)", 0, ()))
+            census.objects.setdefault(root.object_id, (0, 0, ()))
             if root.kind == "static":
                 snapshot.labels[root.object_id] = root.label
     return snapshot
@@ -95,15 +97,16 @@ def _named_chains(census: Census, path: str, chains: dict[int, Chain]) -> dict[i
     out: dict[int, Chain] = {}
     for target, chain in chains.items():
         links = list(chain.links)
-        for i in range(len(links) - 1):
-            offset = offsets.get((links[i].object_id, links[i + 1].object_id))
-            holder = census.objects.get(links[i].object_id)
-            via = (
-                _via(census, holder[0], links[i].type_name, offset)
-                if holder and offset is not None
-                else ""
+        for i, link in enumerate(links):
+            class_id = census.objects[link.object_id][0]
+            name = census.class_name(class_id) if class_id else "(object)"
+            offset = (
+                offsets.get((link.object_id, links[i + 1].object_id))
+                if i + 1 < len(links)
+                else None
             )
-            links[i] = Link(links[i].object_id, links[i].type_name, links[i].label, via)
+            via = _via(census, class_id, name, offset) if offset is not None else ""
+            links[i] = Link(link.object_id, name, link.label, via)
         out[target] = Chain(chain.root_kind, tuple(links))
     return out
 

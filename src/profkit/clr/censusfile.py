@@ -5,7 +5,8 @@ UTF-8 text file of tab-separated records, first ``profkit-clr-heap<TAB>1``, last
 (``csrc/census.c`` lists the records; docs/clr.md too). In short: ``o`` an object that
 holds references (each ``ref@offset``), ``r`` a root, ``t`` a class's totals, ``f`` a
 field's name at an offset, ``s`` an object a static field holds, ``m`` a method holding
-stack roots, ``gc`` the forced GC's HRESULT and time, ``cut`` objects left out.
+stack roots, ``gc`` the forced GC's HRESULT and time, ``names`` the naming's time, ``cut`` objects
+left out.
 
 The object graph is kept up to :data:`MAX_GRAPH_OBJECTS` objects (the totals are always
 whole): about 250 bytes of Python memory an object, so the cap bounds the reader at about
@@ -17,6 +18,7 @@ the few references a report names. Every field is checked; a bad line is one
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -25,6 +27,7 @@ from profkit.errors import FormatError
 MAGIC = "profkit-clr-heap\t1"
 #: objects of the graph kept for chains (the native side writes at most 4,000,000)
 MAX_GRAPH_OBJECTS = 4_000_000
+_U64 = (1 << 64) - 1
 #: the root kinds of COR_PRF_GC_ROOT_KIND, by value
 ROOT_KINDS = {0: "other", 1: "stack", 2: "finalizer", 3: "handle"}
 #: COR_PRF_GC_ROOT_FLAGS of a handle root -> how a report names the handle
@@ -63,13 +66,15 @@ class Census:
     fields: dict[int, dict[int, str]] = field(default_factory=dict)
     gc_status: int = 0  #: the forced GC's HRESULT (negative: it failed)
     gc_ns: int = 0  #: the forced GC and the walk, in nanoseconds
+    names_ns: int = 0  #: naming types, fields, statics and methods after it
     cut: int = 0  #: objects left out of the graph (the file's cap and the reader's)
+    _names: dict[int, str] | None = field(default=None, repr=False)
 
     def class_name(self, class_id: int) -> str:
-        return self._names().get(class_id, f"(class 0x{class_id:x})")
-
-    def _names(self) -> dict[int, str]:
-        return {t.class_id: t.name for t in self.totals}
+        """The class's name (from its totals), or its id when it has none."""
+        if self._names is None:
+            self._names = {t.class_id: t.name for t in self.totals}
+        return self._names.get(class_id, f"(class 0x{class_id:x})")
 
 
 def _records(path: str) -> Iterator[tuple[int, list[str]]]:
@@ -102,13 +107,33 @@ def _hex(text: str, path: str, line: int) -> int:
         ) from None
 
 
+_OFFSETS = re.compile(r"@[0-9a-f]*")
+
+
+def _object(census: Census, rec: list[str], path: str, line: int) -> None:
+    """An ``o`` record: ``object class size ref@offset,...`` (the hot loop of reading)."""
+    text = rec[4]
+    if "@" in text:
+        text = _OFFSETS.sub("", text)
+    try:
+        refs = tuple([int(part, 16) for part in text.split(",")]) if text else ()
+        key, class_id, size = int(rec[1], 16), int(rec[2], 16), int(rec[3])
+    except ValueError:
+        raise FormatError("malformed", "an object record's numbers", path=path, line=line) from None
+    if min(key, class_id, size, *refs) < 0 or max(key, class_id, size, *refs) > _U64:
+        raise FormatError(
+            "malformed", "an object record's number out of range", path=path, line=line
+        )
+    census.objects[key] = (class_id, size, refs)
+
+
 def _dec(text: str, path: str, line: int) -> int:
     if not (text.isdigit() and text.isascii() and len(text) < 20):
         raise FormatError("malformed", f"{text[:40]!r} is not a number", path=path, line=line)
     return int(text)
 
 
-_FIELDS = {"o": 5, "r": 5, "t": 6, "f": 4, "s": 3, "m": 3, "gc": 3, "cut": 3, "end": 1}
+_FIELDS = {"o": 5, "r": 5, "t": 6, "f": 4, "s": 3, "m": 3, "gc": 3, "cut": 3, "names": 2, "end": 1}
 
 
 def read_census(path: str, *, max_objects: int = MAX_GRAPH_OBJECTS) -> Census:
@@ -144,12 +169,7 @@ def _record(
         if len(census.objects) >= max_objects:
             census.cut += 1
             return
-        refs = tuple(_hex(r.partition("@")[0], path, line) for r in rec[4].split(",") if r)
-        census.objects[_hex(rec[1], path, line)] = (
-            _hex(rec[2], path, line),
-            _dec(rec[3], path, line),
-            refs,
-        )
+        _object(census, rec, path, line)
     elif kind == "r":
         flags = _dec(rec[3], path, line)
         root_kind = ROOT_KINDS.get(_dec(rec[2], path, line), "other")
@@ -171,6 +191,8 @@ def _record(
         status = _hex(rec[1], path, line)
         census.gc_status = status - (1 << 32) if status >= 1 << 31 else status
         census.gc_ns = _dec(rec[2], path, line)
+    elif kind == "names":
+        census.names_ns = _dec(rec[1], path, line)
     elif kind == "cut":
         census.cut += _dec(rec[1], path, line)
 
@@ -189,15 +211,19 @@ def _named(root: Root, methods: dict[int, str]) -> Root:
 def ref_offsets(path: str, pairs: set[tuple[int, int]]) -> dict[tuple[int, int], int]:
     """Where in each ``(holder, object)`` pair's holder the reference was found (bytes
     from the object's start), read again from the file for just these pairs."""
-    holders = {holder for holder, _ in pairs}
+    holders = {f"{holder:x}" for holder, _ in pairs}
     found: dict[tuple[int, int], int] = {}
-    for line, rec in _records(path):
-        if rec[0] != "o" or len(rec) != 5 or _hex(rec[1], path, line) not in holders:
-            continue
-        holder = _hex(rec[1], path, line)
-        for ref in rec[4].split(","):
-            target, _, offset = ref.partition("@")
-            key = (holder, _hex(target, path, line))
-            if offset and key in pairs and key not in found:
-                found[key] = _hex(offset, path, line)
+    with open(path, encoding="utf-8", errors="replace", newline="\n") as handle:
+        for line, text in enumerate(handle, start=1):
+            if not text.startswith("o\t") or text[2 : text.find("\t", 2)] not in holders:
+                continue
+            rec = text.rstrip("\n").split("\t")
+            if len(rec) != 5:
+                raise FormatError("malformed", "a short object record", path=path, line=line)
+            holder = _hex(rec[1], path, line)
+            for ref in rec[4].split(","):
+                target, _, offset = ref.partition("@")
+                key = (holder, _hex(target, path, line))
+                if offset and key in pairs and key not in found:
+                    found[key] = _hex(offset, path, line)
     return found
