@@ -88,7 +88,10 @@ class CallNode:
 class ThreadTree:
     """The call tree of one thread; ``root.frame == -1`` and its times are the totals."""
 
-    thread_id: int  #: ``threading.get_ident()``: reused after a fork, not an OS id
+    #: the key the profiler kept the thread by: ``threading.get_ident()`` in trace and memory
+    #: mode (kept as metadata: reused after a fork, not an OS id), the OS thread id in
+    #: sampled profiles; views show :attr:`label`
+    thread_id: int
     name: str
     root: CallNode = field(default_factory=lambda: CallNode(-1))
     #: ``threading.get_native_id()`` when the profiler recorded it (optional in files)
@@ -96,6 +99,21 @@ class ThreadTree:
     #: the process the thread ran in, when known (set by :func:`~profkit.calltree.file.combine`
     #: from each file's ``metadata["pid"]``; optional in files)
     pid: int | None = None
+
+    @property
+    def label(self) -> str:
+        """The thread as every view and export names it: ``name (tid N)`` with the OS
+        thread id wherever the profile recorded one (every mode does: trace, sample,
+        memory, attach; the one ``top -H``, ``perf``, py-spy and debuggers show), so one
+        thread reads the same in all of them (issue #25 item 7); ``name (id N)`` with
+        Python's ident only in files saved without it; the bare name for a tree that
+        stands for several threads (``thread_id`` 0: a memory profile's peak or leaked
+        view, which is process-wide)."""
+        if self.native_id is not None:
+            return f"{self.name} (tid {self.native_id})"
+        if self.thread_id == 0:
+            return self.name
+        return f"{self.name} (id {self.thread_id})"
 
 
 @record(frozen=True)

@@ -15,8 +15,6 @@ def command_line(profile: CallProfile) -> str | None:
 
 
 def thread_label(profile: CallProfile, thread: ThreadTree) -> str:
-    """A thread's name for the exports' lists: the OS thread id when the profile
-    recorded it (the one ``top -H``, ``perf`` and debuggers show), else Python's."""
-    if thread.native_id is not None:
-        return f"{thread.name} (tid {thread.native_id})"
-    return f"{thread.name} (id {thread.thread_id})"
+    """A thread's name for the exports' lists: :attr:`ThreadTree.label`, the one every
+    view shows (the OS thread id when the profile recorded it)."""
+    return thread.label

@@ -36,7 +36,7 @@ def data(profile: CallProfile) -> dict[str, Any]:
             incl = total_ns(node) if node.frame < 0 else node.inclusive_ns
             rows.append([parent, node.frame, incl, node.exclusive_ns, node.calls])
             stack.extend((index, c) for c in reversed(node.children.values()))
-        threads.append({"name": t.name, "id": t.thread_id, "nodes": rows})
+        threads.append({"name": t.name, "id": t.thread_id, "label": t.label, "nodes": rows})
     return {
         "title": _title(profile),
         "mode": profile.mode,

@@ -105,7 +105,7 @@ def render_tree(
         total = shown_total(root)
         if out:
             out.append("")
-        header = f"Thread {thread.name} (id {thread.thread_id}): {fmt(total)} {mode}"
+        header = f"Thread {thread.label}: {fmt(total)} {mode}"
         out.append(
             pal.bold(fit(header, width) if width is not None else escape(header, MAX_NAME_CHARS))
         )
