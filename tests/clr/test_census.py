@@ -51,6 +51,7 @@ def test_a_static_field_holding_byte_arrays_is_named(census_program: Path, mode:
     proc = heap_run(census_program, mode)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "kept 96\n"  # the program's output is its own
+    assert "System.Int64[]" in proc.stderr
     size, name, chain = top(proc.stderr)
     assert name == "System.Byte[]"
     assert size >= 24 * MIB
@@ -58,6 +59,8 @@ def test_a_static_field_holding_byte_arrays_is_named(census_program: Path, mode:
     assert chain.endswith("-> System.Byte[]")
     assert "System.Collections.Generic.List<System.Byte[]>" not in chain  # named by its field
     assert "profkit heap: " in proc.stderr.splitlines()[0]
+    # a [ThreadStatic] field, read through GetThreadStaticAddress2 for the main thread
+    assert "      [static] Census.Core.Holder.PerThread\n" in proc.stderr
 
 
 def test_a_stack_root_is_named_by_its_method(census_program: Path) -> None:

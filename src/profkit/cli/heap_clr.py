@@ -106,7 +106,11 @@ def _named_chains(census: Census, path: str, chains: dict[int, Chain]) -> dict[i
                 else None
             )
             via = _via(census, class_id, name, offset) if offset is not None else ""
-            links[i] = Link(link.object_id, name, link.label, via)
+            if link.label and not via:  # a static field's object, the example itself
+                name, via = link.label, ""
+                links[i] = Link(link.object_id, name)
+            else:
+                links[i] = Link(link.object_id, name, link.label, via)
         out[target] = Chain(chain.root_kind, tuple(links))
     return out
 

@@ -9,6 +9,7 @@ namespace Census.Core
     public static class Holder
     {
         public static List<byte[]> Kept;
+        [ThreadStatic] public static long[] PerThread;
     }
 
     public class Node
@@ -38,6 +39,7 @@ namespace Census.Core
         {
             string mode = args.Length > 0 ? args[0] : "static";
             Holder.Kept = Fill(24);
+            Holder.PerThread = new long[100000];
             var garbage = new List<Node>();
             for (int i = 0; i < 1000; i++) garbage.Add(new Node { Payload = new byte[10] });
             garbage = null;

@@ -40,11 +40,16 @@ enum {
     PI_GetClassIDInfo2 = 38,
     PI_GetAppDomainStaticAddress = 47,
     PI_GetStaticFieldInfo = 50,
+    PI_GetThreadStaticAddress2 = 65,
     PI_GetAppDomainsContainingModule = 66,
+    PI_EnumThreads = 68,
     PI_GetObjectSize2 = 77,
 };
 
 /* IMetaDataImport slots */
+/* ICorProfilerThreadEnum slots */
+enum { ENUM_Next = 4 };
+
 enum { MD_CloseEnum = 0, MD_EnumTypeDefs = 3, MD_EnumFields = 17, MD_GetFieldProps = 54 };
 
 typedef struct {

@@ -4,8 +4,8 @@
  * module's type definitions and their static fields from metadata (those of a reference
  * type, not constants), the class from its token (a generic definition or a class not
  * loaded has none: skipped), its address from GetAppDomainStaticAddress (a class not yet
- * initialised has none), and the object stored there. Thread statics are not read
- * (they need every thread's ThreadID; their objects are still counted, by their handle).
+ * initialised has none), and the object stored there; a thread-static field's the
+ * same, once for each managed thread still alive (EnumThreads, GetThreadStaticAddress2).
  * A stack root's id is the FunctionID of the frame holding it: its method's name. Why a
  * unit of its own: finding roots' names walks metadata, apart from the GC's callbacks.
  */
@@ -17,6 +17,8 @@
 #define FIELD_STATIC 0x10u
 #define FIELD_LITERAL 0x40u
 #define STATIC_APP_DOMAIN 1
+#define STATIC_THREAD 2
+#define MAX_THREADS 256
 
 typedef void *HCORENUM;
 typedef void (*fn_CloseEnum)(void *, HCORENUM);
@@ -28,10 +30,25 @@ typedef HRESULT (*fn_GetClassFromToken)(void *, ModuleID, mdToken, ClassID *);
 typedef HRESULT (*fn_GetStaticFieldInfo)(void *, ClassID, mdToken, int *);
 typedef HRESULT (*fn_GetAppDomainsContainingModule)(void *, ModuleID, uint32_t, uint32_t *, UINT_PTR *);
 typedef HRESULT (*fn_GetAppDomainStaticAddress)(void *, ClassID, mdToken, UINT_PTR, void **);
+typedef HRESULT (*fn_GetThreadStaticAddress2)(void *, ClassID, mdToken, UINT_PTR, ThreadID, void **);
+typedef HRESULT (*fn_EnumThreads)(void *, void **);
+typedef HRESULT (*fn_ThreadEnumNext)(void *, ULONG, ThreadID *, ULONG *);
 
 static UINT_PTR g_methods[CENSUS_MAX_METHODS];
 static size_t g_n_methods;
 static size_t g_fields_seen;
+static ThreadID g_threads_alive[MAX_THREADS];
+static ULONG g_n_threads_alive;
+
+/* The managed threads still alive, for thread-static fields (ICorProfilerInfo4+). */
+static void list_threads(void) {
+    void *e = NULL;
+    g_n_threads_alive = 0;
+    if (g_info_version < 4 || ((fn_EnumThreads)SLOT(g_info, PI_EnumThreads))(g_info, &e) < 0 || !e) return;
+    if (((fn_ThreadEnumNext)SLOT(e, ENUM_Next))(e, MAX_THREADS, g_threads_alive, &g_n_threads_alive) < 0)
+        g_n_threads_alive = 0;
+    ((fn_Release)UNK_SLOT(e, UNK_Release))(e);
+}
 
 /* Called under the census lock, inside the GC: remember, name later. */
 HIDDEN void note_stack_root(UINT_PTR fid) {
@@ -59,21 +76,30 @@ static int holds_reference(const uint8_t *sig, ULONG n) {
     return t == 0x0e || t == 0x12 || t == 0x14 || t == 0x1c || t == 0x1d;
 }
 
-/* The object a static field of `cls` holds now, or 0. */
-static ObjectID static_value(ModuleID mod, ClassID cls, mdToken fd) {
+static void emit(ObjectID obj, const char *type, const char *field) {
+    if (obj) fprintf(g_census, "s\t%lx\t%s.%s\n", (unsigned long)obj, type, field);
+}
+
+/* The objects a static field of `cls` holds now: "s" records. */
+static void static_values(ModuleID mod, ClassID cls, mdToken fd, const char *type, const char *field) {
     int kind = 0;
     uint32_t n = 0;
     UINT_PTR domain = 0;
     void *addr = NULL;
-    if (((fn_GetStaticFieldInfo)SLOT(g_info, PI_GetStaticFieldInfo))(g_info, cls, fd, &kind) < 0 ||
-        !(kind & STATIC_APP_DOMAIN))
-        return 0;
+    if (((fn_GetStaticFieldInfo)SLOT(g_info, PI_GetStaticFieldInfo))(g_info, cls, fd, &kind) < 0) return;
     fn_GetAppDomainsContainingModule domains =
         (fn_GetAppDomainsContainingModule)SLOT(g_info, PI_GetAppDomainsContainingModule);
-    if (domains(g_info, mod, 1, &n, &domain) < 0 || n == 0) return 0;
-    fn_GetAppDomainStaticAddress get = (fn_GetAppDomainStaticAddress)SLOT(g_info, PI_GetAppDomainStaticAddress);
-    if (get(g_info, cls, fd, domain, &addr) < 0 || !addr) return 0;
-    return *(const ObjectID *)addr;
+    if (domains(g_info, mod, 1, &n, &domain) < 0 || n == 0) return;
+    if (kind & STATIC_APP_DOMAIN) {
+        fn_GetAppDomainStaticAddress get = (fn_GetAppDomainStaticAddress)SLOT(g_info, PI_GetAppDomainStaticAddress);
+        if (get(g_info, cls, fd, domain, &addr) >= 0 && addr) emit(*(const ObjectID *)addr, type, field);
+    }
+    if ((kind & STATIC_THREAD) && g_info_version >= 3) {
+        fn_GetThreadStaticAddress2 get = (fn_GetThreadStaticAddress2)SLOT(g_info, PI_GetThreadStaticAddress2);
+        for (ULONG i = 0; i < g_n_threads_alive; i++)
+            if (get(g_info, cls, fd, domain, g_threads_alive[i], &addr) >= 0 && addr)
+                emit(*(const ObjectID *)addr, type, field);
+    }
 }
 
 /* One static field: an "s" record when it is of a reference type and holds an object. */
@@ -88,12 +114,10 @@ static void static_field(void *md, ModuleID mod, mdToken td, mdToken fd, ClassID
     if (props(md, fd, &owner, w, 512, &len, &attr, &sig, &sig_len, &flag, &value, &value_len) < 0) return;
     if (!(attr & FIELD_STATIC) || (attr & FIELD_LITERAL) || !holds_reference(sig, sig_len)) return;
     if (!*cls && ((fn_GetClassFromToken)SLOT(g_info, PI_GetClassFromToken))(g_info, mod, td, cls) < 0) return;
-    ObjectID obj = *cls ? static_value(mod, *cls, fd) : 0;
-    if (!obj) return;
     char name[NAME_BYTES], field[1024];
     type_name(md, td, name, sizeof name);
     utf16_to_utf8(w, len < 512 ? len : 512, field, sizeof field);
-    fprintf(g_census, "s\t%lx\t%s.%s\n", (unsigned long)obj, name, field);
+    static_values(mod, *cls, fd, name, field);
 }
 
 static void type_statics(void *md, ModuleID mod, mdToken td) {
@@ -129,5 +153,6 @@ HIDDEN void write_static_roots(void) {
     if (n > 4096) n = 4096;
     for (size_t i = 0; i < n; i++) ids[i] = g_modules[i].id;
     pthread_mutex_unlock(&g_lock);
+    list_threads();
     for (size_t i = 0; i < n; i++) module_statics(ids[i]);
 }
