@@ -52,7 +52,7 @@ def test_functions_from_leave_and_yield_durations() -> None:
     assert [row[0] for row in m.functions.top(1)] == ["myapp.main"]
 
 
-def test_self_time_counts_recursion_once_and_per_sender() -> None:
+def test_self_and_total_count_recursion_once_and_per_sender() -> None:
     m = Monitor()
     rec = [
         "        Leave: f, Duration: 10 ns",
@@ -63,7 +63,7 @@ def test_self_time_counts_recursion_once_and_per_sender() -> None:
     m.feed(encode("b/1", 0, 0, ["    Leave: g, Duration: 5 ns"]))  # other sender: own depths
     m.feed(encode("a/1", 1, 0, rec[1:]))
     top = {row[0]: row[1:3] for row in m.functions.top(5)}
-    assert top == {"f": (100, 140), "g": (5, 5)}
+    assert top == {"f": (100, 100), "g": (5, 5)}  # total as cumtime (#25)
 
 
 def test_multiple_senders_prefix_lines_and_totals() -> None:

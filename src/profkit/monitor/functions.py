@@ -1,12 +1,13 @@
 """The live top-N of the hottest functions, from ``Leave``/``Yield`` durations.
 
-For each name: the summed durations (*total*, which counts a recursive function at every
-level, as any sum of call durations does), the number of closes, the longest one, and
+For each name: the *total* (inclusive) time, the number of closes, the longest one, and
 the *self* time — duration minus the durations of the calls closed one level deeper
-since — which counts recursion once and is what the top-N is ranked by. Self time
-needs the order of a sender's lines, so each sender keeps a small per-depth array
-(:class:`DepthSums`); a lost datagram only skews the few calls it straddles (and self
-time never goes below zero).
+since — which is what the top-N is ranked by. Both count a recursive function's time
+once, as cProfile's ``cumtime`` does: a plain sum of call durations would count
+``fib``'s time at every level of its recursion (46.9 s shown for a 28.3 s run, #25).
+Both need the order of a sender's lines, so each sender keeps small per-depth arrays and
+per-name records (:class:`DepthSums`, :mod:`profkit.monitor.inclusive`); a lost datagram
+only skews the few calls it straddles (and self time never goes below zero).
 
 Waiting is not work: functions that only block the thread — sleeps, ``select``, lock and
 condition waits, joins, socket receives (:func:`is_idle_wait`) — are left out of the
@@ -25,6 +26,8 @@ import heapq
 import re
 from collections.abc import Callable
 from itertools import islice
+
+from profkit.monitor.inclusive import counted, new_last
 
 try:  # the per-line loop in C (_closes.c); optional like profkit's other C paths
     from profkit.monitor._closes import feed as _c_feed
@@ -98,26 +101,36 @@ def is_idle_wait(name: str) -> bool:
     return name in IDLE_WAITS or name.endswith(_IDLE_SUFFIXES)
 
 
-# entry layout: [self ns, total ns, closes, longest ns] (feed() spells the indices out)
-_SELF, _TOTAL, _COUNT, _LONGEST = range(4)
+# entry layout: [self ns, total ns, closes, longest ns, key] (feed() spells the indices
+# out); the key, unique in its table for good, names the entry in a sender's records
+_SELF, _TOTAL, _COUNT, _LONGEST, _KEY = range(5)
 
 
 class DepthSums:
-    """Per sender: durations of calls closed at each depth since their parent opened."""
+    """Per sender, what its lines' order tells: at each depth, the durations of calls
+    closed since their parent opened (for self time), and the last close's sequence
+    number with each name's records of what it added (for total time, ``inclusive``)."""
 
-    __slots__ = ("sums",)
+    __slots__ = ("generation", "last", "pending", "sums")
 
     def __init__(self) -> None:
         self.sums = [0] * (MAX_DEPTH + 2)
+        self.last = new_last(MAX_DEPTH + 2)
+        self.pending: dict[int, list[int]] = {}
+        #: the table generation the records were made in (a shrink drops entries)
+        self.generation = 0
 
 
 class FunctionTable:
-    """name → [self ns, total ns, closes, longest ns]; see the module docstring."""
+    """name → [self ns, total ns, closes, longest ns, key]; see the module docstring."""
 
     def __init__(self, limit: int = MAX_FUNCTIONS) -> None:
         self.limit = limit
         self.table: dict[str, list[int]] = {}
         self.forgotten = 0  #: names evicted so far
+        self._next_key = 0
+        #: bumped when entries are dropped: senders' records of them go too
+        self._generation = 0
         #: close-line head -> (depth, entry): the per-line work done once per head
         self._heads: dict[str, tuple[int, list[int] | None]] = {}
         #: duration text -> ns (-1: malformed)
@@ -136,11 +149,15 @@ class FunctionTable:
         Where the C loop was built (``_closes.c``, the same steps over an ASCII body, ~4x
         faster again) it does the work; this loop is the fallback and its reference.
         """
-        sums = (depths or DepthSums()).sums
+        depths = depths or DepthSums()
+        sums, last, pending = depths.sums, depths.last, depths.pending
+        if depths.generation != self._generation or len(pending) > 2 * self.limit:
+            pending.clear()
+            depths.generation = self._generation
         if _native is not None:
-            counted = _native(body, self._heads, sums, self._head, self._duration)
-            if counted is not None:
-                return int(counted)
+            lines = _native(body, self._heads, sums, self._head, self._duration, last, pending)
+            if lines is not None:
+                return int(lines)
         # The Python loop (no C compiler at install, or a body that is not ASCII).
         # The "\n" makes every piece that ends its line hold a newline, the last one too.
         pieces = (body + "\n").split(", Duration: ")
@@ -173,11 +190,25 @@ class FunctionTable:
                         sums[depth] += ns
                         if own < 0:
                             own = 0
-                    else:
+                        since = last[depth]  # this close's sequence number (inclusive)
+                        last[depth] = last[-1] = last[-1] + 1
+                        if entry is None:
+                            pass
+                        elif (
+                            (r := pending.get(entry[4]))
+                            and r[-3] == depth
+                            and r[-1] > last[depth - 1]
+                        ):
+                            r[-2] += ns  # counted()'s most common case, inline
+                            entry[1] += ns
+                        else:
+                            entry[1] += counted(entry[4], depth, ns, since, last, pending)
+                    else:  # too deep to track: its total counts every level
                         own = 0
+                        if entry is not None:
+                            entry[1] += ns
                     if entry is not None:  # None: waiting (out of the ranking)
                         entry[0] += own
-                        entry[1] += ns
                         entry[2] += 1
                         if ns > entry[3]:
                             entry[3] = ns
@@ -227,7 +258,8 @@ class FunctionTable:
             return None
         if len(self.table) >= self.limit:
             self._shrink()
-        entry = self.table[name] = [0, 0, 0, 0]
+        entry = self.table[name] = [0, 0, 0, 0, self._next_key]
+        self._next_key += 1
         return entry
 
     def _shrink(self) -> None:
@@ -236,6 +268,7 @@ class FunctionTable:
         self.table.clear()  # in place: feed() holds a reference to this dict
         self.table.update(keep)
         self._heads.clear()  # they may point at forgotten entries
+        self._generation += 1
 
     def top(self, n: int) -> list[tuple[str, int, int, int, int]]:
         """The ``n`` hottest functions by self time: (name, self, total, count, longest)."""

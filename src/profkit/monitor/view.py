@@ -186,7 +186,10 @@ def summary(
         out.append(_cut(f"last malformed datagram: {printable(monitor.last_malformed)}", width))
     hot = monitor.functions.top(top)
     if hot:
-        out.append("hottest functions (from Leave/Yield durations; self excludes callees):")
+        out.append(
+            "hottest functions (from Leave/Yield durations; self excludes callees, "
+            "total counts recursion once):"
+        )
         out.append(f"{'self':>9} {'total':>9} {'count':>9} {'longest':>9}  function")
         for name, own, total, count, longest in hot:
             cols = f"{format_ns(own):>9} {format_ns(total):>9} {count:>9} {format_ns(longest):>9}  "
