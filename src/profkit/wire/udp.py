@@ -36,6 +36,12 @@ MAGIC = "PK1"
 #: The acknowledgement's magic (monitor to sender).
 ACK_MAGIC = "PK1A"
 #: 1500-byte Ethernet MTU − 20 (IPv4) − 8 (UDP) − slack for IP options/tunnels.
+#: Start of a thread marker line (docs/wire.md): the event lines after it, up to the next
+#: marker, are that thread's. Every datagram whose first line is not a marker repeats the
+#: last one before it (:func:`pack`), so a datagram read alone (its predecessor lost)
+#: still says whose lines it holds.
+THREAD_MARKER = "Thread: "
+_MARKER = b"\n" + THREAD_MARKER.encode()
 MAX_DATAGRAM = 1400
 #: To a loopback address: nothing is fragmented below the 64 KB loopback MTU.
 MAX_LOOPBACK_DATAGRAM = 16384
@@ -104,16 +110,21 @@ def pack(
     each, on the profiled program's own CPU at a million lines a second). Here the lines
     are joined and encoded once, and cut at the last newline that fits with
     ``bytes.rfind``: the Python work is per datagram, not per line.
+
+    A body that does not begin with a thread marker (:data:`THREAD_MARKER`) begins with
+    a copy of the last marker before it, when there was one.
     """
-    budget = max_datagram - header_len
     if not lines:
         return []
     data = ("\n" + "\n".join(lines)).encode("utf-8", "replace")
     out: list[bytes] = []
     pos, end = 0, len(data)
+    marker = b""  # the last thread marker line already sent (b"\nThread: ...")
     while pos < end:
+        repeat = marker if marker and not data.startswith(_MARKER, pos) else b""
+        budget = max_datagram - header_len - len(repeat)
         if end - pos <= budget:
-            out.append(data[pos:])
+            out.append(repeat + data[pos:])
             break
         cut = data.rfind(b"\n", pos + 1, pos + budget + 1)  # where the next line begins
         if cut < 0:  # one line longer than a datagram: cut it (UTF-8-safe) on its own
@@ -121,9 +132,13 @@ def pack(
             if cut < 0:
                 cut = end
             line = data[pos + 1 : cut][: budget - 4].decode("utf-8", "ignore") + "…"
-            out.append(b"\n" + line.encode("utf-8"))
+            out.append(repeat + b"\n" + line.encode("utf-8"))
         else:
-            out.append(data[pos:cut])
+            out.append(repeat + data[pos:cut])
+        found = data.rfind(_MARKER, pos, cut)  # within this body: linear over the data
+        if found >= 0:
+            stop = data.find(b"\n", found + 1, cut)
+            marker = data[found : cut if stop < 0 else stop]
         pos = cut
     return out
 

@@ -28,8 +28,9 @@ from typing import IO, Protocol
 
 from profkit import _streamfile as streamfile
 from profkit.profilers.elt.udp_sender import UdpSender
+from profkit.wire.udp import THREAD_MARKER
 
-__all__ = ["LineFlusher", "Sink", "TextSink", "UdpSender"]
+__all__ = ["THREAD_MARKER", "LineFlusher", "Sink", "TextSink", "UdpSender", "thread_marker"]
 
 
 class Sink(Protocol):
@@ -62,6 +63,15 @@ class TextSink:
             self._out.close()
 
 
+def thread_marker(tid: int, name: str) -> str:
+    """``Thread: 1234 MainThread``: the lines after it, up to the next marker, are that
+    thread's (docs/elt.md; the OS thread id, as every report and export names threads).
+    At indent 0 and without ``, Duration: ``, so readers that know only the event lines
+    (an older monitor) pass over it."""
+    clean = " ".join(name.split())
+    return f"{THREAD_MARKER}{tid} {clean}" if clean else f"{THREAD_MARKER}{tid}"
+
+
 class LineFlusher:
     """Takes the profiler's lines (:meth:`append`) and drains them into the sinks on a
     daemon thread, in chunks, as fast as the sinks take them."""
@@ -80,7 +90,7 @@ class LineFlusher:
         max_queued: int = 200_000,
         chunk: int = 16384,
     ) -> None:
-        self.queue: deque[str] = deque()
+        self.queue: deque[tuple[int, str]] = deque()
         self.sinks = sinks
         self.max_queued = max_queued
         self._udp = next((s for s in sinks if isinstance(s, UdpSender)), None)
@@ -94,6 +104,9 @@ class LineFlusher:
         self._reported = 0  # of which the UDP sender was told
         self._stop = threading.Event()
         self._lock = threading.Lock()
+        self._last_thread: int | None = None  # whose lines the sinks got last
+        self._markers: dict[int, str] = {}
+        self._names: dict[int, str] = {}  # OS thread id -> name, when it first wrote
         self.thread: threading.Thread | None = None
         self.append = self._capped_append()
 
@@ -107,10 +120,15 @@ class LineFlusher:
         put = self.queue.append
         drop = self._drops.__next__
         cap = self.max_queued
+        native_id = threading.get_native_id
+        names = self._names
 
         def append(line: str) -> None:
             if size() < cap:
-                put(line)
+                tid = native_id()
+                if tid not in names:  # named now: a short thread is gone by the drain
+                    names[tid] = threading.current_thread().name
+                put((tid, line))  # one append: the thread travels with its line
             else:
                 drop()
 
@@ -163,11 +181,36 @@ class LineFlusher:
                 count = min(len(queue), self._chunk)
                 if not count:
                     break
-                lines = [pop() for _ in range(count)]
+                lines = self._marked([pop() for _ in range(count)])
                 moved += count
                 for sink in self.sinks:
                     sink.write_lines(lines)
             return moved
+
+    def _marked(self, items: list[tuple[int, str]]) -> list[str]:
+        """The lines, with a :func:`thread_marker` line wherever the thread changes
+        (issue #25 item 12: two threads' lines interleaved at one indentation). The lines
+        before the first marker are the thread that wrote first: a program that streams
+        from one thread gets the stream it always got. Done here, on the flusher's side,
+        in the queue's order: the program's threads only tag each line with their OS id
+        (one append, atomic), so no line can land under another thread's marker."""
+        out: list[str] = []
+        add = out.append
+        last = self._last_thread
+        for tid, line in items:
+            if tid != last:
+                if last is not None:
+                    add(self._marker(tid))
+                last = tid
+            add(line)
+        self._last_thread = last
+        return out
+
+    def _marker(self, tid: int) -> str:
+        found = self._markers.get(tid)
+        if found is None:
+            found = self._markers[tid] = thread_marker(tid, self._names.get(tid, ""))
+        return found
 
     def close(self) -> None:
         """Stop the thread, send what is left (waiting up to :attr:`CLOSE_TIMEOUT` for a
