@@ -106,7 +106,8 @@ class LineFlusher:
         self._lock = threading.Lock()
         self._last_thread: int | None = None  # whose lines the sinks got last
         self._markers: dict[int, str] = {}
-        self._names: dict[int, str] = {}  # OS thread id -> name, when it first wrote
+        #: Python ident -> (OS thread id, name), taken when the thread first wrote
+        self._threads: dict[int, tuple[int, str]] = {}
         self.thread: threading.Thread | None = None
         self.append = self._capped_append()
 
@@ -120,14 +121,14 @@ class LineFlusher:
         put = self.queue.append
         drop = self._drops.__next__
         cap = self.max_queued
-        native_id = threading.get_native_id
-        names = self._names
+        ident = threading.get_ident  # pthread_self: get_native_id is a system call
+        threads = self._threads
 
         def append(line: str) -> None:
             if size() < cap:
-                tid = native_id()
-                if tid not in names:  # named now: a short thread is gone by the drain
-                    names[tid] = threading.current_thread().name
+                tid = ident()
+                if tid not in threads:  # once per thread: a short one is gone by the drain
+                    threads[tid] = (threading.get_native_id(), threading.current_thread().name)
                 put((tid, line))  # one append: the thread travels with its line
             else:
                 drop()
@@ -192,8 +193,10 @@ class LineFlusher:
         (issue #25 item 12: two threads' lines interleaved at one indentation). The lines
         before the first marker are the thread that wrote first: a program that streams
         from one thread gets the stream it always got. Done here, on the flusher's side,
-        in the queue's order: the program's threads only tag each line with their OS id
-        (one append, atomic), so no line can land under another thread's marker."""
+        in the queue's order: the program's threads only tag each line with their ident
+        (one append, atomic), so no line can land under another thread's marker. A
+        reused ident (a thread ended, another began) keeps its first OS id and name: a
+        marker can then be stale, never wrong about which lines belong together."""
         out: list[str] = []
         add = out.append
         last = self._last_thread
@@ -209,7 +212,8 @@ class LineFlusher:
     def _marker(self, tid: int) -> str:
         found = self._markers.get(tid)
         if found is None:
-            found = self._markers[tid] = thread_marker(tid, self._names.get(tid, ""))
+            native, name = self._threads.get(tid, (tid, ""))
+            found = self._markers[tid] = thread_marker(native, name)
         return found
 
     def close(self) -> None:
