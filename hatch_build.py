@@ -91,7 +91,11 @@ class NativeBuildHook(BuildHookInterface):  # type: ignore[type-arg]
     PLUGIN_NAME = "custom"
 
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
-        if self.target_name != "wheel" or os.environ.get("PROFKIT_NO_NATIVE") == "1":
+        if self.target_name != "wheel":
+            return
+        if version == "editable":
+            _compile_bytecode(Path(self.root) / "src" / "profkit")
+        if os.environ.get("PROFKIT_NO_NATIVE") == "1":
             return
         root = Path(self.root)
         for module, sources in EXTENSIONS:
@@ -133,6 +137,23 @@ class NativeBuildHook(BuildHookInterface):  # type: ignore[type-arg]
                 "pure Python is used instead",
                 file=sys.stderr,
             )
+
+
+def _compile_bytecode(package: Path) -> None:
+    """An editable install's byte code, written at install as pip writes a wheel's.
+
+    Why: where byte code is never written at run time (``PYTHONDONTWRITEBYTECODE=1``, a
+    read-only checkout) every ``profkit run`` would otherwise compile its ~80 run-path
+    modules from source, 3x the whole start-up of cProfile (bench/startup_bench.py
+    ``--no-bytecode``). Timestamp-checked as usual: a source edited afterwards is compiled
+    from source again until something writes its cache. Failing here only costs speed.
+    """
+    import compileall
+
+    try:
+        compileall.compile_dir(str(package), quiet=2, workers=1)
+    except OSError as exc:
+        print(f"profkit: warning: byte code not written ({exc})", file=sys.stderr)
 
 
 def _compile(module: str, sources: list[Path], work: Path) -> Path:

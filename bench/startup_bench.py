@@ -27,6 +27,14 @@ one run each, ~50x slower; sample mode left out: its sampler cannot read a child
 valgrind): deterministic, so it compares the rows on a machine too loaded
 for timings to agree from one run to the next.
 
+``--no-bytecode`` runs every row (cProfile's too) with ``PYTHONDONTWRITEBYTECODE=1``, as
+this machine's shell, a read-only install or a container started afresh does: nothing is
+written, so whatever byte code profkit's package does not already hold is compiled on every
+run. An installed profkit holds it (pip compiles a wheel at install; hatch_build.py compiles
+an editable checkout's sources at install); ``--drop-pycache`` first deletes profkit's
+``__pycache__`` directories, the worst case (every profkit module compiled each run, as in a
+checkout whose sources changed since it was installed).
+
 ``--modules`` prints, per path, the modules profkit itself had imported when the program's
 first line ran (``sys.modules`` minus what a bare interpreter has), the import budget that
 ``tests/cli/test_startup_imports.py`` guards.
@@ -84,16 +92,46 @@ def _rows(python: str, script: str, out: str) -> dict[str, tuple[list[str], dict
     return rows
 
 
+#: ``--no-bytecode``: every row runs with PYTHONDONTWRITEBYTECODE=1 (set by main()).
+NO_BYTECODE = False
+
+
 def _clean_env(extra: dict[str, str]) -> dict[str, str]:
-    # Bytecode caches allowed, as an installed package has them (this sandbox sets
-    # PYTHONDONTWRITEBYTECODE: every run would then compile profkit from source).
+    # Bytecode caches allowed by default, as an installed package has them (this sandbox
+    # sets PYTHONDONTWRITEBYTECODE); --no-bytecode measures the rows without writing any.
     env = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith("PROFKIT_") and k != "PYTHONDONTWRITEBYTECODE"
     }
+    if NO_BYTECODE:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.update(extra)
     return env
+
+
+def _pycache(python: str, drop: bool) -> str:
+    """How many of profkit's modules have byte code for ``python`` (after deleting every
+    ``__pycache__`` of the package first when ``drop``)."""
+    code = (
+        "import importlib.util, os, sys, profkit\n"
+        "root = os.path.dirname(profkit.__file__)\n"
+        "if sys.argv[1] == '1':\n"
+        "    import shutil\n"
+        "    for d, subs, _ in os.walk(root):\n"
+        "        if '__pycache__' in subs: shutil.rmtree(os.path.join(d, '__pycache__'))\n"
+        "src = [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs if f.endswith('.py')]\n"
+        "have = sum(os.path.exists(importlib.util.cache_from_source(f)) for f in src)\n"
+        "print(f'{have} of {len(src)} profkit modules have byte code for this interpreter')\n"
+    )
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    return subprocess.run(
+        [python, "-c", code, "1" if drop else "0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
 
 
 def _once(cmd: list[str], env: dict[str, str]) -> tuple[float, float, int]:
@@ -247,13 +285,27 @@ def main() -> int:
         "--modules", action="store_true", help="list what each path imported, no timing"
     )
     parser.add_argument(
+        "--no-bytecode",
+        action="store_true",
+        help="every row with PYTHONDONTWRITEBYTECODE=1 (profkit's installed byte code only)",
+    )
+    parser.add_argument(
+        "--drop-pycache",
+        action="store_true",
+        help="with --no-bytecode: delete profkit's __pycache__ first (all compiled each run)",
+    )
+    parser.add_argument(
         "--instructions",
         action="store_true",
         help="count instructions under valgrind (deterministic) instead of timing",
     )
     args = parser.parse_args()
+    global NO_BYTECODE
+    NO_BYTECODE = args.no_bytecode
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for python in args.python or [sys.executable]:
+        if args.no_bytecode:
+            print(f"\nPYTHONDONTWRITEBYTECODE=1: {_pycache(python, args.drop_pycache)}")
         if args.modules:
             modules(python)
         elif args.instructions:
