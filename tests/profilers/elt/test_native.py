@@ -106,6 +106,26 @@ def test_deep_recursion_exports_without_recursing() -> None:
     assert depth == 20_000
 
 
+def test_nodes_are_found_again_after_the_node_table_grew_many_times() -> None:
+    """The node table keeps half a hash and a node number a slot, and is rebuilt from the
+    nodes when it grows (3/4 full): every node of 60,000 (parent, fid) pairs, made across
+    ten growths, must be found again, not made twice."""
+    clock = iter(range(10**9))
+    rec = _recorder(clock=lambda: next(clock))
+    for _ in range(2):
+        for parent in range(1, 301):
+            rec.enter(parent)
+            for fid in range(200):
+                rec.enter(parent * 1000 + fid)
+                rec.leave(parent * 1000 + fid)
+            rec.leave(parent)
+    closed, ((_, rows),) = rec.export(10**9)
+    assert closed == 0 and len(rows) == 1 + 300 + 300 * 200
+    root = native.tree_of(rows)
+    assert all(child.calls == 2 for child in root.children.values())
+    assert all(n.calls == 2 for c in root.children.values() for n in c.children.values())
+
+
 def test_open_calls_are_closed_and_counted_by_export() -> None:
     now = [0]
     rec = _recorder(clock=lambda: now[0])

@@ -95,7 +95,7 @@ take_tree(Thread *t, Tree *tree)
     tree->root = t->root;
     tree->owns_names = 1;
     t->chunks = NULL;
-    t->used = 0;
+    t->used = 0; /* numbered[] is refilled from number 0 */
     memset(&t->root, 0, sizeof(Node));
     t->root.min = NO_MIN;
     big_free(t->table, (t->mask + 1) * sizeof(Slot));

@@ -39,6 +39,7 @@ thread_free(Thread *t)
         c = next;
     }
     big_free(t->table, (t->mask + 1) * sizeof(Slot));
+    PyMem_Free(t->numbered);
     PyMem_Free(t->frames);
     Py_XDECREF(t->token);
     PyMem_Free(t);

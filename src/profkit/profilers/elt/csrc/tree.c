@@ -33,6 +33,27 @@ hash_of(const Node *parent, uintptr_t fid)
     return h ^ (h >> 29);
 }
 
+/* The node numbered ``number`` (its creation order plus one) of ``t``. */
+static inline Node *
+numbered_node(const Thread *t, uint32_t number)
+{
+    size_t g = (size_t)number - 1;
+    return &t->numbered[g / CHUNK_NODES]->nodes[g % CHUNK_NODES];
+}
+
+/* A free slot for hash ``h`` (linear probing). */
+static inline size_t
+free_slot(const Slot *table, size_t mask, uint64_t h)
+{
+    size_t j = (size_t)h & mask;
+    while (table[j].number != 0) {
+        j = (j + 1) & mask;
+    }
+    return j;
+}
+
+/* Twice the slots, filled from the nodes themselves in creation order (the slots keep
+ * only half a hash: the nodes are read once, in order, rather than the old table). */
 static int
 table_grow(Thread *t)
 {
@@ -41,15 +62,10 @@ table_grow(Thread *t)
     if (table == NULL) {
         return -1;
     }
-    for (size_t i = 0; i <= t->mask; i++) {
-        Slot s = t->table[i];
-        if (s.node != NULL) {
-            size_t j = (size_t)s.hash & (size - 1);
-            while (table[j].node != NULL) {
-                j = (j + 1) & (size - 1);
-            }
-            table[j] = s;
-        }
+    for (size_t g = 0; g < t->used; g++) {
+        const Node *n = &t->numbered[g / CHUNK_NODES]->nodes[g % CHUNK_NODES];
+        uint64_t h = hash_of(n->parent, n->fid);
+        table[free_slot(table, size - 1, h)] = (Slot){(uint32_t)(h >> 32), (uint32_t)(g + 1)};
     }
     big_free(t->table, (t->mask + 1) * sizeof(Slot));
     t->table = table;
@@ -57,46 +73,73 @@ table_grow(Thread *t)
     return 0;
 }
 
+/* A new chunk, first in ``t->chunks`` and last in ``t->numbered``; NULL when out of
+ * memory (or out of 32-bit node numbers). */
+static Chunk *
+chunk_new(Thread *t)
+{
+    size_t k = t->used / CHUNK_NODES;
+    if (t->used >= (size_t)UINT32_MAX - CHUNK_NODES) {
+        return NULL;
+    }
+    if (k >= t->numbered_cap) {
+        size_t cap = t->numbered_cap ? t->numbered_cap * 2 : 16;
+        Chunk **numbered = PyMem_Realloc(t->numbered, cap * sizeof(Chunk *));
+        if (numbered == NULL) {
+            return NULL;
+        }
+        t->numbered = numbered;
+        t->numbered_cap = cap;
+    }
+    Chunk *c = PyMem_Malloc(sizeof(Chunk));
+    if (c == NULL) {
+        return NULL;
+    }
+    c->next = t->chunks;
+    c->used = 0;
+    t->chunks = c;
+    t->numbered[k] = c;
+    return c;
+}
+
 /* The child of ``parent`` for ``fid``, created on first use; NULL when out of memory. */
 ELT_HIDDEN Node *
 child_of(Thread *t, Node *parent, uintptr_t fid)
 {
     uint64_t h = hash_of(parent, fid);
+    uint32_t tag = (uint32_t)(h >> 32);
     size_t j = (size_t)h & t->mask;
-    Node *n;
-    while ((n = t->table[j].node) != NULL) {
-        if (t->table[j].hash == h && n->fid == fid && n->parent == parent) {
-            return n;
+    uint32_t number;
+    while ((number = t->table[j].number) != 0) {
+        if (t->table[j].tag == tag) {
+            Node *n = numbered_node(t, number);
+            if (n->fid == fid && n->parent == parent) {
+                return n;
+            }
         }
         j = (j + 1) & t->mask;
     }
-    if ((t->used + 1) * 2 > t->mask + 1) {
+    if ((t->used + 1) * 4 > (t->mask + 1) * 3) {
         if (table_grow(t) < 0) {
             return NULL;
         }
-        j = (size_t)h & t->mask;
-        while (t->table[j].node != NULL) {
-            j = (j + 1) & t->mask;
-        }
+        j = free_slot(t->table, t->mask, h);
     }
     Chunk *c = t->chunks;
     if (c == NULL || c->used == CHUNK_NODES) {
-        c = PyMem_Malloc(sizeof(Chunk));
+        c = chunk_new(t);
         if (c == NULL) {
             return NULL;
         }
-        c->next = t->chunks;
-        c->used = 0;
-        t->chunks = c;
     }
-    n = &c->nodes[c->used++];
+    Node *n = &c->nodes[c->used++];
     memset(n, 0, sizeof(Node));
     n->fid = fid;
     n->parent = parent;
     n->min = NO_MIN;
     n->next_sibling = parent->first_child;
     parent->first_child = n;
-    t->table[j] = (Slot){h, n};
+    t->table[j] = (Slot){tag, (uint32_t)(t->used + 1)};
     t->used++;
     return n;
 }
