@@ -70,3 +70,16 @@ def test_a_cut_or_mutated_file_is_one_format_error(tmp_path: Path, seed: int) ->
     except FormatError as exc:
         assert str(path) in str(exc)
         assert "\n" not in str(exc)
+
+
+@pytest.mark.parametrize(
+    ("status", "said"),
+    [("0", None), ("800705b4", "did not end within 600 s"), ("80004005", "HRESULT 0x80004005")],
+)
+def test_a_failed_forced_gc_is_one_line(tmp_path: Path, status: str, said: str | None) -> None:
+    from profkit.clr.census import refused
+
+    path = tmp_path / "census.txt"
+    path.write_text(GOOD.replace("gc\t0\t", f"gc\t{status}\t"))
+    why = refused(read_census(str(path)))
+    assert (why is None) if said is None else (why is not None and said in why and "\n" not in why)

@@ -26,6 +26,9 @@ from profkit.engine.contract import Outcome
 from profkit.errors import FormatError, UsageError
 from profkit.settings import Settings
 
+#: the census's own HRESULT for a forced GC it stopped waiting for (csrc/census.c)
+GC_TIMEOUT = 0x800705B4
+
 
 @dataclass(slots=True)
 class CensusOutcome:
@@ -76,7 +79,17 @@ def run_census(
     except (FormatError, UsageError) as exc:
         outcome.problem = f"the heap census is unusable: {exc}"
         return outcome
-    if outcome.census.gc_status < 0:
-        outcome.problem = f"no heap census: the runtime refused to force a GC (HRESULT 0x{outcome.census.gc_status & 0xFFFFFFFF:08x})"
+    outcome.problem = refused(outcome.census)
+    if outcome.problem:
         outcome.census = None
     return outcome
+
+
+def refused(census: Census) -> str | None:
+    """Why a census file holds no census (its forced GC failed or timed out), else None."""
+    status = census.gc_status & 0xFFFFFFFF
+    if status == GC_TIMEOUT:
+        return "no heap census: the forced GC did not end within 600 s"
+    if census.gc_status < 0:
+        return f"no heap census: the runtime refused to force a GC (HRESULT 0x{status:08x})"
+    return None

@@ -30,6 +30,9 @@ static _Atomic int g_walking; /* the forced GC is running: its callbacks are the
 static pthread_mutex_t g_census_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t g_objects_written, g_refs_written, g_objects_cut;
 
+#define CENSUS_WAIT_S 600 /* the longest the census waits for its GC */
+#define HR_TIMEOUT ((HRESULT)0x800705B4) /* HRESULT_FROM_WIN32(ERROR_TIMEOUT) */
+
 typedef HRESULT (*fn_ForceGC)(void *);
 typedef HRESULT (*fn_GetObjectSize2)(void *, ObjectID, size_t *);
 typedef HRESULT (*fn_GetObjectSize)(void *, ObjectID, ULONG *);
@@ -94,6 +97,10 @@ HIDDEN HRESULT cb_ObjectReferences(void *self, ObjectID obj, ClassID cls, ULONG 
     if (!atomic_load_explicit(&g_walking, memory_order_acquire)) return S_OK;
     uint64_t size = object_size(obj);
     pthread_mutex_lock(&g_census_lock);
+    if (!atomic_load_explicit(&g_walking, memory_order_acquire)) { /* the census gave up waiting */
+        pthread_mutex_unlock(&g_census_lock);
+        return S_OK;
+    }
     census_class_t *c = census_class(cls);
     if (c) {
         c->count++;
@@ -110,7 +117,7 @@ HIDDEN HRESULT cb_RootReferences2(void *self, ULONG n, ObjectID *refs, int *kind
     (void)self;
     if (!atomic_load_explicit(&g_walking, memory_order_acquire)) return S_OK;
     pthread_mutex_lock(&g_census_lock);
-    for (ULONG i = 0; i < n; i++) {
+    for (ULONG i = 0; i < n && atomic_load_explicit(&g_walking, memory_order_acquire); i++) {
         if (!refs[i]) continue;
         fprintf(g_census, "r\t%lx\t%d\t%d\t%lx\n", (unsigned long)refs[i], kinds[i], flags[i], (unsigned long)ids[i]);
         if (kinds[i] == 1 && ids[i]) note_stack_root(ids[i]);
@@ -142,15 +149,32 @@ static void close_census(void) {
     g_census = NULL;
 }
 
+/* The forced GC's HRESULT; HR_TIMEOUT when it did not end within CENSUS_WAIT_S (the
+ * thread is left blocked; the process's exit ends it). */
+static HRESULT force_gc(void) {
+    static HRESULT hr; /* static: a thread given up on may still write it */
+    pthread_t thread;
+    hr = E_FAIL;
+    if (pthread_create(&thread, NULL, census_main, &hr) != 0) return E_FAIL;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += CENSUS_WAIT_S;
+    if (pthread_timedjoin_np(thread, NULL, &until) != 0) {
+        pthread_detach(thread);
+        return HR_TIMEOUT;
+    }
+    return hr;
+}
+
 /* At Shutdown: force the census GC from a thread of ours, then name what it saw. */
 HIDDEN void census_take(void) {
     if (!g_census) return;
-    HRESULT hr = E_FAIL;
-    pthread_t thread;
     uint64_t start = now_ns();
     atomic_store_explicit(&g_walking, 1, memory_order_release);
-    if (pthread_create(&thread, NULL, census_main, &hr) == 0) pthread_join(thread, NULL);
+    HRESULT hr = force_gc();
+    pthread_mutex_lock(&g_census_lock); /* no callback is writing once this is held */
     atomic_store_explicit(&g_walking, 0, memory_order_release);
+    pthread_mutex_unlock(&g_census_lock);
     fprintf(g_census, "gc\t%x\t%llu\n", (unsigned)hr, (unsigned long long)(now_ns() - start));
     fprintf(g_census, "cut\t%llu\t%llu\n", (unsigned long long)g_objects_cut, (unsigned long long)CENSUS_MAX_OBJECTS);
     if (hr >= 0) {
