@@ -42,6 +42,20 @@ def test_the_report_explains_the_leak_and_the_program_is_unchanged(tmp_path: Pat
     assert lines[2].strip().endswith("] -> __main__.Leak.buf -> bytearray")
 
 
+def test_profkit_s_own_objects_are_left_out(tmp_path: Path) -> None:
+    """The top type is explained by the program's own holder, and nothing of profkit is in
+    the census (#25: str was explained by ``module profkit.runner -> dict -> str``)."""
+    script = tmp_path / "strings.py"
+    script.write_text('KEEP = [f"string number {i:08d}" for i in range(50_000)]\n')
+    done = profkit("heap", "run", "--top", "8", str(script), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert "profkit's own" in lines[0] and "objects left out" in lines[0]
+    assert lines[1].split()[-1] == "str"
+    assert lines[2].strip().startswith("[module] __main__.KEEP -> list[")
+    assert not [line for line in lines[1:] if "profkit" in line], done.stderr
+
+
 def test_report_to_a_file(tmp_path: Path) -> None:
     script = tmp_path / "leaky.py"
     script.write_text(LEAKY.replace("sys.exit(3)", "raise ValueError('the program fails')"))

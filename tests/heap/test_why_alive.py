@@ -162,3 +162,20 @@ def test_a_proxy_posing_as_a_module_is_not_read_as_one() -> None:
     assert isinstance(proxy, ModuleType)
     assert links.module_name(proxy) is None
     assert links.module_name(sys) == "sys"
+
+
+def test_profkit_s_modules_and_what_only_they_hold_are_left_out() -> None:
+    import profkit.runner.session as ours
+
+    shared = "a string held by the program and by profkit " + "x" * 100
+    ours.__dict__["_test_shared"] = shared
+    globals()["_test_shared"] = shared
+    try:
+        snap = take_snapshot()
+        assert id(ours) not in snap.objects and id(ours.__doc__) not in snap.objects
+        assert id(shared) in snap.objects  # the program holds it too
+        assert snap.own.objects > 0 and snap.own.bytes > 0
+        full = take_snapshot(own=True)
+        assert id(ours) in full.objects and id(ours.__doc__) in full.objects
+    finally:
+        del ours.__dict__["_test_shared"], globals()["_test_shared"]

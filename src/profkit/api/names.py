@@ -97,6 +97,21 @@ def is_profkit_module(module: str) -> bool:
     return prefix_matches(module, PROFKIT_MODULES) or prefix_matches(module, LAUNCHER_MODULES)
 
 
+#: profkit's modules that are a program, not profkit: users profile the demo.
+PROGRAM_MODULES: tuple[str, ...] = ("profkit.demo",)
+
+
+def is_profkit_package(module: str) -> bool:
+    """Whether ``module`` is any part of profkit itself (not only the machinery of
+    :data:`PROFKIT_MODULES`: its CLI, heap walk and exports too), the demo aside.
+
+    What a census of the heap leaves out: under ``profkit heap run`` profkit's own modules
+    share the process with the program, and their docstrings, code and tables are not the
+    program's memory.
+    """
+    return prefix_matches(module, ("profkit",)) and not prefix_matches(module, PROGRAM_MODULES)
+
+
 def frozen_module(filename: str) -> str | None:
     """The module of frozen stdlib code (``<frozen runpy>`` -> ``runpy``: 3.11+ freezes
     start-up modules such as ``runpy`` and ``importlib._bootstrap``), else None."""

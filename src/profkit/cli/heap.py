@@ -63,7 +63,10 @@ def _handler(args: argparse.Namespace) -> int:
     taken: list[HeapSnapshot] = []
     outcome = program.run(prepared, start=lambda: None, stop=lambda: taken.append(take_snapshot()))
     snapshot = taken[0] if taken else HeapSnapshot()
-    text = f"profkit heap: {snapshot.stats.objects:,} objects, {snapshot.stats.bytes:,} bytes\n"
+    text = f"profkit heap: {snapshot.stats.objects:,} objects, {snapshot.stats.bytes:,} bytes"
+    if snapshot.own.objects:
+        text += f" (profkit's own {snapshot.own.objects:,} objects left out)"
+    text += "\n"
     text += format_report(why_alive(snapshot, args.top))
     report_exception(outcome)
     if args.output:

@@ -12,6 +12,11 @@ named by :mod:`profkit.heap.links`).
 One forward search from all the roots answers every example at once, with one dict of ints
 (the parent of each object reached) and a bound on the objects it visits; no reverse index
 of the whole graph is built.
+
+profkit's own objects are not the program's: :func:`take_snapshot` leaves out what only
+profkit's modules hold (:func:`leave_out_own`), so ``profkit heap run`` neither counts
+profkit's docstrings among the program's strings nor explains them by
+``module profkit.runner -> dict -> str``.
 """
 
 from __future__ import annotations
@@ -19,9 +24,10 @@ from __future__ import annotations
 import sys
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import CodeType
 
+from profkit.api.names import is_profkit_package
 from profkit.heap.walk import FRAME, LOCAL, MODULE, UNREFERENCED, WalkStats, walk_heap
 
 #: the order in which roots are searched from (earlier kinds win ties of length)
@@ -42,6 +48,8 @@ class HeapSnapshot:
     roots: dict[int, str] = field(default_factory=dict)
     labels: dict[int, str] = field(default_factory=dict)
     stats: WalkStats = field(default_factory=WalkStats)
+    #: what was left out as profkit's own (:func:`leave_out_own`): objects and bytes
+    own: WalkStats = field(default_factory=WalkStats)
 
 
 class SnapshotRecorder:
@@ -66,8 +74,11 @@ class SnapshotRecorder:
         self.snapshot.roots.update(zip(root_ids, kinds, strict=True))
 
 
-def take_snapshot(*, skip_code: Callable[[CodeType], bool] | None = None) -> HeapSnapshot:
-    """Walk this process's heap now and keep the graph (see :func:`walk_heap`)."""
+def take_snapshot(
+    *, skip_code: Callable[[CodeType], bool] | None = None, own: bool = False
+) -> HeapSnapshot:
+    """Walk this process's heap now and keep the graph (see :func:`walk_heap`); profkit's
+    own objects are left out unless ``own`` (:func:`leave_out_own`)."""
     recorder = SnapshotRecorder()
     stats = walk_heap(recorder.on_object, recorder.on_roots, skip_code=skip_code)
     snapshot = recorder.snapshot or HeapSnapshot()
@@ -76,7 +87,56 @@ def take_snapshot(*, skip_code: Callable[[CodeType], bool] | None = None) -> Hea
         key = id(module)
         if snapshot.roots.get(key) == MODULE:
             snapshot.labels.setdefault(key, name)
+    if not own:
+        leave_out_own(snapshot)
     return snapshot
+
+
+def leave_out_own(snapshot: HeapSnapshot) -> None:
+    """Take out of ``snapshot`` profkit's modules and what only they hold.
+
+    Reachability decides, not types or addresses: what any of the program's roots reaches
+    without passing through one of profkit's modules (:func:`~profkit.api.names.
+    is_profkit_package`) stays, even when profkit refers to it too (a string both hold,
+    the program's own module); the rest of what profkit's modules reach goes, counted in
+    ``snapshot.own`` and out of ``snapshot.stats``.
+    """
+    objects = snapshot.objects
+    walls = {key for key, name in snapshot.labels.items() if is_profkit_package(name)}
+    walls &= objects.keys()
+    if not walls:
+        return
+    # and their namespaces: a function's __globals__ leads there without the module
+    walls |= {
+        ref for key in walls for ref in objects[key][2] if objects.get(ref, _NONE)[0] == "dict"
+    }
+    kept = _reach((key for key in snapshot.roots if key not in walls), objects, walls)
+    gone = _reach(walls, objects, kept)
+    for key in gone:
+        _, size, _ = objects.pop(key)
+        snapshot.roots.pop(key, None)
+        snapshot.labels.pop(key, None)
+        snapshot.own.objects += 1
+        snapshot.own.bytes += size
+    snapshot.stats.objects -= snapshot.own.objects
+    snapshot.stats.bytes -= snapshot.own.bytes
+
+
+_NONE: tuple[str, int, tuple[int, ...]] = ("", 0, ())
+
+
+def _reach(
+    starts: Iterable[int], objects: dict[int, tuple[str, int, tuple[int, ...]]], avoid: set[int]
+) -> set[int]:
+    """Every object reachable from ``starts`` (in ``objects``) without entering ``avoid``."""
+    seen = {key for key in starts if key in objects and key not in avoid}
+    stack = list(seen)
+    while stack:
+        for ref in objects[stack.pop()][2]:
+            if ref not in seen and ref not in avoid and ref in objects:
+                seen.add(ref)
+                stack.append(ref)
+    return seen
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,11 +256,41 @@ def why_alive(
 ) -> list[TypeReport]:
     """The ``n`` types holding the most bytes, each with one chain from a root, its links
     named where the objects still live (:func:`named`)."""
-    totals = top_types(snapshot, n)
+    totals = _explained(snapshot, n)
     chains = chains_to(snapshot, (t.example for t in totals), max_nodes=max_nodes)
     if name_links:
         chains = named(chains, snapshot)
     return [TypeReport(t, chains.get(t.example)) for t in totals]
+
+
+def _explained(snapshot: HeapSnapshot, n: int) -> list[TypeTotal]:
+    """The ``n`` top types, each with the example whose chain explains it best: the
+    largest object of that type in the object that refers to the most bytes of it.
+
+    The type's largest object alone may say little: the biggest ``str`` is some module's
+    docstring, while the program's 50,000 strings sit in one list (#25).
+    """
+    totals = top_types(snapshot, n)
+    wanted = {t.type_name for t in totals}
+    objects = snapshot.objects
+    held: dict[tuple[str, int], list[int]] = {}  # (type, holder) -> [bytes, largest, its size]
+    for holder, (_, _, refs) in objects.items():
+        for ref in refs:
+            found = objects.get(ref)
+            if found is None or found[0] not in wanted:
+                continue
+            entry = held.get((found[0], holder))
+            if entry is None:
+                held[(found[0], holder)] = [found[1], ref, found[1]]
+                continue
+            entry[0] += found[1]
+            if found[1] > entry[2]:
+                entry[1], entry[2] = ref, found[1]
+    best: dict[str, list[int]] = {}
+    for (type_name, _), entry in held.items():
+        if type_name not in best or entry[0] > best[type_name][0]:
+            best[type_name] = entry
+    return [replace(t, example=best[t.type_name][1]) if t.type_name in best else t for t in totals]
 
 
 def named(chains: dict[int, Chain], snapshot: HeapSnapshot) -> dict[int, Chain]:
