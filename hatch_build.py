@@ -87,6 +87,24 @@ def _sanitize_flags() -> list[str]:
     return list(SANITIZE_FLAGS) if os.environ.get("PROFKIT_SANITIZE") == "1" else []
 
 
+#: Every C unit (the extensions and libprofkit_clr.so) is clean under these with gcc 12 and
+#: clang 14, on 3.11-3.13's headers, at -O0 to -O3 and sanitized (tests/test_c_hygiene.py).
+WARNING_FLAGS = ("-Wall", "-Wextra")
+
+
+def warning_flags() -> list[str]:
+    """:data:`WARNING_FLAGS`, plus ``-Werror`` in profkit's own builds.
+
+    Our builds are the ones under ``PROFKIT_REQUIRE_NATIVE=1`` (scripts/test, CI) or
+    ``PROFKIT_WERROR=1``: there a new warning fails the install, so it is fixed when it is
+    made. A user's ``pip install`` keeps warnings as warnings: a compiler we never ran (each
+    release adds warnings to ``-Wall``) would otherwise turn a harmless new diagnostic into
+    a failed build, and a failed build here means silently losing the C fast path.
+    """
+    ours = "1" in (os.environ.get("PROFKIT_REQUIRE_NATIVE"), os.environ.get("PROFKIT_WERROR"))
+    return [*WARNING_FLAGS, "-Werror"] if ours else list(WARNING_FLAGS)
+
+
 class NativeBuildHook(BuildHookInterface):  # type: ignore[type-arg]
     PLUGIN_NAME = "custom"
 
@@ -167,7 +185,7 @@ def _compile(module: str, sources: list[Path], work: Path) -> Path:
         module,
         [str(source) for source in sources],
         depends=headers,
-        extra_compile_args=["-O2", "-std=c11"],
+        extra_compile_args=["-O2", "-std=c11", *warning_flags()],
     )
     ext.extra_compile_args += _sanitize_flags()
     ext.extra_link_args += _sanitize_flags()
@@ -231,8 +249,8 @@ def _build_clr_profiler(root: Path, version: str, build_data: dict[str, Any]) ->
         with tempfile.TemporaryDirectory(prefix="profkit-build-") as tmp:
             built = Path(tmp) / "libprofkit_clr.so"
             subprocess.run(
-                [*cc, "-O2", "-std=c11", "-fPIC", "-shared", "-fvisibility=hidden", "-pthread",
-                 "-o", str(built), *sources],
+                [*cc, "-O2", "-std=c11", *warning_flags(), "-fPIC", "-shared",
+                 "-fvisibility=hidden", "-pthread", "-o", str(built), *sources],
                 check=True, capture_output=True, text=True,
             )  # fmt: skip
             if version == "editable":

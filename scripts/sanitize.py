@@ -88,13 +88,15 @@ def build(copy: Path) -> None:
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
     for module, sources in hb.EXTENSIONS:
         target = copy / (module.replace(".", "/") + suffix)
-        cmd = [*cc, "-O1", "-std=c11", "-fPIC", "-shared", *hb.SANITIZE_FLAGS, f"-I{include}"]
+        cmd = [*cc, "-O1", "-std=c11", *hb.warning_flags(), "-fPIC", "-shared"]
+        cmd += [*hb.SANITIZE_FLAGS, f"-I{include}"]
         cmd += ["-o", str(target), *(str(ROOT / s) for s in sources)]
         subprocess.run(cmd, check=True)
         print(f"sanitize: built {module}", flush=True)
     if sys.platform.startswith("linux"):
         target = copy / "profkit" / "clr" / "libprofkit_clr.so"
-        cmd = [*cc, "-O1", "-std=c11", "-fPIC", "-shared", "-fvisibility=hidden", "-pthread"]
+        cmd = [*cc, "-O1", "-std=c11", *hb.warning_flags(), "-fPIC", "-shared"]
+        cmd += ["-fvisibility=hidden", "-pthread"]
         cmd += [*hb.SANITIZE_FLAGS, "-o", str(target), *(str(ROOT / s) for s in hb.CLR_SOURCES)]
         subprocess.run(cmd, check=True)
         print("sanitize: built libprofkit_clr.so", flush=True)

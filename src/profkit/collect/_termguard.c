@@ -134,7 +134,7 @@ PyDoc_STRVAR(install_doc,
     "the timers or the handler cannot be set.");
 
 static PyObject *
-install(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+install(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 2) {
         PyErr_SetString(PyExc_TypeError, "install() takes 2 arguments");
@@ -182,7 +182,7 @@ PyDoc_STRVAR(extend_doc,
     "in this process.");
 
 static PyObject *
-extend(PyObject *module, PyObject *arg)
+extend(PyObject *Py_UNUSED(module), PyObject *arg)
 {
     double seconds = PyFloat_AsDouble(arg);
     if (seconds == -1.0 && PyErr_Occurred()) {
@@ -210,10 +210,10 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
-    "profkit.collect._termguard",
-    "A deadline for a SIGTERM whose Python handler cannot run (see _termguard.c).",
-    -1,
-    methods,
+    .m_name = "profkit.collect._termguard",
+    .m_doc = "A deadline for a SIGTERM whose Python handler cannot run (see _termguard.c).",
+    .m_size = -1,
+    .m_methods = methods,
 };
 
 PyMODINIT_FUNC

@@ -11,7 +11,7 @@
  * (``old = sys.getprofile()`` ... ``old(frame, event, arg)``), and swapping then would
  * silently remove the program's function, which the Python ``hook`` never does. */
 static PyObject *
-Hook_call(Hook *self, PyObject *args, PyObject *kwargs)
+Hook_call(Hook *self, PyObject *args, PyObject *Py_UNUSED(kwargs))
 {
     PyObject *frame, *event, *arg;
     if (self->state == NULL) {
@@ -203,7 +203,7 @@ Hook_dealloc(Hook *self)
 /* Python's own tables are read by setprofile.Backend.stop() (status.clear()). */
 static PyMemberDef Hook_members[] = {
     {"status", T_OBJECT, offsetof(Hook, status), READONLY, "fid -> status (shared)"},
-    {NULL},
+    {NULL, 0, 0, 0, NULL},
 };
 
 static PyType_Slot Hook_slots[] = {

@@ -3,9 +3,9 @@
  * here, so an allocation that is not sampled costs a thread-local subtraction and a compare,
  * and a free of a block that was not sampled one load from the bitmap of sampled addresses.
  */
-#include <math.h>
+#include "heaphook.h" /* Python.h first, as the C API asks */
 
-#include "heaphook.h"
+#include <math.h>
 
 typedef struct {
     PyMemAllocatorEx previous;

@@ -6,12 +6,12 @@
  * one). When it holds enough events, the interpreter is asked to run the drain callable at
  * its next safe point.
  */
+#include "heaphook.h" /* Python.h first, as the C API asks */
+#include "internal/pycore_frame.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "heaphook.h"
-#include "internal/pycore_frame.h"
 
 #if PY_VERSION_HEX >= 0x030D0000
 #define CURRENT_FRAME(ts) ((ts)->current_frame)
@@ -69,7 +69,7 @@ log_clear(Log *l)
 /* -- telling Python that the log has grown ----------------------------------------------- */
 
 static int
-run_notify(void *unused)
+run_notify(void *Py_UNUSED(unused))
 {
     notify_pending = 0;
     if (notify_callable == NULL) return 0;

@@ -1,12 +1,11 @@
 /* The Python functions of profkit.heap._heaphook (see heaphook.h): start and stop the hooks,
  * drain the log into Python objects, reset after fork, pause/resume, status.
  */
-#include <string.h>
+#include "heaphook.h" /* Python.h first, as the C API asks */
+#include "internal/pycore_frame.h" /* _Py_CODEUNIT (internal from 3.13) */
 
 #include <math.h>
-
-#include "heaphook.h"
-#include "internal/pycore_frame.h" /* _Py_CODEUNIT (internal from 3.13) */
+#include <string.h>
 
 /* Forget the log, the sampled addresses and the counters, and reseed the threads' draws:
  * a new session (start) and a forked child (reset) begin from nothing. */
@@ -21,7 +20,7 @@ forget_all(void)
 }
 
 static PyObject *
-heaphook_start(PyObject *self, PyObject *args)
+heaphook_start(PyObject *Py_UNUSED(self), PyObject *args)
 {
     double mean;
     if (!PyArg_ParseTuple(args, "d", &mean)) return NULL;
@@ -45,7 +44,7 @@ heaphook_start(PyObject *self, PyObject *args)
 /* Uninstalls only when ours is still the installed allocator of every domain: a later hook
  * chained to us would otherwise be cut off (and would call into freed state). */
 static PyObject *
-heaphook_stop(PyObject *self, PyObject *unused)
+heaphook_stop(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(unused))
 {
     if (!installed || !hooks_are_ours()) Py_RETURN_FALSE;
     hooks_uninstall();
@@ -60,7 +59,7 @@ heaphook_stop(PyObject *self, PyObject *unused)
  * in the order they happened. The log is detached first, so allocations made while the
  * Python objects are built go into a fresh log, not the one being read. */
 static PyObject *
-heaphook_drain(PyObject *self, PyObject *unused)
+heaphook_drain(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(unused))
 {
     Log taken = log_;
     memset(&log_, 0, sizeof(log_));
@@ -126,14 +125,14 @@ fail:
 
 /* After fork the child holds the parent's log and table: both describe the parent. */
 static PyObject *
-heaphook_reset(PyObject *self, PyObject *unused)
+heaphook_reset(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(unused))
 {
     forget_all();
     Py_RETURN_NONE;
 }
 
 static PyObject *
-heaphook_set_notify(PyObject *self, PyObject *args)
+heaphook_set_notify(PyObject *Py_UNUSED(self), PyObject *args)
 {
     PyObject *callable;
     Py_ssize_t threshold;
@@ -154,21 +153,21 @@ heaphook_set_notify(PyObject *self, PyObject *args)
 /* pause()/resume(): this thread's allocations are not sampled in between (profkit's own
  * bookkeeping, e.g. turning a drained log into event objects, is not the program's). */
 static PyObject *
-heaphook_pause(PyObject *self, PyObject *unused)
+heaphook_pause(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(unused))
 {
     in_hook++;
     Py_RETURN_NONE;
 }
 
 static PyObject *
-heaphook_resume(PyObject *self, PyObject *unused)
+heaphook_resume(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(unused))
 {
     if (in_hook > 0) in_hook--;
     Py_RETURN_NONE;
 }
 
 static PyObject *
-heaphook_status(PyObject *self, PyObject *unused)
+heaphook_status(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(unused))
 {
     return Py_BuildValue("{s:O,s:d,s:n,s:K}", "installed", installed ? Py_True : Py_False,
                          "mean_bytes", mean_bytes, "live_samples", (Py_ssize_t)table_live,
@@ -191,8 +190,11 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "profkit.heap._heaphook",
-    "Sampled allocation tracking in C (see profkit.heap).", -1, methods,
+    PyModuleDef_HEAD_INIT,
+    .m_name = "profkit.heap._heaphook",
+    .m_doc = "Sampled allocation tracking in C (see profkit.heap).",
+    .m_size = -1,
+    .m_methods = methods,
 };
 
 PyMODINIT_FUNC

@@ -5,10 +5,10 @@
  * open-addressing table probed. Bits are never cleared one by one (two addresses may share
  * one), so they are rebuilt from the live entries when too many stale ones have built up.
  */
+#include "heaphook.h" /* Python.h first, as the C API asks */
+
 #include <stdlib.h>
 #include <string.h>
-
-#include "heaphook.h"
 
 HIDDEN uint64_t filter[FILTER_BITS / 64];
 HIDDEN size_t table_live = 0;

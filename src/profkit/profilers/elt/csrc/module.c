@@ -96,7 +96,7 @@ ID_CALL(idcall_leave, do_leave(self, fid, CLOSE_LEAVE))
 ID_CALL(idcall_yield, do_leave(self, fid, CLOSE_YIELD))
 
 static PyObject *
-Recorder_idcall(Recorder *self, PyObject *name)
+Recorder_idcall(Recorder *Py_UNUSED(self), PyObject *name)
 {
     static const struct {
         const char *name;
