@@ -7,6 +7,7 @@ unhandled exception). The program's own sizes are the oracle; nothing is timed.
 
 from __future__ import annotations
 
+import signal
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -104,3 +105,26 @@ def test_the_output_file_holds_the_report(census_program: Path, tmp_path: Path) 
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     assert top(out.read_text())[1] == "System.Byte[]"
+
+
+def _terminated(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` until the program says it sleeps, then SIGTERM it (by its pid)."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == "sleeping\n"
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=TIMEOUT)
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def test_sigterm_ends_as_without_profkit_with_the_census(
+    census_program: Path, dotnet_host: Host
+) -> None:
+    bare = _terminated([dotnet_host.path, str(census_program), "sleep"])
+    proc = _terminated([*profkit_cli(), "heap", "run", str(census_program), "sleep"])
+    assert proc.returncode == bare.returncode != 0
+    # the runtime shuts down on SIGTERM (its ProcessExit runs), so the census is taken,
+    # by a thread the runtime never knew (the static roots come from loaded classes)
+    size, name, chain = top(proc.stderr)
+    assert name == "System.Byte[]" and size >= 24 * MIB
+    assert "Census.Core.Holder.Kept" in chain

@@ -1,6 +1,7 @@
 // A program for the heap census tests (tests/clr/test_census.py): a static field holds
 // 24 MiB of byte arrays at the end; other modes keep bytes on a stack, call GC.Collect
-// itself, end through Environment.Exit, or die of an unhandled exception.
+// itself, end through Environment.Exit, die of an unhandled exception, or sleep until
+// killed.
 using System;
 using System.Collections.Generic;
 
@@ -50,6 +51,10 @@ namespace Census.Core
             if (mode == "exit") {
                 Console.WriteLine("leaving through Environment.Exit");
                 Environment.Exit(3);
+            }
+            if (mode == "sleep") {
+                Console.WriteLine("sleeping");
+                System.Threading.Thread.Sleep(600000);
             }
             if (mode == "crash") throw new InvalidOperationException("census crash");
             if (mode == "stack") {

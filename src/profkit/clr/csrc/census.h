@@ -9,10 +9,12 @@
  * methods whose frames hold stack roots (census_roots.c). clr/censusfile.py reads it.
  *
  * COR_PRF_MONITOR_GC is set at Initialize only when the census is asked for: it cannot be
- * set later, and it turns concurrent (background) GC off for the whole run.
+ * set later, and it turns concurrent (background) GC off for the whole run. So is
+ * COR_PRF_MONITOR_CLASS_LOADS: the loaded classes are where static roots are looked for.
  *
- * Memory: per class seen (at most CENSUS_MAX_CLASSES) a table entry, and the ids of the
- * methods holding stack roots (at most CENSUS_MAX_METHODS); objects and their references
+ * Memory: per class seen (at most CENSUS_MAX_CLASSES) a table entry, the ids of the
+ * methods holding stack roots (at most CENSUS_MAX_METHODS) and of the classes loaded
+ * (at most CENSUS_MAX_LOADED); objects and their references
  * go straight to the file, at most CENSUS_MAX_OBJECTS objects with references and
  * CENSUS_MAX_REFS references in all (beyond those, totals stay exact, chains may miss).
  */
@@ -21,18 +23,19 @@
 
 #include "profiler.h"
 
+#define PRF_MONITOR_CLASS_LOADS 0x00000002u
 #define CENSUS_MAX_CLASSES (1u << 20)
 #define CENSUS_MAX_METHODS 4096u
 #define CENSUS_MAX_OBJECTS 4000000ull
 #define CENSUS_MAX_REFS 16000000ull
+#define CENSUS_MAX_LOADED (1u << 20) /* loaded classes whose statics are read */
 #define CENSUS_MAX_OBJECT_REFS 100000u /* references written for one object */
 
 /* callback slots (ICorProfilerCallback, ICorProfilerCallback2), 0-based after IUnknown */
-enum { CB_ObjectReferences = 49, CB_RootReferences2 = 74 };
+enum { CB_ClassLoadFinished = 16, CB_ObjectReferences = 49, CB_RootReferences2 = 74 };
 
 /* ICorProfilerInfo slots (0-based after IUnknown) the census uses */
 enum {
-    PI_GetClassFromToken = 1,
     PI_GetObjectSize = 7,
     PI_IsArrayClass = 8,
     PI_ForceGC = 25,
@@ -50,7 +53,7 @@ enum {
 /* ICorProfilerThreadEnum slots */
 enum { ENUM_Next = 4 };
 
-enum { MD_CloseEnum = 0, MD_EnumTypeDefs = 3, MD_EnumFields = 17, MD_GetFieldProps = 54 };
+enum { MD_CloseEnum = 0, MD_EnumFields = 17, MD_GetFieldProps = 54 };
 
 typedef struct {
     ClassID id;
@@ -80,5 +83,6 @@ HIDDEN void *module_metadata(ModuleID mod);
 HIDDEN void note_stack_root(UINT_PTR fid);
 HIDDEN void write_method_names(void);
 HIDDEN void write_static_roots(void);
+HIDDEN HRESULT cb_ClassLoadFinished(void *self, ClassID cls, HRESULT status);
 
 #endif

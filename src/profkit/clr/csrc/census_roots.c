@@ -1,10 +1,10 @@
 /* libprofkit_clr: naming the census's roots: static fields and the methods of stack roots.
  *
- * A static field's object is found the way the Profiling API allows: every loaded
- * module's type definitions and their static fields from metadata (those of a reference
- * type, not constants), the class from its token (a generic definition or a class not
- * loaded has none: skipped), its address from GetAppDomainStaticAddress (a class not yet
- * initialised has none), and the object stored there; a thread-static field's the
+ * A static field's object is found the way the Profiling API allows: every class the
+ * runtime loaded (ClassLoadFinished; at most CENSUS_MAX_LOADED kept, generic
+ * instantiations each their own), its static fields from metadata (those of a reference
+ * type, not constants), each one's address from GetAppDomainStaticAddress (a class not
+ * yet initialised has none), and the object stored there; a thread-static field's the
  * same, once for each managed thread still alive (EnumThreads, GetThreadStaticAddress2).
  * A stack root's id is the FunctionID of the frame holding it: its method's name. Why a
  * unit of its own: finding roots' names walks metadata, apart from the GC's callbacks.
@@ -22,11 +22,11 @@
 
 typedef void *HCORENUM;
 typedef void (*fn_CloseEnum)(void *, HCORENUM);
-typedef HRESULT (*fn_EnumTypeDefs)(void *, HCORENUM *, mdToken *, ULONG, ULONG *);
+typedef HRESULT (*fn_GetClassIDInfo2)(void *, ClassID, ModuleID *, mdToken *, ClassID *, uint32_t, uint32_t *,
+                                      ClassID *);
 typedef HRESULT (*fn_EnumFields)(void *, HCORENUM *, mdToken, mdToken *, ULONG, ULONG *);
 typedef HRESULT (*fn_GetFieldProps)(void *, mdToken, mdToken *, WCHAR *, ULONG, ULONG *, DWORD *, const uint8_t **,
                                     ULONG *, DWORD *, const void **, ULONG *);
-typedef HRESULT (*fn_GetClassFromToken)(void *, ModuleID, mdToken, ClassID *);
 typedef HRESULT (*fn_GetStaticFieldInfo)(void *, ClassID, mdToken, int *);
 typedef HRESULT (*fn_GetAppDomainsContainingModule)(void *, ModuleID, uint32_t, uint32_t *, UINT_PTR *);
 typedef HRESULT (*fn_GetAppDomainStaticAddress)(void *, ClassID, mdToken, UINT_PTR, void **);
@@ -34,6 +34,9 @@ typedef HRESULT (*fn_GetThreadStaticAddress2)(void *, ClassID, mdToken, UINT_PTR
 typedef HRESULT (*fn_EnumThreads)(void *, void **);
 typedef HRESULT (*fn_ThreadEnumNext)(void *, ULONG, ThreadID *, ULONG *);
 
+static ClassID *g_loaded;
+static size_t g_n_loaded, g_cap_loaded;
+static pthread_mutex_t g_loaded_lock = PTHREAD_MUTEX_INITIALIZER;
 static UINT_PTR g_methods[CENSUS_MAX_METHODS];
 static size_t g_n_methods;
 static size_t g_fields_seen;
@@ -103,7 +106,7 @@ static void static_values(ModuleID mod, ClassID cls, mdToken fd, const char *typ
 }
 
 /* One static field: an "s" record when it is of a reference type and holds an object. */
-static void static_field(void *md, ModuleID mod, mdToken td, mdToken fd, ClassID *cls) {
+static void static_field(void *md, ModuleID mod, ClassID cls, mdToken fd, const char *type) {
     WCHAR w[512];
     ULONG len = 0, sig_len = 0, value_len = 0;
     DWORD attr = 0, flag = 0;
@@ -113,46 +116,52 @@ static void static_field(void *md, ModuleID mod, mdToken td, mdToken fd, ClassID
     fn_GetFieldProps props = (fn_GetFieldProps)SLOT(md, MD_GetFieldProps);
     if (props(md, fd, &owner, w, 512, &len, &attr, &sig, &sig_len, &flag, &value, &value_len) < 0) return;
     if (!(attr & FIELD_STATIC) || (attr & FIELD_LITERAL) || !holds_reference(sig, sig_len)) return;
-    if (!*cls && ((fn_GetClassFromToken)SLOT(g_info, PI_GetClassFromToken))(g_info, mod, td, cls) < 0) return;
-    char name[NAME_BYTES], field[1024];
-    type_name(md, td, name, sizeof name);
+    char field[1024];
     utf16_to_utf8(w, len < 512 ? len : 512, field, sizeof field);
-    static_values(mod, *cls, fd, name, field);
+    static_values(mod, cls, fd, type, field);
 }
 
-static void type_statics(void *md, ModuleID mod, mdToken td) {
-    HCORENUM e = NULL;
-    mdToken fields[64];
-    ULONG n = 0;
-    ClassID cls = 0;
-    fn_EnumFields enum_fields = (fn_EnumFields)SLOT(md, MD_EnumFields);
-    while (g_fields_seen < MAX_STATIC_FIELDS && enum_fields(md, &e, td, fields, 64, &n) == S_OK && n) {
-        g_fields_seen += n;
-        for (ULONG i = 0; i < n; i++) static_field(md, mod, td, fields[i], &cls);
-    }
-    if (e) ((fn_CloseEnum)SLOT(md, MD_CloseEnum))(md, e);
-}
-
-static void module_statics(ModuleID mod) {
+/* The static fields of one loaded class (a generic instantiation has its own). */
+static void class_statics(ClassID cls) {
+    ModuleID mod = 0;
+    mdToken td = 0;
+    ClassID parent = 0;
+    uint32_t n_args = 0;
+    fn_GetClassIDInfo2 info = (fn_GetClassIDInfo2)SLOT(g_info, PI_GetClassIDInfo2);
+    if (info(g_info, cls, &mod, &td, &parent, 0, &n_args, NULL) < 0 || !td) return;
     void *md = module_metadata(mod);
     if (!md) return;
     HCORENUM e = NULL;
-    mdToken types[256];
+    mdToken fields[64];
     ULONG n = 0;
-    fn_EnumTypeDefs enum_types = (fn_EnumTypeDefs)SLOT(md, MD_EnumTypeDefs);
-    while (g_fields_seen < MAX_STATIC_FIELDS && enum_types(md, &e, types, 256, &n) == S_OK && n)
-        for (ULONG i = 0; i < n; i++) type_statics(md, mod, types[i]);
+    char type[NAME_BYTES] = "";
+    fn_EnumFields enum_fields = (fn_EnumFields)SLOT(md, MD_EnumFields);
+    while (g_fields_seen < MAX_STATIC_FIELDS && enum_fields(md, &e, td, fields, 64, &n) == S_OK && n) {
+        g_fields_seen += n;
+        if (!type[0]) class_display_name(cls, type, sizeof type);
+        for (ULONG i = 0; i < n; i++) static_field(md, mod, cls, fields[i], type);
+    }
     if (e) ((fn_CloseEnum)SLOT(md, MD_CloseEnum))(md, e);
     ((fn_Release)UNK_SLOT(md, UNK_Release))(md);
 }
 
+/* Every class the runtime loaded (ClassLoadFinished): only those have statics to read,
+ * and asking for a class by its token would load it (and, on a thread the runtime does
+ * not know, as at a SIGTERM's shutdown, crash). */
+HIDDEN HRESULT cb_ClassLoadFinished(void *self, ClassID cls, HRESULT status) {
+    (void)self;
+    if (status < 0 || !g_census) return S_OK;
+    pthread_mutex_lock(&g_loaded_lock);
+    if (g_n_loaded < CENSUS_MAX_LOADED && grow((void **)&g_loaded, &g_cap_loaded, g_n_loaded, sizeof *g_loaded) == 0)
+        g_loaded[g_n_loaded++] = cls;
+    pthread_mutex_unlock(&g_loaded_lock);
+    return S_OK;
+}
+
 HIDDEN void write_static_roots(void) {
-    pthread_mutex_lock(&g_lock);
-    size_t n = g_n_modules;
-    ModuleID ids[4096];
-    if (n > 4096) n = 4096;
-    for (size_t i = 0; i < n; i++) ids[i] = g_modules[i].id;
-    pthread_mutex_unlock(&g_lock);
     list_threads();
-    for (size_t i = 0; i < n; i++) module_statics(ids[i]);
+    pthread_mutex_lock(&g_loaded_lock);
+    size_t n = g_n_loaded;
+    pthread_mutex_unlock(&g_loaded_lock);
+    for (size_t i = 0; i < n; i++) class_statics(g_loaded[i]);
 }

@@ -82,6 +82,7 @@ static void build_vtable(void) {
     SET(CB_GarbageCollectionFinished, cb_GarbageCollectionFinished);
     SET(CB_InitializeForAttach, cb_InitializeForAttach);
     SET(CB_LoadAsNotificationOnly, cb_LoadAsNotificationOnly);
+    SET(CB_ClassLoadFinished, cb_ClassLoadFinished);
     SET(CB_ObjectReferences, cb_ObjectReferences);
     SET(CB_RootReferences2, cb_RootReferences2);
 #undef SET

@@ -51,7 +51,7 @@ static HRESULT set_event_mask(void) {
     if (S.events & EV_LOADS) mask |= PRF_MONITOR_MODULE_LOADS | PRF_MONITOR_ASSEMBLY_LOADS;
     if (S.events & EV_JIT) mask |= PRF_MONITOR_JIT_COMPILATION | PRF_MONITOR_CACHE_SEARCHES;
     if (S.events & EV_CALLS) mask |= PRF_MONITOR_EXCEPTIONS; /* unwinding pops shadow frames */
-    if (g_census) mask |= PRF_MONITOR_GC | PRF_MONITOR_MODULE_LOADS; /* the heap census (census.c) */
+    if (g_census) mask |= PRF_MONITOR_GC | PRF_MONITOR_CLASS_LOADS; /* the heap census (census.c) */
     HRESULT hr;
     if ((S.events & EV_GC) && g_info_version >= 5) {
         high |= PRF_HIGH_BASIC_GC;
