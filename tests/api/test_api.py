@@ -145,3 +145,24 @@ def test_thread_info() -> None:
     assert me in list(prof.info.iter_threads())
     assert prof.info.get_thread_info(me).is_alive
     detach()
+
+
+def test_plan_binds_the_call_events_a_profiler_hands_over() -> None:
+    """``call_events`` names callables for some call notifications; the rest fall back
+    to the profiler's methods, and the mask still decides what is delivered."""
+    from profkit.api import CallEvents
+
+    def enter(function_id):  # type: ignore[no-untyped-def]
+        pass
+
+    class P(ProfilerCallback):
+        def function_leave(self, function_id):  # type: ignore[no-untyped-def]
+            pass
+
+        def call_events(self) -> CallEvents:
+            return CallEvents(function_enter=enter, python_to_native_transition=enter)
+
+    plan = make_plan(P(), EventMask.ENTER_LEAVE)
+    assert plan.enter is enter and plan.leave is not None and plan.resume is None
+    assert plan.to_native is None  # CODE_TRANSITIONS not selected
+    assert make_plan(P(), EventMask.CODE_TRANSITIONS).to_native is enter

@@ -5,7 +5,7 @@ A profiler subclasses :class:`ProfilerCallback`, selects notifications with an
 receives. See ``docs/api.md``.
 """
 
-from profkit.api.callback import ProfilerCallback
+from profkit.api.callback import CallEvents, ProfilerCallback
 from profkit.api.errors import (
     ImmutableFlagError,
     NotAvailableError,
@@ -19,6 +19,7 @@ from profkit.api.info import FunctionInfo, ModuleInfo, ProfilerInfo, ThreadInfo
 
 __all__ = [
     "IMMUTABLE",
+    "CallEvents",
     "EventMask",
     "FunctionId",
     "FunctionInfo",

@@ -25,17 +25,46 @@ Threading and reentrancy rules (as in the CLR, callbacks are **not serialized**)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
+from profkit._record import record
 from profkit.api.ids import FunctionId, ModuleId, ObjectId, ThreadId
 
 if TYPE_CHECKING:
     from profkit.api.info import ProfilerInfo
 
 
+#: A call notification given as a plain callable (``enter(function_id)``).
+CallHook = Callable[[FunctionId], None]
+
+
+@record(frozen=True)
+class CallEvents:
+    """The call notifications as callables a profiler hands over (:meth:`ProfilerCallback.call_events`).
+
+    For a profiler whose hot path is not its own methods: a recorder it chose in
+    ``initialize`` (closures over locals, a C object's methods), bound by the collector as
+    they are, with no method of the profiler's in between. A field left ``None`` falls back
+    to the profiler's method of that name (the no-op when it does not override it).
+    """
+
+    function_enter: CallHook | None = None
+    function_leave: CallHook | None = None
+    function_yield: CallHook | None = None
+    function_resume: CallHook | None = None
+    python_to_native_transition: CallHook | None = None
+    native_to_python_transition: CallHook | None = None
+
+
 class ProfilerCallback:
     """Base class of every profiler; all notifications are no-ops by default."""
+
+    def call_events(self) -> CallEvents | None:
+        """Where the call notifications go, asked whenever the event mask is set: None
+        (the default) means this object's own methods; a :class:`CallEvents` names other
+        callables for some of them (which events are delivered is still the mask's)."""
+        return None
 
     # -- lifecycle ------------------------------------------------------------------
     def initialize(self, info: ProfilerInfo) -> None:

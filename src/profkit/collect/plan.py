@@ -79,10 +79,15 @@ class Plan:
 
 
 def make_plan(profiler: ProfilerCallback, mask: EventMask) -> Plan:
-    """Bind the callbacks the mask selects and the profiler implements."""
+    """Bind the callbacks the mask selects and the profiler implements (a call
+    notification the profiler hands over in :meth:`~ProfilerCallback.call_events` as it is)."""
+    given = profiler.call_events()
 
     def pick(bit: EventMask, name: str) -> Fn:
-        return overridden(profiler, name) if mask & bit else None
+        if not mask & bit:
+            return None
+        hook: Fn = getattr(given, name, None)
+        return hook if hook is not None else overridden(profiler, name)
 
     m = EventMask
     return Plan(

@@ -29,13 +29,13 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from profkit.api import EventMask, ProfilerCallback
+from profkit.api import EventMask
 from profkit.api.ids import FunctionId, ObjectId, ThreadId
-from profkit.api.info import FunctionInfo, ProfilerInfo
-from profkit.api.names import INTERNAL_MODULES, PROFKIT_MAIN, prefix_matches
+from profkit.api.info import ProfilerInfo
 from profkit.calltree.building import tree_of
 from profkit.calltree.model import CallProfile, Frame, ThreadTree, replay
-from profkit.profilers.elt.profiler import full_name, module_of
+from profkit.profilers.base import SettingsProfiler
+from profkit.profilers.elt.names import full_name
 
 #: metadata["metric"] of a memory profile's trees: what their weights are
 METRIC = "alloc_bytes"
@@ -44,13 +44,15 @@ METRIC = "alloc_bytes"
 _Key = tuple[int, tuple[FunctionId, ...]]
 
 
-class MemoryProfiler(ProfilerCallback):
+class MemoryProfiler(SettingsProfiler):
     """Sampled allocations in, a byte-weighted :class:`CallProfile` out.
 
-    Built like the ELT profilers (``factory(settings, standalone=..., paused=...,
-    main_module=..., internal_files=...)``; :meth:`from_settings` for environment
-    activation in child processes). ``settings.alloc_sample_bytes`` is the sampling mean.
+    Built like the ELT profilers (:class:`~profkit.profilers.base.SettingsProfiler`: the
+    same constructor, ``from_settings`` and capture filter).
+    ``settings.alloc_sample_bytes`` is the sampling mean.
     """
+
+    mode_override = "memory"
 
     def __init__(
         self,
@@ -62,22 +64,18 @@ class MemoryProfiler(ProfilerCallback):
         main_module: tuple[str, str] | None = None,
         internal_files: Iterable[str] = (),
     ) -> None:
-        if settings is None:
-            raise TypeError("MemoryProfiler needs its settings (profkit.settings.Settings)")
-        if getattr(settings, "mode", "memory") != "memory":
-            settings = settings.replace(mode="memory")
-        self.settings = settings
-        self.standalone = standalone
-        self.on_profile = on_profile
-        self.main_module = main_module
-        self.internal_files = frozenset({PROFKIT_MAIN, *internal_files})
-        self.mean_bytes = int(getattr(settings, "alloc_sample_bytes", 512 * 1024))
-        self.profile: CallProfile | None = None
+        super().__init__(
+            settings,
+            standalone=standalone,
+            paused=paused,
+            on_profile=on_profile,
+            main_module=main_module,
+            internal_files=internal_files,
+        )
+        self.mean_bytes = int(getattr(self.settings, "alloc_sample_bytes", 512 * 1024))
         #: lines for the end of the run (none yet: the allocation hooks' absence is in
         #: the metadata's backend)
         self.notes: list[str] = []
-        self._info: ProfilerInfo | None = None
-        self._paused = paused
         self._lock = threading.Lock()
         #: ("a", id, weight, key) and ("f", id), in the order they were delivered
         self._log: list[tuple[Any, ...]] = []
@@ -87,13 +85,6 @@ class MemoryProfiler(ProfilerCallback):
         self._started_ns = time.perf_counter_ns()
         self._started_wall_ns = time.time_ns()
         self._stopped_ns = 0
-
-    @classmethod
-    def from_settings(
-        cls, settings: Any, on_profile: Callable[[CallProfile], None] | None = None
-    ) -> MemoryProfiler:
-        """The start-up hook's constructor (child processes): records from attach on."""
-        return cls(settings, on_profile=on_profile)
 
     # -- lifecycle --------------------------------------------------------------------
     def initialize(self, info: ProfilerInfo) -> None:
@@ -153,7 +144,7 @@ class MemoryProfiler(ProfilerCallback):
         for fid in function_ids:
             ok = accepted.get(fid)
             if ok is None:
-                ok = accepted[fid] = self._accepts(fid)
+                ok = accepted[fid] = self.accepts(self._function_info(fid))
             if ok:
                 shown.append(fid)
         if not shown:
@@ -163,18 +154,6 @@ class MemoryProfiler(ProfilerCallback):
         if key is None:
             key = self._keys[raw] = raw
         return key
-
-    def _accepts(self, fid: FunctionId) -> bool:
-        info = self._function_info(fid)
-        module = module_of(info, self.main_module)
-        if prefix_matches(module, INTERNAL_MODULES) or info.filename in self.internal_files:
-            return False
-        prefixes = getattr(self.settings, "prefixes", ())
-        return not prefixes or prefix_matches(module, prefixes)
-
-    def _function_info(self, fid: FunctionId) -> FunctionInfo:
-        assert self._info is not None
-        return self._info.get_function_info(fid)
 
     # -- results ------------------------------------------------------------------------
     def build_profile(self) -> CallProfile:

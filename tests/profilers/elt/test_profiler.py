@@ -197,7 +197,7 @@ def test_generator_activations_and_suspended_time_not_charged() -> None:
     prof, d, lines = make()
     with d.call("app.consumer", 10):
         gen = d.info.fid("app.numbers", generator=True)
-        prof.function_enter(gen)  # first start
+        d.hook("function_enter")(gen)  # first start
         d.clock.advance(3)
         d.yield_("app.numbers")
         d.clock.advance(1000)  # suspended: charged to the consumer, not the generator
@@ -348,7 +348,7 @@ def test_timeline_is_capped_and_counts_the_rest() -> None:
     prof, d, _ = make(timeline=True)
     prof._span_cap = 3
     # re-bind with the new cap, as initialize would (on whichever hot path is in use)
-    prof.use_native() if prof._recorder is not None else prof.use_closures()
+    prof.choose_recorder()
     for _ in range(5):
         d.leaf("app.work", 1)
     profile = finish(prof)
@@ -374,3 +374,18 @@ def test_sampled_threads_carry_the_collectors_native_ids() -> None:
     profile = finish(prof)
     got = {(t.thread_id, t.name, t.native_id) for t in profile.threads}
     assert got == {(1, "T1", 5001), (9, "Thread-9", None)}
+
+
+def test_callbacks_are_handed_over_never_assigned_over_methods() -> None:
+    """Issue 21 item 6: the recorder's callbacks go to the collector through
+    ``call_events``; the profiler's own attributes never shadow a notification method."""
+    for timeline in (False, True):
+        for on_line in (None, [].append):
+            prof = EltProfiler(Settings(timeline=timeline), standalone=False, on_line=on_line)
+            d = FakeDriver(prof, FakeClock())
+            events = prof.call_events()
+            assert events is not None and events.function_enter is not None
+            assert d.hook("function_enter") is events.function_enter
+            names = ("function_", "python_to_", "native_to_")
+            assert not [n for n in vars(prof) if n.startswith(names)]
+    assert SamplingProfiler(Settings()).call_events() is None

@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import atexit
 import sys
+from collections.abc import Callable
 from types import FrameType
 
 
 class AttachWatch:
-    """Mixin: :meth:`_note_attach_frame` at ``initialize``, :meth:`_attach_done` after."""
+    """Held by the profiler: :meth:`note` at ``initialize``, :meth:`done` after; once
+    done, ``stop_events`` is registered to run at exit."""
 
-    _attach_frame: FrameType | None
+    def __init__(self, stop_events: Callable[[], None]) -> None:
+        self._stop_events = stop_events
+        self._attach_frame: FrameType | None = None
 
-    def stop_events(self) -> None:  # provided by the profiler
-        raise NotImplementedError
-
-    def _attach_done(self) -> bool:
+    def done(self) -> bool:
         """True once the collector's ``attach`` call has returned.
 
         An environment-activated profiler cannot be told when ``attach`` has finished;
@@ -39,11 +40,11 @@ class AttachWatch:
                     return False
                 frame = frame.f_back
             self._attach_frame = None
-        atexit.register(self.stop_events)
+        atexit.register(self._stop_events)
         return True
 
-    def _note_attach_frame(self) -> None:
-        """Remember the frame whose return ends the start-up work (see :meth:`_attach_done`).
+    def note(self) -> None:
+        """Remember the frame whose return ends the start-up work (see :meth:`done`).
 
         That is the outermost ``profkit.collect`` frame of the chain that called
         ``initialize`` — or, when the start-up hook runs from a ``.pth`` file, the

@@ -16,15 +16,16 @@ from collections.abc import Callable
 from typing import Any
 
 from profkit.api import FunctionInfo, ProfilerInfo
-from profkit.api.ids import FunctionId, ThreadId
+from profkit.api.ids import FunctionId
 from profkit.calltree.model import CallNode, CallProfile, Frame, Span, ThreadTree
 from profkit.profilers.elt import calibrate, flat
 from profkit.profilers.elt.compensate import compensate_rows
 from profkit.profilers.elt.config import EltSettings
+from profkit.profilers.elt.sampling import SampledTrees
 from profkit.profilers.elt.sinks import LineFlusher, UdpSender
 from profkit.profilers.elt.threads import ThreadMark
-from profkit.profilers.elt.trace import Stack
-from profkit.profilers.elt.tree import Node, convert
+from profkit.profilers.elt.trace import PythonRecorder, Stack
+from profkit.profilers.elt.tree import convert
 
 
 class Results:
@@ -36,7 +37,8 @@ class Results:
     _recorder: Any
     _lock: threading.Lock
     _stacks: list[tuple[ThreadMark, Stack]]
-    _samples: dict[ThreadId, tuple[str, int | None, Node]]
+    _sampled: SampledTrees | None
+    _python: PythonRecorder | None
     _spans: list[tuple[int, int, int, int, int]] | None
     _spans_dropped: int
     _started_ns: int
@@ -46,14 +48,10 @@ class Results:
     _udp: UdpSender | None
     _calibration: calibrate.Calibration | None
     _emit: Callable[[str], None] | None
-
-    def _function_info(self, function_id: FunctionId) -> FunctionInfo:  # the profiler's
-        raise NotImplementedError
+    #: the profiler's (:class:`~profkit.profilers.base.SettingsProfiler`)
+    _function_info: Callable[[FunctionId], FunctionInfo]
 
     def _display_name(self, info: FunctionInfo) -> str:
-        raise NotImplementedError
-
-    def close_open(self, stack: Stack, now: int) -> int:
         raise NotImplementedError
 
     def _compensate(self) -> bool:
@@ -83,7 +81,8 @@ class Results:
 
         profile.metadata["compensation"] = _compensation(None, self, None)
         if self.settings.mode == "sample":
-            for tid, (name, native_id, root) in sorted(self._samples.items()):
+            trees = self._sampled.trees if self._sampled is not None else {}
+            for tid, (name, native_id, root) in sorted(trees.items()):
                 tree = convert(root, profile, frame_of, root_totals=True)
                 profile.threads.append(ThreadTree(int(tid), name, tree, native_id))
         elif self._recorder is not None:
@@ -98,17 +97,21 @@ class Results:
     ) -> None:
         """The threads (and timeline) of the pure Python path's stacks."""
         flusher_ident = self._flusher_ident()
+        recorder = self._python
         with self._lock:
             stacks = list(self._stacks)
         thread_index: dict[int, int] = {}
         for mark, stack in stacks:
             if mark.ident == flusher_ident:
                 continue
-            self._closed_open_calls += self.close_open(stack, now)
+            if recorder is not None:
+                self._closed_open_calls += recorder.close_open(stack, now)
             tree = convert(stack[0], profile, frame_of, root_totals=False)
             if tree.children:
                 thread_index[id(stack)] = len(profile.threads)
                 profile.threads.append(_thread_tree(mark, tree, self._info))
+        if recorder is not None:
+            self._spans_dropped = recorder.spans_dropped
         if self._spans:
             self._add_spans(profile, thread_index, frame_of)
 

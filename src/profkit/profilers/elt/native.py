@@ -15,9 +15,13 @@ build an error instead of a silent slowdown.
 
 from __future__ import annotations
 
+import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
+from profkit.api import CallEvents
+from profkit.api.ids import FunctionId
 from profkit.errors import SettingsError
 from profkit.profilers.elt.tree import Node
 
@@ -84,6 +88,66 @@ def wanted(native: str) -> bool:
             )
         return False
     return True
+
+
+#: Whether the C recorder's own ``CLOCK_MONOTONIC`` reads equal ``perf_counter_ns``'s.
+_PERF_COUNTER_IS_MONOTONIC = (
+    time.get_clock_info("perf_counter").implementation == "clock_gettime(CLOCK_MONOTONIC)"
+)
+
+
+def recorder(
+    new_thread: Callable[[], object],
+    name: Callable[[FunctionId], str],
+    basetime: int,
+    clock: Callable[[], int] | None,
+    *,
+    emit: Callable[[str], None] | None,
+    unit: str,
+    span_cap: int,
+) -> Any:
+    """A C recorder for a profiler: ``new_thread`` answers its first event on each thread,
+    ``name`` names functions for event lines. It reads ``CLOCK_MONOTONIC`` itself when
+    ``clock`` is None and that is what :func:`time.perf_counter_ns` reads (so its times
+    compare with the profiler's); any other clock (a test's) is called.
+
+    It reaches back weakly: its c_call/c_return are sys.monitoring callbacks (a
+    process-wide registry), so a strong reference to the profiler would keep it, and its
+    C-call tool id, alive forever once dropped without detaching.
+    """
+    assert Recorder is not None  # only called when it was built
+    if clock is None and not _PERF_COUNTER_IS_MONOTONIC:
+        clock = time.perf_counter_ns
+    return Recorder(
+        _weakly(new_thread),
+        basetime,
+        clock=clock,
+        emit=emit,
+        name=_weakly(name),
+        unit=unit,
+        span_cap=span_cap,
+    )
+
+
+def call_events(recorder: Any) -> CallEvents:
+    """The C recorder's callbacks, bound by the collector as they are."""
+    return CallEvents(
+        function_enter=recorder.enter,
+        function_leave=recorder.leave,
+        function_yield=recorder.yield_,
+        function_resume=recorder.resume,
+    )
+
+
+def _weakly(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method`` called through a weak reference to its object (None once it is gone)."""
+    ref = weakref.WeakMethod(method)
+
+    def call(*args: Any) -> Any:
+        target = ref()
+        return None if target is None else target(*args)
+
+    return call
 
 
 def tree_of(rows: list[tuple[int, int, int, int, int, int]]) -> Node:

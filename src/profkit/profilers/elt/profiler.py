@@ -25,30 +25,25 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable
-from types import FrameType
 from typing import Any
 
-from profkit.api import EventMask, FunctionInfo, ProfilerCallback, ProfilerInfo
+from profkit.api import CallEvents, EventMask, FunctionInfo, ProfilerInfo
 from profkit.api.ids import FunctionId, ThreadId
-from profkit.api.names import prefix_matches
 from profkit.calltree.model import CallProfile
+from profkit.profilers.base import SettingsProfiler
 from profkit.profilers.elt import calibrate, ccalls, native
 from profkit.profilers.elt.attach import AttachWatch
 from profkit.profilers.elt.build import Results
 from profkit.profilers.elt.config import EltSettings
-from profkit.profilers.elt.names import INTERNAL_MODULES, PROFKIT_MAIN, full_name, module_of
-from profkit.profilers.elt.sampling import SampleHooks
+from profkit.profilers.elt.names import INTERNAL_MODULES, full_name, module_of
+from profkit.profilers.elt.sampling import SampledTrees
 from profkit.profilers.elt.sinks import LineFlusher, Sink, TextSink, UdpSender
 from profkit.profilers.elt.threads import ThreadMark, this_thread
-from profkit.profilers.elt.trace import Stack, TraceHooks
+from profkit.profilers.elt.trace import LineRecorder, PythonRecorder, Stack
 from profkit.profilers.elt.tree import Node
 
 _perf_counter_ns = time.perf_counter_ns
 _time_ns = time.time_ns
-#: Whether the C recorder's own ``CLOCK_MONOTONIC`` reads equal ``perf_counter_ns``'s.
-_PERF_COUNTER_IS_MONOTONIC = (
-    time.get_clock_info("perf_counter").implementation == "clock_gettime(CLOCK_MONOTONIC)"
-)
 
 __all__ = ["INTERNAL_MODULES", "EltProfiler", "SamplingProfiler", "full_name", "module_of"]
 
@@ -56,7 +51,7 @@ __all__ = ["INTERNAL_MODULES", "EltProfiler", "SamplingProfiler", "full_name", "
 SPAN_CAP = 1_000_000
 
 
-class EltProfiler(TraceHooks, SampleHooks, Results, AttachWatch, ProfilerCallback):
+class EltProfiler(Results, SettingsProfiler):
     """Call-tree profiler (``mode=trace``) or stack-sampling profiler (``mode=sample``).
 
     Loadable by environment activation as ``profkit.profilers.elt:EltProfiler``: the
@@ -69,9 +64,14 @@ class EltProfiler(TraceHooks, SampleHooks, Results, AttachWatch, ProfilerCallbac
     default) starts by itself once the collector's ``attach`` has returned.
     ``on_profile`` receives the profile :meth:`shutdown` builds (saving it is the
     caller's business, not the profiler's).
-    """
 
-    mode_override: str | None = None
+    Trace mode records through one of three recorders, chosen in ``initialize``: the C
+    one (:mod:`~profkit.profilers.elt.native`), the pure-Python one, or the pure-Python
+    one writing event lines (:mod:`~profkit.profilers.elt.trace`). The profiler keeps
+    the threads' stacks and decides which threads are recorded; the recorder's callbacks
+    go to the collector as they are (:meth:`call_events`), with no method of the
+    profiler's in between. Sample mode's trees are :class:`SampledTrees`'.
+    """
 
     def __init__(
         self,
@@ -85,30 +85,25 @@ class EltProfiler(TraceHooks, SampleHooks, Results, AttachWatch, ProfilerCallbac
         main_module: tuple[str, str] | None = None,
         internal_files: Iterable[str] = (),
     ) -> None:
-        if settings is None:
-            raise TypeError(
-                f"{type(self).__name__} needs its settings, e.g. "
-                f"{type(self).__name__}(profkit.settings.Settings(...))"
-            )
-        if self.mode_override is not None:
-            settings = settings.replace(mode=self.mode_override)
-        self.settings = settings
-        self.standalone = standalone
-        self.on_profile = on_profile
+        super().__init__(
+            settings,
+            standalone=standalone,
+            paused=paused,
+            on_profile=on_profile,
+            main_module=main_module,
+            internal_files=internal_files,
+        )
+        settings = self.settings
         self._clock = clock or _perf_counter_ns
         self._basetime = settings.basetime_ns
         self._unit = settings.unit
-        self._prefixes = settings.prefixes
-        self._info: ProfilerInfo | None = None
         self._local = threading.local()
-        self._paused = paused
         self._resume_after_attach = False
-        self._attach_frame: FrameType | None = None
+        self._watch = AttachWatch(self.stop_events)
         self._lock = threading.Lock()
         # (thread ident, name, stack) for every thread seen; stack[0] is its root node.
         self._stacks: list[tuple[ThreadMark, Stack]] = []
-        self._samples: dict[ThreadId, tuple[str, int | None, Node]] = {}
-        self._accepted: dict[FunctionId, bool] = {}
+        self._sampled: SampledTrees | None = None
         self._names: dict[FunctionId, str] = {}
         self._flusher: LineFlusher | None = None
         # Event lines go to _emit: the flusher queue's append, or ``on_line`` (tests).
@@ -119,11 +114,15 @@ class EltProfiler(TraceHooks, SampleHooks, Results, AttachWatch, ProfilerCallbac
         self._started_wall_ns = 0
         self._closed_open_calls = 0
         timeline = settings.timeline and settings.mode != "sample"
-        self._spans = [] if timeline else None
+        self._spans: list[tuple[int, int, int, int, int]] | None = [] if timeline else None
         self._span_cap = SPAN_CAP
         self._spans_dropped = 0
         #: trace mode's C recorder (``use_native``), or None on the pure Python paths
         self._recorder: Any = None
+        #: trace mode's pure-Python recorder (with or without event lines), or None
+        self._python: PythonRecorder | None = None
+        #: what the collector calls on enter/leave (:meth:`call_events`), once chosen
+        self._events: CallEvents | None = None
         #: the C recorder's own sys.monitoring tool for C calls, while it runs
         self._c_hook: ccalls.MonitoringHook | None = None
         tracing = settings.mode != "sample"
@@ -133,19 +132,6 @@ class EltProfiler(TraceHooks, SampleHooks, Results, AttachWatch, ProfilerCallbac
         #: the cost of a recorded call, measured when ``profkit run`` starts recording
         #: (:mod:`~profkit.profilers.elt.calibrate`); None when nothing is compensated
         self._calibration: calibrate.Calibration | None = None
-        self.profile: CallProfile | None = None
-        #: (file, module name) of a module run as ``__main__`` (``profkit run -m``)
-        self.main_module: tuple[str, str] | None = main_module
-        #: source files never shown whatever their module: profkit's entry points
-        #: (``profkit run`` adds its console script)
-        self.internal_files: frozenset[str] = frozenset({PROFKIT_MAIN, *internal_files})
-
-    @classmethod
-    def from_settings(
-        cls, settings: EltSettings, on_profile: Callable[[CallProfile], None] | None = None
-    ) -> EltProfiler:
-        """The start-up hook's constructor: parsed settings in, the profile out at shutdown."""
-        return cls(settings, on_profile=on_profile)
 
     # -- lifecycle --------------------------------------------------------------------
     def initialize(self, info: ProfilerInfo) -> None:
@@ -155,17 +141,15 @@ class EltProfiler(TraceHooks, SampleHooks, Results, AttachWatch, ProfilerCallbac
         self._started_wall_ns = _time_ns()
         if self.standalone and not self._paused and self.settings.mode != "sample":
             self._paused = self._resume_after_attach = True
-            self._note_attach_frame()
+            self._watch.note()
         if self.settings.mode == "sample":
+            self._sampled = SampledTrees(info, self.accepts)
             info.set_event_mask(EventMask.SAMPLING)
         else:
-            # Sinks first: use_lines()/use_closures() swap the callbacks, and the collector
-            # binds them when the mask is set.
+            # Sinks first: the recorder writes lines through them, and the collector binds
+            # the recorder's callbacks when the mask is set.
             self._open_sinks()
-            if self._native_wanted:
-                self.use_native()
-            elif self._emit is None:
-                self.use_closures()
+            self.choose_recorder()
             if (
                 self._recorder is not None
                 and self._emit is None
@@ -179,6 +163,42 @@ class EltProfiler(TraceHooks, SampleHooks, Results, AttachWatch, ProfilerCallbac
                 self._calibration.measure_bare()
             info.set_event_mask(EventMask.ENTER_LEAVE | self._c_call_events())
         info.set_function_filter(self.accepts)
+
+    def choose_recorder(self) -> None:
+        """Trace mode's recorder for the settings and sinks (called by ``initialize``;
+        again by a test that changed them): the C one when wanted, else pure Python."""
+        if self._native_wanted:
+            self.use_native()
+            return
+        parts = (self._local, self._clock, self._basetime, self._new_thread, self._name)
+        options: dict[str, Any] = {
+            "names": self._names,
+            "unit": self._unit,
+            "spans": self._spans,
+            "span_cap": self._span_cap,
+        }
+        self._recorder = None
+        if self._emit is None:
+            self._python = PythonRecorder(*parts, **options)
+        else:
+            self._python = LineRecorder(*parts, emit=self._emit, **options)
+        self._events = self._python.call_events()
+
+    def call_events(self) -> CallEvents | None:
+        """The recorder's callbacks (:class:`~profkit.api.CallEvents`), bound by the
+        collector as they are; None in sample mode."""
+        return self._events
+
+    def stack_sample(
+        self,
+        thread_id: ThreadId,
+        function_ids: tuple[FunctionId, ...],
+        timestamp_ns: int,
+        weight_ns: int,
+    ) -> None:
+        """Sample mode: one sample into its thread's tree (nothing while paused)."""
+        if not self._paused and self._sampled is not None:
+            self._sampled.add(thread_id, function_ids, weight_ns)
 
     def _compensate(self) -> bool:
         """Whether recorded times lose the profiler's own cost per call (optional
@@ -199,8 +219,16 @@ class EltProfiler(TraceHooks, SampleHooks, Results, AttachWatch, ProfilerCallbac
                 # A profiler dropped without shutdown must not keep the tool id.
                 weakref.finalize(self, hook.stop)
                 return EventMask.NONE
-        self.python_to_native_transition = self.function_enter  # type: ignore[method-assign]
-        self.native_to_python_transition = self.function_leave  # type: ignore[method-assign]
+        events = self._events
+        if events is not None:
+            self._events = CallEvents(
+                function_enter=events.function_enter,
+                function_leave=events.function_leave,
+                function_yield=events.function_yield,
+                function_resume=events.function_resume,
+                python_to_native_transition=events.function_enter,
+                native_to_python_transition=events.function_leave,
+            )
         return EventMask.CODE_TRANSITIONS
 
     def _stop_c_calls(self) -> None:
@@ -211,7 +239,7 @@ class EltProfiler(TraceHooks, SampleHooks, Results, AttachWatch, ProfilerCallbac
 
     def _open_sinks(self) -> None:
         if self._on_line is not None:
-            self.use_lines(self._on_line)
+            self._emit = self._on_line
             return
         sinks: list[Sink] = []
         if self.settings.stream:
@@ -221,17 +249,13 @@ class EltProfiler(TraceHooks, SampleHooks, Results, AttachWatch, ProfilerCallbac
             sinks.append(self._udp)
         if sinks:
             self._flusher = LineFlusher(sinks)
-            self.use_lines(self._flusher.append)
+            self._emit = self._flusher.append
             self._flusher.start()
 
     def accepts(self, info: FunctionInfo) -> bool:
-        """The capture-time filter: inside a prefix (if any) and not profkit's machinery."""
-        if info.filename == calibrate.FILE:
-            return True  # the calibration's code, on a thread dropped from the profile
-        module = module_of(info, self.main_module)
-        if prefix_matches(module, INTERNAL_MODULES) or info.filename in self.internal_files:
-            return False
-        return not self._prefixes or prefix_matches(module, self._prefixes)
+        """The capture-time filter (:meth:`SettingsProfiler.accepts`), which also lets the
+        calibration's code through (on a thread dropped from the profile)."""
+        return info.filename == calibrate.FILE or super().accepts(info)
 
     def start_events(self) -> None:
         """Start recording (after a ``paused`` construction).
@@ -295,7 +319,7 @@ class EltProfiler(TraceHooks, SampleHooks, Results, AttachWatch, ProfilerCallbac
         if calibration is not None and calibration.is_calibration_thread():
             return True  # recorded even while paused (it runs before the program)
         if self._paused:
-            if not (self._resume_after_attach and self._attach_done()):
+            if not (self._resume_after_attach and self._watch.done()):
                 return False
             self._paused = False
         if self._flusher is not None and threading.current_thread() is self._flusher.thread:
@@ -319,35 +343,21 @@ class EltProfiler(TraceHooks, SampleHooks, Results, AttachWatch, ProfilerCallbac
         return stack
 
     def use_native(self) -> None:
-        """Record through the C recorder (:mod:`profkit.profilers.elt.native`).
-
-        Its ``enter``/``resume``/``leave``/``yield_`` become the callbacks; the collector
-        sees they offer ``sys.monitoring``-shaped forms and registers those directly. Event
-        lines (``_emit``, set by :meth:`use_lines` before this) and the timeline are
-        written by the recorder too, by the rules of :mod:`~profkit.profilers.elt.lines`.
-        The recorder reads ``CLOCK_MONOTONIC`` itself when that is what
-        :func:`time.perf_counter_ns` reads (so its times compare with ``_started_ns``);
-        any other clock (a test's) is called.
-        """
-        recorder_type = native.Recorder
-        assert recorder_type is not None  # use_native is only called when it was built
-        own_clock = self._clock is _perf_counter_ns and _PERF_COUNTER_IS_MONOTONIC
-        # The recorder reaches back weakly: its c_call/c_return are sys.monitoring
-        # callbacks (a process-wide registry), so a strong reference to this profiler would
-        # keep it, and its C-call tool id, alive forever once dropped without detaching.
-        recorder = self._recorder = recorder_type(
-            _weakly(self._new_native_thread),
+        """Record through the C recorder (:func:`profkit.profilers.elt.native.recorder`):
+        its methods become the callbacks (the collector registers their
+        ``sys.monitoring``-shaped forms directly); it writes event lines (``_emit``, set by
+        ``_open_sinks`` before this) and the timeline itself."""
+        recorder = self._recorder = native.recorder(
+            self._new_native_thread,
+            self._name,
             self._basetime,
-            clock=None if own_clock else self._clock,
+            None if self._clock is _perf_counter_ns else self._clock,
             emit=self._emit,
-            name=_weakly(self._name),
             unit=self._unit,
             span_cap=-1 if self._spans is None else self._span_cap,
         )
-        self.function_enter = recorder.enter  # type: ignore[assignment]
-        self.function_resume = recorder.resume  # type: ignore[assignment]
-        self.function_leave = recorder.leave  # type: ignore[assignment]
-        self.function_yield = recorder.yield_  # type: ignore[assignment]
+        self._python = None
+        self._events = native.call_events(recorder)
 
     def _new_native_thread(self) -> object:
         """The C recorder's first event on a thread: the :meth:`_new_thread` decisions.
@@ -377,23 +387,8 @@ class EltProfiler(TraceHooks, SampleHooks, Results, AttachWatch, ProfilerCallbac
         """How reports name a function: C functions as users know them."""
         return ccalls.native_name(info) if info.is_native else full_name(info, self.main_module)
 
-    def _function_info(self, function_id: FunctionId) -> FunctionInfo:
-        assert self._info is not None
-        return self._info.get_function_info(function_id)
-
 
 class SamplingProfiler(EltProfiler):
     """The same profiler in sample mode (``profkit.profilers.elt:SamplingProfiler``)."""
 
     mode_override = "sample"
-
-
-def _weakly(method: Callable[..., Any]) -> Callable[..., Any]:
-    """``method`` called through a weak reference to its object (None once it is gone)."""
-    ref = weakref.WeakMethod(method)
-
-    def call(*args: Any) -> Any:
-        target = ref()
-        return None if target is None else target(*args)
-
-    return call

@@ -13,70 +13,85 @@ Every notification costs a few attribute operations and one clock read, nothing 
 * the clock is read *last* on entry and *first* on exit, so our own bookkeeping is
   charged to the caller, not to the callee;
 * streaming (event lines) and the unusual paths (a leave that does not match the top
-  of the stack) live in separate methods: :meth:`TraceHooks.use_lines` swaps the
-  line-writing variants in as instance attributes, so the plain path never even tests
+  of the stack) live in separate methods: the profiler holds a :class:`PythonRecorder`
+  (closures, no lines) or a :class:`LineRecorder` (event lines) and hands the collector
+  that recorder's :meth:`~PythonRecorder.call_events`, so the plain path never even tests
   whether lines are wanted.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
+from profkit.api import CallEvents
 from profkit.api.ids import FunctionId
 from profkit.profilers.elt import lines as _lines
 from profkit.profilers.elt.tree import Node
 
 Stack = list[Node]
+#: a call notification as the collector binds it
+CallHook = Callable[[FunctionId], None]
 _INDENT = "    "
 _CAP = _lines.MAX_INDENT_LEVELS  # inlined below: these two lines are the hot path
 
 
-class TraceHooks:
-    """Mixin with the trace-mode callbacks; :class:`EltProfiler` provides the state."""
+class PythonRecorder:
+    """Trace mode's pure-Python recorder, without event lines: per-thread stacks of tree
+    nodes, the base time and the timeline. The profiler owns the threads' stacks
+    (``new_thread`` makes one and decides whether the thread is recorded); the recorder
+    owns what an event does to them."""
 
-    _local: Any
-    _clock: Callable[[], int]
-    _basetime: int
-    _emit: Callable[[str], None] | None
-    _unit: str
-    _names: dict[FunctionId, str]
-    #: timeline: (id of the thread's stack, fid, start, end, depth) per shown call, or None
-    _spans: list[tuple[int, int, int, int, int]] | None
-    _span_cap: int
-    _spans_dropped: int
-    _recorder: Any
+    def __init__(
+        self,
+        local: threading.local,
+        clock: Callable[[], int],
+        basetime: int,
+        new_thread: Callable[[], Stack],
+        name: Callable[[FunctionId], str],
+        *,
+        names: dict[FunctionId, str] | None = None,
+        emit: Callable[[str], None] | None = None,
+        unit: str = "us",
+        spans: list[tuple[int, int, int, int, int]] | None = None,
+        span_cap: int = 0,
+    ) -> None:
+        self._local = local
+        self._clock = clock
+        self._basetime = basetime
+        self._new_thread = new_thread
+        self._name = name
+        #: the names ``name`` has made (read first: a dict lookup is cheaper than a call)
+        self._names: dict[FunctionId, str] = {} if names is None else names
+        self._emit = emit
+        self._unit = unit
+        #: timeline: (id of the thread's stack, fid, start, end, depth) per shown call, or None
+        self._spans = spans
+        self._span_cap = span_cap
+        #: shown calls past the timeline's cap (counted, not kept)
+        self.spans_dropped = 0
 
-    def _new_thread(self) -> Stack:  # provided by the profiler
-        raise NotImplementedError
+    def call_events(self) -> CallEvents:
+        """The plain path as closures over locals (see :meth:`_closures`)."""
+        enter, leave = self._closures()
+        return CallEvents(
+            function_enter=enter, function_leave=leave, function_yield=leave, function_resume=enter
+        )
 
-    def _name(self, function_id: FunctionId) -> str:
-        raise NotImplementedError
-
-    # -- the callbacks the collector binds ------------------------------------------------
-    # The general forms: lines, base time, timeline, resync. ``initialize`` replaces
-    # enter/leave with the plain closures (:meth:`use_closures`) when no lines and no
-    # timeline are wanted — the common, hot case. A generator/coroutine activation is a
-    # call of its node (see docs/elt.md).
-    def function_enter(self, function_id: FunctionId) -> None:
+    # The general forms: lines, base time, timeline, resync. A generator/coroutine
+    # activation is a call of its node (see docs/elt.md).
+    def enter(self, function_id: FunctionId) -> None:
         self._open(function_id, "Enter")
 
-    def function_leave(self, function_id: FunctionId) -> None:
+    def leave(self, function_id: FunctionId) -> None:
         self._leave(function_id, "Leave")
 
-    def function_resume(self, function_id: FunctionId) -> None:
+    def resume(self, function_id: FunctionId) -> None:
         self._open(function_id, "Resume")
 
-    def function_yield(self, function_id: FunctionId) -> None:
+    def yield_(self, function_id: FunctionId) -> None:
         self._leave(function_id, "Yield")
-
-    # C calls through the collector's CODE_TRANSITIONS (elt/ccalls.py): a C function is a
-    # call of its own node. ``initialize`` binds the current enter/leave here directly.
-    def python_to_native_transition(self, function_id: FunctionId) -> None:
-        self.function_enter(function_id)
-
-    def native_to_python_transition(self, function_id: FunctionId) -> None:
-        self.function_leave(function_id)
 
     # -- the general forms -----------------------------------------------------------------
     def _open(self, function_id: FunctionId, kind: str) -> None:
@@ -119,7 +134,7 @@ class TraceHooks:
                 if len(spans) < self._span_cap:
                     spans.append((id(stack), node.fid, node.start, now, len(stack) - 1))  # type: ignore[arg-type]
                 else:
-                    self._spans_dropped += 1
+                    self.spans_dropped += 1
         if self._emit is not None:
             _lines.on_close(
                 stack, node, duration, kind, self._basetime, self._name, self._emit, self._unit
@@ -152,8 +167,8 @@ class TraceHooks:
         return closed
 
     # -- the plain path as closures -------------------------------------------------------------
-    def use_closures(self) -> None:
-        """Install the plain path as closures over locals (no ``self.`` lookups per event).
+    def _closures(self) -> tuple[CallHook, CallHook]:
+        """The plain path as closures over locals (no ``self.`` lookups per event).
 
         The same logic as the general :meth:`_open`/:meth:`_close` without event lines
         (which keep the general forms: a line per call costs far more than the method call
@@ -163,7 +178,6 @@ class TraceHooks:
         base time are fixed for the profiler's life, which is why pausing swaps stacks,
         never ``_local``.
         """
-        self._recorder = None  # these closures replace the C recorder, if it was bound
         local = self._local
         clock = self._clock
         basetime = self._basetime
@@ -207,23 +221,31 @@ class TraceHooks:
                     if len(spans) < cap:
                         spans.append((id(stack), function_id, node.start, now, len(stack) - 1))
                     else:
-                        self._spans_dropped += 1
+                        self.spans_dropped += 1
 
-        self.function_enter = self.function_resume = enter  # type: ignore[method-assign]
-        self.function_leave = self.function_yield = leave  # type: ignore[method-assign]
+        return enter, leave
 
-    # -- with event lines --------------------------------------------------------------------
-    def use_lines(self, emit: Callable[[str], None]) -> None:
-        """Write event lines through ``emit``.
 
-        Without a base time (and timeline) every line is final at once, so
-        ``Enter``/``Leave`` use inlined variants (no pending-line bookkeeping); otherwise
-        the general forms, which write lines whenever ``_emit`` is set.
-        """
-        self._emit = emit
-        if self._basetime <= 0 and self._spans is None:
-            self.function_enter = self._enter_now  # type: ignore[method-assign]
-            self.function_leave = self._leave_now  # type: ignore[method-assign]
+class LineRecorder(PythonRecorder):
+    """The pure-Python recorder writing event lines through ``emit``
+    (:mod:`~profkit.profilers.elt.lines`)."""
+
+    def __init__(self, *args: Any, emit: Callable[[str], None], **kwargs: Any) -> None:
+        super().__init__(*args, emit=emit, **kwargs)
+        #: ``emit``, never None (``close_open`` silences ``_emit`` alone): the inlined forms'
+        self._write = emit
+
+    def call_events(self) -> CallEvents:
+        """The general forms, which write lines whenever ``_emit`` is set; without a base
+        time (and timeline) every line is final at once, so ``Enter``/``Leave`` use
+        inlined variants (no pending-line bookkeeping)."""
+        now = self._basetime <= 0 and self._spans is None
+        return CallEvents(
+            function_enter=self._enter_now if now else self.enter,
+            function_leave=self._leave_now if now else self.leave,
+            function_yield=self.yield_,
+            function_resume=self.resume,
+        )
 
     def _enter_now(self, function_id: FunctionId) -> None:
         try:
@@ -239,7 +261,7 @@ class TraceHooks:
         node.kind = "Enter"
         name = self._names.get(function_id) or self._name(function_id)
         depth = len(stack) - 1
-        self._emit(f"{_INDENT * (depth if depth < _CAP else _CAP)}Enter: {name}")  # type: ignore[misc]
+        self._write(f"{_INDENT * (depth if depth < _CAP else _CAP)}Enter: {name}")
         stack.append(node)
         root.kind = len(stack)
         node.start = self._clock()
@@ -267,7 +289,7 @@ class TraceHooks:
             node.min = duration
         name = self._names.get(function_id) or self._name(function_id)
         index = len(stack)
-        self._emit(  # type: ignore[misc]
+        self._write(
             f"{_INDENT * (index - 1 if index <= _CAP else _CAP)}Leave: {name}, "
             f"Duration: {duration / 1000:.3f} us"
         )
