@@ -17,6 +17,7 @@ from tests.calltree.strategies import sample_profile
 #: What the table must still say: the choices before it became the one table (issue 21).
 BEFORE_ENDINGS = {
     ".speedscope.json": "speedscope",
+    ".gecko.json": "gecko",
     ".trace.json": "chrome",
     ".collapsed.txt": "collapsed",
     ".collapsed": "collapsed",
@@ -28,6 +29,7 @@ BEFORE_VIEW = {
     "profile": "profkit report {path}  (or profkit export -F html {path})",
     "html": "open {path} in a browser",
     "speedscope": "open {path} at https://www.speedscope.app",
+    "gecko": "open {path} at https://profiler.firefox.com (Load a profile from file)",
     "chrome": "open {path} at https://ui.perfetto.dev (or chrome://tracing)",
     "pstats": "python -m pstats {path}  (or snakeviz {path})",
     "collapsed": "flamegraph.pl {path} > flame.svg  (or inferno-flamegraph)",
@@ -86,6 +88,7 @@ def test_compound_endings_are_the_tables_two_suffix_endings() -> None:
     assert set(registry.COMPOUND_ENDINGS) == {
         ".json.gz",
         ".speedscope.json",
+        ".gecko.json",
         ".trace.json",
         ".collapsed.txt",
         ".pb.gz",
@@ -113,7 +116,8 @@ def test_save_writes_each_format_and_reports_a_failure(tmp_path: Path) -> None:
 
 def test_format_help_is_generated_from_the_table() -> None:
     assert registry.format_help() == (
-        "what to write: profile (profkit's own, the default) or html, speedscope, chrome, "
-        "pstats, collapsed, pprof; by default -o's ending decides (out.html, "
-        "out.speedscope.json, out.trace.json, out.pstats, out.collapsed, out.pb.gz)"
+        "what to write: profile (profkit's own, the default) or html, speedscope, gecko, "
+        "chrome, pstats, collapsed, pprof; by default -o's ending decides (out.html, "
+        "out.speedscope.json, out.gecko.json, out.trace.json, out.pstats, out.collapsed, "
+        "out.pb.gz)"
     )

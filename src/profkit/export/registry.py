@@ -102,6 +102,14 @@ FORMATS: tuple[ExportFormat, ...] = (
         "open {path} at https://www.speedscope.app",
     ),
     ExportFormat(
+        "gecko",
+        (".gecko.json",),
+        False,
+        "Firefox Profiler JSON, processed format v57 (profiler.firefox.com)",
+        "gecko",
+        "open {path} at https://profiler.firefox.com (Load a profile from file)",
+    ),
+    ExportFormat(
         "chrome",
         (".trace.json",),
         False,

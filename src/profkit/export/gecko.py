@@ -1,0 +1,283 @@
+"""Firefox Profiler JSON (profiler.firefox.com), in its *processed* profile format.
+
+The Firefox Profiler reads two formats: the Gecko profiler's own and its processed format
+(the one it saves itself; ``src/types/profile.js`` of firefox-devtools/profiler). This
+writes the processed one at ``preprocessedProfileVersion`` :data:`PROCESSED_VERSION`
+(strings shared in ``shared.stringArray``, introduced by the upgraders at 44+, and the
+``shared.sources`` table of 57), the version CPython 3.15's sampling profiler writes too;
+the profiler's upgraders bring any older version up to its current one on load.
+
+One thread per profiled thread, each with its tables (``stackTable``, ``frameTable``,
+``funcTable``, ``resourceTable``, ``nativeSymbols``, ``markers``, ``samples``), every index
+into them in range (the tests check this). Samples are *weighted*:
+
+* a profile with a timeline (trace mode's spans) gives one sample each time the stack
+  changes, at its real time, weighing the time until the next change (``weightType``
+  ``"tracing-ms"``): the stack chart is the timeline, the call tree its exact totals;
+* a tree alone gives one sample per node with self time, laid one after another from 0
+  (a synthetic timeline, as speedscope's export), weighing that self time in ms;
+* a memory profile's bytes are carried as bytes (``weightType`` ``"bytes"``): the
+  sample's weight is the node's own bytes, its time only the sample's ordinal (ms).
+
+Frames are categorised ``Python`` (a ``.py`` file), ``.NET`` (a .NET profile) or ``C``
+(no Python file: builtins and C calls), so the views colour them apart.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from profkit import __version__
+from profkit.calltree.model import CallNode, CallProfile, Span, ThreadTree
+from profkit.export._meta import command_line, thread_label
+
+#: The processed format's version written (``meta.preprocessedProfileVersion``).
+PROCESSED_VERSION = 57
+#: The Gecko format's version the processed one was made from (``meta.version``).
+GECKO_VERSION = 32
+
+CATEGORIES = [
+    {"name": "Other", "color": "grey", "subcategories": ["Other"]},
+    {"name": "Python", "color": "yellow", "subcategories": ["Other"]},
+    {"name": "C", "color": "blue", "subcategories": ["Other"]},
+    {"name": ".NET", "color": "purple", "subcategories": ["Other"]},
+    {"name": "GC", "color": "orange", "subcategories": ["Other"]},
+]
+_PYTHON, _C, _DOTNET = 1, 2, 3
+
+
+def write(profile: CallProfile) -> bytes:
+    """The profile as Firefox Profiler JSON (processed format, UTF-8)."""
+    strings = _Strings()
+    dotnet = profile.metadata.get("runtime") == "CoreCLR"  # what every .NET reader records
+    threads = []
+    by_thread: list[list[Span]] = [[] for _ in profile.threads]
+    for span in profile.spans:
+        if 0 <= span.thread < len(by_thread):
+            by_thread[span.thread].append(span)
+    for index, (thread, spans) in enumerate(zip(profile.threads, by_thread, strict=True)):
+        tables = _Tables(profile, strings, dotnet)
+        times, stacks, weights = (
+            tables.timeline(spans) if spans and profile.mode != "memory" else tables.tree(thread)
+        )
+        threads.append(_thread(profile, thread, index, tables, times, stacks, weights))
+    document = {"meta": _meta(profile), "libs": [], "pages": [], "threads": threads}
+    document["shared"] = {
+        "stringArray": strings.array,
+        "sources": {"length": 0, "uuid": [], "filename": []},
+    }
+    return json.dumps(document, separators=(",", ":")).encode()
+
+
+class _Strings:
+    """The shared string table: text -> index, first come first numbered."""
+
+    def __init__(self) -> None:
+        self.array: list[str] = []
+        self._index: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        found = self._index.get(text)
+        if found is None:
+            found = self._index[text] = len(self.array)
+            self.array.append(text)
+        return found
+
+
+class _Tables:
+    """One thread's stack, frame, function and resource tables, filled as stacks are met."""
+
+    def __init__(self, profile: CallProfile, strings: _Strings, dotnet: bool) -> None:
+        self.profile, self.strings, self.dotnet = profile, strings, dotnet
+        self.stack: dict[str, list[Any]] = {
+            k: [] for k in ("frame", "category", "subcategory", "prefix")
+        }
+        self.frame: dict[str, list[Any]] = {k: [] for k in _FRAME_COLUMNS}
+        self.func: dict[str, list[Any]] = {k: [] for k in _FUNC_COLUMNS}
+        self.resource: dict[str, list[Any]] = {k: [] for k in ("lib", "name", "host", "type")}
+        self._stacks: dict[tuple[int | None, int], int] = {}
+        self._frames: dict[int, int] = {}
+        self._resources: dict[str, int] = {}
+
+    def stack_of(self, prefix: int | None, frame: int) -> int:
+        """The stack index of ``frame`` (a profile frame) called under ``prefix``."""
+        key = (prefix, frame)
+        found = self._stacks.get(key)
+        if found is None:
+            row = self._frame(frame)
+            found = self._stacks[key] = len(self.stack["frame"])
+            self.stack["frame"].append(row)
+            self.stack["category"].append(self.frame["category"][row])
+            self.stack["subcategory"].append(0)
+            self.stack["prefix"].append(prefix)
+        return found
+
+    def _frame(self, frame: int) -> int:
+        found = self._frames.get(frame)
+        if found is not None:
+            return found
+        f = self.profile.frames[frame]
+        python = f.file.endswith((".py", ".pyw"))
+        category = _DOTNET if self.dotnet else _PYTHON if python else _C
+        func = len(self.func["name"])
+        columns = {
+            "name": self.strings(f.name),
+            "isJS": python,
+            "relevantForJS": False,
+            "resource": self._resource(f.file) if f.file else -1,
+            "fileName": self.strings(f.file) if f.file else None,
+            "lineNumber": f.line or None,
+            "columnNumber": None,
+        }
+        for key, value in columns.items():
+            self.func[key].append(value)
+        found = self._frames[frame] = len(self.frame["func"])
+        row: dict[str, int | None] = dict.fromkeys(_FRAME_COLUMNS)
+        row.update(address=-1, inlineDepth=0, category=category, subcategory=0, func=func)
+        row["line"] = f.line or None
+        for key, value in row.items():
+            self.frame[key].append(value)
+        return found
+
+    def _resource(self, file: str) -> int:
+        found = self._resources.get(file)
+        if found is None:
+            found = self._resources[file] = len(self.resource["name"])
+            self.resource["lib"].append(None)
+            self.resource["name"].append(self.strings(file))
+            self.resource["host"].append(None)
+            self.resource["type"].append(0)  # resourceTypes.unknown
+        return found
+
+    def timeline(self, spans: list[Span]) -> tuple[list[float], list[int], list[float]]:
+        """One sample per stack change of the spans, weighing the time to the next."""
+        events: list[tuple[int, int | None]] = []  # (ns, stack after it)
+        open_: list[tuple[int, int]] = []  # (end ns, stack)
+        for span in sorted(spans, key=lambda s: (s.start_ns, s.depth)):
+            while open_ and open_[-1][0] <= span.start_ns:
+                end, _ = open_.pop()
+                events.append((end, open_[-1][1] if open_ else None))
+            stack = self.stack_of(open_[-1][1] if open_ else None, span.frame)
+            end = max(span.end_ns, span.start_ns)  # untidy spans are clipped to their parent
+            open_.append((min(end, open_[-1][0]) if open_ else end, stack))
+            events.append((span.start_ns, stack))
+        while open_:
+            end, _ = open_.pop()
+            events.append((end, open_[-1][1] if open_ else None))
+        times: list[float] = []
+        stacks: list[int] = []
+        weights: list[float] = []
+        for (ns, at), (after, _) in zip(events, [*events[1:], events[-1]], strict=True):
+            if at is not None and after > ns:
+                times.append(ns / 1e6)
+                stacks.append(at)
+                weights.append((after - ns) / 1e6)
+        return times, stacks, weights
+
+    def tree(self, thread: ThreadTree) -> tuple[list[float], list[int], list[float]]:
+        """One sample per node with self weight, one after another (module doc)."""
+        memory = self.profile.mode == "memory"
+        times: list[float] = []
+        stacks: list[int] = []
+        weights: list[float] = []
+        clock = 0.0
+        todo: list[tuple[CallNode, int | None]] = [
+            (c, None) for c in reversed(list(thread.root.children.values()))
+        ]
+        while todo:
+            node, prefix = todo.pop()
+            stack = self.stack_of(prefix, node.frame)
+            if node.exclusive_ns > 0:
+                weight = float(node.exclusive_ns) if memory else node.exclusive_ns / 1e6
+                times.append(float(len(times)) if memory else clock)
+                stacks.append(stack)
+                weights.append(weight)
+                clock += 0.0 if memory else weight
+            todo.extend((c, stack) for c in reversed(list(node.children.values())))
+        return times, stacks, weights
+
+
+_FRAME_COLUMNS = (
+    "address",
+    "inlineDepth",
+    "category",
+    "subcategory",
+    "func",
+    "nativeSymbol",
+    "innerWindowID",
+    "implementation",
+    "line",
+    "column",
+)
+_FUNC_COLUMNS = (
+    "name",
+    "isJS",
+    "relevantForJS",
+    "resource",
+    "fileName",
+    "lineNumber",
+    "columnNumber",
+)
+
+
+def _table(columns: dict[str, list[Any]]) -> dict[str, Any]:
+    return {**columns, "length": len(next(iter(columns.values())))}
+
+
+def _thread(
+    profile: CallProfile,
+    thread: ThreadTree,
+    index: int,
+    tables: _Tables,
+    times: list[float],
+    stacks: list[int],
+    weights: list[float],
+) -> dict[str, Any]:
+    pid = thread.pid if thread.pid is not None else profile.metadata.get("pid", 0)
+    end = max((t + w for t, w in zip(times, weights, strict=True)), default=0.0)
+    return {
+        "name": thread_label(profile, thread),
+        "isMainThread": index == 0,
+        "processType": "default",
+        "processName": command_line(profile) or "profkit",
+        "processStartupTime": 0,
+        "processShutdownTime": end,
+        "registerTime": 0,
+        "unregisterTime": None,
+        "pausedRanges": [],
+        "pid": str(pid),
+        "tid": thread.native_id if thread.native_id is not None else thread.thread_id,
+        "samples": {
+            "stack": stacks,
+            "time": times,
+            "weight": weights,
+            "weightType": "bytes" if profile.mode == "memory" else "tracing-ms",
+            "length": len(stacks),
+        },
+        "stackTable": _table(tables.stack),
+        "frameTable": _table(tables.frame),
+        "funcTable": _table(tables.func),
+        "resourceTable": _table(tables.resource),
+        "nativeSymbols": _table({k: [] for k in ("libIndex", "address", "name", "functionSize")}),
+        "markers": _table(
+            {k: [] for k in ("data", "name", "startTime", "endTime", "phase", "category")}
+        ),
+    }
+
+
+def _meta(profile: CallProfile) -> dict[str, Any]:
+    return {
+        "interval": 1.0,
+        "startTime": 0,
+        "processType": 0,
+        "product": command_line(profile) or "profkit",
+        "stackwalk": 0,
+        "version": GECKO_VERSION,
+        "preprocessedProfileVersion": PROCESSED_VERSION,
+        "categories": CATEGORIES,
+        "markerSchema": [],
+        "symbolicated": True,
+        "importedFrom": f"profkit {__version__} ({profile.mode} mode)",
+        "extensions": {"id": [], "name": [], "baseURL": [], "length": 0},
+    }
