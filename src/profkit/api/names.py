@@ -66,6 +66,10 @@ def is_own_code(filename: str) -> bool:
     return filename.startswith(OWN_CODE_DIRS)
 
 
+#: What a prefix list trims around each part: ASCII whitespace (the .NET profiler trims the same).
+_BLANKS = " \t\n\r\f\v"
+
+
 def split_prefixes(value: str | Iterable[str] | None) -> tuple[str, ...]:
     """``"myapp, lib.core"`` (or a list of them) -> ``("myapp", "lib.core")``, blanks
     dropped; empty means no filter. (The settings check each is a :data:`MODULE_PATH`; a
@@ -73,7 +77,8 @@ def split_prefixes(value: str | Iterable[str] | None) -> tuple[str, ...]:
     if value is None:
         return ()
     items = value.split(",") if isinstance(value, str) else list(value)
-    return tuple(p.strip() for p in items if p.strip())
+    # ASCII blanks only, as the .NET profiler trims (clr/csrc/settings.c parse_prefixes)
+    return tuple(p.strip(_BLANKS) for p in items if p.strip(_BLANKS))
 
 
 def is_module_path(text: str) -> bool:

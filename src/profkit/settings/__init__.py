@@ -192,6 +192,9 @@ ENGINES: tuple[Setting, ...] = (
             "build time (hatch_build.py), 1: a C part that fails to compile fails the install"),
     Setting("no_native", "PROFKIT_NO_NATIVE", "", parse_enable, _bool_text, False,
             "build time (hatch_build.py), 1: compile no C part"),
+    Setting("werror", "PROFKIT_WERROR", "", parse_enable, _bool_text, False,
+            "build time (hatch_build.py), 1: a C warning fails the build (on with "
+            "PROFKIT_REQUIRE_NATIVE)"),
     Setting("sanitize", "PROFKIT_SANITIZE", "", parse_enable, _bool_text, False,
             "build time (hatch_build.py), 1: the C parts with AddressSanitizer and UBSan "
             "(scripts/sanitize.py)"),

@@ -29,8 +29,12 @@ class Invalid(ValueError):
 
 # -- parsers (text -> value) and formatters (value -> text) -------------------------------
 def parse_duration(text: str) -> int:
-    """``100us``, ``2ms``, ``0.5s``, ``250ns`` or a bare number of microseconds -> ns."""
-    match = re.match(_DURATION, text)
+    """``100us``, ``2ms``, ``0.5s``, ``250ns`` or a bare number of microseconds -> ns.
+
+    profkit's one duration grammar, the .NET profiler's too (``clr/csrc/settings.c``;
+    tests/clr/test_settings_grammar.py feeds both the same strings): ASCII digits with an
+    optional fraction, no sign or exponent, ASCII blanks around; rounded half to even."""
+    match = re.match(_DURATION, text, re.ASCII)
     if not match:
         raise Invalid("expected a duration like 100us, 2ms, 0.5s")
     number, unit = match.groups()

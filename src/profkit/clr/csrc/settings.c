@@ -7,7 +7,6 @@
  */
 #include "profiler.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,38 +39,54 @@ static const char *env2(const char *ours, const char *article, const char **whic
     return v;
 }
 
-/* "100us", "2ms", "0.5s", "250ns", or a bare number of microseconds (profkit's rule). */
+/* ASCII whitespace: what the settings' grammar skips around a value and its parts. */
+static int is_blank(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
+/* The duration grammar, one for profkit (settings/parse.py's parse_duration; the test
+ * tests/clr/test_settings_grammar.py feeds both the same strings): blanks, digits with an
+ * optional fraction ("100", "0.5", "1.", ".5"), blanks, an optional unit (ns, us, µs, ms,
+ * s; none means microseconds), blanks. No sign, exponent, hex, inf or nan, which strtod
+ * alone would take. At most a week; rounded half to even, as Python's round(). */
 static int parse_duration(const char *text, uint64_t *out) {
-    while (*text == ' ') text++;
+    while (is_blank(*text)) text++;
+    const char *p = text;
+    int digits = 0;
+    for (; *p >= '0' && *p <= '9'; p++) digits++;
+    if (*p == '.')
+        for (p++; *p >= '0' && *p <= '9'; p++) digits++;
+    if (!digits) return -1;
     char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (end == text || errno || !(v >= 0) || v > 7 * 86400e9) return -1;
-    while (*end == ' ') end++;
+    double v = strtod(text, &end); /* the span is digits and one '.': a plain decimal */
+    if (end != p) return -1;        /* (a locale with a decimal comma would stop early) */
+    while (is_blank(*end)) end++;
     double scale = 1e3;
-    if (*end == 0) scale = 1e3;
-    else if (!strncmp(end, "ns", 2)) scale = 1, end += 2;
+    if (!strncmp(end, "ns", 2)) scale = 1, end += 2;
     else if (!strncmp(end, "us", 2)) scale = 1e3, end += 2;
     else if (!strncmp(end, "\xc2\xb5s", 3)) scale = 1e3, end += 3;
     else if (!strncmp(end, "ms", 2)) scale = 1e6, end += 2;
     else if (*end == 's') scale = 1e9, end += 1;
-    else return -1;
-    while (*end == ' ') end++;
+    while (is_blank(*end)) end++;
     if (*end) return -1;
     double ns = v * scale;
-    if (ns > 7 * 86400e9) return -1;
-    *out = (uint64_t)(ns + 0.5);
+    if (!(ns <= 7 * 86400e9)) return -1; /* also inf: 400 digits overflow the double */
+    uint64_t whole = (uint64_t)ns;      /* exact: a week of ns is below 2^53 */
+    double rest = ns - (double)whole;
+    if (rest > 0.5 || (rest == 0.5 && (whole & 1))) whole++;
+    *out = whole;
     return 0;
 }
 
+/* Comma-separated, each part trimmed of blanks, empty parts skipped (api/names.py's
+ * split_prefixes). Python checks each part is a module path; a .NET namespace is matched as
+ * text, so any part is kept here. */
 static int parse_prefixes(const char *text) {
     char *copy = strdup(text);
     if (!copy) return -1;
     char *save = NULL;
     for (char *p = strtok_r(copy, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
-        while (*p == ' ') p++;
+        while (is_blank(*p)) p++;
         size_t n = strlen(p);
-        while (n && p[n - 1] == ' ') p[--n] = 0;
+        while (n && is_blank(p[n - 1])) p[--n] = 0;
         if (!n) continue;
         if (S.n_prefixes == MAX_PREFIXES) {
             free(copy);
