@@ -27,6 +27,8 @@ REORDER_WINDOW = 1024
 #: Largest believable forward jump of a sender's sequence number, in datagrams (a million
 #: datagrams of up to 1,400 bytes: over a gigabyte lost between two datagrams).
 MAX_JUMP = 1 << 20
+#: Threads whose depth sums one sender keeps (beyond, all but the current are forgotten).
+MAX_THREADS = 1024
 
 
 @dataclass(slots=True)
@@ -46,7 +48,22 @@ class SenderStats:
     next_seq: int = 0
     last_seen: float = 0.0
     depths: DepthSums = field(default_factory=DepthSums, repr=False)  #: for self times
+    #: the thread whose lines come now (its marker's id; "" before any marker) and each
+    #: thread's depth sums: two threads' calls must not take time out of each other's
+    thread: str = ""
+    threads: dict[str, DepthSums] = field(default_factory=dict, repr=False)
     _missing: OrderedDict[int, None] = field(default_factory=OrderedDict, repr=False)
+
+    def switch(self, thread: str) -> None:
+        """A thread marker: the lines after it are ``thread``'s (docs/wire.md)."""
+        if thread == self.thread:
+            return
+        threads = self.threads
+        threads[self.thread] = self.depths
+        if len(threads) > MAX_THREADS:  # a sender with endless short threads: bounded
+            threads.clear()
+        self.thread = thread
+        self.depths = threads.get(thread) or DepthSums()
 
     @property
     def dropped(self) -> int:
@@ -96,6 +113,7 @@ class SenderStats:
         self.dropped_now = 0
         self._missing.clear()
         self.depths = DepthSums()
+        self.thread, self.threads = "", {}
         self.lost += seq  # the new run's datagrams before this one never arrived
         for s in range(seq):
             self._missing[s] = None

@@ -7,11 +7,13 @@ I/O, so the receive loop, the views and the tests all drive the same code.
 from __future__ import annotations
 
 from collections import OrderedDict
+from itertools import islice
 
 from profkit.monitor.accounting import SenderStats, Totals
 from profkit.monitor.functions import FunctionTable
 from profkit.wire import udp as protocol
 
+_MARK = "\n" + protocol.THREAD_MARKER
 #: Senders tracked individually; the least recently heard is folded into the totals.
 MAX_SENDERS = 256
 
@@ -70,10 +72,26 @@ class Monitor:
             return None
         if body:
             if analyse:
-                self.functions.feed(body, stats.depths)
+                self._analyse(stats, body)
             else:
                 self.unanalysed += 1
         return sender, body
+
+    def _analyse(self, stats: SenderStats, body: str) -> None:
+        """The body's close lines into the hot list, each thread's run of lines with that
+        thread's depth sums (thread markers, docs/wire.md); a body without a marker is
+        one run of the thread that wrote last."""
+        if _MARK not in body and not body.startswith(protocol.THREAD_MARKER):
+            self.functions.feed(body, stats.depths)
+            return
+        pieces = ("\n" + body).split(_MARK)
+        if pieces[0]:
+            self.functions.feed(pieces[0][1:], stats.depths)
+        for piece in islice(pieces, 1, None):
+            head, _, rest = piece.partition("\n")
+            stats.switch(head.partition(" ")[0])
+            if rest:
+                self.functions.feed(rest, stats.depths)
 
     def totals(self) -> Totals:
         """Sums over every sender, current and evicted."""

@@ -145,3 +145,19 @@ def test_run_streams_markers_from_two_threads(tmp_path: Path) -> None:
         assert line.startswith("Thread: ") or line.lstrip().startswith(
             ("Enter: ", "Leave: ", "Resume: ", "Yield: ")
         )
+
+
+def test_the_monitor_keeps_self_time_per_thread() -> None:
+    """Thread B's call closing under A's open call must not take time out of A's self
+    time: each thread's lines are accounted with its own depth sums."""
+    monitor = Monitor()
+    body = ["Enter: a", "Thread: 5 wk", "Enter: w", "    Leave: b, Duration: 5 ns"]
+    body += ["Thread: 4 MainThread", "Leave: a, Duration: 9 ns"]
+    monitor.feed(protocol.encode("h/1", 0, 0, body[:3]))
+    monitor.feed(protocol.encode("h/1", 1, 0, ["Thread: 5 wk", *body[3:4]]))
+    monitor.feed(protocol.encode("h/1", 2, 0, body[4:]))
+    own = {name: own for name, own, *_ in monitor.functions.top(5)}
+    assert own == {"a": 9, "b": 5}
+    unmarked = Monitor()  # the same lines without markers: a's self time loses b's
+    unmarked.feed(protocol.encode("h/1", 0, 0, [ln for ln in body if "Thread" not in ln]))
+    assert {name: own for name, own, *_ in unmarked.functions.top(5)}["a"] == 4
