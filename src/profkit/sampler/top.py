@@ -3,7 +3,10 @@
 Like ``py-spy top``: per function, the share of sampled time where it was running itself
 (%Own) and where it was on the stack at all (%Total) over the last refresh, and the
 own/total time since the start. Times are the samples' weights (a late read carries its
-gap), not counts times the interval: on a busy machine reads are fewer, time is not. The library only builds text; the CLI draws it.
+gap), not counts times the interval: on a busy machine reads are fewer, time is not. The
+library only builds text and says what a key does (:func:`press`); the CLI draws and reads
+the keys, as py-spy's: ``1``-``4`` sort by a column, ``p`` (or space) pauses the view
+(sampling goes on), ``q`` quits.
 """
 
 from __future__ import annotations
@@ -21,6 +24,39 @@ class TopState:
     total: dict[str, int] = field(default_factory=dict)
     samples: int = 0
     weight_ns: int = 0
+    sort: int = 0  #: the column the rows are sorted by (an index of :data:`COLUMNS`)
+    paused: bool = False  #: the screen stays as it was; sampling goes on
+    quit: bool = False
+
+
+#: The sortable columns, keys 1 to 4 as in py-spy top.
+COLUMNS = ("%Own", "%Total", "OwnTime", "TotalTime")
+#: How each sampling mode counts, for the header (``--mode``; what is known of the GIL).
+_MODE_NOTES = {
+    "gil": "only the thread holding the GIL counts",
+    "active": "idle threads left out",
+    "wall": "every thread counts, idle ones too",
+    "cpu": "CPU time only",
+}
+LEGEND = (
+    "%Own/%Total: share of the last refresh's time in the function itself / on the stack; "
+    "OwnTime/TotalTime: the same since the start"
+)
+KEYS = "keys: 1-4 sort  p pause  q quit"
+
+
+def press(state: TopState, key: str) -> bool:
+    """Apply one key to ``state``; whether the screen must be drawn again."""
+    if key in ("q", "Q"):
+        state.quit = True
+        return False
+    if key in ("p", "P", " "):
+        state.paused = not state.paused
+        return True
+    if key in "1234" and len(key) == 1:
+        state.sort = int(key) - 1
+        return True
+    return False
 
 
 def _times(
@@ -60,18 +96,26 @@ def render_top(
     d_total = {k: v - state.total.get(k, 0) for k, v in total.items()}
     stats = session.stats
     alive = sum(1 for r in session.recorders.values() if not r.ended)
+    mode = session.options.mode
     head = (
-        f"profkit top: pid {session.pid}  mode {session.options.mode}  "
+        f"profkit top: pid {session.pid}  mode {mode} ({_MODE_NOTES.get(mode, mode)})  "
         f"{session.options.rate:g} Hz  processes {alive}  samples {samples}  "
         f"cost {stats.cost_us:.1f} us/tick"
     )
-    lines = [
-        head[:width],
-        "",
-        f"{'%Own':>6} {'%Total':>7} {'OwnTime':>9} {'TotalTime':>10}  Function (file:line)",
-    ]
+    status = f"{KEYS}  [sorted by {COLUMNS[state.sort]}]" + ("  [paused]" if state.paused else "")
+    lines = [head[:width], LEGEND[:width], status[:width]]
+    lines.append(
+        f"{'%Own':>6} {'%Total':>7} {'OwnTime':>9} {'TotalTime':>10}  Function (file:line)"
+    )
+    keys = (
+        lambda k: d_own.get(k, 0),
+        lambda k: d_total.get(k, 0),
+        lambda k: own.get(k, 0),
+        lambda k: total.get(k, 0),
+    )
+    first = keys[state.sort]
     order = sorted(
-        total, key=lambda k: (d_own.get(k, 0), d_total.get(k, 0), own.get(k, 0)), reverse=True
+        total, key=lambda k: (first(k), d_own.get(k, 0), d_total.get(k, 0)), reverse=True
     )
     for name in order[:rows]:
         pct_own = 100.0 * d_own.get(name, 0) / recent if recent else 0.0
