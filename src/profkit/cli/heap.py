@@ -25,7 +25,9 @@ def register(sub: Any, name: str, help_text: str) -> None:
         description="Run a Python script as python would; when it ends (its threads joined), "
         "walk the heap and print the types holding the most bytes, each with the shortest "
         "chain of references from a root (module, frame, local, or an object nothing "
-        "refers to) to its largest object.",
+        "refers to) to its largest object. Given a .NET assembly (app.dll), the same report "
+        "for the .NET heap after a full GC at the runtime's shutdown, roots named as static "
+        "fields, the methods holding stack roots, or handles (docs/clr.md).",
     )
     run.add_argument("--top", type=int, default=10, metavar="N", help="types to show (10)")
     run.add_argument("-o", "--output", metavar="FILE", help="write the report here, not stderr")
