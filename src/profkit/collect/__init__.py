@@ -9,7 +9,7 @@ The package, one job per module:
 * ``backends.py`` the backend table (name → class, capabilities, availability);
   ``select.py`` the choice made from it; ``base.py`` what every backend offers.
 * ``session.py`` one profiler's lifecycle; ``info.py`` the ``ProfilerInfo`` it is given;
-  ``catalog.py`` the id tables (``registry.py``) and the filter's verdicts;
+  ``catalog.py`` the id tables (``idtables.py``) and the filter's verdicts;
   ``failure.py`` the failure rule; ``context.py`` what a backend may read and call;
   ``plan.py`` the profiler's callbacks bound for the mask.
 * Backends: ``monitoring.py`` + ``hot_monitoring.py`` (3.12+), ``setprofile.py`` with its

@@ -1,6 +1,6 @@
 """The session's id tables and the per-function verdicts the backends consult.
 
-The three tables (``registry.py``) turn code objects, modules and threads into ids; the
+The three tables (``idtables.py``) turn code objects, modules and threads into ids; the
 catalog adds what a backend asks once per function (:meth:`Catalog.discover`: register it,
 deliver its first execution, run the filter) and the frame walk that turns a stack into
 ids. It knows nothing of hooks or of the session's lifecycle.
@@ -18,8 +18,8 @@ from profkit.api.ids import FunctionId
 from profkit.api.info import FunctionInfo, ModuleInfo, ThreadInfo
 from profkit.api.names import OWN_CODE_DIRS
 from profkit.collect.failure import FailureRule
+from profkit.collect.idtables import FunctionTable, ModuleTable, ThreadTable
 from profkit.collect.plan import Fn
-from profkit.collect.registry import FunctionTable, ModuleTable, ThreadTable
 
 #: profkit's own collector/api/profiler code is never profiled (no recursion, no noise):
 #: the one list, :data:`profkit.api.names.OWN_CODE_DIRS`.

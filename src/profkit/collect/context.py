@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from profkit.api.events import EventMask
 from profkit.api.ids import FunctionId
+from profkit.collect.idtables import FunctionTable, ModuleTable, ThreadTable
 from profkit.collect.plan import Fn, Plan, overridden
-from profkit.collect.registry import FunctionTable, ModuleTable, ThreadTable
 
 if TYPE_CHECKING:
     from profkit.collect.session import Session

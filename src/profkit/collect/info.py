@@ -22,7 +22,7 @@ from profkit.api.errors import (
 from profkit.api.events import IMMUTABLE, EventMask
 from profkit.api.ids import FunctionId, ModuleId, ObjectId, ThreadId
 from profkit.api.info import FunctionInfo, ModuleInfo, ProfilerInfo, ThreadInfo
-from profkit.collect.registry import FunctionTable
+from profkit.collect.idtables import FunctionTable
 
 if TYPE_CHECKING:
     from profkit.collect.session import Session

@@ -35,8 +35,8 @@ from profkit._toolids import ClaimWatcher, free_ids, transplant
 from profkit.collect.base import Capabilities
 from profkit.collect.context import BackendContext
 from profkit.collect.hot_monitoring import ALL_MONITORING_EVENTS, main_callbacks
+from profkit.collect.idtables import GENERATOR_FLAGS
 from profkit.collect.plan import ALL_EVENTS
-from profkit.collect.registry import GENERATOR_FLAGS
 from profkit.collect.transitions import arguments_of
 
 #: ``sys.monitoring`` (3.12+), bound once; typed Any so mypy at 3.11 accepts it.

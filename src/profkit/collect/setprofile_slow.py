@@ -23,8 +23,8 @@ from types import CodeType, FrameType
 from typing import Any
 
 from profkit.collect.context import BackendContext
+from profkit.collect.idtables import GENERATOR_FLAGS
 from profkit.collect.plan import Plan
-from profkit.collect.registry import GENERATOR_FLAGS
 from profkit.collect.transitions import arguments_of
 
 RESUME = opcode.opmap["RESUME"]

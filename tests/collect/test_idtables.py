@@ -1,4 +1,4 @@
-"""The id tables (``registry.py``): C functions' ids and names."""
+"""The id tables (``idtables.py``): C functions' ids and names."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from profkit.collect.registry import FunctionTable
+from profkit.collect.idtables import FunctionTable
 
 
 class PkList(list):  # type: ignore[type-arg]
