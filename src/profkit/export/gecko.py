@@ -2,10 +2,12 @@
 
 The Firefox Profiler reads two formats: the Gecko profiler's own and its processed format
 (the one it saves itself; ``src/types/profile.js`` of firefox-devtools/profiler). This
-writes the processed one at ``preprocessedProfileVersion`` :data:`PROCESSED_VERSION`
-(strings shared in ``shared.stringArray``, introduced by the upgraders at 44+, and the
-``shared.sources`` table of 57), the version CPython 3.15's sampling profiler writes too;
-the profiler's upgraders bring any older version up to its current one on load.
+writes the processed one at ``preprocessedProfileVersion`` :data:`PROCESSED_VERSION`, as
+its ``docs-developer/CHANGELOG-formats.md`` describes it: one string table for every
+thread in ``shared.stringArray`` (since 56), marker schemas without ``searchable`` (57),
+``funcTable.fileName`` still a string index (58 moved files to ``shared.sources``). 57
+is also what CPython 3.15's sampling profiler writes; the profiler's upgraders bring a
+file up to its current version on load.
 
 One thread per profiled thread, each with its tables (``stackTable``, ``frameTable``,
 ``funcTable``, ``resourceTable``, ``nativeSymbols``, ``markers``, ``samples``), every index
@@ -63,10 +65,7 @@ def write(profile: CallProfile) -> bytes:
         )
         threads.append(_thread(profile, thread, index, tables, times, stacks, weights))
     document = {"meta": _meta(profile), "libs": [], "pages": [], "threads": threads}
-    document["shared"] = {
-        "stringArray": strings.array,
-        "sources": {"length": 0, "uuid": [], "filename": []},
-    }
+    document["shared"] = {"stringArray": strings.array}
     return json.dumps(document, separators=(",", ":")).encode()
 
 
