@@ -7,6 +7,7 @@
  * where the lines go (sinks.c).
  */
 #include "profiler.h"
+#include "../../_line_rule.h"
 
 #include <string.h>
 
@@ -62,29 +63,53 @@ static void line_close(uint32_t depth_index, uint32_t id, uint64_t dur) {
     emit_line(g_line, o + 3);
 }
 
-/* Base time without orphans (profkit.profilers.elt.lines): stack[1 .. written-1] have had
- * their Enter line written; the entries above are pending and always the top of the stack. */
+/* What the shared line rule (_line_rule.h) needs here: the thread's shadow stack (entry 0
+ * is its root, so entries are numbered as the rule numbers them), the clock, the popped id. */
+typedef struct {
+    thr_t *t;
+    uint64_t now;
+    uint32_t popped_index, popped_id;
+} rule_ctx;
+
+static int rule_open(void *ctx, int64_t index) {
+    rule_ctx *c = ctx;
+    line_open((uint32_t)index, c->t->stack[index].id);
+    return 0;
+}
+
+static int rule_is_due(void *ctx, int64_t index) {
+    rule_ctx *c = ctx;
+    return c->now - c->t->stack[index].start >= S.basetime_ns;
+}
+
+static int rule_open_popped(void *ctx) {
+    rule_ctx *c = ctx;
+    line_open(c->popped_index, c->popped_id);
+    return 0;
+}
+
+/* Base time without orphans: stack[1 .. written-1] have had their Enter line written; the
+ * entries above are pending and always the top of the stack. */
 HIDDEN void lines_after_push(thr_t *t, uint64_t now) {
     if (!g_lines_on) return;
-    uint32_t top = t->n_stack; /* entries 0..top-1, the new one at top-1 */
-    if (S.basetime_ns == 0) {
-        line_open(top - 1, t->stack[top - 1].id);
-        t->written = top;
+    if (S.basetime_ns == 0) { /* nothing is pending: the new entry's line, and no clock */
+        line_open(t->n_stack - 1, t->stack[t->n_stack - 1].id);
+        t->written = t->n_stack;
         return;
     }
-    while (t->written < top && now - t->stack[t->written].start >= S.basetime_ns) {
-        line_open(t->written, t->stack[t->written].id);
-        t->written++;
-    }
+    rule_ctx c = {t, now, 0, 0};
+    pk_line_rule rule = {&c, rule_open, rule_is_due};
+    int64_t written = t->written;
+    pk_lines_catch_up(&rule, &written, (int64_t)t->n_stack - 1);
+    t->written = (uint32_t)written;
 }
 
 HIDDEN void lines_after_pop(thr_t *t, uint32_t index, uint32_t id, uint64_t dur) {
     if (!g_lines_on) return;
-    if (index >= t->written) {
-        if (dur < S.basetime_ns) return; /* hidden; its Enter line was never written */
-        for (uint32_t d = t->written; d < index; d++) line_open(d, t->stack[d].id);
-        line_open(index, id);
-    }
+    rule_ctx c = {t, 0, index, id};
+    pk_line_rule rule = {&c, rule_open, rule_is_due};
+    if (pk_lines_before_close(&rule, t->written, index, dur >= S.basetime_ns, rule_open_popped) <= 0)
+        return; /* hidden; its Enter line was never written */
     line_close(index, id, dur);
     t->written = index;
 }

@@ -1,5 +1,6 @@
 /* profkit.profilers.elt._native: event lines, by lines.py's rules (see its docstring). */
 #include "native.h"
+#include "../../../_line_rule.h"
 
 const char *const OPEN_WORD[2] = {"Enter: ", "Resume: "};
 const char *const CLOSE_WORD[2] = {"Leave: ", "Yield: "};
@@ -117,19 +118,51 @@ emit_open(Recorder *self, Thread *t, Py_ssize_t index)
     return emit_line(self, index - 1, OPEN_WORD[f.kind], f.node, "");
 }
 
+/* What the shared line rule (_line_rule.h) needs of this recorder: a thread's stack, the
+ * clock of the current event, and the entry just popped. */
+typedef struct {
+    Recorder *self;
+    Thread *t;
+    int64_t now;
+    Node *popped;
+    Py_ssize_t popped_index;
+    int popped_kind;
+} RuleContext;
+
+static int
+rule_open(void *ctx, int64_t index)
+{
+    RuleContext *c = ctx;
+    return emit_open(c->self, c->t, (Py_ssize_t)index);
+}
+
+static int
+rule_is_due(void *ctx, int64_t index)
+{
+    RuleContext *c = ctx;
+    if (index < 1 || index > c->t->depth) {
+        return 0; /* gone meanwhile (Python code run by a callback) */
+    }
+    return wrap_sub(c->now, c->t->frames[index - 1].start) >= c->self->basetime;
+}
+
+static int
+rule_open_popped(void *ctx)
+{
+    RuleContext *c = ctx;
+    return emit_line(c->self, c->popped_index - 1, OPEN_WORD[c->popped_kind], c->popped, "");
+}
+
 /* Base time: write the held opening lines of calls already running for the base time. */
 ELT_HIDDEN int
 lines_on_open(Recorder *self, Thread *t, int64_t now)
 {
-    while (t->written <= t->depth
-           && wrap_sub(now, t->frames[t->written - 1].start) >= self->basetime) {
-        Py_ssize_t index = t->written;
-        if (emit_open(self, t, index) < 0) {
-            return -1;
-        }
-        t->written = index + 1;
-    }
-    return 0;
+    RuleContext c = {self, t, now, NULL, 0, 0};
+    pk_line_rule rule = {&c, rule_open, rule_is_due};
+    int64_t written = t->written;
+    int rc = pk_lines_catch_up(&rule, &written, t->depth);
+    t->written = (Py_ssize_t)written;
+    return rc;
 }
 
 /* The call of ``node`` at stack index ``index`` (popped already) lasted ``duration``. */
@@ -137,19 +170,12 @@ ELT_HIDDEN int
 lines_on_close(Recorder *self, Thread *t, Py_ssize_t index, Node *node, int open_kind,
                int64_t duration, int close_kind)
 {
-    if (index >= t->written) {
-        if (duration < self->basetime) {
-            return 0; /* hidden, and its opening line was never written */
-        }
-        /* Shown: its held ancestors lasted at least as long, so they are shown too. */
-        for (Py_ssize_t d = t->written; d < index; d++) {
-            if (emit_open(self, t, d) < 0) {
-                return -1;
-            }
-        }
-        if (emit_line(self, index - 1, OPEN_WORD[open_kind], node, "") < 0) {
-            return -1;
-        }
+    RuleContext c = {self, t, 0, node, index, open_kind};
+    pk_line_rule rule = {&c, rule_open, rule_is_due};
+    int shown = pk_lines_before_close(&rule, t->written, index, duration >= self->basetime,
+                                      rule_open_popped);
+    if (shown <= 0) {
+        return shown;
     }
     char tail[64];
     if (self->unit_ns) {
