@@ -7,14 +7,13 @@ saving ``-o``, the tree, refusing to overwrite an input, ending with the program
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from profkit._record import record
 from profkit.clr.assembly import check_assembly
 from profkit.engine.contract import ChildEngine, Finished, Job
 from profkit.export.destination import program_label
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class DotnetTarget:
     """A .NET assembly to run with ``dotnet``, and how."""
 

@@ -17,14 +17,14 @@ import importlib.util
 import os
 import shutil
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from profkit._record import record
 from profkit.errors import UsageError
 
 DOTNET_VAR = "PROFKIT_DOTNET"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Host:
     """The ``dotnet`` executable chosen, and where the choice came from."""
 

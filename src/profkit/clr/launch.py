@@ -13,9 +13,9 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
+from profkit._record import field, record
 from profkit.calltree.model import CallProfile
 from profkit.clr.assembly import check_assembly
 from profkit.clr.convert import perf_map_entries, to_profile
@@ -28,7 +28,7 @@ from profkit.errors import FormatError, UsageError
 from profkit.settings import Settings
 
 
-@dataclass(slots=True)
+@record
 class DotnetOutcome:
     """How the .NET program ended and what the profiler recorded."""
 

@@ -16,8 +16,7 @@ file and the line. Nodes are in creation order, so a parent always precedes its 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
+from profkit._record import field, record
 from profkit.errors import FormatError
 
 MAGIC = "profkit-clr"
@@ -27,7 +26,7 @@ MAX_BYTES = 1 << 30
 _U64 = (1 << 64) - 1
 
 
-@dataclass(slots=True)
+@record
 class Node:
     index: int
     parent: int
@@ -38,7 +37,7 @@ class Node:
     max: int
 
 
-@dataclass(slots=True)
+@record
 class CodeRange:
     """One code-map entry: a range of native code and the method it belongs to."""
 
@@ -49,7 +48,7 @@ class CodeRange:
     name: str
 
 
-@dataclass(slots=True)
+@record
 class Module:
     id: int
     base: int
@@ -57,7 +56,7 @@ class Module:
     path: str
 
 
-@dataclass(slots=True)
+@record
 class Event:
     t_ns: int  #: since the profiler started
     tid: int
@@ -65,7 +64,7 @@ class Event:
     text: str
 
 
-@dataclass(slots=True)
+@record
 class SpanRecord:
     """One shown call on the timeline (``PROFKIT_TIMELINE``); times since the start."""
 
@@ -76,7 +75,7 @@ class SpanRecord:
     depth: int  #: 0 = a call with no hooked caller
 
 
-@dataclass(slots=True)
+@record
 class ClrResult:
     """Everything one profiled .NET process reported."""
 
