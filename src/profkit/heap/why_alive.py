@@ -99,7 +99,8 @@ def leave_out_own(snapshot: HeapSnapshot) -> None:
     without passing through one of profkit's modules (:func:`~profkit.api.names.
     is_profkit_package`) stays, even when profkit refers to it too (a string both hold,
     the program's own module); the rest of what profkit's modules reach goes, counted in
-    ``snapshot.own`` and out of ``snapshot.stats``.
+    ``snapshot.own`` and out of ``snapshot.stats``. (Searching from profkit's side alone
+    would not do: profkit's runner holds the program's ``__main__``, whence all of it.)
     """
     objects = snapshot.objects
     walls = {key for key, name in snapshot.labels.items() if is_profkit_package(name)}
@@ -263,34 +264,43 @@ def why_alive(
     return [TypeReport(t, chains.get(t.example)) for t in totals]
 
 
+#: Fewest references an object needs to be weighed as a holder (see :func:`_explained`).
+_MANY = 8
+
+
 def _explained(snapshot: HeapSnapshot, n: int) -> list[TypeTotal]:
     """The ``n`` top types, each with the example whose chain explains it best: the
     largest object of that type in the object that refers to the most bytes of it.
 
     The type's largest object alone may say little: the biggest ``str`` is some module's
-    docstring, while the program's 50,000 strings sit in one list (#25).
+    docstring, while the program's 50,000 strings sit in one list (#25). Only objects with
+    at least :data:`_MANY` references are weighed as holders (the rest could hold more
+    than the type's largest object only by a little; skipping them keeps this pass short
+    on a heap of millions), and a holder must hold more than that largest object.
     """
     totals = top_types(snapshot, n)
-    wanted = {t.type_name for t in totals}
     objects = snapshot.objects
-    held: dict[tuple[str, int], list[int]] = {}  # (type, holder) -> [bytes, largest, its size]
-    for holder, (_, _, refs) in objects.items():
+    # type -> (bytes to beat, example): at first the largest object alone
+    best = {t.type_name: (objects[t.example][1], t.example) for t in totals}
+    for _, _, refs in objects.values():
+        if len(refs) < _MANY:
+            continue
+        held: dict[str, list[int]] = {}  # type -> [bytes, largest, its size]
         for ref in refs:
             found = objects.get(ref)
-            if found is None or found[0] not in wanted:
+            if found is None or found[0] not in best:
                 continue
-            entry = held.get((found[0], holder))
+            entry = held.get(found[0])
             if entry is None:
-                held[(found[0], holder)] = [found[1], ref, found[1]]
-                continue
-            entry[0] += found[1]
-            if found[1] > entry[2]:
-                entry[1], entry[2] = ref, found[1]
-    best: dict[str, list[int]] = {}
-    for (type_name, _), entry in held.items():
-        if type_name not in best or entry[0] > best[type_name][0]:
-            best[type_name] = entry
-    return [replace(t, example=best[t.type_name][1]) if t.type_name in best else t for t in totals]
+                held[found[0]] = [found[1], ref, found[1]]
+            else:
+                entry[0] += found[1]
+                if found[1] > entry[2]:
+                    entry[1], entry[2] = ref, found[1]
+        for type_name, (size, example, _) in held.items():
+            if size > best[type_name][0]:
+                best[type_name] = (size, example)
+    return [replace(t, example=best[t.type_name][1]) for t in totals]
 
 
 def named(chains: dict[int, Chain], snapshot: HeapSnapshot) -> dict[int, Chain]:
