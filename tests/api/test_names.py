@@ -55,14 +55,14 @@ def test_module_of_a_file() -> None:
 
 
 def test_own_code_and_internal_modules() -> None:
-    from profkit.collect import catalog, registry
+    from profkit.collect import catalog, idtables
     from profkit.profilers.elt import names as elt_names
     from profkit.report import rules
 
     assert names.is_own_code(catalog.__file__) and names.is_own_code(names.__file__)
     assert not names.is_own_code(os.__file__)
     assert catalog._OWN_DIRS is names.OWN_CODE_DIRS
-    assert registry.module_of is names.module_of
+    assert idtables.module_of is names.module_of
     assert elt_names.INTERNAL_MODULES is names.INTERNAL_MODULES is rules.INTERNAL_MODULES
     assert names.is_profkit_module("profkit.runner.session")
     assert not names.is_profkit_module("profkit.demo")
