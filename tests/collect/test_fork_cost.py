@@ -98,3 +98,89 @@ def test_forked_children_are_profiled_and_load_nothing_anew(route: str, tmp_path
         if p.name.split(".")[1] in {n.split(".")[1] for n in at_exit}
     ]
     assert sorted(_calls(p, "__main__.work") for p in children) == [7, 8, 9], done.stderr
+
+
+MUTE = """\
+import gc, json, os, sys
+from profkit.profilers.elt import _native
+
+def leaf():
+    return 1
+
+def recorded(rec):
+    code = leaf.__code__
+    for _ in range(3):
+        rec.py_start(code, 0)
+        rec.py_return(code, 0, None)
+    return sum(row[2] for _, rows in rec.export(10**9)[1] for row in rows)
+
+inherited = _native.Recorder(lambda: ("t", "T"))
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    fresh = _native.Recorder(lambda: ("t", "T"))
+    os.write(w, json.dumps([recorded(inherited), recorded(fresh)]).encode())
+    os._exit(0)
+os.waitpid(pid, 0)
+os.close(w)
+child = json.loads(os.read(r, 1000))
+print(json.dumps({"child": child, "parent": recorded(inherited)}))
+"""
+
+
+def test_a_recorder_inherited_by_a_forked_child_is_mute_there(tmp_path: Path) -> None:
+    """The parent's recorder stays registered in a child until profkit's after-fork hook
+    replaces it; what runs before (threading's hook, the program's) must not be recorded
+    into the parent's tree, which the child drops (writing it copied its pages). A
+    recorder made in the child records; the parent's goes on recording in the parent."""
+    (tmp_path / "mute.py").write_text(MUTE)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROFKIT_")}
+    done = subprocess.run(
+        [sys.executable, "mute.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"child": [0, 3], "parent": 3}
+
+
+KEEP = """\
+import os, sys
+import profkit.collect as collect
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    kept = collect._inherited
+    os.write(w, f"{len(kept)} {kept[0].active if kept else None}".encode())
+    os._exit(0)
+os.waitpid(pid, 0)
+os.close(w)
+print(os.read(r, 100).decode())
+"""
+
+
+def test_a_forked_child_keeps_the_parents_session_without_tearing_it_down(
+    tmp_path: Path,
+) -> None:
+    """The dropped session is kept (inactive), not freed: freeing the parent's call tree
+    and tables wrote to every page of them in each child."""
+    (tmp_path / "keep.py").write_text(KEEP)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROFKIT_")} | {
+        "PROFKIT_ENABLE_PROFILING": "1",
+        "PROFKIT_PROFILER": "elt",
+        "PROFKIT_TREE": "0",
+        "PROFKIT_OUTPUT": "out.{pid}.json",
+    }
+    done = subprocess.run(
+        [sys.executable, "keep.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "False"]

@@ -41,3 +41,8 @@ class Backend(Protocol):
 
     def rearm(self) -> None:
         """Re-read the session's plan (mutable mask bits or the filter changed)."""
+
+    def abandon(self) -> None:
+        """In a forked child: take the hooks out of the interpreter, as :meth:`stop` does,
+        but leave what they recorded untouched: it is the parent's, and tearing it down
+        would write to (so copy) every page of it, for nothing (issue 22, item 13)."""

@@ -66,6 +66,10 @@ class HeapEvents:
         self.sampler.stop()
         self._started = False
 
+    def abandon(self) -> None:
+        """In a forked child: as :meth:`stop` (nothing of the parent's is torn down)."""
+        self.stop()
+
     def rearm(self) -> None:
         """``OBJECT_ALLOCATED`` is immutable: nothing to re-read."""
 

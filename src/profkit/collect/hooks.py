@@ -72,6 +72,10 @@ class SideHooks:
         for fn in reversed(undo):
             fn()
 
+    def abandon(self) -> None:
+        """In a forked child: as :meth:`stop` (nothing of the parent's is torn down)."""
+        self.stop()
+
     def rearm(self) -> None:
         """Re-read the mask (THREADS, MODULE_LOADS and GC are mutable)."""
         self.stop()

@@ -115,6 +115,10 @@ class MonitoringBackend:
         self.pre_codes.clear()
         self.pre_frames.clear()
 
+    def abandon(self) -> None:
+        """In a forked child: as :meth:`stop` (nothing of the parent's is torn down)."""
+        self.stop()
+
     def rearm(self) -> None:
         """Mask or filter changed: forget every verdict and start discovery again."""
         tools = self.tools

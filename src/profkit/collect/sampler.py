@@ -62,6 +62,10 @@ class NullBackend:
     def stop(self) -> None:
         """Nothing to remove."""
 
+    def abandon(self) -> None:
+        """In a forked child: as :meth:`stop` (nothing of the parent's is torn down)."""
+        self.stop()
+
     def rearm(self) -> None:
         """Nothing to re-read."""
 
@@ -116,6 +120,10 @@ class Sampler:
         self._stop.set()
         if thread is not threading.current_thread():
             thread.join()
+
+    def abandon(self) -> None:
+        """In a forked child: as :meth:`stop` (nothing of the parent's is torn down)."""
+        self.stop()
 
     def rearm(self) -> None:
         """SAMPLING is immutable, so nothing changes."""

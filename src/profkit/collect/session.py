@@ -186,7 +186,16 @@ class Session:
         it at ``fork()``, and no thread exists here to release it.
         """
         self._lock = threading.RLock()
-        self.detach(shutdown=False)
+        if not self.active:
+            return
+        self.active = False
+        for part in [self.backend, *self.extras]:
+            if part is not None:
+                try:  # noqa: SIM105 - no stdlib helper here: its frames would be profiled
+                    part.abandon()
+                except Exception:  # pragma: no cover - stopping must not fail the program
+                    pass
+        _on_detached(self)
 
 
 def _make_extras(ctx: BackendContext, mask: EventMask) -> list[Backend]:

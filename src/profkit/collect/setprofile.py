@@ -94,6 +94,21 @@ class SetprofileBackend:
         else:
             sys.setprofile(None)
 
+    def abandon(self) -> None:
+        """In a forked child: only take the profile function off this thread (the only
+        one), keeping the hook and its tables (their pages are the parent's; clearing
+        them, or freeing the hook, wrote to each one)."""
+        if self._hook is None:
+            return
+        self._current[0] = None
+        self._state[0] = False
+        threading.setprofile(None)
+        all_threads = getattr(threading, "setprofile_all_threads", None)
+        if all_threads is not None:
+            all_threads(None)
+        else:
+            sys.setprofile(None)
+
     def rearm(self) -> None:
         """Rebuild the hook from the new plan."""
         self.stop()

@@ -93,19 +93,29 @@ def build(factory: Callable[..., Any], environ: Mapping[str, str]) -> Any:
     return profiler
 
 
-#: Settings parsed in this process, by the ``PROFKIT_*`` variables they were read from:
-#: a forked child (same environment, as a rule) takes its parent's instead of parsing
-#: twenty variables again (issue 22, item 13). Settings are frozen.
-_parsed: dict[tuple[tuple[str, str], ...], Settings] = {}
+#: Settings parsed in this process, by the environment they were read from: a forked
+#: child (same environment, as a rule) takes its parent's instead of parsing twenty
+#: variables again (issue 22, item 13). Settings are frozen.
+_parsed: dict[object, Settings] = {}
 
 
 def settings_from(environ: Mapping[str, str]) -> Settings:
     """:meth:`Settings.from_env`, remembered (a bad value raises, and is not kept)."""
-    key = tuple(sorted((k, v) for k, v in environ.items() if k.startswith("PROFKIT_")))
-    settings = _parsed.get(key)
+    settings = _parsed.get(key := _environ_key(environ))
     if settings is None:
         settings = _parsed[key] = Settings.from_env(environ)
     return settings
+
+
+def _environ_key(environ: Mapping[str, str]) -> object:
+    """What the settings depend on, cheaply. For ``os.environ``: its raw items as they
+    stand, taken in C (decoding and filtering forty variables in Python was a third of
+    what a forked child spent re-attaching); for any other mapping: the ``PROFKIT_*``
+    items."""
+    raw = getattr(environ, "_data", None) if environ is os.environ else None
+    if isinstance(raw, dict):
+        return tuple(raw.items())
+    return tuple(sorted((k, v) for k, v in environ.items() if k.startswith("PROFKIT_")))
 
 
 def disown() -> None:

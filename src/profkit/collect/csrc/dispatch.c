@@ -259,6 +259,9 @@ dispatch(Hook *self, PyFrameObject *frame, int what, PyObject *arg)
 PH_HIDDEN int
 profile_func(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
+    if (((Hook *)obj)->fork_generation != ph_fork_generation) {
+        return 0; /* a parent's hook in a forked child, not yet removed */
+    }
     Py_INCREF(obj);
     int result = dispatch((Hook *)obj, frame, what, arg);
     Py_DECREF(obj);

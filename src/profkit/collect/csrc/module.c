@@ -1,6 +1,7 @@
 /* The Hook type (constructor, Python-level entry, GC support) and module init (see
  * profhook.h). */
 #include "profhook.h"
+#include <pthread.h>
 #include <structmember.h>
 
 /* hook(frame, event, arg): the Python-level entry (threading.setprofile's new threads,
@@ -102,6 +103,14 @@ target_clear(Target *t)
     Py_CLEAR(t->obj);
 }
 
+PH_HIDDEN unsigned long ph_fork_generation = 0;
+
+static void
+count_fork_in_child(void)
+{
+    ph_fork_generation++;
+}
+
 static int
 Hook_init(Hook *self, PyObject *args, PyObject *kwargs)
 {
@@ -145,6 +154,7 @@ Hook_init(Hook *self, PyObject *args, PyObject *kwargs)
     self->transitions = transitions;
     self->resume_op = resume_op;
     self->yield_op = yield_op;
+    self->fork_generation = ph_fork_generation;
     Py_XSETREF(self->state, Py_NewRef(state)); /* last: a set ``state`` means initialized */
     return 0;
 }
@@ -239,6 +249,14 @@ module_exec(PyObject *module)
                 return -1;
             }
         }
+    }
+    static int atfork_registered = 0;
+    if (!atfork_registered) {
+        if (pthread_atfork(NULL, NULL, count_fork_in_child) != 0) {
+            PyErr_SetString(PyExc_OSError, "pthread_atfork failed");
+            return -1;
+        }
+        atfork_registered = 1;
     }
     PyObject *type = PyType_FromModuleAndSpec(module, &Hook_spec, NULL);
     if (type == NULL) {

@@ -119,7 +119,17 @@ typedef struct {
      * own): C calls are mostly made by the code last entered or returned to. */
     void *caller_code;
     long caller_status;
+    /* ph_fork_generation when the hook was made: a hook inherited by a forked child is
+     * mute there (see ph_fork_generation). */
+    unsigned long fork_generation;
 } Hook;
+
+/* module.c: bumped in a forked child by a pthread_atfork handler, before any Python code
+ * runs there. The parent's hook stays installed in the child until profkit's own
+ * after-fork hook removes it; until then (threading's and the program's after-fork hooks
+ * run first) it would record into the parent's call tree, copying its pages on write
+ * for nothing: the child drops that tree (issue 22, item 13). */
+PH_HIDDEN extern unsigned long ph_fork_generation;
 
 /* codes.c */
 PH_HIDDEN Entry *code_entry(Hook *self, void *code);

@@ -166,6 +166,9 @@ typedef struct {
      * (no copy) and free them; exporting: an export_flat is running (it runs Python
      * code, and a second one must not take the trees from under it) */
     int stopped, exporting;
+    /* fork_generation (module.c) when made: a recorder inherited by a forked child
+     * records nothing there through sys.monitoring (its parent's tree is dropped) */
+    unsigned long fork_generation;
 } Recorder;
 
 /* One shown call for the timeline: its thread (for its token), path, times, depth. */
