@@ -48,6 +48,7 @@ EXTENSIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
                 "rowsjson",
                 "compensate",
                 "ccalls",
+                "forks",
             )
         ),
     ),

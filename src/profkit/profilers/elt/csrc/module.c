@@ -2,20 +2,6 @@
 #include "native.h"
 #include "../../../_pyerr_compat.h"
 #include "../../../_idcall.h"
-#include <pthread.h>
-
-/* Bumped in a forked child before any Python code runs there: the parent's recorder stays
- * registered with sys.monitoring until profkit's after-fork hook replaces it, and the
- * after-fork hooks that run first (threading's, the program's) would otherwise be
- * recorded into the tree the child drops, copying its pages for nothing (issue 22,
- * item 13). The setprofile route is muted the same way in collect/_profhook. */
-static unsigned long fork_generation = 0;
-
-static void
-count_fork_in_child(void)
-{
-    fork_generation++;
-}
 
 static uint64_t next_serial = 1;
 
@@ -147,7 +133,7 @@ Recorder_idcall(Recorder *Py_UNUSED(self), PyObject *name)
     static PyObject *NAME(Recorder *self, PyObject *const *args, Py_ssize_t nargs)    \
     {                                                                                   \
         PyObject *result = Py_None;                                                     \
-        if (nargs >= 1 && self->fork_generation == fork_generation) {                  \
+        if (nargs >= 1 && self->fork_generation == elt_fork_generation) {              \
             uintptr_t fid = (uintptr_t)args[0];                                         \
             Py_INCREF(self);                                                            \
             if (CALL < 0 && report(self, WHERE) < 0) {                                  \
@@ -222,7 +208,7 @@ Recorder_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     }
     self->serial = next_serial++;
-    self->fork_generation = fork_generation;
+    self->fork_generation = elt_fork_generation;
     self->key = PyUnicode_FromFormat("profkit.profilers.elt._native#%llu",
                                      (unsigned long long)self->serial);
     if (self->key == NULL) {
@@ -398,16 +384,8 @@ static struct PyModuleDef native_module = {
 PyMODINIT_FUNC
 PyInit__native(void)
 {
-    if (PyType_Ready(&RecorderType) < 0) {
+    if (PyType_Ready(&RecorderType) < 0 || elt_watch_forks() < 0) {
         return NULL;
-    }
-    static int atfork_registered = 0;
-    if (!atfork_registered) {
-        if (pthread_atfork(NULL, NULL, count_fork_in_child) != 0) {
-            PyErr_SetString(PyExc_OSError, "pthread_atfork failed");
-            return NULL;
-        }
-        atfork_registered = 1;
     }
     PyObject *m = PyModule_Create(&native_module);
     if (m == NULL) {

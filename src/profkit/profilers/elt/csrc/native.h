@@ -125,6 +125,10 @@ typedef struct {
 enum { OPEN_ENTER, OPEN_RESUME };
 enum { CLOSE_LEAVE, CLOSE_YIELD };
 ELT_HIDDEN extern const char *const OPEN_WORD[2];
+
+/* forks.c: bumped in a forked child before any Python code runs there (see forks.c) */
+ELT_HIDDEN extern unsigned long elt_fork_generation;
+ELT_HIDDEN int elt_watch_forks(void);
 ELT_HIDDEN extern const char *const CLOSE_WORD[2];
 
 typedef struct Thread {
