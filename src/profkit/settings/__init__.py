@@ -188,6 +188,8 @@ ENGINES: tuple[Setting, ...] = (
             "set by profkit for its CLR profiler library: the per-thread buffer size"),
     Setting("clr_hooks", "PROFKIT_CLR_HOOKS", "", stripped, _str, "",
             "set by profkit for its CLR profiler library: which ELT hooks"),
+    Setting("clr_heap", "PROFKIT_CLR_HEAP", "", stripped, _str, "",
+            "set by profkit heap run for its CLR profiler library: the heap census file"),
     Setting("require_native", "PROFKIT_REQUIRE_NATIVE", "", parse_enable, _bool_text, False,
             "build time (hatch_build.py), 1: a C part that fails to compile fails the install"),
     Setting("no_native", "PROFKIT_NO_NATIVE", "", parse_enable, _bool_text, False,
