@@ -15,10 +15,18 @@ shared machine hits every row alike:
 Per row: the median wall time of one fork (``os.fork()`` to ``waitpid`` returning) and the
 median CPU time of one child (user + system, from ``wait4``: what the child itself cost,
 which a loaded machine does not inflate as it inflates wall time), each with its excess
-over bare. Target: ≤ 5 ms per child over bare.
+over bare, and the child's minor page faults: on a virtual machine each page the child
+writes that it shares with its parent is copied at a few microseconds, and these copies
+are most of a child's cost (the Python it runs after the fork is 1-4 M instructions).
+Target: ≤ 5 ms per child over bare.
+
+``--instructions`` counts instead, with callgrind (stable on a loaded machine), the
+instructions a child spends in ``PyOS_AfterFork_Child``: every after-fork hook, profkit's
+re-attach among them.
 
     python bench/fork_bench.py                      # 20 forks, 3 rounds, both endings
     python bench/fork_bench.py --forks 100 --rounds 1 --ending _exit
+    python bench/fork_bench.py --instructions       # needs valgrind
 """
 
 from __future__ import annotations
@@ -26,6 +34,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -35,7 +45,7 @@ from pathlib import Path
 FORKER = """\
 import json, os, sys, time
 n, ending = int(sys.argv[1]), sys.argv[2]
-wall, cpu = [], []
+wall, cpu, faults = [], [], []
 for _ in range(n):
     start = time.perf_counter()
     pid = os.fork()
@@ -46,9 +56,10 @@ for _ in range(n):
     _, status, usage = os.wait4(pid, 0)
     wall.append(time.perf_counter() - start)
     cpu.append(usage.ru_utime + usage.ru_stime)
+    faults.append(usage.ru_minflt)
     assert status == 0, status
 with open(os.environ["FORK_BENCH_OUT"], "w") as f:
-    json.dump({"wall": wall, "cpu": cpu}, f)
+    json.dump({"wall": wall, "cpu": cpu, "faults": faults}, f)
 """
 
 
@@ -90,21 +101,26 @@ def main() -> int:
     parser.add_argument("--forks", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--ending", choices=["_exit", "exit", "both"], default="both")
+    parser.add_argument("--instructions", action="store_true", help="callgrind counts")
     args = parser.parse_args()
     endings = ["_exit", "exit"] if args.ending == "both" else [args.ending]
     rows = _rows(args.python)
+    if args.instructions:
+        return _instructions(rows)
     with tempfile.TemporaryDirectory(prefix="fork_bench") as tmp:
         work = Path(tmp)
         (work / "forker.py").write_text(FORKER)
         for ending in endings:
             wall: dict[str, list[float]] = {name: [] for name in rows}
             cpu: dict[str, list[float]] = {name: [] for name in rows}
+            faults: dict[str, list[float]] = {name: [] for name in rows}
             for _ in range(args.rounds):
                 for name, (cmd, extra) in rows.items():
                     got = _measure(cmd, extra, args.forks, ending, work)
                     wall[name] += got["wall"]
                     cpu[name] += got["cpu"]
-            _print(ending, args, wall, cpu)
+                    faults[name] += got["faults"]
+            _print(ending, args, wall, cpu, faults)
     return 0
 
 
@@ -113,15 +129,53 @@ def _print(
     args: argparse.Namespace,
     wall: dict[str, list[float]],
     cpu: dict[str, list[float]],
+    faults: dict[str, list[float]],
 ) -> None:
     print(f"child ends with {ending}: {args.forks} forks x {args.rounds} rounds ({args.python})")
     bare_wall = statistics.median(wall["bare"]) * 1e3
     bare_cpu = statistics.median(cpu["bare"]) * 1e3
-    print(f"  {'row':12} {'wall/fork':>10} {'over bare':>10} {'cpu/child':>10} {'over bare':>10}")
+    head = f"  {'row':12} {'wall/fork':>10} {'over bare':>10} {'cpu/child':>10} {'over bare':>10}"
+    print(head + f" {'faults':>7}")
     for name in wall:
         w = statistics.median(wall[name]) * 1e3
         c = statistics.median(cpu[name]) * 1e3
-        print(f"  {name:12} {w:8.2f}ms {w - bare_wall:+8.2f}ms {c:8.2f}ms {c - bare_cpu:+8.2f}ms")
+        f = statistics.median(faults[name])
+        print(
+            f"  {name:12} {w:8.2f}ms {w - bare_wall:+8.2f}ms {c:8.2f}ms {c - bare_cpu:+8.2f}ms"
+            f" {f:7.0f}"
+        )
+
+
+def _instructions(rows: dict[str, tuple[list[str], dict[str, str]]]) -> int:
+    """Each row's after-fork instructions per child (callgrind, two children that _exit)."""
+    if shutil.which("valgrind") is None or shutil.which("callgrind_annotate") is None:
+        print("fork_bench: --instructions needs valgrind (callgrind, callgrind_annotate)")
+        return 2
+    print("instructions in PyOS_AfterFork_Child per child (callgrind; every after-fork hook)")
+    for name, (cmd, extra) in rows.items():
+        with tempfile.TemporaryDirectory(prefix="fork_bench_cg") as tmp:
+            work = Path(tmp)
+            (work / "forker.py").write_text(FORKER)
+            grind = ["valgrind", "--tool=callgrind", "-q", "--zero-before=PyOS_AfterFork_Child"]
+            grind.append(f"--callgrind-out-file={work}/cg.%p")
+            env = {k: v for k, v in os.environ.items() if not k.startswith("PROFKIT_")}
+            env |= extra | {"FORK_BENCH_OUT": str(work / "times.json")}
+            subprocess.run(
+                [*grind, *cmd, "2", "_exit"], cwd=work, env=env, check=True, capture_output=True
+            )
+            dumps = sorted(work.glob("cg.*"), key=lambda p: p.stat().st_mtime)[:-1]  # children
+            counts = [_after_fork_ir(dump) for dump in dumps]
+        print(f"  {name:12} {' '.join(f'{n:>12,}' for n in counts)}")
+    return 0
+
+
+def _after_fork_ir(dump: Path) -> int:
+    """Inclusive instructions of PyOS_AfterFork_Child in a callgrind dump (0: not found)."""
+    text = subprocess.run(
+        ["callgrind_annotate", "--inclusive=yes", str(dump)], capture_output=True, text=True
+    ).stdout
+    found = re.search(r"^\s*([\d,]+)\s.*:PyOS_AfterFork_Child\b", text, re.M)
+    return int(found.group(1).replace(",", "")) if found else 0
 
 
 if __name__ == "__main__":
