@@ -7,14 +7,16 @@ and the text. Formatters turn values back into text that parses to the same valu
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from profkit.api.names import is_module_path, split_prefixes
 
-# Patterns as text: re compiles (and caches) one when a value of its kind is first parsed,
-# not when profkit starts (most runs parse no duration, size or prefix at all).
-_DURATION = r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|µs|ms|s)?\s*$"
+# Durations and sizes are read by hand, not by a regular expression: compiling one cost
+# each forked child of `profkit run` ~2 ms (re's cache is empty there when the parent never
+# parsed a duration) and each start-up that parses one ~0.9 ms (issue 22, item 13). The
+# grammar is the one the patterns in tests/test_settings_size.py state.
+_ASCII_BLANKS = " \t\n\r\f\v"
+_DURATION_UNITS = ("ns", "us", "µs", "ms", "s")  # two-letter ones before "s"
 _UNIT_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 #: Longest duration accepted: a week (far beyond any useful base time or interval, and far
 #: below what would overflow a float or the sampler's sleep).
@@ -34,10 +36,10 @@ def parse_duration(text: str) -> int:
     profkit's one duration grammar, the .NET profiler's too (``clr/csrc/settings.c``;
     tests/clr/test_settings_grammar.py feeds both the same strings): ASCII digits with an
     optional fraction, no sign or exponent, ASCII blanks around; rounded half to even."""
-    match = re.match(_DURATION, text, re.ASCII)
-    if not match:
+    split = _number_and_unit(text.strip(_ASCII_BLANKS), _DURATION_UNITS, _ASCII_BLANKS)
+    if split is None or not split[0].isascii():
         raise Invalid("expected a duration like 100us, 2ms, 0.5s")
-    number, unit = match.groups()
+    number, unit = split
     # A bare number is microseconds: the unit PROFILE_BASETIME users think in.
     ns = float(number) * _UNIT_NS[unit or "us"]
     if not ns <= _MAX_DURATION_NS:  # also inf: 400 digits overflow the float
@@ -140,7 +142,12 @@ def stripped(text: str) -> str:
     return text.strip()
 
 
-_SIZE = r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(b|k|kb|kib|m|mb|mib|g|gb|gib|t|tb|tib)?\s*$"  # re.I
+#: Size units, any case; three letters before two before one (``kib`` before ``b``).
+_SIZE_UNITS = tuple(
+    sorted(("b", "k", "kb", "kib", "m", "mb", "mib", "g", "gb", "gib", "t", "tb", "tib"), key=len)[
+        ::-1
+    ]
+)
 _SIZE_UNIT = {"b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 #: Largest sampling mean accepted: beyond it nearly nothing is ever sampled.
 _MAX_SIZE = 1024**4
@@ -152,10 +159,11 @@ def parse_size(text: str) -> int:
     Units are binary (k = KiB), as allocators and ``ulimit`` count; at least 1 byte (every
     allocation sampled) and at most 1 TiB.
     """
-    match = re.match(_SIZE, text, re.I)
-    if not match:
+    body = text.strip()
+    split = _number_and_unit(body, _SIZE_UNITS, None, fold=True)
+    if split is None:
         raise Invalid("expected a size in bytes like 512KiB, 64k, 1MiB or 4096")
-    number, unit = match.groups()
+    number, unit = split
     size = float(number) * _SIZE_UNIT[(unit or "b")[0].lower()]
     if not 1 <= size <= _MAX_SIZE:
         raise Invalid("expected a size of at least 1 byte and at most 1TiB, like 512KiB")
@@ -188,3 +196,25 @@ def format_help() -> str:
     from profkit.export.registry import format_help as from_table
 
     return from_table()
+
+
+def _number_and_unit(
+    body: str, units: tuple[str, ...], blanks: str | None, *, fold: bool = False
+) -> tuple[str, str] | None:
+    """``body`` (already stripped) as digits with an optional fraction (``5``, ``5.``,
+    ``5.25``, ``.5``) then optional blanks and one of ``units``; None if it is not one.
+
+    ``blanks`` None: Unicode blanks; ``fold``: units in any (ASCII) case. Decimal digits
+    are what ``str.isdecimal`` says (the caller narrows them to ASCII where it must)."""
+    unit = ""
+    tail = body.lower() if fold else body
+    for candidate in units:
+        if tail.endswith(candidate) and (not fold or body[-len(candidate) :].isascii()):
+            unit, body = candidate, body[: -len(candidate)].rstrip(blanks)
+            break
+    whole, dot, fraction = body.partition(".")
+    if not (whole or fraction) or not all(p == "" or p.isdecimal() for p in (whole, fraction)):
+        return None
+    if not whole and not dot:
+        return None
+    return body, unit
