@@ -126,7 +126,12 @@ def test_end_of_run_tree_names_the_hot_spot_in_40_lines(program: Path) -> None:
     text = done.stderr
     assert "profkit." not in text.replace("profkit: profile saved", "")
     assert "contextlib.suppress" not in text
-    assert "importlib._bootstrap" not in text
+    # Import machinery stays folded ("[+N import frames]"); a frame of it may show where it
+    # holds >= 1 % of the thread's own time (issue 25 item 5: hot spots count imports
+    # unfolded), which on a loaded machine a module lock's __exit__ can reach: a few, never
+    # the 68 folded ones.
+    assert "import frames]" in text
+    assert sum("importlib._bootstrap" in line for line in lines) <= 3, text
     flat = subprocess.run(
         [sys.executable, "-m", "profkit", "report", "p.json", "--view", "flat"],
         capture_output=True,
