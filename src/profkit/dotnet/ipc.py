@@ -163,7 +163,21 @@ def find_socket(pid: int) -> str | None:
                 found.append((int(m.group(1)), os.path.join(base, name)))
         if found:
             break
+    start = _start_ticks(pid)
+    if start is not None:  # a socket left by a dead process whose pid was reused: not this one
+        found = [f for f in found if f[0] == start]
     return max(found)[1] if found else None
+
+
+def _start_ticks(pid: int) -> int | None:
+    """The process's start time in clock ticks after boot (``/proc/PID/stat``, field 22):
+    the key CoreCLR puts in its socket's name to tell a reused pid apart; None if unread."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        return int(stat[stat.rindex(b")") + 2 :].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def connect(path: str, timeout: float = 5.0) -> socket.socket:
