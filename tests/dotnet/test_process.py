@@ -71,10 +71,14 @@ def test_environ_and_tmpdir_of_another_process(tmp_path: Path) -> None:
             time.sleep(0.01)
         assert ipc.read_environ(proc.pid) == {"TMPDIR": str(tmp_path), "A": "b=c"}
         assert ipc.target_tmpdir(proc.pid) == str(tmp_path)
+        # the key is the process's start time; a socket with another key is a dead one's
         (tmp_path / f"dotnet-diagnostic-{proc.pid}-7-socket").touch()
+        assert ipc.find_socket(proc.pid) is None
+        key = ipc._start_ticks(proc.pid)
+        (tmp_path / f"dotnet-diagnostic-{proc.pid}-{key}-socket").touch()
         found = ipc.find_socket(proc.pid)  # seen through /proc/PID/root where allowed
         assert found is not None
-        assert found.endswith(f"{tmp_path}/dotnet-diagnostic-{proc.pid}-7-socket")
+        assert found.endswith(f"{tmp_path}/dotnet-diagnostic-{proc.pid}-{key}-socket")
     finally:
         proc.kill()
         proc.wait()
