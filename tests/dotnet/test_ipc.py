@@ -107,6 +107,11 @@ def test_find_socket_picks_the_newest(tmp_path: Path, monkeypatch: pytest.Monkey
         (tmp_path / f"dotnet-diagnostic-{pid}-{key}-socket").touch()
     (tmp_path / f"dotnet-diagnostic-{pid + 1}-99-socket").touch()
     monkeypatch.setattr(ipc, "target_tmpdir", lambda _pid: str(tmp_path))
+    monkeypatch.setattr(ipc, "_start_ticks", lambda _pid: None)  # start time unreadable
     found = ipc.find_socket(pid)
     assert found is not None and found.endswith(f"-{pid}-90-socket")
     assert ipc.find_socket(pid + 2) is None
+    # readable: the key must be the process's start time (others are dead processes')
+    monkeypatch.setattr(ipc, "_start_ticks", lambda _pid: 17)
+    found = ipc.find_socket(pid)
+    assert found is not None and found.endswith(f"-{pid}-17-socket")
