@@ -166,12 +166,7 @@ class Session:
         # inside a profiler call. Only the caller that turned ``active`` off gets here, so
         # each part stops once. The tracing backend first: stopping the sampler runs
         # threading code that must not be reported as the program's.
-        for part in [self.backend, *self.extras]:
-            if part is not None:
-                try:  # noqa: SIM105 - no stdlib helper here: its frames would be profiled
-                    part.stop()
-                except Exception:  # pragma: no cover - stopping must not fail the program
-                    pass
+        self._take_down_parts(abandon=False)
         _on_detached(self)
         if shutdown:
             if detach_callback:
@@ -189,13 +184,21 @@ class Session:
         if not self.active:
             return
         self.active = False
+        self._take_down_parts(abandon=True)
+        _on_detached(self)
+
+    def _take_down_parts(self, *, abandon: bool) -> None:
+        """Stop (or, in a forked child, abandon) the tracing backend, then the extras;
+        a part that fails to stop must not fail the program."""
         for part in [self.backend, *self.extras]:
             if part is not None:
-                try:  # noqa: SIM105 - no stdlib helper here: its frames would be profiled
-                    part.abandon()
+                try:  # not contextlib.suppress: its frames would be profiled
+                    if abandon:
+                        part.abandon()
+                    else:
+                        part.stop()
                 except Exception:  # pragma: no cover - stopping must not fail the program
                     pass
-        _on_detached(self)
 
 
 def _make_extras(ctx: BackendContext, mask: EventMask) -> list[Backend]:
