@@ -21,4 +21,15 @@ process once the package is installed, so nothing heavy is imported here.
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = ["__version__", "load_ipython_extension"]
+
+
+def load_ipython_extension(ipython: object) -> None:
+    """``%load_ext profkit`` in IPython or Jupyter: the ``%profkit`` / ``%%profkit`` magics.
+
+    Here so that the extension's name is the package's; the work (and IPython) is imported
+    only when the extension is loaded (:mod:`profkit.jupyter`).
+    """
+    from profkit.jupyter import load_ipython_extension as load
+
+    load(ipython)
