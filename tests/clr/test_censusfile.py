@@ -47,6 +47,16 @@ def test_a_census_reads_back(tmp_path: Path) -> None:
     }
 
 
+def test_an_at_census_says_when(tmp_path: Path) -> None:
+    path = tmp_path / "census.txt"
+    path.write_text(GOOD.replace("end\n", "at\t5000000000\t5002000000\t1\nend\n"))
+    census = read_census(str(path))
+    assert (census.at_ns, census.taken_ns, census.timed) == (5_000_000_000, 5_002_000_000, True)
+    assert read_census(str(tmp_path / "census.txt")).objects[0x10][1] == 32
+    path.write_text(GOOD)
+    assert read_census(str(path)).at_ns == 0
+
+
 def test_the_graph_is_capped(tmp_path: Path) -> None:
     path = tmp_path / "census.txt"
     path.write_text(GOOD)

@@ -36,6 +36,12 @@ def register(sub: Any, name: str, help_text: str) -> None:
         metavar="PATH",
         help="for a .NET assembly (app.dll): the dotnet host to run (docs/clr.md)",
     )
+    run.add_argument(
+        "--at",
+        metavar="DURATION",
+        help="for a .NET assembly: take the census that long after the runtime's start "
+        "(5s, 500ms), in a full GC forced then, not at the end (docs/clr.md)",
+    )
     run.add_argument("script", help="the Python script, or a .NET assembly (app.dll)")
     run.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
     # Ctrl-C is the program's, as under `profkit run`: the report is written, then the
@@ -58,8 +64,9 @@ def _handler(args: argparse.Namespace) -> int:
 
     if looks_like_assembly_name(args.script):
         return _dotnet(args)
-    if args.dotnet:
-        raise UsageError("--dotnet is for .NET assemblies (app.dll)")
+    if args.dotnet or args.at:
+        flag = "--dotnet" if args.dotnet else "--at"
+        raise UsageError(f"{flag} is for .NET assemblies (app.dll)")
     program = Program("script", args.script, tuple(args.args))
     prepared = program.prepare()
     taken: list[HeapSnapshot] = []
@@ -101,7 +108,9 @@ def _dotnet(args: argparse.Namespace) -> int:
     from profkit._atomic import write_atomic, write_errors
     from profkit.cli.heap_clr import run_report
 
-    text, ended = run_report(args.script, list(args.args), args.dotnet, args.top)
+    text, ended = run_report(
+        args.script, list(args.args), args.dotnet, args.top, at_ns=_census_time(args.at)
+    )
     if args.output:
         with write_errors(f"cannot write {args.output}: "):
             write_atomic(args.output, text.encode("utf-8", "surrogateescape"))
@@ -115,3 +124,20 @@ def _dotnet(args: argparse.Namespace) -> int:
                 stream.flush()
         signals.die_of(ended.died_of)
     return ended.status
+
+
+def _census_time(text: str | None) -> int:
+    """``--at``'s duration in ns (0: not given); a bare number is refused, not guessed."""
+    if text is None:
+        return 0
+    from profkit.settings.parse import Invalid, parse_duration
+
+    try:
+        if text.strip().replace(".", "", 1).isdigit():
+            raise Invalid("give a unit, like 5s or 500ms")
+        ns = parse_duration(text)
+    except Invalid as exc:
+        raise UsageError(f"--at {text!r}: {exc}") from None
+    if ns <= 0:
+        raise UsageError(f"--at {text!r}: expected a time after the start, like 5s")
+    return ns

@@ -29,13 +29,16 @@ from profkit.heap.why_alive import (
 ROOT_ORDER = ("static", "stack", "finalizer", "handle", "other")
 
 
-def run_report(assembly: str, args: list[str], dotnet: str | None, top: int) -> tuple[str, Outcome]:
-    """Run the assembly, and return the report text and how the program ended."""
+def run_report(
+    assembly: str, args: list[str], dotnet: str | None, top: int, *, at_ns: int = 0
+) -> tuple[str, Outcome]:
+    """Run the assembly, and return the report text and how the program ended (``at_ns``:
+    the census that long after the runtime's start, see :func:`~profkit.clr.census.run_census`)."""
     from profkit.clr.census import run_census
 
     with tempfile.TemporaryDirectory(prefix="profkit-heap-") as tmp:
         path = f"{tmp}/census.txt"
-        outcome = run_census(assembly, args, path, dotnet=dotnet)
+        outcome = run_census(assembly, args, path, dotnet=dotnet, at_ns=at_ns)
         if outcome.census is None:
             return f"profkit heap: {outcome.problem}\n", outcome.ended
         return census_report(outcome.census, path, top), outcome.ended
@@ -46,7 +49,7 @@ def census_report(census: Census, path: str, top: int) -> str:
     objects = sum(t.count for t in census.totals)
     size = sum(t.bytes for t in census.totals)
     text = (
-        f"profkit heap: {objects:,} objects, {size:,} bytes (.NET, after a full GC; "
+        f"profkit heap: {objects:,} objects, {size:,} bytes (.NET, after a full GC{_when(census)}; "
         f"census took {census.gc_ns / 1e6:.1f} ms, naming {census.names_ns / 1e6:.1f} ms)\n"
     )
     if census.cut:
@@ -60,6 +63,15 @@ def census_report(census: Census, path: str, top: int) -> str:
         for t in ranked
     ]
     return text + format_report(reports)
+
+
+def _when(census: Census) -> str:
+    """When an ``--at`` census was taken ("" for the end's census without ``--at``)."""
+    if not census.at_ns:
+        return ""
+    if census.timed:
+        return f" forced at {census.taken_ns / 1e9:.1f} s"
+    return f" at the program's end, {census.taken_ns / 1e9:.1f} s: it ended before {census.at_ns / 1e9:g} s"
 
 
 def _snapshot(census: Census, ranked: list[ClassTotal]) -> HeapSnapshot:

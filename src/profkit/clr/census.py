@@ -45,6 +45,7 @@ def run_census(
     census_path: str,
     *,
     dotnet: str | None = None,
+    at_ns: int = 0,
     environ: Mapping[str, str] | None = None,
     stdin: Any = None,
     stdout: Any = None,
@@ -52,6 +53,8 @@ def run_census(
 ) -> CensusOutcome:
     """Run ``dotnet assembly args`` with the census written to ``census_path`` (a new
     file; the caller keeps it to name references, see :func:`censusfile.ref_offsets`).
+    ``at_ns`` > 0: the census is taken that long after the runtime's start, in a full GC
+    forced then (the end's census when the program ends first).
 
     Raises :class:`UsageError` before starting anything when the assembly or the host is
     unusable; a program that ends without a census is a :attr:`CensusOutcome.problem`.
@@ -61,6 +64,9 @@ def run_census(
     host = find_host(dotnet, base_env)
     env = base_env | profiler_environment(Settings(), events=("gc",))
     env["PROFKIT_CLR_HEAP"] = os.path.abspath(census_path)
+    env.pop("PROFKIT_CLR_HEAP_AT", None)
+    if at_ns > 0:
+        env["PROFKIT_CLR_HEAP_AT"] = str(at_ns)
     with run_child(
         [host.path, assembly, *args], env=env, stdin=stdin, stdout=stdout, stderr=stderr
     ) as child:

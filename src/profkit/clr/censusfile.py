@@ -6,7 +6,7 @@ UTF-8 text file of tab-separated records, first ``profkit-clr-heap<TAB>1``, last
 holds references (each ``ref@offset``), ``r`` a root, ``t`` a class's totals, ``f`` a
 field's name at an offset, ``s`` an object a static field holds, ``m`` a method holding
 stack roots, ``gc`` the forced GC's HRESULT and time, ``names`` the naming's time, ``cut`` objects
-left out.
+left out, ``at`` (with ``--at``) the time asked for, the time taken and whether it was.
 
 The object graph is kept up to :data:`MAX_GRAPH_OBJECTS` objects (the totals are always
 whole): about 250 bytes of Python memory an object, so the cap bounds the reader at about
@@ -68,6 +68,10 @@ class Census:
     gc_ns: int = 0  #: the forced GC and the walk, in nanoseconds
     names_ns: int = 0  #: naming types, fields, statics and methods after it
     cut: int = 0  #: objects left out of the graph (the file's cap and the reader's)
+    #: ``--at``: the time asked for and the time taken, ns after the runtime's start; 0: none
+    at_ns: int = 0
+    taken_ns: int = 0
+    timed: bool = False  #: taken at ``at_ns`` (False: the program ended first)
     _names: dict[int, str] | None = field(default=None, repr=False)
 
     def class_name(self, class_id: int) -> str:
@@ -133,7 +137,9 @@ def _dec(text: str, path: str, line: int) -> int:
     return int(text)
 
 
-_FIELDS = {"o": 5, "r": 5, "t": 6, "f": 4, "s": 3, "m": 3, "gc": 3, "cut": 3, "names": 2, "end": 1}
+_FIELDS = {
+    "o": 5, "r": 5, "t": 6, "f": 4, "s": 3, "m": 3, "gc": 3, "cut": 3, "names": 2, "at": 4, "end": 1,
+}  # fmt: skip
 
 
 def read_census(path: str, *, max_objects: int = MAX_GRAPH_OBJECTS) -> Census:
@@ -195,6 +201,9 @@ def _record(
         census.names_ns = _dec(rec[1], path, line)
     elif kind == "cut":
         census.cut += _dec(rec[1], path, line)
+    elif kind == "at":
+        census.at_ns, census.taken_ns = _dec(rec[1], path, line), _dec(rec[2], path, line)
+        census.timed = _dec(rec[3], path, line) == 1
 
 
 def _named(root: Root, methods: dict[int, str]) -> Root:

@@ -190,6 +190,9 @@ ENGINES: tuple[Setting, ...] = (
             "set by profkit for its CLR profiler library: which ELT hooks"),
     Setting("clr_heap", "PROFKIT_CLR_HEAP", "", stripped, _str, "",
             "set by profkit heap run for its CLR profiler library: the heap census file"),
+    Setting("clr_heap_at", "PROFKIT_CLR_HEAP_AT", "", stripped, _str, "",
+            "set by profkit heap run --at for its CLR profiler library: the census's time "
+            "after the runtime's start, in nanoseconds (a forced full GC then)"),
     Setting("require_native", "PROFKIT_REQUIRE_NATIVE", "", parse_enable, _bool_text, False,
             "build time (hatch_build.py), 1: a C part that fails to compile fails the install"),
     Setting("no_native", "PROFKIT_NO_NATIVE", "", parse_enable, _bool_text, False,

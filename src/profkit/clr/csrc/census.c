@@ -1,8 +1,9 @@
 /* libprofkit_clr: the heap census: its file, the GC's callbacks, and taking it.
  *
  * PROFKIT_CLR_HEAP names the file. It is opened at Initialize (a new temporary file,
- * renamed when complete, as the result file is) and filled at Shutdown: census_take()
- * starts a thread of ours that calls ForceGC; while that GC runs, the runtime calls
+ * renamed when complete, as the result file is) and filled at Shutdown, or earlier by the
+ * timer thread of PROFKIT_CLR_HEAP_AT (docs/clr.md says why a forced GC, not the program's
+ * next one): take() starts a thread of ours that calls ForceGC; while that GC runs, the runtime calls
  * cb_RootReferences2 and cb_ObjectReferences, which write "r" and "o" records (census.h
  * says what is bounded). Callbacks of the program's own GCs are ignored: only the forced
  * one is the census. Why a unit of its own: the census's life, apart from naming.
@@ -16,6 +17,7 @@
  *   s <object> <Namespace.Type.Field>                an object a static field holds
  *   m <function> <name>                              a method holding stack roots
  *   gc <hresult> <ns>  names <ns>  cut <objects> <cap>  end   (the GC + walk; naming)
+ *   at <asked ns> <taken ns> <1: at the asked time, 0: at the end>  (PROFKIT_CLR_HEAP_AT)
  */
 #include "census.h"
 
@@ -29,6 +31,12 @@ static char g_tmp[PATH_MAX + 64], g_target[PATH_MAX];
 static _Atomic int g_walking; /* the forced GC is running: its callbacks are the census */
 static pthread_mutex_t g_census_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t g_objects_written, g_refs_written, g_objects_cut;
+static int g_statics_done; /* the static roots were read inside the census GC */
+/* PROFKIT_CLR_HEAP_AT: the census at that many ns after Initialize (0: at the end only) */
+static uint64_t g_at_ns, g_started_ns;
+static pthread_mutex_t g_take_lock = PTHREAD_MUTEX_INITIALIZER; /* one census, timer or end */
+static pthread_cond_t g_wake;                                    /* Shutdown wakes the timer */
+static int g_taken, g_ending;
 
 #define CENSUS_WAIT_S 600 /* the longest the census waits for its GC */
 #define HR_TIMEOUT ((HRESULT)0x800705B4) /* HRESULT_FROM_WIN32(ERROR_TIMEOUT) */
@@ -48,6 +56,18 @@ HIDDEN int census_open(void) {
         return -1;
     }
     fprintf(g_census, "profkit-clr-heap\t1\n");
+    g_started_ns = now_ns();
+    const char *at = getenv("PROFKIT_CLR_HEAP_AT");
+    if (at && *at) {
+        char *end = NULL;
+        unsigned long long ns = strtoull(at, &end, 10);
+        if (*end || at[0] == '-') {
+            say("profkit: clr: PROFKIT_CLR_HEAP_AT=%s is not a number of nanoseconds; the census is taken at the end",
+                at);
+            ns = 0;
+        }
+        g_at_ns = ns;
+    }
     return 0;
 }
 
@@ -166,24 +186,88 @@ static HRESULT force_gc(void) {
     return hr;
 }
 
-/* At Shutdown: force the census GC from a thread of ours, then name what it saw. */
-HIDDEN void census_take(void) {
-    if (!g_census) return;
+/* Forces the census GC from a thread of ours, then names what it saw; `at_ns` is how long
+ * after Initialize it was taken, `timed` whether at PROFKIT_CLR_HEAP_AT (else at the end). */
+static void take(int timed) {
     uint64_t start = now_ns();
     atomic_store_explicit(&g_walking, 1, memory_order_release);
     HRESULT hr = force_gc();
     pthread_mutex_lock(&g_census_lock); /* no callback is writing once this is held */
     atomic_store_explicit(&g_walking, 0, memory_order_release);
+    int statics_done = g_statics_done;
     pthread_mutex_unlock(&g_census_lock);
     fprintf(g_census, "gc\t%x\t%llu\n", (unsigned)hr, (unsigned long long)(now_ns() - start));
     fprintf(g_census, "cut\t%llu\t%llu\n", (unsigned long long)g_objects_cut, (unsigned long long)CENSUS_MAX_OBJECTS);
+    if (g_at_ns)
+        fprintf(g_census, "at\t%llu\t%llu\t%d\n", (unsigned long long)g_at_ns,
+                (unsigned long long)(start - g_started_ns), timed);
     if (hr >= 0) {
         uint64_t named = now_ns();
         census_each_class(write_totals);
         census_each_class(write_field_names);
-        write_static_roots();
+        if (!statics_done) write_static_roots();
         write_method_names();
         fprintf(g_census, "names\t%llu\n", (unsigned long long)(now_ns() - named));
     }
     close_census();
+}
+
+/* The census GC's GarbageCollectionFinished (the runtime still suspended): the objects the
+ * static fields hold are read now, while they are the ones the walk saw; a census taken
+ * while the program runs on would otherwise name what it holds a moment later. */
+HIDDEN void census_gc_finished(void) {
+    if (!atomic_load_explicit(&g_walking, memory_order_acquire)) return;
+    pthread_mutex_lock(&g_census_lock);
+    if (atomic_load_explicit(&g_walking, memory_order_acquire) && !g_statics_done) {
+        write_static_roots();
+        g_statics_done = 1;
+    }
+    pthread_mutex_unlock(&g_census_lock);
+}
+
+/* The timer thread of PROFKIT_CLR_HEAP_AT: waits until that long after Initialize, or
+ * until Shutdown wakes it, and takes the census unless Shutdown took (or takes) it. */
+static void *timer_main(void *arg) {
+    (void)arg;
+    struct timespec until;
+    uint64_t due = g_started_ns + g_at_ns;
+    until.tv_sec = (time_t)(due / 1000000000ull);
+    until.tv_nsec = (long)(due % 1000000000ull);
+    pthread_mutex_lock(&g_take_lock);
+    while (!g_taken && !g_ending && pthread_cond_timedwait(&g_wake, &g_take_lock, &until) != ETIMEDOUT) {}
+    if (!g_taken && !g_ending) {
+        g_taken = 1;
+        take(1);
+    }
+    pthread_mutex_unlock(&g_take_lock);
+    return NULL;
+}
+
+/* After Initialize succeeded: start the timer thread when PROFKIT_CLR_HEAP_AT asks. */
+HIDDEN void census_start_timer(void) {
+    if (!g_census || !g_at_ns) return;
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&g_wake, &attr);
+    pthread_condattr_destroy(&attr);
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, timer_main, NULL) != 0) {
+        say("profkit: clr: cannot start the census timer; the census is taken at the end");
+        return;
+    }
+    pthread_detach(thread);
+}
+
+/* At Shutdown: the census, unless the timer thread took it (waits while it takes it). */
+HIDDEN void census_take(void) {
+    if (!g_census && !g_at_ns) return;
+    pthread_mutex_lock(&g_take_lock);
+    g_ending = 1;
+    if (g_at_ns) pthread_cond_broadcast(&g_wake);
+    if (!g_taken && g_census) {
+        g_taken = 1;
+        take(0);
+    }
+    pthread_mutex_unlock(&g_take_lock);
 }

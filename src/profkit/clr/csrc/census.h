@@ -1,6 +1,7 @@
 /* libprofkit_clr: the heap census (PROFKIT_CLR_HEAP), shared by census*.c.
  *
- * What the census is: at the runtime's Shutdown, a thread of profkit's own (ForceGC must
+ * What the census is: at the runtime's Shutdown (or, with PROFKIT_CLR_HEAP_AT, that many
+ * nanoseconds after Initialize, from a timer thread of profkit's own), a thread of profkit's own (ForceGC must
  * not be called from a managed thread) forces a full blocking GC; during it the runtime
  * reports every live object (ObjectReferences) and every root (RootReferences2), which
  * census.c writes to the census file as they come. After it, the names are added: types
@@ -38,9 +39,11 @@ enum { CB_ClassLoadFinished = 16, CB_ObjectReferences = 49, CB_RootReferences2 =
 enum {
     PI_GetObjectSize = 7,
     PI_IsArrayClass = 8,
+    PI_GetCurrentThreadID = 10,
     PI_ForceGC = 25,
     PI_GetClassLayout = 37,
     PI_GetClassIDInfo2 = 38,
+    PI_GetThreadAppDomain = 45,
     PI_GetAppDomainStaticAddress = 47,
     PI_GetStaticFieldInfo = 50,
     PI_GetThreadStaticAddress2 = 65,
@@ -67,6 +70,8 @@ HIDDEN extern FILE *g_census; /* the census file while it is written, else NULL 
 /* census.c */
 HIDDEN int census_open(void);
 HIDDEN void census_take(void);
+HIDDEN void census_start_timer(void);
+HIDDEN void census_gc_finished(void);
 HIDDEN HRESULT cb_ObjectReferences(void *self, ObjectID obj, ClassID cls, ULONG n, ObjectID *refs);
 HIDDEN HRESULT cb_RootReferences2(void *self, ULONG n, ObjectID *refs, int *kinds, int *flags, UINT_PTR *ids);
 

@@ -32,10 +32,15 @@ typedef HRESULT (*fn_GetAppDomainsContainingModule)(void *, ModuleID, uint32_t, 
 typedef HRESULT (*fn_GetAppDomainStaticAddress)(void *, ClassID, mdToken, UINT_PTR, void **);
 typedef HRESULT (*fn_GetThreadStaticAddress2)(void *, ClassID, mdToken, UINT_PTR, ThreadID, void **);
 typedef HRESULT (*fn_EnumThreads)(void *, void **);
+typedef HRESULT (*fn_GetCurrentThreadID)(void *, ThreadID *);
+typedef HRESULT (*fn_GetThreadAppDomain)(void *, ThreadID, UINT_PTR *);
 typedef HRESULT (*fn_ThreadEnumNext)(void *, ULONG, ThreadID *, ULONG *);
 
 static ClassID *g_loaded;
 static size_t g_n_loaded, g_cap_loaded;
+/* The AppDomain of the classes loaded (CoreCLR has one), learnt at a class load: inside a
+ * GC, where the statics are read, GetAppDomainsContainingModule is refused. */
+static UINT_PTR g_domain;
 static pthread_mutex_t g_loaded_lock = PTHREAD_MUTEX_INITIALIZER;
 static UINT_PTR g_methods[CENSUS_MAX_METHODS];
 static size_t g_n_methods;
@@ -92,7 +97,10 @@ static void static_values(ModuleID mod, ClassID cls, mdToken fd, const char *typ
     if (((fn_GetStaticFieldInfo)SLOT(g_info, PI_GetStaticFieldInfo))(g_info, cls, fd, &kind) < 0) return;
     fn_GetAppDomainsContainingModule domains =
         (fn_GetAppDomainsContainingModule)SLOT(g_info, PI_GetAppDomainsContainingModule);
-    if (domains(g_info, mod, 1, &n, &domain) < 0 || n == 0) return;
+    pthread_mutex_lock(&g_loaded_lock);
+    domain = g_domain, n = g_domain != 0;
+    pthread_mutex_unlock(&g_loaded_lock);
+    if (!n && (domains(g_info, mod, 1, &n, &domain) < 0 || n == 0)) return;
     if (kind & STATIC_APP_DOMAIN) {
         fn_GetAppDomainStaticAddress get = (fn_GetAppDomainStaticAddress)SLOT(g_info, PI_GetAppDomainStaticAddress);
         if (get(g_info, cls, fd, domain, &addr) >= 0 && addr) emit(*(const ObjectID *)addr, type, field);
@@ -151,7 +159,12 @@ static void class_statics(ClassID cls) {
 HIDDEN HRESULT cb_ClassLoadFinished(void *self, ClassID cls, HRESULT status) {
     (void)self;
     if (status < 0 || !g_census) return S_OK;
+    ThreadID thread = 0;
+    UINT_PTR domain = 0;
+    if (!g_domain && ((fn_GetCurrentThreadID)SLOT(g_info, PI_GetCurrentThreadID))(g_info, &thread) >= 0)
+        if (((fn_GetThreadAppDomain)SLOT(g_info, PI_GetThreadAppDomain))(g_info, thread, &domain) < 0) domain = 0;
     pthread_mutex_lock(&g_loaded_lock);
+    if (!g_domain) g_domain = domain;
     if (g_n_loaded < CENSUS_MAX_LOADED && grow((void **)&g_loaded, &g_cap_loaded, g_n_loaded, sizeof *g_loaded) == 0)
         g_loaded[g_n_loaded++] = cls;
     pthread_mutex_unlock(&g_loaded_lock);

@@ -7,6 +7,7 @@
  * threads.c, unwinding hooks.c.
  */
 #include "profiler.h"
+#include "census.h"
 
 #include <string.h>
 
@@ -116,6 +117,7 @@ HIDDEN HRESULT cb_GarbageCollectionStarted(void *self, int n, BOOL *gens, int re
 
 HIDDEN HRESULT cb_GarbageCollectionFinished(void *self) {
     (void)self;
+    census_gc_finished();
     record("gc-end", "");
     return S_OK;
 }

@@ -103,6 +103,7 @@ HIDDEN HRESULT cb_Initialize(void *self, void *unk) {
         return E_FAIL;
     }
     if (S.output || g_lines_on) save_on_signals();
+    census_start_timer();
     return S_OK;
 }
 
