@@ -11,7 +11,14 @@ from profkit.calltree.model import CallNode, CallProfile, Frame
 from profkit.report.shown import Columns, Hiding, self_times
 from profkit.report.tree import matches
 
-__all__ = ["INTERNAL_MODULES", "ThreadRules", "c_functions", "heavy_imports", "hiding_rules"]
+__all__ = [
+    "INTERNAL_MODULES",
+    "ThreadRules",
+    "c_functions",
+    "heavy_imports",
+    "hiding_rules",
+    "is_import",
+]
 #: Frames at a thread's root that only the runner called (``contextlib.suppress`` around
 #: the program's exit, in profiles saved before the runner moved to :mod:`profkit.runner`).
 _LAUNCHER_ROOTS = ("contextlib.suppress.",)
@@ -37,7 +44,7 @@ def hiding_rules(
         or (bool(prefixes) and not matches(f.name, prefixes))
         for f in frames
     ]
-    imports = [_is_import(f) for f in frames] if fold else []
+    imports = [is_import(f) for f in frames] if fold else []
     for frame in unfolded:
         if 0 <= frame < len(imports):
             imports[frame] = False
@@ -64,7 +71,7 @@ def heavy_imports(
     candidates = {
         f
         for f, own in self_by_frame.items()
-        if own > 0 and own >= limit and 0 <= f < len(frames) and _is_import(frames[f])
+        if own > 0 and own >= limit and 0 <= f < len(frames) and is_import(frames[f])
     }
     if not candidates:
         return candidates
@@ -102,7 +109,8 @@ class ThreadRules:
         return spots, hiding_rules(self.profile, self.prefixes, True, heavy)
 
 
-def _is_import(frame: Frame) -> bool:
+def is_import(frame: Frame) -> bool:
+    """An import-machinery frame (``<frozen importlib._bootstrap>``): folded by the views."""
     return frame.file.startswith(_IMPORT_FILES) or matches(frame.name, _IMPORT_NAMES)
 
 
