@@ -193,6 +193,9 @@ ENGINES: tuple[Setting, ...] = (
     Setting("clr_heap_at", "PROFKIT_CLR_HEAP_AT", "", stripped, _str, "",
             "set by profkit heap run --at for its CLR profiler library: the census's time "
             "after the runtime's start, in nanoseconds (a forced full GC then)"),
+    Setting("calibration_cache", "PROFKIT_CALIBRATION_CACHE", "", stripped, _str, "",
+            "trace mode: where the calibration's costs are kept between runs (default "
+            "$XDG_CACHE_HOME/profkit/calibration); 0 measures them at every run"),
     Setting("require_native", "PROFKIT_REQUIRE_NATIVE", "", parse_enable, _bool_text, False,
             "build time (hatch_build.py), 1: a C part that fails to compile fails the install"),
     Setting("no_native", "PROFKIT_NO_NATIVE", "", parse_enable, _bool_text, False,

@@ -158,6 +158,11 @@ class Results:
                     flat.COLS,
                     lambda i: cal_frames.get(i) or profile.frames[i].name,
                 )
+        if cal is not None and not hidden:
+            if costs is not None:
+                cal.remember(costs)  # for later runs (calcache.py)
+            elif cal.cached is not None:
+                costs = cal.cached
         kept = [(t, d) for t, d in flat_threads if cal is None or t is not cal.token]
         if costs is not None:
             for _, data in kept:
@@ -283,7 +288,7 @@ def _compensation(
         why = "the pure Python recorder is not calibrated"
     elif profiler._emit is not None:
         why = "event lines are on (the calibration would write lines)"
-    elif cal is None or cal.token is None:
+    elif cal is None or (cal.token is None and cal.cached is None):
         why = "not calibrated (only profkit run calibrates, when recording starts)"
     elif profiler.settings.basetime_ns > 0:
         why = "the base time cuts the calibration's calls (all but the slowest)"

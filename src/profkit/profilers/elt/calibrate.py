@@ -35,9 +35,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from profkit._record import fields, record
+
+if TYPE_CHECKING:
+    from profkit.profilers.elt.calcache import CostCache
 
 #: The calibration code's file name (never a real file).
 FILE = "<profkit calibration>"
@@ -103,12 +106,20 @@ class Costs:
 
 
 class Calibration:
-    """One run's calibration (see the module docstring for the three steps)."""
+    """One run's calibration (see the module docstring for the three steps), or the
+    costs a :class:`~profkit.profilers.elt.calcache.CostCache` kept from earlier runs
+    (:attr:`cached`: then nothing is measured, no thread started, nothing compiled)."""
 
-    def __init__(self, calls: int = CALLS, repeats: int = REPEATS) -> None:
+    def __init__(
+        self, calls: int = CALLS, repeats: int = REPEATS, cache: CostCache | None = None
+    ) -> None:
         self.calls = calls
         self.repeats = repeats
-        self._ns = _compile(repeats)
+        #: where measurements are kept (None: not kept)
+        self.cache = cache
+        #: the costs the cache gives, once it holds enough measurements
+        self.cached = cache.costs() if cache is not None else None
+        self._ns = {} if self.cached is not None else _compile(repeats)
         #: the calibration's code objects: the profiler's filter accepts them
         self.codes = frozenset(
             f.__code__ for name, f in self._ns.items() if name != "__builtins__" and callable(f)
@@ -130,6 +141,8 @@ class Calibration:
 
     def measure_bare(self) -> None:
         """Step 1: unprofiled wall times, best of the repetitions (no hook may be on)."""
+        if self.cached is not None:
+            return
         for kind in ("py", "c"):
             self._time(kind, 0)  # warm: first call, caches
             self.bare[kind] = min(self._time(kind, r) for r in range(self.repeats))
@@ -140,6 +153,8 @@ class Calibration:
         The thread is named (so ``threading``'s counter of unnamed threads, which names
         the program's ``Thread-1``, does not move) and gone before the program starts.
         """
+        if self.cached is not None:
+            return
 
         def work() -> None:
             for k in range(4):  # the first calls go through the collector's discovery
@@ -168,6 +183,9 @@ class Calibration:
 
     def summary(self) -> dict[str, Any]:
         """The measurements behind the costs, for the profile's metadata."""
+        if self.cached is not None:
+            assert self.cache is not None
+            return {"cached": self.cache.path}
         return {
             "calls": self.calls,
             "bare_ns": dict(self.bare),
@@ -220,3 +238,8 @@ class Calibration:
             total = (wall - self.bare[kind]) / calls
             out[kind] = (max(callee, 0.0), max(total - callee, 0.0))
         return Costs(*out["py"], *out["c"])
+
+    def remember(self, costs: Costs) -> None:
+        """Keep freshly measured ``costs`` for later runs (when there is a cache)."""
+        if self.cache is not None and self.cached is None:
+            self.cache.add(costs)

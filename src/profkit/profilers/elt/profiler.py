@@ -31,7 +31,7 @@ from profkit.api import CallEvents, EventMask, FunctionInfo, ProfilerInfo
 from profkit.api.ids import FunctionId, ThreadId
 from profkit.calltree.model import CallProfile
 from profkit.profilers.base import SettingsProfiler
-from profkit.profilers.elt import calibrate, ccalls, native
+from profkit.profilers.elt import calcache, calibrate, ccalls, native
 from profkit.profilers.elt.attach import AttachWatch
 from profkit.profilers.elt.build import Results
 from profkit.profilers.elt.config import EltSettings
@@ -159,7 +159,10 @@ class EltProfiler(Results, SettingsProfiler):
                 # Unprofiled times now, while no hook exists yet (calibrate.py, step 1):
                 # the C-call tool's CALL events start in _c_call_events. Only a profiler
                 # waiting for start_events (profkit run's): a child's never used it.
-                self._calibration = calibrate.Calibration()
+                # Or, once earlier runs measured them, the costs they kept (calcache.py).
+                self._calibration = calibrate.Calibration(
+                    cache=calcache.for_run(info, self.settings)
+                )
                 self._calibration.measure_bare()
             info.set_event_mask(EventMask.ENTER_LEAVE | self._c_call_events())
         info.set_function_filter(self.accepts)
