@@ -26,6 +26,7 @@ Stdlib only, and no ``json``: this runs before the program starts, on every run.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
@@ -34,7 +35,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from profkit import __version__
-from profkit._atomic import write_atomic
 from profkit.profilers.elt.calibrate import Costs
 
 if TYPE_CHECKING:
@@ -105,6 +105,22 @@ def _name(text: str) -> str:
     return f"calibration-{h:016x}.txt"
 
 
+def _replace(path: str, data: bytes) -> None:
+    """Write ``path`` whole or not at all: a temp file of this process's own, renamed over
+    it (runs at the same moment each write a whole file; the last rename wins)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    temp = f"{path}.{os.getpid()}.tmp"
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        with open(fd, "wb") as f:
+            f.write(data)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
 class CostCache:
     """One key's file of measurements."""
 
@@ -170,8 +186,7 @@ class CostCache:
             ns = (c.python_callee, c.python_caller, c.c_callee, c.c_caller)
             lines.append(f"{when:.0f} " + " ".join(f"{x:.3f}" for x in ns))
         try:
-            os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            write_atomic(self.path, ("\n".join(lines) + "\n").encode(), fsync=False)
+            _replace(self.path, ("\n".join(lines) + "\n").encode())
         except Exception:  # a cache: whatever went wrong, the next run measures again
             return False
         return True
