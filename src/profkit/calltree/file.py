@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from profkit._atomic import write_atomic
 from profkit._inputs import PREFIX_BYTES, InputError, gunzip, is_gzip, open_input
 from profkit.calltree.combining import combine
-from profkit.calltree.document import FORMAT, VERSION, from_json, to_json
+from profkit.calltree.document import FORMAT, VERSION, Progress, from_json, to_json
 from profkit.calltree.model import CallProfile
 from profkit.errors import FormatErrorKind, ProfileDataError
 
@@ -66,19 +66,22 @@ def save(profile: CallProfile, path: str | os.PathLike[str]) -> None:
     write_atomic(target, data)
 
 
-def load(path: str | os.PathLike[str]) -> CallProfile:
+def load(path: str | os.PathLike[str], progress: Progress | None = None) -> CallProfile:
     """Read and validate a saved profile (``-`` reads stdin); raise
     :class:`ProfileDataError` for anything wrong.
 
     The file is opened by :func:`profkit._inputs.open_input` (no devices, no FIFO without
     a writer, size checked before reading) and judged by its first bytes before the rest
     is read: a 4 GB file or ``/dev/urandom`` behind stdin is refused after 64 KiB.
+    ``progress(stage, done, total)`` is told each step (reading, parsing, building).
     """
     name = os.fspath(path)
     try:
         inp = open_input(name, what="profkit profile")
     except InputError as exc:  # callers catch ProfileDataError for any unreadable profile
         raise ProfileDataError("unreadable", exc.reason, path=exc.path) from None
+    if progress is not None:
+        progress("reading", 0, 0)
     with inp:
         head = inp.prefix()
         inp.check_size(MAX_BYTES, ProfileDataError)
@@ -89,7 +92,7 @@ def load(path: str | os.PathLike[str]) -> CallProfile:
             _sniff(head, inp.name)
             raw = inp.read_all(MAX_BYTES, ProfileDataError)
             compressed = False
-    return _parse(raw, inp.name, compressed)
+    return _parse(raw, inp.name, compressed, progress)
 
 
 def loads(raw: bytes, *, path: str | None = None) -> CallProfile:
@@ -111,7 +114,9 @@ def _sniff(head: bytes, path: str | None) -> None:
         )
 
 
-def _parse(raw: bytes, path: str | None, compressed: bool) -> CallProfile:
+def _parse(
+    raw: bytes, path: str | None, compressed: bool, progress: Progress | None = None
+) -> CallProfile:
     if not raw or raw.isspace():  # isspace stops at the first byte; strip() copied the file
         raise ProfileDataError("truncated", "empty file", path=path)
     try:
@@ -126,6 +131,8 @@ def _parse(raw: bytes, path: str | None, compressed: bool) -> CallProfile:
         raise ProfileDataError(
             "bad_magic", "not a profkit profile (it is not a JSON object)", path=path, offset=0
         )
+    if progress is not None:
+        progress("parsing", 0, 0)
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -142,7 +149,7 @@ def _parse(raw: bytes, path: str | None, compressed: bool) -> CallProfile:
     except ValueError as exc:  # e.g. an integer with more digits than int() accepts
         raise ProfileDataError("malformed", f"not valid JSON: {exc}", path=path) from None
     del text
-    return from_json(doc, path=path)
+    return from_json(doc, path=path, consume=True, progress=progress)
 
 
 def _gunzip(chunks: Iterator[bytes], path: str | None) -> bytes:

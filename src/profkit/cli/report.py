@@ -12,8 +12,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from profkit._atomic import write_stdout
+from profkit.calltree.document import Progress
 from profkit.calltree.file import combine, load
 from profkit.calltree.model import CallProfile
+from profkit.cli.progress import ProgressLine, add_progress_argument, progress_line
 from profkit.errors import UsageError
 from profkit.report._fmt import parse_duration
 from profkit.report.flat import render_callers, render_flat
@@ -37,6 +39,7 @@ def register(sub: Any, name: str, help_text: str) -> None:
         help="call tree (default), one line per function, or who calls --function",
     )
     add_metric_argument(parser)
+    add_progress_argument(parser)
     _add_lines_argument(parser)
     parser.add_argument(
         "--function",
@@ -142,20 +145,23 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def load_all(paths: list[str], metric: str = "alloc") -> CallProfile:
+def load_all(
+    paths: list[str], metric: str = "alloc", progress: Progress | None = None
+) -> CallProfile:
     """Load one profile, or several combined; for memory profiles, the ``metric`` view
-    (``alloc``, ``peak`` or ``leaked``: :func:`profkit.report.metric.memory_view`)."""
-    profiles = [memory_view(_load(p), metric, p) for p in paths]
+    (``alloc``, ``peak`` or ``leaked``: :func:`profkit.report.metric.memory_view`);
+    ``progress`` is told the loader's steps (:mod:`profkit.cli.progress` draws them)."""
+    profiles = [memory_view(_load(p, progress), metric, p) for p in paths]
     return profiles[0] if len(profiles) == 1 else combine(profiles)
 
 
-def _load(path: str) -> CallProfile:
+def _load(path: str, progress: Progress | None = None) -> CallProfile:
     """A saved profile, or a .NET nettrace file (any writer's) read as one."""
     from profkit.dotnet.nettracefile import is_nettrace, profile_of_file
 
     if is_nettrace(path):
         return profile_of_file(path)
-    return load(path)
+    return load(path, progress)
 
 
 def tree_width(flag: int | None) -> int | None:
@@ -192,16 +198,29 @@ def _handler(args: argparse.Namespace) -> int:
         raise UsageError("--min-share must be a percentage between 0 and 100")
     width = tree_width(args.width)
     color = use_color(args.color)
-    with gc_paused():
-        text = _render(args, width, color, min_time)
+    progress = progress_line(args.progress)
+    try:
+        with gc_paused():
+            text = _render(args, width, color, min_time, progress)
+    finally:
+        if progress is not None:
+            progress.close()
     write_stdout(text.encode("utf-8", "backslashreplace"))
     return 0
 
 
-def _render(args: argparse.Namespace, width: int | None, color: bool, min_time: int) -> str:
+def _render(
+    args: argparse.Namespace,
+    width: int | None,
+    color: bool,
+    min_time: int,
+    progress: ProgressLine | None,
+) -> str:
     if args.lines:
         return _render_lines(args, width, color)
-    profile = load_all(args.files, args.metric)
+    profile = load_all(args.files, args.metric, progress)
+    if progress is not None:
+        progress("rendering")
     if args.view == "tree":
         text = render_tree(
             profile,

@@ -12,15 +12,22 @@ The format repeats the whole stack on every line, so its size grows with depth t
 the number of lines (a 20,000-deep recursion would need 2.4 GiB). The size is computed
 before anything is written, and a profile whose output is large *because* its stacks are
 very deep is refused with a clear message (see :data:`MAX_OUTPUT_BYTES`; speedscope and
-HTML stay proportional to the profile).
+HTML stay proportional to the profile). A profile big *because* it is big is written, but
+the size is told first (:class:`Plan`, ``before``: ``profkit export`` says it from 100 MB
+on, with what ``--min-share`` would give), and ``min_share`` folds the subtrees under a
+share of the total into their caller, as flamegraph.pl's ``--minwidth`` hides them in the
+picture: the file shrinks, the totals and every kept stack stay the same (issue #25
+item 15: a 54 MB profile gave 3 GB).
 """
 
 from __future__ import annotations
 
 import io
 import os
+from collections.abc import Callable
 from typing import Any, BinaryIO
 
+from profkit._record import record
 from profkit.calltree.model import CallNode, CallProfile, Frame
 from profkit.errors import ProfkitError
 
@@ -109,38 +116,131 @@ def _merge(tree: CallNode, into: _Node, frame_ids: list[int]) -> None:
                 push((child, node))
 
 
-def output_size(names: list[bytes], heads: dict[int, _Node]) -> tuple[int, int]:
-    """The exact size in bytes and lines of the collapsed output, without building it."""
+#: ``progress(stage, done, total)``: told how far a long step has gone (the CLI draws it).
+Progress = Callable[[str, int, int], None]
+
+
+@record(frozen=True)
+class Plan:
+    """What :func:`write_to` is about to write, told before the first byte (``before``):
+    the caller can say the size, or stop. ``size_at(share)`` is the size in bytes with
+    ``min_share=share`` (one walk of the merged tree: the caller asks only when it means
+    to suggest it)."""
+
+    size: int
+    count: int  #: lines
+    size_at: Callable[[float], int]
+
+
+def _inclusive(heads: dict[int, _Node]) -> int:
+    """Append every node's inclusive time (its subtree's self times) to it; the total."""
+    total = 0
+    for root in heads.values():
+        order: list[_Node] = []
+        todo = [root]
+        while todo:
+            node = todo.pop()
+            order.append(node)
+            todo.extend(node[1].values())
+        for node in reversed(order):
+            node.append(node[0] + sum(c[2] for c in node[1].values()))
+        total += root[2]
+    return total
+
+
+def _kept(node: _Node, cutoff: int) -> tuple[int, list[tuple[int, _Node]]]:
+    """A node's self time and children once subtrees under ``cutoff`` are folded into it
+    (the caller's frame keeps their time, as flamegraph.pl's ``--minwidth`` hides them
+    but the caller's width stays: totals are unchanged)."""
+    kids = node[1]
+    if not cutoff:
+        return node[0], list(kids.items())
+    own = node[0]
+    kept = []
+    for nid, child in kids.items():
+        if child[2] < cutoff:
+            own += child[2]
+        else:
+            kept.append((nid, child))
+    return own, kept
+
+
+def output_size(names: list[bytes], heads: dict[int, _Node], cutoff: int = 0) -> tuple[int, int]:
+    """The exact size in bytes and lines of the collapsed output, without building it
+    (``cutoff``: subtrees under it folded, after :func:`_inclusive`)."""
     total = lines = 0
     for head, root in heads.items():
         base = len(names[head]) if head >= 0 else -1  # -1: no ";" before the first name
-        stack: list[tuple[_Node, int]] = [(root, base)]
+        # a thread's top frames are never folded: they have no caller to keep their time
+        stack: list[tuple[int, _Node, int]] = [(nid, child, base) for nid, child in root[1].items()]
         while stack:
-            node, prefix = stack.pop()
-            for nid, child in node[1].items():
-                length = prefix + 1 + len(names[nid])
-                if child[0] > 0:
-                    total += length + 2 + len(str(child[0]))
-                    lines += 1
-                if child[1]:
-                    stack.append((child, length))
+            nid, node, prefix = stack.pop()
+            length = prefix + 1 + len(names[nid])
+            own, kids = _kept(node, cutoff)
+            if own > 0:
+                total += length + 2 + len(str(own))
+                lines += 1
+            stack.extend((k, c, length) for k, c in kids)
     return total, lines
 
 
-def write_to(profile: CallProfile, out: BinaryIO, *, lines: bool = False) -> None:
-    """Stream the profile as collapsed stacks (UTF-8 text) to ``out``; ``lines``: frames
-    as ``name (file:line)`` (``profkit export --lines``; off by default, since viewers
-    merge frames by their text and the default stays what it was)."""
+def write_to(
+    profile: CallProfile,
+    out: BinaryIO,
+    *,
+    lines: bool = False,
+    min_share: float = 0.0,
+    before: Callable[[Plan], None] | None = None,
+    progress: Progress | None = None,
+) -> None:
+    """Stream the profile as collapsed stacks (UTF-8 text) to ``out``.
+
+    ``lines``: frames as ``name (file:line)`` (``profkit export --lines``; off by default,
+    since viewers merge frames by their text). ``min_share``: a fraction of the total
+    time; subtrees under it are folded into their caller (off by default: the file then
+    holds every stack). ``before`` is told the size before anything is written;
+    ``progress`` the bytes written.
+    """
+    if not 0 <= min_share <= 1:
+        raise ProfkitError(f"min_share must be a fraction between 0 and 1, not {min_share}")
+    if progress is not None:
+        progress("merging stacks", 0, 0)
     names, heads = merged_stacks(profile, lines)
-    size, count = output_size(names, heads)
+    if progress is not None:
+        progress("measuring the output", 0, 0)
+    total = _inclusive(heads) if (min_share or before) else 0
+    cutoff = _cutoff(total, min_share)
+    size, count = output_size(names, heads, cutoff)
     if size > max(MAX_OUTPUT_BYTES, MAX_MEAN_LINE_BYTES * count):
         raise ProfkitError(
             f"collapsed output would be {size / 2**30:.1f} GiB in {count:,} lines (the format "
             "repeats the whole stack on every line: this profile's stacks are too deep for "
             "it): export to speedscope or html instead, which stay proportional to the profile"
         )
+    if before is not None:
+        before(Plan(size, count, lambda share: output_size(names, heads, _cutoff(total, share))[0]))
+
+    def written(done: int) -> None:
+        if progress is not None:
+            progress("writing", done, size)
+
+    _emit(names, heads, cutoff, out, written)
+
+
+def _cutoff(total: int, share: float) -> int:
+    # a subtree is folded when its time is under share x total (0: nothing is)
+    return int(total * share) if share > 0 else 0
+
+
+def _emit(
+    names: list[bytes],
+    heads: dict[int, _Node],
+    cutoff: int,
+    out: BinaryIO,
+    written: Callable[[int], object],
+) -> None:
     buf: list[bytes] = []
-    pending = 0
+    pending = done = 0
     for head, root in heads.items():
         path: list[bytes] = [names[head]] if head >= 0 else []
         base = len(path)
@@ -151,18 +251,22 @@ def write_to(profile: CallProfile, out: BinaryIO, *, lines: bool = False) -> Non
             nid, node, depth = stack.pop()
             del path[depth:]
             path.append(names[nid])
-            if node[0] > 0:
-                line = b";".join(path) + b" %d\n" % node[0]
+            own, kids = _kept(node, cutoff)
+            if own > 0:
+                line = b";".join(path) + b" %d\n" % own
                 buf.append(line)
                 pending += len(line)
                 if pending >= _FLUSH_BYTES:
                     out.write(b"".join(buf))
                     buf.clear()
+                    done += pending
                     pending = 0
-            if node[1]:
-                stack.extend((k, c, depth + 1) for k, c in reversed(node[1].items()))
+                    written(done)
+            if kids:
+                stack.extend((k, c, depth + 1) for k, c in reversed(kids))
     if buf:
         out.write(b"".join(buf))
+    written(done + pending)
 
 
 def write(profile: CallProfile) -> bytes:
