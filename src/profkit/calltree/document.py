@@ -180,21 +180,7 @@ def from_json(
             )
         )
 
-    threads: list[ThreadTree] = []
-    for i, item in enumerate(c.arr(c.key(doc, "threads", ""), "/threads")):
-        where = f"/threads/{i}"
-        t = c.obj(item, where)
-        tid = c.int_(c.key(t, "thread_id", where), where + "/thread_id", -_MAX_INT)
-        name = c.str_(c.key(t, "name", where), where + "/name")
-        rows = c.arr(c.key(t, "nodes", where), where + "/nodes")
-        root = _unflatten(c, rows, where + "/nodes", len(frames), consume, progress)
-        native = t.get("native_id")
-        if native is not None:
-            native = c.int_(native, where + "/native_id", 0)
-        pid = t.get("pid")
-        if pid is not None:
-            pid = c.int_(pid, where + "/pid", 0)
-        threads.append(ThreadTree(tid, name, root, native, pid))
+    threads = _threads(c, doc, len(frames), consume, progress)
 
     spans: list[Span] = []
     for i, item in enumerate(c.arr(doc.get("spans", []), "/spans")):
@@ -215,6 +201,28 @@ def from_json(
         spans.append(Span(thread, frame, start, end, c.int_(row[4], where + "/4")))
 
     return CallProfile(mode, frames, threads, spans, metadata)
+
+
+def _threads(
+    c: _Checker, doc: dict[str, Any], nframes: int, consume: bool, progress: Progress | None
+) -> list[ThreadTree]:
+    """The ``threads`` array, each thread's flat node rows unflattened into its tree."""
+    threads: list[ThreadTree] = []
+    for i, item in enumerate(c.arr(c.key(doc, "threads", ""), "/threads")):
+        where = f"/threads/{i}"
+        t = c.obj(item, where)
+        tid = c.int_(c.key(t, "thread_id", where), where + "/thread_id", -_MAX_INT)
+        name = c.str_(c.key(t, "name", where), where + "/name")
+        rows = c.arr(c.key(t, "nodes", where), where + "/nodes")
+        root = _unflatten(c, rows, where + "/nodes", nframes, consume, progress)
+        native = t.get("native_id")
+        if native is not None:
+            native = c.int_(native, where + "/native_id", 0)
+        pid = t.get("pid")
+        if pid is not None:
+            pid = c.int_(pid, where + "/pid", 0)
+        threads.append(ThreadTree(tid, name, root, native, pid))
+    return threads
 
 
 def _unflatten(
