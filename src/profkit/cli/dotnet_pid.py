@@ -14,6 +14,7 @@ import shutil
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 
 from profkit._atomic import write_stdout
@@ -104,21 +105,45 @@ def attach(args: argparse.Namespace, pid: int, duration: float | None) -> int:
 
 
 def top(args: argparse.Namespace, pid: int, refresh: float, duration: float | None) -> int:
+    """The .NET top, with the Python top's keys on a terminal (1-4 sort, p pause, q quit)."""
+    from profkit._topkeys import press
+    from profkit.cli.top import Keys
     from profkit.dotnet.commands import TopState, render_top, sample_pid
     from profkit.dotnet.session import LiveSession
 
     state = TopState()
     tty = sys.stdout.isatty()
+    drawn = [0.0]
+    last: list[LiveSession] = []
 
     def draw(session: LiveSession) -> None:
+        drawn[0] = time.monotonic()
         size = shutil.get_terminal_size((100, 30))
-        text = render_top(session, state, rows=max(size.lines - 5, 5), width=size.columns)
+        text = render_top(session, state, rows=max(size.lines - 6, 5), width=size.columns)
         sys.stdout.write(("\x1b[H\x1b[2J" if tty else "") + text + ("" if tty else "\n"))
         sys.stdout.flush()
 
+    def tick(session: LiveSession) -> None:
+        last[:] = [session]
+        changed = False
+        for key in keys.read() if keys else ():
+            changed = press(state, key) or changed
+        if state.quit:
+            stop.set()
+        elif changed or not keys or (not state.paused and time.monotonic() - drawn[0] >= refresh):
+            draw(session)
+
     stop = threading.Event()
-    with _stopping(stop):
-        _, why = sample_pid(pid, duration=duration, stop=stop, on_tick=draw, every_s=refresh)
+    keys = Keys.open() if tty else None
+    try:
+        with _stopping(stop):
+            every = min(refresh, 0.1) if keys else refresh
+            _, why = sample_pid(pid, duration=duration, stop=stop, on_tick=tick, every_s=every)
+    finally:
+        if keys:
+            keys.close()
+    if keys and last and not state.quit:
+        draw(last[0])  # the last screen, with the rundown's names, even when paused
     if why == "exited":
         print(f"profkit: pid {pid} exited", file=sys.stderr)
     return 0

@@ -83,7 +83,7 @@ def _top_python(args: argparse.Namespace, pid: int, refresh: float) -> int:
         elif changed or not keys or (not state.paused and time.monotonic() - drawn[0] >= refresh):
             draw(s)
 
-    keys = _Keys.open() if tty else None
+    keys = Keys.open() if tty else None
     previous = signal.signal(signal.SIGTERM, lambda *_: session.stop())
     try:
         session.run(on_tick=tick, every_s=min(refresh, 0.1) if keys else refresh)
@@ -102,7 +102,7 @@ def _top_python(args: argparse.Namespace, pid: int, refresh: float) -> int:
     return 0
 
 
-class _Keys:
+class Keys:
     """The terminal's keys one at a time, without echo or Enter (cbreak), read without
     waiting; the terminal is given back as it was."""
 
@@ -110,7 +110,7 @@ class _Keys:
         self.fd, self.saved = fd, saved
 
     @classmethod
-    def open(cls) -> _Keys | None:
+    def open(cls) -> Keys | None:
         """Keys from stdin when it is a terminal, else None (no keys, as before)."""
         import termios
         import tty

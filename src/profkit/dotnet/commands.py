@@ -16,6 +16,7 @@ from typing import Any, BinaryIO
 
 from profkit._record import field, record
 from profkit._text import escape
+from profkit._topkeys import LEGEND, status
 from profkit.calltree.model import CallProfile
 from profkit.dotnet.methods import UNKNOWN
 from profkit.dotnet.profile import EXTERNAL, name_stack, thread_label
@@ -135,6 +136,9 @@ class TopState:
     own: dict[str, int] = field(default_factory=dict)
     total: dict[str, int] = field(default_factory=dict)
     weight: int = 0
+    sort: int = 0  #: the column the rows are sorted by (keys 1-4, as the Python top)
+    paused: bool = False  #: the screen stays as it was; sampling goes on
+    quit: bool = False
 
 
 def _times(profile: CallProfile) -> tuple[dict[str, int], dict[str, int], int]:
@@ -169,10 +173,16 @@ def render_top(session: LiveSession, state: TopState, *, rows: int = 25, width: 
     )
     lines = [
         head[:width],
-        "",
+        LEGEND[:width],
+        status(state)[:width],
         f"{'%Own':>6} {'%Total':>7} {'OwnTime':>9} {'TotalTime':>10}  Method",
     ]
-    order = sorted(total, key=lambda k: (d_own.get(k, 0), d_total.get(k, 0)), reverse=True)
+    first = (d_own, d_total, own, total)[state.sort]
+    order = sorted(
+        total,
+        key=lambda k: (first.get(k, 0), d_own.get(k, 0), d_total.get(k, 0)),
+        reverse=True,
+    )
     for name in order[:rows]:
         pct_own = 100.0 * d_own.get(name, 0) / recent if recent else 0.0
         pct_total = 100.0 * d_total.get(name, 0) / recent if recent else 0.0

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from profkit._record import field, record
 from profkit._text import escape
+from profkit._topkeys import COLUMNS, KEYS, LEGEND, press, status
 from profkit.sampler.session import SamplerSession
+
+__all__ = ["COLUMNS", "KEYS", "LEGEND", "TopState", "press", "render_top"]
 
 
 @record
@@ -29,8 +32,6 @@ class TopState:
     quit: bool = False
 
 
-#: The sortable columns, keys 1 to 4 as in py-spy top.
-COLUMNS = ("%Own", "%Total", "OwnTime", "TotalTime")
 #: How each sampling mode counts, for the header (``--mode``; what is known of the GIL).
 _MODE_NOTES = {
     "gil": "only the thread holding the GIL counts",
@@ -38,25 +39,6 @@ _MODE_NOTES = {
     "wall": "every thread counts, idle ones too",
     "cpu": "CPU time only",
 }
-LEGEND = (
-    "%Own/%Total: share of the last refresh's time in the function itself / on the stack; "
-    "OwnTime/TotalTime: the same since the start"
-)
-KEYS = "keys: 1-4 sort  p pause  q quit"
-
-
-def press(state: TopState, key: str) -> bool:
-    """Apply one key to ``state``; whether the screen must be drawn again."""
-    if key in ("q", "Q"):
-        state.quit = True
-        return False
-    if key in ("p", "P", " "):
-        state.paused = not state.paused
-        return True
-    if key in "1234" and len(key) == 1:
-        state.sort = int(key) - 1
-        return True
-    return False
 
 
 def _times(
@@ -102,8 +84,7 @@ def render_top(
         f"{session.options.rate:g} Hz  processes {alive}  samples {samples}  "
         f"cost {stats.cost_us:.1f} us/tick"
     )
-    status = f"{KEYS}  [sorted by {COLUMNS[state.sort]}]" + ("  [paused]" if state.paused else "")
-    lines = [head[:width], LEGEND[:width], status[:width]]
+    lines = [head[:width], LEGEND[:width], status(state)[:width]]
     lines.append(
         f"{'%Own':>6} {'%Total':>7} {'OwnTime':>9} {'TotalTime':>10}  Function (file:line)"
     )
