@@ -9,13 +9,13 @@ from typing import Any
 
 from hypothesis import given, settings
 
-from profkit.calltree.model import CallNode, CallProfile
+from profkit.calltree.model import CallNode, CallProfile, Span
 from profkit.export import gecko, registry
 from tests.calltree.strategies import deep_profile, profiles, sample_profile
 
 _TABLES = {
     "samples": ("stack", "time", "weight"),
-    "stackTable": ("frame", "category", "subcategory", "prefix"),
+    "stackTable": ("frame", "prefix"),
     "frameTable": gecko._FRAME_COLUMNS,
     "funcTable": gecko._FUNC_COLUMNS,
     "resourceTable": ("lib", "name", "host", "type"),
@@ -41,12 +41,12 @@ def check(doc: dict[str, Any]) -> None:
             for column in columns:
                 assert len(t[column]) == t["length"], (table, column)
         stacks, frames, funcs = thread["stackTable"], thread["frameTable"], thread["funcTable"]
-        for i, (frame, prefix, category) in enumerate(
-            zip(stacks["frame"], stacks["prefix"], stacks["category"], strict=True)
-        ):
+        # v53 dropped the stack table's categories (a stack takes its frame's), v54 the
+        # frame table's implementation: neither may come back
+        assert "category" not in stacks and "implementation" not in frames
+        for i, (frame, prefix) in enumerate(zip(stacks["frame"], stacks["prefix"], strict=True)):
             assert 0 <= frame < frames["length"]
             assert prefix is None or 0 <= prefix < i  # a caller comes before its callees
-            assert 0 <= category < len(meta["categories"])
         for func, category in zip(frames["func"], frames["category"], strict=True):
             assert 0 <= func < funcs["length"] and 0 <= category < len(meta["categories"])
         for name, resource, file in zip(
@@ -56,11 +56,30 @@ def check(doc: dict[str, Any]) -> None:
             assert resource == -1 or 0 <= resource < thread["resourceTable"]["length"]
             assert file is None or 0 <= file < len(strings)
         assert all(0 <= n < len(strings) for n in thread["resourceTable"]["name"])
+        check_markers(thread["markers"], meta, strings)
         samples = thread["samples"]
         assert samples["weightType"] in ("samples", "tracing-ms", "bytes")
         assert all(0 <= s < stacks["length"] for s in samples["stack"])
         assert all(w >= 0 for w in samples["weight"])
         assert samples["time"] == sorted(samples["time"])
+
+
+def check_markers(markers: dict[str, Any], meta: dict[str, Any], strings: list[str]) -> None:
+    """Names are strings, categories exist, an interval ends after it starts, and every
+    marker's ``data.type`` has a schema whose fields (v55: ``key`` and ``format``) it fills."""
+    schemas = {s["name"]: s for s in meta["markerSchema"]}
+    for schema in schemas.values():
+        assert schema["display"] and all(f["key"] and f["format"] for f in schema["fields"])
+        assert all("searchable" not in f for f in schema["fields"])  # removed in v57
+    for i in range(markers["length"]):
+        assert 0 <= markers["name"][i] < len(strings)
+        assert 0 <= markers["category"][i] < len(meta["categories"])
+        start, end, phase = markers["startTime"][i], markers["endTime"][i], markers["phase"][i]
+        assert isinstance(start, float) and phase in (0, 1)
+        assert phase == 1 or end is None  # an instant has no end
+        assert end is None or end >= start
+        data = markers["data"][i]
+        assert {f["key"] for f in schemas[data["type"]]["fields"]} <= set(data)
 
 
 def self_by_path(doc: dict[str, Any], thread: int) -> dict[tuple[str, ...], float]:
@@ -143,3 +162,61 @@ def test_one_row_in_the_format_table() -> None:
     rows = [f for f in registry.EXPORTS if f.name == "gecko"]
     assert len(rows) == 1 and rows[0].extension == ".gecko.json"
     assert row is None or row is rows[0]
+
+
+def test_dotnet_events_become_markers_on_their_threads() -> None:
+    profile = sample_profile()
+    main, other = profile.threads[0].thread_id, profile.threads[1].thread_id
+    profile.metadata["runtime"] = "CoreCLR"
+    profile.metadata["clr_events"] = [
+        [2_000_000, main, "gc-start", "2 induced loh"],
+        [3_500_000, main, "gc-end", ""],
+        [1_000_000, other, "exception", "System.InvalidOperationException"],
+        [1_100_000, other, "catch", "ProfTest.Program.Main"],
+        [500_000, 99999, "assembly", "Workload"],  # a thread not in the profile: the first
+        [1, 2, 3],  # malformed: skipped
+    ]
+    doc = json.loads(gecko.write(profile))
+    check(doc)
+    strings = doc["shared"]["stringArray"]
+
+    def shown(thread: int) -> list[tuple[str, float, float | None, str]]:
+        m = doc["threads"][thread]["markers"]
+        return [
+            (strings[n], s, e, d["detail"])
+            for n, s, e, d in zip(m["name"], m["startTime"], m["endTime"], m["data"], strict=True)
+        ]
+
+    assert shown(0) == [("Assembly load", 0.5, None, "Workload"), ("GC", 2.0, 3.5, "2 induced loh")]
+    assert shown(1) == [
+        ("Exception", 1.0, None, "System.InvalidOperationException"),
+        ("Catch", 1.1, None, "ProfTest.Program.Main"),
+    ]
+    gc = doc["threads"][0]["markers"]
+    assert doc["meta"]["categories"][gc["category"][1]]["name"] == "GC"
+
+
+def test_no_markers_without_a_timeline() -> None:
+    profile = sample_profile()
+    profile.spans.clear()
+    profile.metadata["clr_events"] = [[1_000_000, profile.threads[0].thread_id, "exception", "E"]]
+    doc = json.loads(gecko.write(profile))
+    check(doc)
+    assert all(t["markers"]["length"] == 0 for t in doc["threads"])
+
+
+def test_timeline_weights_are_the_trees_times_when_the_clock_says_more() -> None:
+    """Spans are the clock's; the tree has the profiler's cost per call taken out. The
+    call tree (weights) must say the tree's times, the stack chart (times) the clock's."""
+    profile = sample_profile()
+    clock = json.loads(gecko.write(profile))["threads"][0]["samples"]
+    # 10% of profiler cost in every span, as the clock saw it
+    profile.spans[:] = [
+        Span(s.thread, s.frame, s.start_ns * 11 // 10, s.end_ns * 11 // 10, s.depth)
+        for s in profile.spans
+    ]
+    doc = json.loads(gecko.write(profile))
+    check(doc)
+    assert self_by_path(doc, 0) == tree_self(profile, 0, 1e-6)
+    samples = doc["threads"][0]["samples"]
+    assert samples["time"] == [round(t * 1.1, 6) for t in clock["time"]]
