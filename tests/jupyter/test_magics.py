@@ -84,6 +84,7 @@ def test_sample_mode(shell: InteractiveShell) -> None:
         "    end = time.perf_counter() + seconds\n"
         "    n = 0\n"
         "    while time.perf_counter() < end:\n"
+        "        time.sleep(0.001)  # the sampler thread gets the GIL however busy the machine\n"
         "        n += 1\n"
         "    return n > 0\n"
         "sampled_spin(0.5)\n"
