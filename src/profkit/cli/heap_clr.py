@@ -1,8 +1,9 @@
 """`profkit heap run app.dll ARGS`: the .NET half of `heap run`.
 
 The census comes from :mod:`profkit.clr.census`; the chains are found by the same search
-as a Python script's (:func:`profkit.heap.why_alive.chains_to`, roots in the order
-static, stack, finalizer, handle, other) and printed by the same
+as a Python script's (:func:`profkit.heap.why_alive.chains_to`, done on the census's numpy
+arrays by :func:`profkit.clr.censusgraph.shortest_paths`; roots in the order static,
+stack, finalizer, handle, other) and printed by the same
 :func:`~profkit.heap.why_alive.format_report`, each link named: a static root as
 ``Namespace.Type.Field``, a stack root by its method, a handle by its kind, a field by
 its name and an array element by its index.
@@ -11,19 +12,13 @@ its name and an array element by its index.
 from __future__ import annotations
 
 import tempfile
-from typing import cast
 
-from profkit.clr.censusfile import Census, ClassTotal, ref_offsets
+import numpy as np
+
+from profkit.clr.censusfile import Census, ClassTotal, Root
+from profkit.clr.censusgraph import shortest_paths
 from profkit.engine.contract import Outcome
-from profkit.heap.why_alive import (
-    Chain,
-    HeapSnapshot,
-    Link,
-    TypeReport,
-    TypeTotal,
-    chains_to,
-    format_report,
-)
+from profkit.heap.why_alive import Chain, Link, TypeReport, TypeTotal, format_report
 
 #: the order of root kinds a chain is searched from (earlier kinds win ties of length)
 ROOT_ORDER = ("static", "stack", "finalizer", "handle", "other")
@@ -41,11 +36,11 @@ def run_report(
         outcome = run_census(assembly, args, path, dotnet=dotnet, at_ns=at_ns)
         if outcome.census is None:
             return f"profkit heap: {outcome.problem}\n", outcome.ended
-        return census_report(outcome.census, path, top), outcome.ended
+        return census_report(outcome.census, top), outcome.ended
 
 
-def census_report(census: Census, path: str, top: int) -> str:
-    """The report of one census (``path``: its file, read again to name the fields)."""
+def census_report(census: Census, top: int) -> str:
+    """The report of one census."""
     objects = sum(t.count for t in census.totals)
     size = sum(t.bytes for t in census.totals)
     text = (
@@ -55,14 +50,44 @@ def census_report(census: Census, path: str, top: int) -> str:
     if census.cut:
         text += f"profkit heap: {census.cut:,} objects left out of the reference graph (cap): chains may be missing\n"
     ranked = sorted(census.totals, key=lambda t: (-t.bytes, t.name))[:top]
-    snapshot = _snapshot(census, ranked)
-    chains = chains_to(snapshot, (t.example for t in ranked))
-    chains = _named_chains(census, path, chains)
+    chains = _chains(census, ranked)
     reports = [
         TypeReport(TypeTotal(t.name, t.count, t.bytes, t.example), chains.get(t.example))
         for t in ranked
     ]
     return text + format_report(reports)
+
+
+def _chains(census: Census, ranked: list[ClassTotal]) -> dict[int, Chain]:
+    """One chain from a root to each ranked type's example, its links named: the shortest
+    (:func:`~profkit.clr.censusgraph.shortest_paths`), roots in :data:`ROOT_ORDER`."""
+    rank = {kind: i for i, kind in enumerate(ROOT_ORDER)}
+    first: dict[int, Root] = {}  # object -> the root of highest precedence holding it
+    for root in sorted(census.roots, key=lambda r: rank.get(r.kind, len(rank))):
+        first.setdefault(root.object_id, root)
+    examples = [t.example for t in ranked]
+    paths = shortest_paths(census.graph, [*examples, *first], list(first), examples)
+    classes = {t.example: t.class_id for t in ranked}
+    holders = _holders(census, {key for path in paths.values() for key in path})
+    out: dict[int, Chain] = {}
+    for target, path in paths.items():
+        root = first[path[0]]
+        links: list[Link] = []
+        for i, key in enumerate(path):
+            at = holders.get(key)
+            class_id = int(census.graph.classes[at]) if at is not None else classes.get(key, 0)
+            name = census.class_name(class_id) if class_id else "(object)"
+            label = root.label if i == 0 and root.kind == "static" else ""
+            offset = None
+            if at is not None and i + 1 < len(path):
+                offset = census.graph.offset(at, path[i + 1])
+            via = _via(census, class_id, name, offset) if offset is not None else ""
+            if label and not via:  # a static field's object, the example itself
+                links.append(Link(key, label))
+            else:
+                links.append(Link(key, name, label, via))
+        out[target] = Chain(_root_title(root.kind, root.label), tuple(links))
+    return out
 
 
 def _when(census: Census) -> str:
@@ -74,57 +99,17 @@ def _when(census: Census) -> str:
     return f" at the program's end, {census.taken_ns / 1e9:.1f} s: it ended before {census.at_ns / 1e9:g} s"
 
 
-def _snapshot(census: Census, ranked: list[ClassTotal]) -> HeapSnapshot:
-    """The census as a snapshot to search. Its objects are the census's own dict, class ids
-    where a Python snapshot has type names (a copy of a million tuples saved): the chains'
-    links are given their names by :func:`_named_chains`."""
-    objects = cast(dict[int, tuple[str, int, tuple[int, ...]]], census.objects)
-    snapshot = HeapSnapshot(objects=objects)
-    for t in ranked:
-        census.objects.setdefault(t.example, (t.class_id, 0, ()))
-    rank = {kind: i for i, kind in enumerate(ROOT_ORDER)}
-    for root in sorted(census.roots, key=lambda r: rank.get(r.kind, len(rank))):
-        if root.object_id not in snapshot.roots:
-            snapshot.roots[root.object_id] = _root_title(root.kind, root.label)
-            census.objects.setdefault(root.object_id, (0, 0, ()))
-            if root.kind == "static":
-                snapshot.labels[root.object_id] = root.label
-    return snapshot
+def _holders(census: Census, keys: set[int]) -> dict[int, int]:
+    """Where each of ``keys`` is among the graph's objects (the last record of an id wins)."""
+    ids = census.graph.ids
+    at = np.flatnonzero(np.isin(ids, np.fromiter(keys, np.uint64, len(keys))))
+    return {int(ids[i]): int(i) for i in at.tolist()}
 
 
 def _root_title(kind: str, label: str) -> str:
     if kind == "static" or not label:
         return kind
     return f"{kind}: {label}" if kind == "stack" else f"{label} {kind}"
-
-
-def _named_chains(census: Census, path: str, chains: dict[int, Chain]) -> dict[int, Chain]:
-    """The chains with each link's way of holding the next named (``._items``, `` [3]``)."""
-    pairs = {
-        (chain.links[i].object_id, chain.links[i + 1].object_id)
-        for chain in chains.values()
-        for i in range(len(chain.links) - 1)
-    }
-    offsets = ref_offsets(path, pairs) if pairs else {}
-    out: dict[int, Chain] = {}
-    for target, chain in chains.items():
-        links = list(chain.links)
-        for i, link in enumerate(links):
-            class_id = census.objects[link.object_id][0]
-            name = census.class_name(class_id) if class_id else "(object)"
-            offset = (
-                offsets.get((link.object_id, links[i + 1].object_id))
-                if i + 1 < len(links)
-                else None
-            )
-            via = _via(census, class_id, name, offset) if offset is not None else ""
-            if link.label and not via:  # a static field's object, the example itself
-                name, via = link.label, ""
-                links[i] = Link(link.object_id, name)
-            else:
-                links[i] = Link(link.object_id, name, link.label, via)
-        out[target] = Chain(chain.root_kind, tuple(links))
-    return out
 
 
 def _via(census: Census, class_id: int, type_name: str, offset: int) -> str:

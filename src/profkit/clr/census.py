@@ -52,7 +52,7 @@ def run_census(
     stderr: Any = None,
 ) -> CensusOutcome:
     """Run ``dotnet assembly args`` with the census written to ``census_path`` (a new
-    file; the caller keeps it to name references, see :func:`censusfile.ref_offsets`).
+    file, with its graph beside it: FILE.objects, FILE.refs).
     ``at_ns`` > 0: the census is taken that long after the runtime's start, in a full GC
     forced then (the end's census when the program ends first).
 

@@ -1,33 +1,33 @@
 """Reading the native profiler's heap census (``PROFKIT_CLR_HEAP``).
 
-``libprofkit_clr.so`` writes it at the runtime's Shutdown, after a GC it forced: one
-UTF-8 text file of tab-separated records, first ``profkit-clr-heap<TAB>1``, last ``end``
-(``csrc/census.c`` lists the records; docs/clr.md too). In short: ``o`` an object that
-holds references (each ``ref@offset``), ``r`` a root, ``t`` a class's totals, ``f`` a
+``libprofkit_clr.so`` writes it at the runtime's Shutdown (or at ``--at``), after a GC it
+forced: one UTF-8 text file of tab-separated records, first ``profkit-clr-heap<TAB>2``, last
+``end`` (``csrc/census.c`` lists the records; docs/clr.md too), and the object graph in two
+binary files beside it (:mod:`profkit.clr.censusgraph`). In short: ``graph`` the graph's
+object and reference counts, ``r`` a root, ``t`` a class's totals, ``f`` a
 field's name at an offset, ``s`` an object a static field holds, ``m`` a method holding
 stack roots, ``gc`` the forced GC's HRESULT and time, ``names`` the naming's time, ``cut`` objects
 left out, ``at`` (with ``--at``) the time asked for, the time taken and whether it was.
 
 The object graph is kept up to :data:`MAX_GRAPH_OBJECTS` objects (the totals are always
-whole): about 250 bytes of Python memory an object, so the cap bounds the reader at about
-a gigabyte. Offsets are not kept in the graph; :func:`ref_offsets` reads them again for
-the few references a report names. Every field is checked; a bad line is one
-:class:`~profkit.errors.FormatError` naming the file and the line.
+whole): 32 bytes an object and 16 a reference in numpy arrays, so the native side's caps
+(4,000,000 objects, 16,000,000 references) bound the reader at under 400 MB. Every field
+is checked; a bad line is one :class:`~profkit.errors.FormatError` naming the file and the
+line, a bad graph file one naming the file and the byte offset.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from profkit.clr.censusgraph import Graph, read_graph
 from profkit.errors import FormatError
 
-MAGIC = "profkit-clr-heap\t1"
+MAGIC = "profkit-clr-heap\t2"
 #: objects of the graph kept for chains (the native side writes at most 4,000,000)
 MAX_GRAPH_OBJECTS = 4_000_000
-_U64 = (1 << 64) - 1
 #: the root kinds of COR_PRF_GC_ROOT_KIND, by value
 ROOT_KINDS = {0: "other", 1: "stack", 2: "finalizer", 3: "handle"}
 #: COR_PRF_GC_ROOT_FLAGS of a handle root -> how a report names the handle
@@ -57,10 +57,10 @@ class Root:
 
 @dataclass(slots=True)
 class Census:
-    """What the census saw. ``objects[id] = (class id, size, referenced ids)``."""
+    """What the census saw; ``graph``: the objects holding references, and theirs."""
 
     totals: list[ClassTotal] = field(default_factory=list)
-    objects: dict[int, tuple[int, int, tuple[int, ...]]] = field(default_factory=dict)
+    graph: Graph = field(default_factory=Graph.empty)
     roots: list[Root] = field(default_factory=list)
     #: class id -> offset in its objects -> field name
     fields: dict[int, dict[int, str]] = field(default_factory=dict)
@@ -111,26 +111,6 @@ def _hex(text: str, path: str, line: int) -> int:
         ) from None
 
 
-_OFFSETS = re.compile(r"@[0-9a-f]*")
-
-
-def _object(census: Census, rec: list[str], path: str, line: int) -> None:
-    """An ``o`` record: ``object class size ref@offset,...`` (the hot loop of reading)."""
-    text = rec[4]
-    if "@" in text:
-        text = _OFFSETS.sub("", text)
-    try:
-        refs = tuple([int(part, 16) for part in text.split(",")]) if text else ()
-        key, class_id, size = int(rec[1], 16), int(rec[2], 16), int(rec[3])
-    except ValueError:
-        raise FormatError("malformed", "an object record's numbers", path=path, line=line) from None
-    if min(key, class_id, size, *refs) < 0 or max(key, class_id, size, *refs) > _U64:
-        raise FormatError(
-            "malformed", "an object record's number out of range", path=path, line=line
-        )
-    census.objects[key] = (class_id, size, refs)
-
-
 def _dec(text: str, path: str, line: int) -> int:
     if not (text.isdigit() and text.isascii() and len(text) < 20):
         raise FormatError("malformed", f"{text[:40]!r} is not a number", path=path, line=line)
@@ -138,7 +118,7 @@ def _dec(text: str, path: str, line: int) -> int:
 
 
 _FIELDS = {
-    "o": 5, "r": 5, "t": 6, "f": 4, "s": 3, "m": 3, "gc": 3, "cut": 3, "names": 2, "at": 4, "end": 1,
+    "graph": 3, "r": 5, "t": 6, "f": 4, "s": 3, "m": 3, "gc": 3, "cut": 3, "names": 2, "at": 4, "end": 1,
 }  # fmt: skip
 
 
@@ -150,12 +130,20 @@ def read_census(path: str, *, max_objects: int = MAX_GRAPH_OBJECTS) -> Census:
     roots: list[Root] = []
     statics: list[Root] = []
     methods: dict[int, str] = {}
+    counts: list[int] = []
     for line, rec in _records(path):
         if _FIELDS.get(rec[0]) != len(rec):
             raise FormatError(
                 "malformed", f"unknown or short record {rec[0][:20]!r}", path=path, line=line
             )
-        _record(census, rec, path, line, roots, statics, methods, max_objects)
+        if rec[0] == "graph":
+            counts = [_dec(rec[1], path, line), _dec(rec[2], path, line)]
+        else:
+            _record(census, rec, path, line, roots, statics, methods)
+    if not counts:
+        raise FormatError("malformed", "no 'graph' record", path=path)
+    census.graph, cut = read_graph(path, counts[0], counts[1], max_objects)
+    census.cut += cut
     census.roots = statics + [_named(r, methods) for r in roots]
     return census
 
@@ -168,15 +156,9 @@ def _record(
     roots: list[Root],
     statics: list[Root],
     methods: dict[int, str],
-    max_objects: int,
 ) -> None:
     kind = rec[0]
-    if kind == "o":
-        if len(census.objects) >= max_objects:
-            census.cut += 1
-            return
-        _object(census, rec, path, line)
-    elif kind == "r":
+    if kind == "r":
         flags = _dec(rec[3], path, line)
         root_kind = ROOT_KINDS.get(_dec(rec[2], path, line), "other")
         label = rec[4] if root_kind == "stack" else ""
@@ -215,24 +197,3 @@ def _named(root: Root, methods: dict[int, str]) -> Root:
     except ValueError:
         return Root(root.object_id, root.kind)
     return Root(root.object_id, root.kind, methods.get(fid, ""))
-
-
-def ref_offsets(path: str, pairs: set[tuple[int, int]]) -> dict[tuple[int, int], int]:
-    """Where in each ``(holder, object)`` pair's holder the reference was found (bytes
-    from the object's start), read again from the file for just these pairs."""
-    holders = {f"{holder:x}" for holder, _ in pairs}
-    found: dict[tuple[int, int], int] = {}
-    with open(path, encoding="utf-8", errors="replace", newline="\n") as handle:
-        for line, text in enumerate(handle, start=1):
-            if not text.startswith("o\t") or text[2 : text.find("\t", 2)] not in holders:
-                continue
-            rec = text.rstrip("\n").split("\t")
-            if len(rec) != 5:
-                raise FormatError("malformed", "a short object record", path=path, line=line)
-            holder = _hex(rec[1], path, line)
-            for ref in rec[4].split(","):
-                target, _, offset = ref.partition("@")
-                key = (holder, _hex(target, path, line))
-                if offset and key in pairs and key not in found:
-                    found[key] = _hex(offset, path, line)
-    return found

@@ -4,12 +4,12 @@
  * renamed when complete, as the result file is) and filled at Shutdown, or earlier by the
  * timer thread of PROFKIT_CLR_HEAP_AT (docs/clr.md says why a forced GC, not the program's
  * next one): take() starts a thread of ours that calls ForceGC; while that GC runs, the runtime calls
- * cb_RootReferences2 and cb_ObjectReferences, which write "r" and "o" records (census.h
+ * cb_RootReferences2 and cb_ObjectReferences, which write "r" records and the graph (census.h
  * says what is bounded). Callbacks of the program's own GCs are ignored: only the forced
  * one is the census. Why a unit of its own: the census's life, apart from naming.
  *
  * Records (tab-separated; addresses and ids in hex; docs/clr.md):
- *   o <object> <class> <size> <ref>[@<offset>],...   an object holding references
+ *   graph <objects> <references>                     FILE.objects and FILE.refs hold them
  *   r <object> <kind> <flags> <id>                   a root (kind: 0 other, 1 stack,
  *                                                    2 finalizer, 3 handle)
  *   t <class> <count> <bytes> <example> <name>       a class's totals and largest object
@@ -28,6 +28,11 @@
 
 HIDDEN FILE *g_census;
 static char g_tmp[PATH_MAX + 64], g_target[PATH_MAX];
+/* The object graph, binary, beside the census file: FILE.objects holds one record of four
+ * little-endian u64 per object with references (object, class, size, references), FILE.refs
+ * one of two per reference (object, offset in the holder or ~0 when not found), in order. */
+static FILE *g_objects_file, *g_refs_file;
+static char g_objects_path[PATH_MAX + 16], g_refs_path[PATH_MAX + 16];
 static _Atomic int g_walking; /* the forced GC is running: its callbacks are the census */
 static pthread_mutex_t g_census_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t g_objects_written, g_refs_written, g_objects_cut;
@@ -55,7 +60,19 @@ HIDDEN int census_open(void) {
             errno == EINVAL ? "not a regular file" : strerror(errno));
         return -1;
     }
-    fprintf(g_census, "profkit-clr-heap\t1\n");
+    fprintf(g_census, "profkit-clr-heap\t2\n");
+    snprintf(g_objects_path, sizeof g_objects_path, "%s.objects", g_target);
+    snprintf(g_refs_path, sizeof g_refs_path, "%s.refs", g_target);
+    g_objects_file = fopen(g_objects_path, "wb");
+    g_refs_file = g_objects_file ? fopen(g_refs_path, "wb") : NULL;
+    if (!g_refs_file) {
+        say("profkit: clr: cannot write the heap census's graph %s: %s; the program runs unprofiled",
+            g_objects_path, strerror(errno));
+        if (g_objects_file) fclose(g_objects_file), unlink(g_objects_path);
+        fclose(g_census), unlink(g_tmp);
+        g_census = NULL;
+        return -1;
+    }
     g_started_ns = now_ns();
     const char *at = getenv("PROFKIT_CLR_HEAP_AT");
     if (at && *at) {
@@ -82,17 +99,14 @@ static uint64_t object_size(ObjectID obj) {
     return 0;
 }
 
-/* One reference, with the offset in the object it was found at (the GC reports an
- * object's references in the order of their slots, so one forward scan finds them all). */
-static void write_ref(ObjectID obj, uint64_t size, ObjectID ref, uint64_t *at) {
+/* Where in the object `ref` is stored, scanning on from *at (the GC reports an object's
+ * references in the order of their slots, so one forward scan finds them all); ~0 if not. */
+static uint64_t ref_offset(ObjectID obj, uint64_t size, ObjectID ref, uint64_t *at) {
     uint64_t off = *at;
     while (off + sizeof(ObjectID) <= size && *(const ObjectID *)(obj + off) != ref) off += sizeof(ObjectID);
-    if (off + sizeof(ObjectID) <= size) {
-        fprintf(g_census, "%lx@%lx", (unsigned long)ref, (unsigned long)off);
-        *at = off + sizeof(ObjectID);
-    } else {
-        fprintf(g_census, "%lx", (unsigned long)ref);
-    }
+    if (off + sizeof(ObjectID) > size) return ~0ull;
+    *at = off + sizeof(ObjectID);
+    return off;
 }
 
 static void write_object(ObjectID obj, ClassID cls, uint64_t size, ULONG n, const ObjectID *refs) {
@@ -103,13 +117,14 @@ static void write_object(ObjectID obj, ClassID cls, uint64_t size, ULONG n, cons
     if (n > CENSUS_MAX_OBJECT_REFS) n = CENSUS_MAX_OBJECT_REFS;
     g_objects_written++;
     g_refs_written += n;
-    fprintf(g_census, "o\t%lx\t%lx\t%llu\t", (unsigned long)obj, (unsigned long)cls, (unsigned long long)size);
+    uint64_t head[4] = {(uint64_t)obj, (uint64_t)cls, size, n}, pair[2];
+    fwrite(head, sizeof head, 1, g_objects_file);
     uint64_t at = sizeof(void *); /* past the method table pointer */
     for (ULONG i = 0; i < n; i++) {
-        if (i) fputc(',', g_census);
-        write_ref(obj, size, refs[i], &at);
+        pair[0] = (uint64_t)refs[i];
+        pair[1] = ref_offset(obj, size, refs[i], &at);
+        fwrite(pair, sizeof pair, 1, g_refs_file);
     }
-    fputc('\n', g_census);
 }
 
 HIDDEN HRESULT cb_ObjectReferences(void *self, ObjectID obj, ClassID cls, ULONG n, ObjectID *refs) {
@@ -160,11 +175,17 @@ static void write_totals(census_class_t *c) {
 }
 
 static void close_census(void) {
+    int graph_bad = ferror(g_objects_file) | ferror(g_refs_file);
+    graph_bad |= fclose(g_objects_file) != 0;
+    graph_bad |= fclose(g_refs_file) != 0;
+    if (graph_bad) fprintf(g_census, "graph-unwritten\n"); /* an unknown record: the reader refuses it */
+    fprintf(g_census, "graph\t%llu\t%llu\n", (unsigned long long)g_objects_written,
+            (unsigned long long)g_refs_written);
     fprintf(g_census, "end\n");
     int bad = ferror(g_census);
     if (fclose(g_census) != 0 || bad || rename(g_tmp, g_target) != 0) {
         say("profkit: clr: cannot write the heap census %s: %s", g_target, strerror(errno));
-        unlink(g_tmp);
+        unlink(g_tmp), unlink(g_objects_path), unlink(g_refs_path);
     }
     g_census = NULL;
 }

@@ -16,7 +16,7 @@
  * Memory: per class seen (at most CENSUS_MAX_CLASSES) a table entry, the ids of the
  * methods holding stack roots (at most CENSUS_MAX_METHODS) and of the classes loaded
  * (at most CENSUS_MAX_LOADED); objects and their references
- * go straight to the file, at most CENSUS_MAX_OBJECTS objects with references and
+ * go straight to the graph files (census.c), at most CENSUS_MAX_OBJECTS objects with references and
  * CENSUS_MAX_REFS references in all (beyond those, totals stay exact, chains may miss).
  */
 #ifndef PROFKIT_CLR_CENSUS_H
