@@ -48,6 +48,27 @@ def test_the_census_holds_what_the_program_held_at_that_moment(at_program: Path)
     assert "Phase.Second" not in proc.stderr
 
 
+def test_a_crash_after_the_census_keeps_it_and_its_own_status(
+    at_program: Path, compile_program: Callable[[str], Path], dotnet_host: Host
+) -> None:
+    # how the runtime ends a program on an unhandled exception (abort()), without profkit
+    bare = subprocess.run(
+        [dotnet_host.path, str(compile_program("Census")), "crash"],
+        capture_output=True,
+        timeout=TIMEOUT,
+    )
+    proc = heap_run("--at", "3s", str(at_program), "3", "crash")
+    if proc.stdout == "late\n":
+        pytest.skip("the machine was too slow to fill the first phase within 3 s")
+    assert proc.stdout == "second 4\n"
+    assert "census-at crash" in proc.stderr  # the runtime's own report of it
+    assert proc.returncode == bare.returncode != 0
+    size, name, chain = top(proc.stderr)  # the census of 3 s, taken before the crash
+    assert name == "System.Byte[]" and size >= 24 * MIB
+    assert chain.startswith("[static] CensusAt.Core.Phase.First")
+    assert "forced at " in proc.stderr
+
+
 def test_a_program_ending_first_has_the_end_census_and_says_so(at_program: Path) -> None:
     proc = heap_run("--at", "600s", str(at_program), "600", "early")
     assert proc.returncode == 0, proc.stderr

@@ -2,7 +2,8 @@
 // 24 MiB of byte arrays until the census's forced GC has happened (the program sees it as
 // GC.CollectionCount(2) rising once it is older than the time asked for), then another
 // holds 32 MiB of long arrays until the end. Arguments: the seconds asked for (the test's
-// --at), and "early" to end at once, before that time.
+// --at), and "early" to end at once, before that time, or "crash" to die of an unhandled
+// exception after the census.
 using System;
 using System.Collections.Generic;
 using System.Diagnostics;
@@ -49,6 +50,7 @@ namespace CensusAt.Core
             Phase.Second = new List<long[]>();
             for (int i = 0; i < 4; i++) Phase.Second.Add(new long[1024 * 1024]);
             Console.WriteLine("second " + Phase.Second.Count);
+            if (args.Length > 1 && args[1] == "crash") throw new InvalidOperationException("census-at crash");
             return 0;
         }
     }
