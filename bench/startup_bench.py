@@ -35,6 +35,10 @@ an editable checkout's sources at install); ``--drop-pycache`` first deletes pro
 ``__pycache__`` directories, the worst case (every profkit module compiled each run, as in a
 checkout whose sources changed since it was installed).
 
+The profkit rows run with the calibration's costs cached (a cache of the bench's own,
+filled by three runs first: a user's runs after their first three); the ``calibrating``
+row is a run that measures them (``PROFKIT_CALIBRATION_CACHE=0``), as those first runs do.
+
 ``--modules`` prints, per path, the modules profkit itself had imported when the program's
 first line ran (``sys.modules`` minus what a bare interpreter has), the import budget that
 ``tests/cli/test_startup_imports.py`` guards.
@@ -56,22 +60,39 @@ EMPTY = "pass\n"
 MODULES_PROBE = "import sys\nprint(' '.join(sorted(sys.modules)))\n"
 
 
+#: Runs that fill the calibration's cache (profkit/profilers/elt/calcache.py) before a row counts.
+CACHE_RUNS = 3
+
+
 def _rows(python: str, script: str, out: str) -> dict[str, tuple[list[str], dict[str, str]]]:
-    """name -> (command, extra environment)."""
+    """name -> (command, extra environment).
+
+    The profkit rows keep the calibration's costs in a cache of the bench's own (warmed
+    by :data:`CACHE_RUNS` runs first), as every run after a user's first three does; the
+    ``calibrating`` row measures them, as those first runs do (``PROFKIT_CALIBRATION_CACHE=0``).
+    """
     console = os.path.join(os.path.dirname(python), "profkit")
     run = ["run", "--no-subprocesses"]
     sample = [python, "-m", "profkit", *run, "--no-tree", "--mode", "sample"]
+    cache = {"PROFKIT_CALIBRATION_CACHE": out + ".calibration"}
     rows: dict[str, tuple[list[str], dict[str, str]]] = {
         "bare": ([python, script], {}),
         "cProfile -o": ([python, "-m", "cProfile", "-o", out + ".pstats", script], {}),
         "profkit -m, --no-tree": (
             [python, "-m", "profkit", *run, "--no-tree", "-o", out + ".1.json", script],
-            {},
+            cache,
         ),
-        "profkit -m, tree": ([python, "-m", "profkit", *run, "-o", out + ".2.json", script], {}),
+        "  calibrating (no cache)": (
+            [python, "-m", "profkit", *run, "--no-tree", "-o", out + ".6.json", script],
+            {"PROFKIT_CALIBRATION_CACHE": "0"},
+        ),
+        "profkit -m, tree": (
+            [python, "-m", "profkit", *run, "-o", out + ".2.json", script],
+            cache,
+        ),
         "profkit script, --no-tree": (
             [console, *run, "--no-tree", "-o", out + ".3.json", script],
-            {},
+            cache,
         ),
         "profkit -m, sample": (
             [*sample, "-o", out + ".4.json", script],
@@ -180,8 +201,9 @@ def bench(python: str, rounds: int) -> None:
         Path(script).write_text(EMPTY)
         rows = _rows(python, script, os.path.join(tmp, "out"))
         envs = {name: _clean_env(extra) for name, (_, extra) in rows.items()}
-        for name, (cmd, _) in rows.items():  # warm-up: bytecode caches, file cache
-            _once(cmd, envs[name])
+        for name, (cmd, _) in rows.items():  # warm-up: byte code, file and calibration caches
+            for _ in range(CACHE_RUNS):
+                _once(cmd, envs[name])
         results: dict[str, list[tuple[float, float, int]]] = {name: [] for name in rows}
         for _ in range(rounds):
             for name, (cmd, _) in rows.items():
@@ -241,7 +263,8 @@ def instructions(python: str) -> None:
         counts = {}
         for name, (cmd, extra) in rows.items():
             env = _clean_env(extra)
-            _once(cmd, env)  # bytecode caches written, as in the timed runs
+            for _ in range(CACHE_RUNS):  # byte code and calibration caches written
+                _once(cmd, env)
             counts[name] = _instructions(cmd, env)
     bare, cprofile = counts["bare"], counts["cProfile -o"]
     print(f"  {'':<27}{'instructions':>14}{'added':>10}{'× cProfile (added)':>20}")
