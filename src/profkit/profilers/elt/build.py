@@ -13,7 +13,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from profkit.api import FunctionInfo, ProfilerInfo
 from profkit.api.ids import FunctionId
@@ -21,11 +21,13 @@ from profkit.calltree.model import CallNode, CallProfile, Frame, Span, ThreadTre
 from profkit.profilers.elt import calibrate, flat
 from profkit.profilers.elt.compensate import compensate_rows
 from profkit.profilers.elt.config import EltSettings
-from profkit.profilers.elt.sampling import SampledTrees
-from profkit.profilers.elt.sinks import LineFlusher, UdpSender
 from profkit.profilers.elt.threads import ThreadMark
 from profkit.profilers.elt.trace import PythonRecorder, Stack
 from profkit.profilers.elt.tree import convert
+
+if TYPE_CHECKING:
+    from profkit.profilers.elt.sampling import SampledTrees
+    from profkit.profilers.elt.sinks import LineFlusher, UdpSender
 
 
 class Results:

@@ -25,7 +25,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from profkit.api import CallEvents, EventMask, FunctionInfo, ProfilerInfo
 from profkit.api.ids import FunctionId, ThreadId
@@ -36,11 +36,13 @@ from profkit.profilers.elt.attach import AttachWatch
 from profkit.profilers.elt.build import Results
 from profkit.profilers.elt.config import EltSettings
 from profkit.profilers.elt.names import INTERNAL_MODULES, full_name, module_of
-from profkit.profilers.elt.sampling import SampledTrees
-from profkit.profilers.elt.sinks import LineFlusher, Sink, TextSink, UdpSender
 from profkit.profilers.elt.threads import ThreadMark, this_thread
 from profkit.profilers.elt.trace import LineRecorder, PythonRecorder, Stack
 from profkit.profilers.elt.tree import Node
+
+if TYPE_CHECKING:  # imported where used: most runs neither sample nor write event lines
+    from profkit.profilers.elt.sampling import SampledTrees
+    from profkit.profilers.elt.sinks import LineFlusher, UdpSender
 
 _perf_counter_ns = time.perf_counter_ns
 _time_ns = time.time_ns
@@ -143,6 +145,8 @@ class EltProfiler(Results, SettingsProfiler):
             self._paused = self._resume_after_attach = True
             self._watch.note()
         if self.settings.mode == "sample":
+            from profkit.profilers.elt.sampling import SampledTrees
+
             self._sampled = SampledTrees(info, self.accepts)
             info.set_event_mask(EventMask.SAMPLING)
         else:
@@ -243,17 +247,11 @@ class EltProfiler(Results, SettingsProfiler):
     def _open_sinks(self) -> None:
         if self._on_line is not None:
             self._emit = self._on_line
-            return
-        sinks: list[Sink] = []
-        if self.settings.stream:
-            sinks.append(TextSink(self.settings.stream))
-        if self.settings.udp is not None:
-            self._udp = UdpSender(self.settings.udp)
-            sinks.append(self._udp)
-        if sinks:
-            self._flusher = LineFlusher(sinks)
+        elif self.settings.stream or self.settings.udp is not None:
+            from profkit.profilers.elt.sinks import open_sinks  # only with event lines
+
+            self._flusher, self._udp = open_sinks(self.settings.stream, self.settings.udp)
             self._emit = self._flusher.append
-            self._flusher.start()
 
     def accepts(self, info: FunctionInfo) -> bool:
         """The capture-time filter (:meth:`SettingsProfiler.accepts`), which also lets the

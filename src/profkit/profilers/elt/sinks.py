@@ -237,3 +237,17 @@ class LineFlusher:
                 self._reported = self._dropped
         for sink in self.sinks:
             sink.close()
+
+
+def open_sinks(
+    stream: str | None, udp: tuple[str, int] | None
+) -> tuple[LineFlusher, UdpSender | None]:
+    """The started flusher of the event lines' sinks (``--stream``, ``--udp``; at least
+    one given), and the UDP sender among them (its counts go in the metadata)."""
+    sinks: list[Sink] = [TextSink(stream)] if stream else []
+    sender = UdpSender(udp) if udp is not None else None
+    if sender is not None:
+        sinks.append(sender)
+    flusher = LineFlusher(sinks)
+    flusher.start()
+    return flusher, sender
