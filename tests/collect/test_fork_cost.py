@@ -150,6 +150,7 @@ def test_a_recorder_inherited_by_a_forked_child_is_mute_there(tmp_path: Path) ->
 KEEP = """\
 import os, sys
 import profkit.collect as collect
+os.environ["CHANGED"] = "1"  # not the environment the parent's profiler was made from
 r, w = os.pipe()
 pid = os.fork()
 if pid == 0:
@@ -166,7 +167,8 @@ def test_a_forked_child_keeps_the_parents_session_without_tearing_it_down(
     tmp_path: Path,
 ) -> None:
     """The dropped session is kept (inactive), not freed: freeing the parent's call tree
-    and tables wrote to every page of them in each child."""
+    and tables wrote to every page of them in each child. (A child whose environment is
+    the parent's keeps the session itself, reset in place: test_fork_reset.py.)"""
     (tmp_path / "keep.py").write_text(KEEP)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PROFKIT_")} | {
         "PROFKIT_ENABLE_PROFILING": "1",

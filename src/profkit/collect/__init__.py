@@ -193,7 +193,9 @@ _inherited: list[AttachedSession] = []
 
 
 def _after_fork_in_child() -> None:
-    """A forked child: drop the parent's session, attach a fresh profiler if env asks.
+    """A forked child: go on with the parent's profiler reset in place when the start-up
+    hook attached it and would attach the same one here (``startup.resume_in_child``),
+    else drop the parent's session and attach a fresh profiler if the environment asks.
 
     Each process gets its own profiler instance, as each CLR process loads its own.
     ``multiprocessing`` fork workers leave through ``os._exit`` (no ``atexit``), so the
@@ -203,18 +205,24 @@ def _after_fork_in_child() -> None:
     global _current, _lock
     # A lock another thread held at fork() stays held here forever: start afresh.
     _lock = threading.RLock()
-    current = _current
-    if current is not None:
-        current._session.drop_after_fork()
-        _inherited.append(current)  # never freed here: see _inherited
-        _current = None
     from profkit.collect import startup
 
-    startup._reset_after_fork()
-    if startup.enabled():
-        attached = startup.process_startup()
+    current = _current
+    attached: AttachedSession | None = None
+    if current is not None:
+        if startup.resume_in_child(current):
+            attached = current  # the same profiler, reset in place: no new session
+        else:
+            current._session.drop_after_fork()
+            _inherited.append(current)  # never freed here: see _inherited
+            _current = None
+    if attached is None:
+        startup._reset_after_fork()
+        if startup.enabled():
+            attached = startup.process_startup()
+    if attached is not None:
         mp_util = sys.modules.get("multiprocessing.util")
-        if attached is not None and mp_util is not None:
+        if mp_util is not None:
             # multiprocessing's child bootstrap clears the finalizer registry and then
             # runs its after-fork callbacks: register the finalizer from one of those.
             mp_util.register_after_fork(attached, _register_mp_finalizer)

@@ -46,3 +46,12 @@ class Backend(Protocol):
         """In a forked child: take the hooks out of the interpreter, as :meth:`stop` does,
         but leave what they recorded untouched: it is the parent's, and tearing it down
         would write to (so copy) every page of it, for nothing (issue 22, item 13)."""
+
+    #: Whether this part can go on in a forked child, for the profiler reset there in
+    #: place (:meth:`resume_after_fork`); False: it is abandoned and a new session made.
+    resumes_after_fork: bool
+
+    def resume_after_fork(self) -> None:
+        """In a forked child, once the profiler was reset in place: record again, with
+        the hooks and tables as they are (building them anew in the child ran Python
+        code whose every touched page was copied from the parent: issue 22, item 13)."""

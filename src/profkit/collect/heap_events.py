@@ -70,6 +70,12 @@ class HeapEvents:
         """In a forked child: as :meth:`stop` (nothing of the parent's is torn down)."""
         self.stop()
 
+    #: the sampler's log and the live objects are the parent's: a new session is made
+    resumes_after_fork = False
+
+    def resume_after_fork(self) -> None:
+        """Never called (:attr:`resumes_after_fork` is False)."""
+
     def rearm(self) -> None:
         """``OBJECT_ALLOCATED`` is immutable: nothing to re-read."""
 

@@ -76,6 +76,12 @@ class SideHooks:
         """In a forked child: as :meth:`stop` (nothing of the parent's is torn down)."""
         self.stop()
 
+    #: threading's, the import system's and gc's hooks are the same in a forked child
+    resumes_after_fork = True
+
+    def resume_after_fork(self) -> None:
+        """In a forked child: nothing to do (every hook is still installed)."""
+
     def rearm(self) -> None:
         """Re-read the mask (THREADS, MODULE_LOADS and GC are mutable)."""
         self.stop()

@@ -119,6 +119,13 @@ class MonitoringBackend:
         """In a forked child: as :meth:`stop` (nothing of the parent's is torn down)."""
         self.stop()
 
+    #: the tools stay claimed in a forked child; the recorder's callbacks are mute there
+    #: until the profiler is reset, and the discovery callbacks only classify code
+    resumes_after_fork = True
+
+    def resume_after_fork(self) -> None:
+        """In a forked child: nothing to do (the verdicts and local events hold there)."""
+
     def rearm(self) -> None:
         """Mask or filter changed: forget every verdict and start discovery again."""
         tools = self.tools

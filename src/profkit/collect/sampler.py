@@ -66,6 +66,12 @@ class NullBackend:
         """In a forked child: as :meth:`stop` (nothing of the parent's is torn down)."""
         self.stop()
 
+    #: only ever beside the sampler, whose thread a forked child lacks: a new session
+    resumes_after_fork = False
+
+    def resume_after_fork(self) -> None:
+        """Never called (:attr:`resumes_after_fork` is False)."""
+
     def rearm(self) -> None:
         """Nothing to re-read."""
 
@@ -124,6 +130,12 @@ class Sampler:
     def abandon(self) -> None:
         """In a forked child: as :meth:`stop` (nothing of the parent's is torn down)."""
         self.stop()
+
+    #: its thread does not exist in a forked child: a new session is made there
+    resumes_after_fork = False
+
+    def resume_after_fork(self) -> None:
+        """Never called (:attr:`resumes_after_fork` is False)."""
 
     def rearm(self) -> None:
         """SAMPLING is immutable, so nothing changes."""

@@ -187,6 +187,30 @@ class Session:
         self._take_down_parts(abandon=True)
         _on_detached(self)
 
+    def reset_after_fork(self) -> bool:
+        """In a forked child: go on recording for the child, the hooks kept as they are
+        and the profiler reset in place (its ``reset_after_fork()``, which says whether
+        it could). False, with nothing changed but the lock, when a part or the profiler
+        cannot: the caller then drops this session and attaches a new one.
+
+        Building a new session ran a thousand lines of Python in every child, and each
+        page they touched (code objects, dicts, refcounts) was copied from the parent
+        (issue 22, item 13); this runs a few dozen.
+        """
+        self._lock = threading.RLock()  # see drop_after_fork
+        parts = [part for part in [self.backend, *self.extras] if part is not None]
+        if not self.active or not all(part.resumes_after_fork for part in parts):
+            return False
+        reset = getattr(self.profiler, "reset_after_fork", None)
+        try:  # the profiler's own method: a failure means a new session, never the program's
+            if reset is None or not reset():
+                return False
+        except Exception:
+            return False
+        for part in parts:
+            part.resume_after_fork()
+        return True
+
     def _take_down_parts(self, *, abandon: bool) -> None:
         """Stop (or, in a forked child, abandon) the tracing backend, then the extras;
         a part that fails to stop must not fail the program."""

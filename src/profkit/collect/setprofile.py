@@ -109,6 +109,16 @@ class SetprofileBackend:
         else:
             sys.setprofile(None)
 
+    #: the hook stays installed, mute from the fork on (``_profhook``) until resumed
+    resumes_after_fork = True
+
+    def resume_after_fork(self) -> None:
+        """In a forked child: the C hook, mute since the fork, records again (its
+        Python twin never went mute: the profiler's recorder ignored it meanwhile)."""
+        resume = getattr(self._hook, "resume_after_fork", None)
+        if resume is not None:
+            resume()
+
     def rearm(self) -> None:
         """Rebuild the hook from the new plan."""
         self.stop()

@@ -59,6 +59,30 @@ def _reset_after_fork() -> None:
     _done = False
 
 
+#: [the session process_startup attached, its profiler spec, the environment's key]:
+#: a forked child whose environment is the same resets it in place (:func:`resume_in_child`)
+_attached: list[Any] = []
+
+
+def resume_in_child(current: Any) -> bool:
+    """In a forked child: go on with ``current``, the parent's session, the profiler reset
+    in place, when this hook would attach the same profiler from the same environment
+    here (issue 22, item 13; see ``Session.reset_after_fork``). False: it could not, and
+    the caller drops it and attaches anew."""
+    if not _attached or _attached[0] is not current or not enabled():
+        return False
+    from profkit.runner import activation
+
+    same = os.environ.get(PROFILER_VAR, "").strip() == _attached[1]
+    if not same or activation.environ_key(os.environ) != _attached[2]:
+        return False
+    if not current._session.reset_after_fork():
+        return False
+    activation.forked()
+    terminate.install()  # the deadline timer is not inherited (see terminate.install)
+    return True
+
+
 def enabled(environ: Any = None) -> bool:
     """Whether the environment asks for a profiler."""
     env = os.environ if environ is None else environ
@@ -104,6 +128,7 @@ def process_startup() -> Any:
         )
         if attached.active:  # recording: no import here (it would be in the profile)
             terminate.install()  # Pool.terminate()'s SIGTERM saves before it kills
+            _attached[:] = [attached, spec, activation.environ_key(os.environ)]
         return attached
     except BaseException as exc:  # a profiler's SystemExit/KeyboardInterrupt too
         _report(f"profkit: cannot attach profiler {spec!r}: {type(exc).__name__}: {exc}")

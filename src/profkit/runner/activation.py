@@ -101,13 +101,13 @@ _parsed: dict[object, Settings] = {}
 
 def settings_from(environ: Mapping[str, str]) -> Settings:
     """:meth:`Settings.from_env`, remembered (a bad value raises, and is not kept)."""
-    settings = _parsed.get(key := _environ_key(environ))
+    settings = _parsed.get(key := environ_key(environ))
     if settings is None:
         settings = _parsed[key] = Settings.from_env(environ)
     return settings
 
 
-def _environ_key(environ: Mapping[str, str]) -> object:
+def environ_key(environ: Mapping[str, str]) -> object:
     """What the settings depend on, cheaply. For ``os.environ``: its raw items as they
     stand, taken in C (decoding and filtering forty variables in Python was a third of
     what a forked child spent re-attaching); for any other mapping: the ``PROFKIT_*``
@@ -116,6 +116,13 @@ def _environ_key(environ: Mapping[str, str]) -> object:
     if isinstance(raw, dict):
         return tuple(raw.items())
     return tuple(sorted((k, v) for k, v in environ.items() if k.startswith("PROFKIT_")))
+
+
+def forked() -> None:
+    """In a forked child going on with its parent's profiler (reset in place): the saver
+    has saved nothing here yet."""
+    if _current is not None:
+        _current.saved_path = None
 
 
 def disown() -> None:

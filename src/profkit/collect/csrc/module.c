@@ -210,6 +210,21 @@ Hook_dealloc(Hook *self)
     Py_DECREF(type);
 }
 
+/* In a forked child: this hook, inherited and mute since the fork, records again (for
+ * the profiler the collector reset in place: same tables, same callbacks). */
+static PyObject *
+Hook_resume_after_fork(Hook *self, PyObject *Py_UNUSED(ignored))
+{
+    self->fork_generation = ph_fork_generation;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef Hook_methods[] = {
+    {"resume_after_fork", (PyCFunction)Hook_resume_after_fork, METH_NOARGS,
+     "In a forked child: record again (the hook is mute there from the fork on)."},
+    {NULL, NULL, 0, NULL},
+};
+
 /* Python's own tables are read by setprofile.Backend.stop() (status.clear()). */
 static PyMemberDef Hook_members[] = {
     {"status", T_OBJECT, offsetof(Hook, status), READONLY, "fid -> status (shared)"},
@@ -224,6 +239,7 @@ static PyType_Slot Hook_slots[] = {
     {Py_tp_clear, Hook_clear},
     {Py_tp_dealloc, Hook_dealloc},
     {Py_tp_members, Hook_members},
+    {Py_tp_methods, Hook_methods},
     {Py_tp_new, PyType_GenericNew},
     {0, NULL},
 };

@@ -31,7 +31,7 @@ from profkit.api import CallEvents, EventMask, FunctionInfo, ProfilerInfo
 from profkit.api.ids import FunctionId, ThreadId
 from profkit.calltree.model import CallProfile
 from profkit.profilers.base import SettingsProfiler
-from profkit.profilers.elt import calcache, calibrate, ccalls, native
+from profkit.profilers.elt import calcache, calibrate, ccalls, forked, native
 from profkit.profilers.elt.attach import AttachWatch
 from profkit.profilers.elt.build import Results
 from profkit.profilers.elt.config import EltSettings
@@ -282,6 +282,9 @@ class EltProfiler(Results, SettingsProfiler):
         if self._info is not None:
             with contextlib.suppress(Exception):
                 self._info.set_event_mask(EventMask.NONE)
+
+    #: in a forked child: record the child alone from here on (:mod:`.forked`)
+    reset_after_fork = forked.reset
 
     def quiet_this_thread(self) -> None:
         """Record nothing more on the calling thread (its stack so far is kept).

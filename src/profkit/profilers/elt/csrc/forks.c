@@ -32,3 +32,32 @@ elt_watch_forks(void)
     }
     return 0;
 }
+
+ELT_HIDDEN uint64_t elt_next_serial = 1;
+
+/* In a forked child, the recorder inherited from the parent starts afresh in place: no
+ * thread, no span, a new serial and thread-state-dict key (so this thread's entry, and
+ * the thread-local cache, name the parent's tree no more), and the child's generation,
+ * so its events are recorded again. The same object stays bound in the collector's hooks
+ * (nothing to rebuild there). The parent's trees and spans are left as they are, never
+ * freed: their pages are shared with the parent until written, and freeing them wrote
+ * every one (issue 22, item 13). */
+ELT_HIDDEN PyObject *
+Recorder_reset_after_fork(Recorder *self, PyObject *Py_UNUSED(ignored))
+{
+    uint64_t serial = elt_next_serial++;
+    PyObject *key = PyUnicode_FromFormat("profkit.profilers.elt._native#%llu",
+                                         (unsigned long long)serial);
+    if (key == NULL) {
+        return NULL;
+    }
+    Py_SETREF(self->key, key);
+    self->serial = serial;
+    self->first = self->last = NULL;
+    self->spans = NULL;
+    self->nspans = self->spans_alloc = 0;
+    self->spans_dropped = 0;
+    self->stopped = self->exporting = 0;
+    self->fork_generation = elt_fork_generation;
+    Py_RETURN_NONE;
+}

@@ -3,8 +3,6 @@
 #include "../../../_pyerr_compat.h"
 #include "../../../_idcall.h"
 
-static uint64_t next_serial = 1;
-
 /* Hand the pending exception to on_error (the collector's failure rule), never straight
  * into the program. Returns -1 with an exception set only when on_error itself raised:
  * that is how the rule re-raises an exception that is the program's (one raised by its
@@ -207,7 +205,7 @@ Recorder_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (self == NULL) {
         return NULL;
     }
-    self->serial = next_serial++;
+    self->serial = elt_next_serial++;
     self->fork_generation = elt_fork_generation;
     self->key = PyUnicode_FromFormat("profkit.profilers.elt._native#%llu",
                                      (unsigned long long)self->serial);
@@ -331,6 +329,8 @@ static PyMethodDef Recorder_methods[] = {
      "Record nothing more on the calling thread (what it recorded is kept)."},
     {"export_flat", (PyCFunction)(void (*)(void))Recorder_export_flat, METH_FASTCALL,
      "export_flat(now, frame_of) -> (closed, [(token, rows)] or None): see flat.c."},
+    {"reset_after_fork", (PyCFunction)Recorder_reset_after_fork, METH_NOARGS,
+     "In a forked child: record afresh, the parent's trees left untouched (forks.c)."},
     {"stop", (PyCFunction)Recorder_stop, METH_NOARGS,
      "stop(): record nothing more; export_flat then takes the trees (see export.c)."},
     {"export", (PyCFunction)Recorder_export, METH_O,

@@ -129,6 +129,7 @@ ELT_HIDDEN extern const char *const OPEN_WORD[2];
 /* forks.c: bumped in a forked child before any Python code runs there (see forks.c) */
 ELT_HIDDEN extern unsigned long elt_fork_generation;
 ELT_HIDDEN int elt_watch_forks(void);
+ELT_HIDDEN extern uint64_t elt_next_serial; /* the next Recorder's serial (module.c, forks.c) */
 ELT_HIDDEN extern const char *const CLOSE_WORD[2];
 
 typedef struct Thread {
@@ -212,6 +213,7 @@ ELT_HIDDEN Thread *lookup_thread(Recorder *self);
 ELT_HIDDEN Thread *known_thread(Recorder *self);
 ELT_HIDDEN PyObject *Recorder_quiet_this_thread(Recorder *self, PyObject *ignored);
 ELT_HIDDEN void forget_this_thread(Recorder *self);
+ELT_HIDDEN PyObject *Recorder_reset_after_fork(Recorder *self, PyObject *ignored); /* forks.c */
 
 static inline Thread *
 current_thread(Recorder *self)
