@@ -137,10 +137,8 @@ def _frame_table(profile: CallProfile, table: _Frames) -> dict[str, list[Any]]:
     page uses, in the page's numbering."""
     frames = profile.frames
     used = sorted(table.index, key=table.index.__getitem__)
-    own = own_frames(profile)
-    if not any(own):  # nothing names the program (a .NET or hand-made profile)
-        own = [not (is_import(f) or f.name.startswith(_FRAMEWORK)) for f in frames]
     builtin = c_functions(profile)
+    own = _own(profile, builtin)
     base = _script_dir(profile, own)
     return {
         "names": [frames[f].name for f in used],
@@ -149,6 +147,28 @@ def _frame_table(profile: CallProfile, table: _Frames) -> dict[str, list[Any]]:
         "own": [1 if own[f] else 0 for f in used],
         "pkg": [_package(frames[f], f < len(builtin) and builtin[f]) for f in used],
     }
+
+
+def _own(profile: CallProfile, builtin: list[bool]) -> list[bool]:
+    """The program's own frames: the report's rule (:func:`own_frames`); where it names
+    none, the frames of the file the program was started from (``-m json.tool`` runs
+    ``json/tool.py``, which is in the standard library, so the report's rule finds no
+    ``__main__``); where there is none either (.NET, hand-made profiles), every frame but
+    import machinery, C functions and the .NET framework's namespaces."""
+    own = own_frames(profile)
+    if any(own):
+        return own
+    frames = profile.frames
+    argv = profile.metadata.get("argv")
+    main = str(argv[0]) if isinstance(argv, list) and argv else ""
+    if os.path.isabs(main):
+        started = [f.file == main for f in frames]
+        if any(started):
+            return started
+    return [
+        not (is_import(f) or f.name.startswith(_FRAMEWORK) or (i < len(builtin) and builtin[i]))
+        for i, f in enumerate(frames)
+    ]
 
 
 def _package(frame: Frame, builtin: bool) -> str:
@@ -161,11 +181,24 @@ def _package(frame: Frame, builtin: bool) -> str:
 
 
 def _script_dir(profile: CallProfile, own: list[bool]) -> str:
-    """The directory of the program's first own file (paths under it are shown relative)."""
+    """The directory of the program's first own file outside installed code (paths under it
+    are shown relative to it)."""
     for f, mine in zip(profile.frames, own, strict=False):
-        if mine and os.path.isabs(f.file):
+        if mine and os.path.isabs(f.file) and _from_package(f.file) is None:
             return os.path.dirname(f.file) + os.sep
     return ""
+
+
+def _from_package(path: str) -> str | None:
+    """``json/tool.py`` for a file of the standard library or an installed package (the
+    path from its top-level package down), ``None`` for any other file."""
+    parts = path.split(os.sep)
+    for i in range(len(parts) - 1, 0, -1):
+        if parts[i - 1] in _INSTALLED or (
+            parts[i - 1].startswith("python3") and i > 1 and parts[i - 2] == "lib"
+        ):
+            return os.sep.join(parts[i:])
+    return None
 
 
 def _short(frame: Frame, base: str) -> str:
@@ -174,14 +207,5 @@ def _short(frame: Frame, base: str) -> str:
     path = frame.file
     if not path:
         return ""
-    if base and path.startswith(base):
-        path = path[len(base) :]
-    else:
-        parts = path.split(os.sep)
-        for i in range(len(parts) - 1, 0, -1):
-            if parts[i - 1] in _INSTALLED or (
-                parts[i - 1].startswith("python3") and i > 1 and parts[i - 2] == "lib"
-            ):
-                path = os.sep.join(parts[i:])
-                break
+    path = path[len(base) :] if base and path.startswith(base) else _from_package(path) or path
     return f"{path}:{frame.line}" if frame.line else path

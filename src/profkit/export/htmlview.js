@@ -182,7 +182,7 @@
       if (rest.length) {
         below.push([n, depth + 1, [rest.length, rest.reduce(function (a, c) { return a + c.total; }, 0)]]);
       }
-      if (trimmed && n.gap > 0) {
+      if (trimmed && n.gap > 0 && !(isHead(n) && !n.open && foldOf(n).count > 0)) {  // else in the group
         below.push([n, depth + 1, null, true]);
       }
       for (var j = below.length - 1; j >= 0; j--) {

@@ -89,7 +89,8 @@ FORMATS: tuple[ExportFormat, ...] = (
         "html",
         (".html",),
         False,
-        "self-contained HTML flame graph (open in any browser, works offline)",
+        "self-contained HTML view: call tree with library frames folded, flame graph, timeline "
+        "(any browser, offline)",
         "html",
         "open {path} in a browser",
     ),
