@@ -225,6 +225,9 @@ CLR_SOURCES = tuple(
         "census_classes",
         "census_names",
         "census_roots",
+        "alloc",
+        "alloc_sites",
+        "alloc_gc",
     )
 )
 CLR_PROFILER = "profkit/clr/libprofkit_clr.so"
@@ -251,7 +254,7 @@ def _build_clr_profiler(root: Path, version: str, build_data: dict[str, Any]) ->
             built = Path(tmp) / "libprofkit_clr.so"
             subprocess.run(
                 [*cc, "-O2", "-std=c11", *warning_flags(), "-fPIC", "-shared",
-                 "-fvisibility=hidden", "-pthread", "-o", str(built), *sources],
+                 "-fvisibility=hidden", "-pthread", "-o", str(built), *sources, "-lm"],
                 check=True, capture_output=True, text=True,
             )  # fmt: skip
             if version == "editable":

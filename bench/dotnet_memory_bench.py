@@ -1,7 +1,14 @@
-"""Memory mode on a .NET program: its estimate against the program's own counts, and its cost.
+"""Memory mode on a .NET program, both engines: estimates against the program's own counts, cost.
 
     python bench/dotnet_memory_bench.py                 # 3 rounds of each, ratio 60
     python bench/dotnet_memory_bench.py --repeat 5 --rounds 100
+
+The engines: ``native`` (libprofkit_clr's ObjectAllocated, sampled by bytes, the default)
+and ``events`` (EventPipe's GCAllocationTick, ``PROFKIT_DOTNET_MEMORY=events``); beside
+them the bare run, trace mode (``profkit run --prefix AllocTest``: the call hooks a shadow
+stack would need) and the native engine with calls hooked too (``PROFKIT_CLR_EVENTS``
+cannot be given to memory mode, so this is ``clr run --clr-events calls,alloc``-like:
+the hooks' cost added to ObjectAllocated's).
 
 The C# program (tests/dotnet/programs/Allocs.cs, ``ratio N``) alternates ``Work.Big`` and
 ``Work.Small``, Big allocating 3 bytes for every byte of Small, and prints on stderr its own
@@ -18,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import resource
 import subprocess
@@ -70,60 +78,110 @@ def children_cpu_ms() -> float:
     return (usage.ru_utime + usage.ru_stime) * 1e3
 
 
+def profiled(
+    command: list[str], engine: str | None
+) -> tuple[subprocess.CompletedProcess[str], float]:
+    """One profkit run, and profkit's own CPU (ms) beside the program's."""
+    env = dict(os.environ)
+    env.pop("PROFKIT_DOTNET_MEMORY", None)
+    if engine:
+        env["PROFKIT_DOTNET_MEMORY"] = engine
+    before = children_cpu_ms()
+    run = subprocess.run([*profkit(), *command], capture_output=True, text=True, env=env)
+    return run, children_cpu_ms() - before
+
+
+def accuracy(engine: str, program: list[str], out: Path, repeat: int) -> list[int]:
+    """``repeat`` memory-mode runs of ``engine``: prints the estimates; the program's CPU."""
+    cpus = []
+    for i in range(repeat):
+        command = ["run", "--mode", "memory", "--prefix", "AllocTest", "-o", str(out), *program]
+        run, spent = profiled(command, engine)
+        big, small, total, cpu = counts(run.stderr)
+        cpus.append(cpu)
+        profile = load(out)
+        est_big = inclusive(profile, "AllocTest.Work.Big")
+        est_small = inclusive(profile, "AllocTest.Work.Small")
+        meta = profile.metadata
+        ratio = est_big / est_small if est_small else float("inf")
+        exact = meta.get("runtime_allocated_bytes")
+        print(
+            f"{engine} {i + 1}: ratio {ratio:.2f} (program's {big / small:.2f}, "
+            f"{100 * (ratio / (big / small) - 1):+.1f} %); Big {est_big / 1e6:.1f} MB vs its own "
+            f"{big / 1e6:.1f} MB ({100 * (est_big / big - 1):+.1f} %); Small {est_small / 1e6:.1f}"
+            f" vs {small / 1e6:.1f} MB ({100 * (est_small / small - 1):+.1f} %); estimate "
+            f"{meta['allocated_bytes'] / 1e6:.1f} MB from {meta['alloc_samples']} samples"
+            + (f", runtime's exact {exact / 1e6:.1f} MB" if exact is not None else "")
+            + f" vs GC.GetTotalAllocatedBytes {total / 1e6:.1f} MB; CPU {cpu} ms "
+            f"(profkit's own {spent - cpu:.0f} ms)"
+        )
+    return cpus
+
+
+def peak(engine: str, dll: Path, rounds: int, out: Path) -> None:
+    """The issue's peak shape: 64 MiB held for a moment among the churn."""
+    hold = [str(dll), "hold", str(max(rounds // 4, 1))]
+    profiled(["run", "--mode", "memory", "-o", str(out), *hold], engine)
+    meta = load(out).metadata
+    if "peak_bytes" in meta:
+        print(f"{engine}: 64 MiB held: peak_bytes {meta['peak_bytes'] / 2**20:.1f} MiB")
+        return
+    gc = meta["gc"]
+    mib = {k: (gc[k] or 0) / 2**20 for k in gc if k.startswith("heap_")}
+    print(
+        f"{engine}: 64 MiB held: no peak view; between {mib['heap_after_full_gc_max_bytes']:.1f}"
+        f" MiB (after a gen-2 GC) and {mib['heap_before_gc_max_bytes']:.1f} MiB (heap before a GC)"
+    )
+
+
+def cost(program: list[str], repeat: int, out: Path) -> dict[str, int]:
+    """Best-of-``repeat`` program CPU: bare, trace mode, native memory with calls hooked."""
+    dotnet = host()
+    best: dict[str, int] = {}
+    for _ in range(repeat):
+        runs = {
+            "bare": subprocess.run([dotnet, *program], capture_output=True, text=True).stderr,
+            "trace (--prefix AllocTest)": profiled(
+                ["run", "--prefix", "AllocTest", "-o", str(out), *program], None
+            )[0].stderr,
+            "native + calls hooked": profiled(
+                [
+                    "clr",
+                    "run",
+                    "--clr-events",
+                    "calls,alloc",
+                    "--prefix",
+                    "AllocTest",
+                    "-o",
+                    str(out),
+                    *program,
+                ],
+                None,
+            )[0].stderr,
+        }
+        for name, stderr in runs.items():
+            best[name] = min(best.get(name, 1 << 62), counts(stderr)[3])
+    return best
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=60)
     args = parser.parse_args()
-    dll, dotnet = build(), host()
+    dll = build()
     program = [str(dll), "ratio", str(args.rounds)]
-    bare_cpu, prof_cpu, profkit_cpu = [], [], []
     print(f"load {load_avg()}; ratio {args.rounds} (Big 3x Small by construction)")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "m.json"
-        for i in range(args.repeat):
-            bare = subprocess.run([dotnet, *program], capture_output=True, text=True)
-            bare_cpu.append(counts(bare.stderr)[3])
-            before = children_cpu_ms()
-            command = ["run", "--mode", "memory", "--prefix", "AllocTest", "-o", str(out)]
-            run = subprocess.run([*profkit(), *command, *program], capture_output=True, text=True)
-            spent = children_cpu_ms() - before
-            big, small, total, cpu = counts(run.stderr)
-            prof_cpu.append(cpu)
-            profkit_cpu.append(spent - cpu)
-            profile = load(out)
-            est_big = inclusive(profile, "AllocTest.Work.Big")
-            est_small = inclusive(profile, "AllocTest.Work.Small")
-            meta = profile.metadata
-            ratio = est_big / est_small if est_small else float("inf")
-            print(
-                f"run {i + 1}: ratio {ratio:.2f} (program's {big / small:.2f}); "
-                f"Big {est_big / 1e6:.1f} MB vs its own {big / 1e6:.1f} MB "
-                f"({100 * (est_big / big - 1):+.1f} %); Small {est_small / 1e6:.1f} vs "
-                f"{small / 1e6:.1f} MB ({100 * (est_small / small - 1):+.1f} %); total "
-                f"{meta['allocated_bytes'] / 1e6:.1f} MB in {meta['alloc_samples']} ticks vs "
-                f"GC.GetTotalAllocatedBytes {total / 1e6:.1f} MB; "
-                f"session from {meta['unseen_start_ns'] / 1e6:.0f} ms; {meta['gc']['count']} GCs"
-            )
-        # the issue's peak shape: 64 MiB held for a moment among the churn
-        hold = [str(dll), "hold", str(max(args.rounds // 4, 1))]
-        subprocess.run(
-            [*profkit(), "run", "--mode", "memory", "-o", str(out), *hold],
-            capture_output=True, text=True,
-        )  # fmt: skip
-        gc = load(out).metadata["gc"]
-        mib = {k: (gc[k] or 0) / 2**20 for k in gc if k.startswith("heap_")}
-        print(
-            f"64 MiB held: peak of live bytes between {mib['heap_after_full_gc_max_bytes']:.1f} "
-            f"MiB (after a gen-2 GC) and {mib['heap_before_gc_max_bytes']:.1f} MiB (heap before "
-            f"a GC); after any GC at most {mib['heap_after_gc_max_bytes']:.1f} MiB; "
-            f"{gc['count']} GCs {gc['by_generation']}"
-        )
-    print(
-        f"program CPU (best of {args.repeat}): bare {min(bare_cpu)} ms, memory mode "
-        f"{min(prof_cpu)} ms ({min(prof_cpu) / min(bare_cpu):.2f}x); profkit's own process "
-        f"{min(profkit_cpu):.0f} ms"
-    )
+        best = cost(program, args.repeat, out)
+        for engine in ("native", "events"):
+            best[f"memory ({engine})"] = min(accuracy(engine, program, out, args.repeat))
+            peak(engine, dll, args.rounds, out)
+    bare = best["bare"]
+    print(f"program CPU, best of {args.repeat} (the program's own process):")
+    for name, cpu in best.items():
+        print(f"  {name:28} {cpu:5} ms  {cpu / bare:.2f}x bare")
 
 
 if __name__ == "__main__":

@@ -23,6 +23,12 @@ from profkit.dotnet.nettracefile import profile_of_file
 from tests.dotnet.conftest import PROGRAMS, RUNTIMECONFIG, profkit
 
 
+@pytest.fixture(autouse=True)
+def eventpipe_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These test the EventPipe engine; the native one (the default) is tests/clr/test_alloc.py's."""
+    monkeypatch.setenv("PROFKIT_DOTNET_MEMORY", "events")
+
+
 @pytest.fixture(scope="module")
 def allocs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The compiled ``Allocs.dll`` (never committed)."""

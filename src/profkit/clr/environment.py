@@ -22,7 +22,7 @@ CLSID = "{819e7006-936b-5188-81a7-ef702afaf9c2}"
 LIBRARY_NAME = "libprofkit_clr.so"
 
 #: Event groups the native profiler knows (PROFKIT_CLR_EVENTS).
-EVENT_GROUPS = ("calls", "exceptions", "threads", "loads", "gc", "jit", "args")
+EVENT_GROUPS = ("calls", "exceptions", "threads", "loads", "gc", "jit", "args", "alloc")
 
 
 def library_path() -> str:
@@ -37,13 +37,13 @@ def library_path() -> str:
 
 
 def parse_events(text: str) -> tuple[str, ...]:
-    """``calls,gc`` -> the groups; ``all`` is every group but ``args``."""
+    """``calls,gc`` -> the groups; ``all`` is every group but ``args`` and ``alloc``."""
     groups: list[str] = []
     for part in (p.strip() for p in text.split(",")):
         if not part:
             continue
         if part == "all":
-            groups.extend(g for g in EVENT_GROUPS if g != "args")
+            groups.extend(g for g in EVENT_GROUPS if g not in ("args", "alloc"))
         elif part in EVENT_GROUPS:
             groups.append(part)
         else:

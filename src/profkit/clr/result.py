@@ -9,6 +9,7 @@ cut short). docs/clr.md documents every record; in short::
     module <id> <base> <flags> <path>      code <start> <size> jit|r2r <module id> <name>
     event <t> <tid> <kind> <text>          (exception, catch, thread-*, module, assembly, gc-*)
     span <tid> <method> <start> <end> <depth>              (with PROFKIT_TIMELINE)
+    alloc, atype, aframe, asite, athread                   (with alloc: clr/allocrecords.py)
 
 Every field is checked; a bad line is one :class:`~profkit.errors.FormatError` naming the
 file and the line. Nodes are in creation order, so a parent always precedes its children.
@@ -17,6 +18,7 @@ file and the line. Nodes are in creation order, so a parent always precedes its 
 from __future__ import annotations
 
 from profkit._record import field, record
+from profkit.clr.allocrecords import ALLOC_FIELDS, AllocResult, read_alloc_record
 from profkit.errors import FormatError
 
 MAGIC = "profkit-clr"
@@ -98,6 +100,7 @@ class ClrResult:
     events: list[Event] = field(default_factory=list)
     spans: list[SpanRecord] = field(default_factory=list)
     spans_dropped: int = 0
+    alloc: AllocResult | None = None  #: with PROFKIT_CLR_EVENTS=alloc (clr/allocrecords.py)
 
 
 def _int(text: str, base: int, what: str, path: str, line: int) -> int:
@@ -139,6 +142,7 @@ _FIELDS = {
     "event": 4,
     "span": 5,
     "spans_dropped": 1,
+    **ALLOC_FIELDS,
 }
 _SCALARS = {
     "pid": "pid",
@@ -210,7 +214,11 @@ def _read_record(
     out: ClrResult, record: str, f: list[str], path: str, number: int, known_tids: set[int]
 ) -> None:
     """Add one record (its fields ``f``, counted already) to ``out``."""
-    if record in _SCALARS:
+    if record in ALLOC_FIELDS:
+        if out.alloc is None:
+            out.alloc = AllocResult()
+        read_alloc_record(out.alloc, record, f, path, number)
+    elif record in _SCALARS:
         setattr(out, _SCALARS[record], _int(f[0], 10, record, path, number))
     elif record == "udp":
         out.udp_datagrams = _int(f[0], 10, "udp datagrams", path, number)

@@ -55,6 +55,9 @@ CHOICES: tuple[ProfilerChoice, ...] = (
     ProfilerChoice("trace", ("dotnet",), "profkit.clr.engine:DotnetEngine", profiler=""),
     # Sampled from outside through the runtime's diagnostics port (EventPipe).
     ProfilerChoice("sample", ("dotnet",), "profkit.dotnet.engine:SampleEngine", profiler=""),
+    # Allocations through the native profiler's ObjectAllocated, followed across GCs;
+    # PROFKIT_DOTNET_MEMORY=events chooses the next row (bench/dotnet_memory_bench.py).
+    ProfilerChoice("memory", ("dotnet",), "profkit.clr.memory_engine:NativeMemoryEngine", ""),
     # Allocations from the runtime's own GCAllocationTick events (EventPipe).
     ProfilerChoice("memory", ("dotnet",), "profkit.dotnet.memory_engine:MemoryEngine", ""),
 )

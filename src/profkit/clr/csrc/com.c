@@ -9,6 +9,7 @@
  */
 #include "profiler.h"
 #include "census.h"
+#include "alloc.h"
 
 #include <string.h>
 
@@ -85,6 +86,9 @@ static void build_vtable(void) {
     SET(CB_ClassLoadFinished, cb_ClassLoadFinished);
     SET(CB_ObjectReferences, cb_ObjectReferences);
     SET(CB_RootReferences2, cb_RootReferences2);
+    SET(CB_ObjectAllocated, cb_ObjectAllocated);
+    SET(CB_MovedReferences2, cb_MovedReferences2);
+    SET(CB_SurvivingReferences2, cb_SurvivingReferences2);
 #undef SET
     g_profiler.vtbl = (void *const *)g_cb_vtbl;
 }

@@ -8,6 +8,7 @@
  */
 #include "profiler.h"
 #include "census.h"
+#include "alloc.h"
 
 #include <string.h>
 
@@ -112,12 +113,14 @@ HIDDEN HRESULT cb_GarbageCollectionStarted(void *self, int n, BOOL *gens, int re
     snprintf(text, sizeof text, "%d %s%s%s", gen, reason == 1 ? "induced" : "other",
              n > 3 && gens[3] ? " loh" : "", n > 4 && gens[4] ? " poh" : "");
     record("gc-start", text);
+    if (g_alloc_on) alloc_gc_started(n, gens);
     return S_OK;
 }
 
 HIDDEN HRESULT cb_GarbageCollectionFinished(void *self) {
     (void)self;
     census_gc_finished();
+    if (g_alloc_on) alloc_gc_finished();
     record("gc-end", "");
     return S_OK;
 }

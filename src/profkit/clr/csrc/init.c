@@ -8,6 +8,7 @@
  */
 #include "profiler.h"
 #include "census.h"
+#include "alloc.h"
 
 /* ICorProfilerInfo15 .. ICorProfilerInfo3, newest first: the first one the runtime gives
  * us is the version we hold (3 is the least we need: the mapper and the WithInfo hooks). */
@@ -52,6 +53,8 @@ static HRESULT set_event_mask(void) {
     if (S.events & EV_JIT) mask |= PRF_MONITOR_JIT_COMPILATION | PRF_MONITOR_CACHE_SEARCHES;
     if (S.events & EV_CALLS) mask |= PRF_MONITOR_EXCEPTIONS; /* unwinding pops shadow frames */
     if (g_census) mask |= PRF_MONITOR_GC | PRF_MONITOR_CLASS_LOADS; /* the heap census (census.c) */
+    if (g_alloc_on) /* allocations, followed across GCs, with their stacks (alloc.h) */
+        mask |= PRF_ENABLE_OBJECT_ALLOCATED | PRF_MONITOR_OBJECT_ALLOCATED | PRF_MONITOR_GC | PRF_ENABLE_STACK_SNAPSHOT;
     HRESULT hr;
     if ((S.events & EV_GC) && g_info_version >= 5) {
         high |= PRF_HIGH_BASIC_GC;
@@ -80,7 +83,7 @@ HIDDEN HRESULT cb_Initialize(void *self, void *unk) {
         say("profkit: clr: this runtime has no ICorProfilerInfo3; the program runs unprofiled");
         return E_FAIL;
     }
-    if (open_sinks() < 0 || census_open() < 0) return E_FAIL;
+    if (open_sinks() < 0 || census_open() < 0 || alloc_open() < 0) return E_FAIL;
     HRESULT hr = set_event_mask();
     if (hr < 0) {
         say("profkit: clr: SetEventMask failed (HRESULT 0x%08x); the program runs unprofiled", (unsigned)hr);
@@ -112,6 +115,7 @@ HIDDEN HRESULT cb_InitializeForAttach(void) { return E_NOTIMPL; }
 HIDDEN HRESULT cb_Shutdown(void *self) {
     (void)self;
     census_take();
+    alloc_final_gc();
     add_pending_code();
     finish(0);
     return S_OK;

@@ -7,6 +7,7 @@
  * side (tests/clr/test_result.py).
  */
 #include "profiler.h"
+#include "alloc.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -71,6 +72,7 @@ HIDDEN void write_output(void) {
     for (size_t i = 0; i < g_n_recs; i++)
         fprintf(f, "event\t%llu\t%u\t%s\t%s\n", (unsigned long long)g_recs[i].t, g_recs[i].tid, g_recs[i].kind,
                 g_recs[i].text ? g_recs[i].text : "");
+    alloc_write(f);
     fprintf(f, "end\n");
     pthread_mutex_unlock(&g_lock);
     int bad = ferror(f);

@@ -44,7 +44,8 @@
  *   threads.c   managed threads: OS thread ids, names, their callbacks;
  *   events.c    the other callbacks: loads, JIT, exceptions, GC;
  *   output.c    the result file (PROFKIT_CLR_OUTPUT);
- *   files.c     opening the stream and the result file as profkit's Python writers do.
+ *   files.c     opening the stream and the result file as profkit's Python writers do;
+ *   census*.c   the heap census (census.h); alloc*.c allocations and their lives (alloc.h).
  */
 #ifndef PROFKIT_CLR_PROFILER_H
 #define PROFKIT_CLR_PROFILER_H
@@ -81,6 +82,7 @@
 #define EV_GC 16u
 #define EV_JIT 32u
 #define EV_ARGS 64u
+#define EV_ALLOC 128u /* alloc.h */
 #define EV_DEFAULT (EV_CALLS | EV_EXCEPTIONS | EV_THREADS | EV_LOADS | EV_GC | EV_JIT)
 
 typedef struct {

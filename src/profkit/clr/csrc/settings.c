@@ -115,6 +115,7 @@ static int parse_events(const char *text, uint32_t *out) {
         else if (!strcmp(p, "gc")) mask |= EV_GC;
         else if (!strcmp(p, "jit")) mask |= EV_JIT;
         else if (!strcmp(p, "args")) mask |= EV_ARGS;
+        else if (!strcmp(p, "alloc")) mask |= EV_ALLOC;
         else if (!strcmp(p, "all")) mask |= EV_DEFAULT;
         else {
             free(copy);
@@ -169,7 +170,7 @@ HIDDEN int read_settings(void) {
     v = getenv("PROFKIT_CLR_EVENTS");
     if (v && *v && parse_events(v, &S.events) < 0) {
         say("profkit: clr: PROFKIT_CLR_EVENTS='%s': expected a comma-separated list of calls, "
-            "exceptions, threads, loads, gc, jit, args, all; the program runs unprofiled", v);
+            "exceptions, threads, loads, gc, jit, args, alloc, all; the program runs unprofiled", v);
         return -1;
     }
     v = getenv("PROFKIT_CLR_BUFFER");

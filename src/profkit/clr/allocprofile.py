@@ -1,0 +1,177 @@
+"""A .NET program's memory profile from the native profiler's allocation records.
+
+The same document Python's memory mode saves (docs/profile-format.md, ``mode: "memory"``):
+one tree per allocating thread weighted by the bytes its samples stand for, the allocated
+type as the leaf frame (``[type System.Byte[]]``, as the EventPipe engine and PerfView show
+it), and in the metadata the ``peak`` and ``leaked`` views, ``peak_bytes``,
+``leaked_bytes``, per-thread rows, the bytes by type, the GCs seen, and beside profkit's
+estimate the runtime's own exact total (``runtime_allocated_bytes``: every object the
+runtime reported through ObjectAllocated, by its exact size). ``--prefix`` hides the other
+methods and keeps the type leaf.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from profkit.calltree.building import tree_of
+from profkit.calltree.model import CallProfile, Frame, ThreadTree
+from profkit.clr.allocrecords import AllocResult, AllocSite
+from profkit.clr.result import ClrResult
+
+#: types listed in ``memory_types`` (the biggest by bytes); GCs listed one by one
+MAX_TYPES = 100
+MAX_GCS = 500
+
+
+def _prefix_match(name: str, prefixes: tuple[str, ...]) -> bool:
+    """The CLR profiler's ``--prefix`` rule: the prefix, then the end, ``.`` or ``+``."""
+    return any(name.startswith(p) and name[len(p) : len(p) + 1] in ("", ".", "+") for p in prefixes)
+
+
+def _thread_label(tid: int, result: ClrResult) -> str:
+    if tid == result.pid:
+        return "Main Thread"
+    return result.threads.get(tid) or f"Thread {tid}"
+
+
+class _Frames:
+    """Frame ids of the profile, by name, and each site's shown stack."""
+
+    def __init__(self, profile: CallProfile, alloc: AllocResult, prefixes: tuple[str, ...]):
+        self.profile, self.alloc, self.prefixes = profile, alloc, prefixes
+        self.ids: dict[str, int] = {}
+
+    def fid(self, name: str) -> int:
+        found = self.ids.get(name)
+        if found is None:
+            found = self.ids[name] = self.profile.frame_id(Frame(name))
+        return found
+
+    def stack(self, site: AllocSite) -> tuple[int, ...]:
+        names = [self.alloc.frames[i] if i >= 0 else "[unknown]" for i in site.frames]
+        if self.prefixes:
+            names = [n for n in names if _prefix_match(n, self.prefixes)]
+        names.append(f"[type {self.type_name(site)}]")
+        return tuple(self.fid(n) for n in names)
+
+    def type_name(self, site: AllocSite) -> str:
+        return self.alloc.types[site.type] if site.type >= 0 else "?"
+
+
+def gc_metadata(result: ClrResult) -> dict[str, Any]:
+    """The GCs the profiler saw (``gc-start``/``gc-end`` events): generation, reason and
+    the time from start to end (the GC's work with profkit's callbacks in it)."""
+    gcs: list[dict[str, Any]] = []
+    by_generation: dict[str, int] = {}
+    open_gc: dict[str, Any] | None = None
+    started = 0
+    total = longest = count = 0
+    for event in result.events:
+        if event.kind == "gc-start":
+            parts = event.text.split()
+            generation = parts[0] if parts else "?"
+            by_generation[generation] = by_generation.get(generation, 0) + 1
+            open_gc = {"generation": generation, "reason": parts[1] if len(parts) > 1 else ""}
+            open_gc["t_ns"], started, count = event.t_ns, event.t_ns, count + 1
+            if len(gcs) < MAX_GCS:
+                gcs.append(open_gc)
+        elif event.kind == "gc-end" and open_gc is not None:
+            pause = max(event.t_ns - started, 0)
+            open_gc["duration_ns"] = pause
+            total, longest, open_gc = total + pause, max(longest, pause), None
+    return {
+        "count": count,
+        "by_generation": by_generation,
+        "duration_ns_total": total,
+        "duration_ns_max": longest,
+        "collections": gcs,
+        "collections_kept": MAX_GCS,
+    }
+
+
+def to_memory_profile(
+    result: ClrResult, metadata: dict[str, Any] | None = None, prefixes: tuple[str, ...] = ()
+) -> CallProfile:
+    """The memory profile of one .NET process (its result must hold allocation records)."""
+    alloc = result.alloc or AllocResult()
+    profile = CallProfile(mode="memory")
+    frames = _Frames(profile, alloc, prefixes)
+    by_thread: dict[int, list[tuple[tuple[int, ...], int, int]]] = {}
+    peak: dict[tuple[int, ...], list[int]] = {}
+    leaked: dict[tuple[int, ...], list[int]] = {}
+    types: dict[str, list[int]] = {}
+    for site in alloc.sites:
+        stack = frames.stack(site)
+        by_thread.setdefault(site.tid, []).append((stack, site.samples, site.bytes))
+        for view, weight in ((peak, site.at_peak), (leaked, site.leaked)):
+            if weight:
+                row = view.setdefault(stack, [0, 0])
+                row[0] += max(1, round(site.samples * weight / site.bytes))  # its share
+                row[1] += weight
+        row = types.setdefault(frames.type_name(site), [0, 0])
+        row[0] += site.samples
+        row[1] += site.bytes
+    for tid in sorted(by_thread, key=lambda t: (t != result.pid, t)):
+        root = tree_of(by_thread[tid])
+        profile.threads.append(ThreadTree(tid, _thread_label(tid, result), root, native_id=tid))
+    ranked = sorted(types.items(), key=lambda kv: -kv[1][1])[:MAX_TYPES]
+    profile.metadata = _metadata(result, alloc, by_thread, ranked)
+    profile.metadata["memory_views"] = {
+        "peak": [[list(s), n, w] for s, (n, w) in peak.items()],
+        "leaked": [[list(s), n, w] for s, (n, w) in leaked.items()],
+    }
+    profile.metadata.update(metadata or {})
+    return profile
+
+
+def _metadata(
+    result: ClrResult,
+    alloc: AllocResult,
+    by_thread: dict[int, list[tuple[tuple[int, ...], int, int]]],
+    ranked: list[tuple[str, list[int]]],
+) -> dict[str, Any]:
+    """What the memory profile says beside its trees (docs/clr.md lists it)."""
+    estimate = sum(w for rows in by_thread.values() for _s, _n, w in rows)
+    return {
+        "profiler": "libprofkit_clr (ObjectAllocated, sampled by bytes)",
+        "runtime": "CoreCLR",
+        "pid": result.pid,
+        "duration_ns": result.duration_ns,
+        "profiler_info_version": result.info_version,
+        "metric": "alloc_bytes",
+        "unit": "bytes",
+        "alloc_sample_bytes": alloc.mean,
+        "exact_from_bytes": alloc.mean,
+        "sampling": "every object the runtime allocates passes ObjectAllocated with its exact "
+        "size; sampled by bytes (exponential countdown of mean alloc_sample_bytes, weight "
+        "size / (1 - exp(-size/mean)); objects of at least the mean always, weight = size); "
+        "the stack is a snapshot of the allocating thread, the type the leaf frame",
+        "alloc_samples": alloc.samples,
+        "allocated_bytes": estimate,
+        "runtime_allocated_bytes": alloc.bytes,
+        "runtime_allocated_objects": alloc.objects,
+        "peak_bytes": alloc.peak_bytes,
+        "peak_definition": "the most sampled bytes alive at a GC's end (or at the end, after "
+        "a last GC profkit forces at Shutdown): exact for the generations that GC collected; "
+        "an older object that died unseen counts until a GC of its generation",
+        "leaked_bytes": sum(s.leaked for s in alloc.sites),
+        "followed_cap": 1 << 20,
+        "untracked_samples": alloc.untracked,
+        "stack_failures": alloc.stack_failures,
+        "followed": {"moved_by_gc": alloc.moved, "died": alloc.died, "gcs": alloc.gcs},
+        "memory_threads": [
+            {
+                "thread": t.tid,
+                "name": _thread_label(t.tid, result),
+                "allocated_bytes": t.allocated,
+                "peak_bytes": t.peak,
+                "at_process_peak_bytes": t.at_peak,
+                "leaked_bytes": t.leaked,
+            }
+            for t in sorted(alloc.threads, key=lambda t: t.tid)
+        ],
+        "memory_types": [{"type": t, "samples": c, "bytes": b} for t, (c, b) in ranked],
+        "gc": gc_metadata(result),
+        "concurrent_gc": "off (COR_PRF_MONITOR_GC, needed to follow objects, turns it off)",
+    }
