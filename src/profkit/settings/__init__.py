@@ -193,6 +193,12 @@ ENGINES: tuple[Setting, ...] = (
     Setting("clr_heap_at", "PROFKIT_CLR_HEAP_AT", "", stripped, _str, "",
             "set by profkit heap run --at for its CLR profiler library: the census's time "
             "after the runtime's start, in nanoseconds (a forced full GC then)"),
+    Setting("clr_alloc_sample", "PROFKIT_CLR_ALLOC_SAMPLE", "", stripped, _str, "",
+            "set by .NET memory mode for its CLR profiler library: the allocation sampling "
+            "mean in bytes (--alloc-sample)"),
+    Setting("dotnet_memory", "PROFKIT_DOTNET_MEMORY", "", stripped, _str, "",
+            ".NET memory mode's engine: native (default: ObjectAllocated in the CLR profiler "
+            "library) or events (EventPipe's GCAllocationTick); docs/clr.md"),
     Setting("calibration_cache", "PROFKIT_CALIBRATION_CACHE", "", stripped, _str, "",
             "trace mode: where the calibration's costs are kept between runs (default "
             "$XDG_CACHE_HOME/profkit/calibration); 0 measures them at every run"),
