@@ -16,6 +16,11 @@ branching like a test run: stacks 20-120 deep); the issue's own case is a real o
 
 A format that refuses the profile (collapsed or pprof of very deep stacks) prints its
 one error line instead of numbers.
+
+Issue #25 item 15 (big profiles): ``profkit report`` (tree and flat) is measured the same
+way, collapsed a second time with ``--min-share 0.01`` (stacks under 0.01% folded into
+their callers), and where ``flamegraph.pl`` is on the PATH (or ``--flamegraph``) it renders
+both collapsed files, the peer a user runs next.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,7 +36,7 @@ import time
 
 from profkit.calltree import file
 from profkit.calltree.model import CallNode, CallProfile, Frame, ThreadTree
-from profkit.export.registry import FORMATS
+from profkit.export.registry import EXPORTS
 
 _PEER = """
 import gzip, json, sys
@@ -108,7 +114,9 @@ def main() -> None:
     )
     ap.add_argument("--profile", help="a saved profile (default: a synthetic one)")
     ap.add_argument("--nodes", type=int, default=750_000, help="synthetic profile size")
+    ap.add_argument("--flamegraph", help="flamegraph.pl (default: the one on the PATH, if any)")
     args = ap.parse_args()
+    flamegraph = args.flamegraph or shutil.which("flamegraph.pl")
     with tempfile.TemporaryDirectory(prefix="export-bench-") as work:
         path = args.profile
         if path is None:
@@ -121,18 +129,48 @@ def main() -> None:
         peer, peer_rss, _ = timed([peer_path, path])
         print(f"profile: {path} ({size / 1e6:.1f} MB)")
         print(f"peer (json.load of the same file): {peer:.2f} s, {peer_rss} MB")
-        print(f"{'format':<11} {'wall':>8} {'ratio':>6} {'peak':>8} {'output':>10}")
-        for fmt in FORMATS:
+        print(f"{'command':<24} {'wall':>8} {'ratio':>6} {'peak':>8} {'output':>10}")
+        rows: list[tuple[str, list[str], str]] = [
+            ("report", ["report", path], ""),
+            ("report --view flat", ["report", path, "--view", "flat"], ""),
+        ]
+        for fmt in EXPORTS:
             out = os.path.join(work, "out" + fmt.extension)
-            wall, rss, error = timed(["profkit", "export", path, "-F", fmt.name, "-o", out])
-            if error:
-                print(f"{fmt.name:<11} {error}")
-                continue
-            out_size = os.path.getsize(out)
-            os.unlink(out)
-            print(
-                f"{fmt.name:<11} {wall:>7.2f}s {wall / peer:>6.2f} {rss:>6} MB {out_size / 1e6:>7.1f} MB"
+            rows.append((fmt.name, ["export", path, "-F", fmt.name, "-o", out], out))
+        small = os.path.join(work, "small.collapsed")
+        rows.append(
+            (
+                "collapsed --min-share .01",
+                ["export", path, "-F", "collapsed", "--min-share", "0.01", "-o", small],
+                small,
             )
+        )
+        for name, argv, out in rows:
+            wall, rss, error = timed(["profkit", *argv])
+            if error:
+                print(f"{name:<24} {error}")
+                continue
+            out_size = os.path.getsize(out) if out else 0
+            print(
+                f"{name:<24} {wall:>7.2f}s {wall / peer:>6.2f} {rss:>6} MB {out_size / 1e6:>7.1f} MB"
+            )
+            if name.startswith("collapsed") and flamegraph:
+                _flamegraph(flamegraph, out)
+            if out and os.path.exists(out):
+                os.unlink(out)
+
+
+def _flamegraph(flamegraph: str, collapsed: str) -> None:
+    """flamegraph.pl's time and peak memory on a collapsed file (the SVG is discarded)."""
+    start = time.perf_counter()
+    with open(collapsed, "rb") as fh:
+        proc = subprocess.Popen([flamegraph], stdin=fh, stdout=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    print(
+        f"{'  flamegraph.pl of it':<24} {wall:>7.2f}s {'':>6} {usage.ru_maxrss // 1024:>6} MB"
+        f"  (exit {os.waitstatus_to_exitcode(status)})"
+    )
 
 
 if __name__ == "__main__":

@@ -112,3 +112,16 @@ def test_sampled_profiles_count_samples_not_calls() -> None:
     assert "   calls  function" in render_flat(profile) and "2 calls," in render_callers(
         profile, "work"
     )
+
+
+@settings(max_examples=100, deadline=None)
+@given(profiles(max_frames=3))
+def test_functions_without_edges_are_the_same_totals(profile: CallProfile) -> None:
+    """The flat view's edge-less walk (#25 item 15: memory) counts as the full one,
+    recursion included (few frames: paths revisit them)."""
+    roots = [t.root for t in profile.threads]
+    full, light = collect(roots), collect(roots, edges=False)
+    assert light.functions == full.functions and light.total_ns == full.total_ns
+    assert light.edges == {}
+    deep = [t.root for t in deep_profile(500).threads]
+    assert collect(deep, edges=False).functions == collect(deep).functions

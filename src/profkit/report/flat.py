@@ -15,10 +15,14 @@ SortKey = Literal["exclusive", "inclusive", "calls"]
 _FLAT_COLUMNS = "    self    total      %    calls  "
 
 
-def profile_stats(profile: CallProfile, prefix: str | Iterable[str] | None = None) -> Stats:
-    """Function and edge totals over every thread, after the prefix filter."""
+def profile_stats(
+    profile: CallProfile, prefix: str | Iterable[str] | None = None, *, edges: bool = True
+) -> Stats:
+    """Function and edge totals over every thread, after the prefix filter (``edges``:
+    :func:`~profkit.report.stats.collect`'s)."""
     prefixes = parse_prefixes(prefix)
-    return collect(filter_prefix(profile, t.root, prefixes) for t in profile.threads)
+    roots = (filter_prefix(profile, t.root, prefixes) for t in profile.threads)
+    return collect(roots, edges=edges)
 
 
 def render_flat(
@@ -39,7 +43,7 @@ def render_flat(
     """
     pal = Palette(color)
     format_ns = value_formatter(profile.mode)  # bytes for a memory profile
-    stats = profile_stats(profile, prefix)
+    stats = profile_stats(profile, prefix, edges=False)  # the flat view shows no callers
     base = stats.total_ns or 1
     labels = display_names(profile)
     rows = [(f, t) for f, t in stats.functions.items() if t.inclusive_ns >= min_time_ns]

@@ -37,8 +37,11 @@ class Stats:
     total_ns: int = 0
 
 
-def collect(roots: Iterable[CallNode]) -> Stats:
-    """Walk the trees once (iteratively) and aggregate functions and edges."""
+def collect(roots: Iterable[CallNode], *, edges: bool = True) -> Stats:
+    """Walk the trees once (iteratively) and aggregate functions and edges;
+    ``edges=False``: functions only (the flat view), leaving :attr:`Stats.edges` empty."""
+    if not edges:
+        return _functions(roots)
     stats = Stats()
     functions, edges = stats.functions, stats.edges
     for root in roots:
@@ -83,4 +86,39 @@ def collect(roots: Iterable[CallNode]) -> Stats:
             children = node.children
             if children:
                 stack.extend([(c, frame, True) for c in reversed(children.values())])
+    return stats
+
+
+def _functions(roots: Iterable[CallNode]) -> Stats:
+    """:func:`collect` without the edges: the same function totals by the same rule, at
+    a fraction of the memory (a tree of 1.5 M nodes has up to as many distinct edges, a
+    tuple and a :class:`Totals` each: its flat report peaked at 1,057 MB, the tree at 781)."""
+    stats = Stats()
+    functions = stats.functions
+    for root in roots:
+        stats.total_ns += root.inclusive_ns or sum(c.inclusive_ns for c in root.children.values())
+        on_path: dict[int, int] = {}  # frame -> activations on the current path
+        stack: list[tuple[CallNode, bool]] = [(c, True) for c in root.children.values()]
+        pop, push = stack.pop, stack.append
+        while stack:
+            node, entering = pop()
+            frame = node.frame
+            if not entering:
+                on_path[frame] -= 1
+                continue
+            depth = on_path.get(frame, 0)
+            fn = functions.get(frame)
+            if fn is None:
+                fn = functions[frame] = Totals()
+            calls = node.calls
+            fn.calls += calls
+            fn.exclusive_ns += node.exclusive_ns
+            if not depth:  # outermost activation on this path: count inclusive time once
+                fn.inclusive_ns += node.inclusive_ns
+                fn.primitive_calls += calls
+            children = node.children
+            if children:
+                on_path[frame] = depth + 1
+                push((node, False))
+                stack.extend([(c, True) for c in children.values()])
     return stats
