@@ -43,7 +43,7 @@ def collect(roots: Iterable[CallNode], *, edges: bool = True) -> Stats:
     if not edges:
         return _functions(roots)
     stats = Stats()
-    functions, edges = stats.functions, stats.edges
+    functions, pairs = stats.functions, stats.edges
     for root in roots:
         stats.total_ns += root.inclusive_ns or sum(c.inclusive_ns for c in root.children.values())
         on_path: dict[int, int] = {}  # frame -> activations on the current path
@@ -66,9 +66,9 @@ def collect(roots: Iterable[CallNode], *, edges: bool = True) -> Stats:
             fn = functions.get(frame)
             if fn is None:
                 fn = functions[frame] = Totals()
-            edge = edges.get(pair)
+            edge = pairs.get(pair)
             if edge is None:
-                edge = edges[pair] = Totals()
+                edge = pairs[pair] = Totals()
             calls, excl = node.calls, node.exclusive_ns
             fn.calls += calls
             edge.calls += calls
