@@ -235,3 +235,23 @@ def test_a_changed_environment_gets_a_new_profiler(tmp_path: Path) -> None:
     pid, route = ends["child"]
     assert route == "new"
     assert _calls(tmp_path / f"changed.{pid}.json") == {"child_work": 1}
+
+
+CHDIR = """\
+os.mkdir("sub")
+os.chdir("sub")
+pid = os.fork()
+if pid == 0:
+    child_work()
+    end("../child.json", session)
+os.waitpid(pid, 0)
+"""
+
+
+def test_a_child_in_another_directory_gets_a_new_profiler(tmp_path: Path) -> None:
+    """A relative output means where the process was when profiling began: the child of
+    a program that changed directory saves there, as before."""
+    _, ends = _run(tmp_path, CHDIR)
+    pid, route = ends["child"]
+    assert route == "new"
+    assert _calls(tmp_path / "sub" / f"out.{pid}.json") == {"child_work": 1}

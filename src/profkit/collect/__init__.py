@@ -24,6 +24,7 @@ import atexit
 import os
 import sys
 import threading
+from typing import Any
 
 from profkit.api.callback import ProfilerCallback
 from profkit.api.errors import ProfilerApiError, UnsupportedEventError
@@ -205,8 +206,12 @@ def _after_fork_in_child() -> None:
     global _current, _lock
     # A lock another thread held at fork() stays held here forever: start afresh.
     _lock = threading.RLock()
-    from profkit.collect import startup
+    # Already loaded wherever the start-up hook attached (importing it ran importlib's Python).
+    startup: Any = sys.modules.get("profkit.collect.startup")
+    if startup is None:
+        from profkit.collect import startup as loaded
 
+        startup = loaded
     current = _current
     attached: AttachedSession | None = None
     if current is not None:

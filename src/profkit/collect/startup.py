@@ -59,8 +59,14 @@ def _reset_after_fork() -> None:
     _done = False
 
 
-#: [the session process_startup attached, its profiler spec, the environment's key]:
-#: a forked child whose environment is the same resets it in place (:func:`resume_in_child`)
+#: [the session process_startup attached, ``profkit.runner.activation``, a copy of the
+#: environment's raw items]: a forked child whose environment is the same (so is
+#: ``PROFKIT_ENABLE_PROFILING`` and ``PROFKIT_PROFILER``) resets it in place
+#: (:func:`resume_in_child`). The module is kept, not imported again there: each ``from
+#: ... import`` ran importlib's Python. The items are compared as dicts, in C and with no
+#: allocation: building a key of forty tuples there was enough, in a parent whose
+#: youngest generation was near its threshold, to set off a collection in every child
+#: (130 more pages copied).
 _attached: list[Any] = []
 
 
@@ -69,12 +75,10 @@ def resume_in_child(current: Any) -> bool:
     in place, when this hook would attach the same profiler from the same environment
     here (issue 22, item 13; see ``Session.reset_after_fork``). False: it could not, and
     the caller drops it and attaches anew."""
-    if not _attached or _attached[0] is not current or not enabled():
+    if not _attached or _attached[0] is not current:
         return False
-    from profkit.runner import activation
-
-    same = os.environ.get(PROFILER_VAR, "").strip() == _attached[1]
-    if not same or activation.environ_key(os.environ) != _attached[2]:
+    activation, raw = _attached[1], _attached[2]
+    if raw is None or getattr(os.environ, "_data", None) != raw or not activation.same_cwd():
         return False
     if not current._session.reset_after_fork():
         return False
@@ -128,7 +132,8 @@ def process_startup() -> Any:
         )
         if attached.active:  # recording: no import here (it would be in the profile)
             terminate.install()  # Pool.terminate()'s SIGTERM saves before it kills
-            _attached[:] = [attached, spec, activation.environ_key(os.environ)]
+            raw = getattr(os.environ, "_data", None)
+            _attached[:] = [attached, activation, dict(raw) if isinstance(raw, dict) else None]
         return attached
     except BaseException as exc:  # a profiler's SystemExit/KeyboardInterrupt too
         _report(f"profkit: cannot attach profiler {spec!r}: {type(exc).__name__}: {exc}")

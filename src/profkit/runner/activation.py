@@ -118,6 +118,16 @@ def environ_key(environ: Mapping[str, str]) -> object:
     return tuple(sorted((k, v) for k, v in environ.items() if k.startswith("PROFKIT_")))
 
 
+def same_cwd() -> bool:
+    """Whether a relative output path would mean the same directory here as for the
+    start-up hook's profiler (a forked child of a program that changed directory
+    attaches anew, as it always did, and saves relative to where it is)."""
+    try:
+        return _current is None or _current.base_dir == os.getcwd()
+    except OSError:  # the working directory was deleted
+        return False
+
+
 def forked() -> None:
     """In a forked child going on with its parent's profiler (reset in place): the saver
     has saved nothing here yet."""
