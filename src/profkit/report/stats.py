@@ -11,14 +11,13 @@ callers do.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-
+from profkit._record import field, record
 from profkit.calltree.model import CallNode
 
 ROOT = -1  #: the caller of a thread's top-level functions
 
 
-@dataclass(slots=True)
+@record
 class Totals:
     """Aggregated numbers for a function or an edge."""
 
@@ -28,7 +27,7 @@ class Totals:
     primitive_calls: int = 0  #: calls that were not recursive (pstats' ``cc``)
 
 
-@dataclass(slots=True)
+@record
 class Stats:
     """``functions[frame]`` and ``edges[(caller frame, callee frame)]`` over some trees."""
 
