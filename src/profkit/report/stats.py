@@ -11,6 +11,7 @@ callers do.
 from __future__ import annotations
 
 from collections.abc import Iterable
+
 from profkit._record import field, record
 from profkit.calltree.model import CallNode
 
