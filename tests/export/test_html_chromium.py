@@ -217,3 +217,20 @@ def test_names_are_text_never_markup(browser: Chromium, tmp_path: Path) -> None:
     )
     assert "json.dumps</script><i>x" in names
     assert browser.evaluate("document.querySelectorAll('#chart i').length") == 0
+
+
+def test_a_recursion_folds_to_one_row_that_opens(browser: Chromium, tmp_path: Path) -> None:
+    frames = [Frame("__main__.main", APP, 1), Frame("__main__.rec", APP, 5)]
+    root = CallNode(-1, inclusive_ns=50)
+    node = root.child(0)
+    node.calls, node.inclusive_ns = 1, 50
+    for level in range(40):
+        node = node.child(1)
+        node.calls, node.inclusive_ns, node.exclusive_ns = 1, 40 - level, 1
+    profile = CallProfile("trace", frames, [ThreadTree(1, "MainThread", root)])
+    _open(browser, tmp_path, profile)
+    chain = _row(browser, "\u2506 38 more levels of __main__.rec")
+    assert chain is not None and chain["visible"], chain
+    assert browser.evaluate("document.querySelectorAll('#tree .row.own').length") == 3
+    browser.click(chain["x"], chain["y"])
+    browser.wait_for("document.querySelectorAll('#tree .row.own').length > 3")

@@ -127,6 +127,16 @@
     root.kids.forEach(function (t) { t.expanded = true; });
     openBelow(root.kids);
   }
+  // [the recursion's last level, levels folded] when n's one child starts a chain of
+  // single calls to n's own function long enough to fold, else null
+  function recursion(n, list) {
+    if (n.unchain || n.f < 0 || list.length !== 1 || list[0].f !== n.f || list[0].group) { return null; }
+    var x = list[0], levels = 0;
+    while (x.kids.length === 1 && x.kids[0].f === n.f && dkids(x).length === 1) { x = x.kids[0]; levels++; }
+    if (levels < 3) { return null; }
+    x.expanded = x.expanded || x.total >= OPEN_SHARE * (x.thr ? x.thr.total : 1);
+    return [x, levels];
+  }
   function heat(share) {
     return share >= 0.5 ? "h5" : share >= 0.2 ? "h4" : share >= 0.1 ? "h3" : share >= 0.03 ? "h2"
       : share >= 0.01 ? "h1" : "h0";
@@ -171,13 +181,20 @@
         count++;
         continue;
       }
-      var kind = n.group ? "group" : n.thread ? "thread" : n.gapRow ? "more" : lib(n) ? "lib" : "own";
+      var kind = n.group ? "group" : n.thread ? "thread" : n.gapRow || n.chainOf ? "more"
+        : lib(n) ? "lib" : "own";
       var r = row(n, depth, kind, name(n));
       if (q && !n.group && name(n).toLowerCase().indexOf(q) >= 0) { r.className += " match"; }
       frag.appendChild(r);
       count++;
       if (n.group || !n.expanded) { continue; }
       var parts = shown(n, dkids(n)), list = parts[0], rest = parts[1], below = [];
+      var chain = recursion(n, list);
+      if (chain) {  // a recursion: one row for its middle, as the text report folds it
+        below.push([{ total: list[0].total, self: 0, thr: n.thr, f: -1, chainOf: n,
+          label: "\u2506 " + chain[1] + " more levels of " + name(n) + " (recursion): click to show" }, depth + 1, null]);
+        list = [chain[0]];
+      }
       list.forEach(function (c) { below.push([c, depth + 1, null]); });
       if (rest.length) {
         below.push([n, depth + 1, [rest.length, rest.reduce(function (a, c) { return a + c.total; }, 0)]]);
@@ -208,6 +225,7 @@
       }
     }
     else if (n.moreOf) { n.moreOf.showAll = true; }
+    else if (n.chainOf) { n.chainOf.unchain = true; }
     else if (n.gapRow) { return; }
     else { n.expanded = !n.expanded; }
     renderTree();
@@ -222,7 +240,7 @@
     found.slice(0, 300).forEach(function (m) {
       var inside = false;
       for (var a = m.parent; a; a = a.parent) {
-        a.expanded = true; a.showAll = true;
+        a.expanded = true; a.showAll = true; a.unchain = true;
         if (lib(a) && !isHead(a)) { inside = true; }
         if (isHead(a) && (inside || lib(m))) { a.open = a.open || a !== m; inside = false; }
       }
@@ -367,6 +385,8 @@
 
   // ---- views, controls, first render ----
   var view = "tree", searchNote = "";
+  var MEASURED = D.mode === "memory" ? ({ peak_bytes: "alive at the peak", leaked_bytes: "alive at the end" }[D.metric] ||
+    "allocated") : D.mode === "sample" ? "sampled" : D.mode === "trace" ? "traced" : "in all";
   function render() {
     tip.style.display = "none";
     treeEl.classList.toggle("hidden", view !== "tree");
@@ -376,7 +396,7 @@
     $("reset").classList.toggle("hidden", view === "tree");
     ["tree", "graph", "time"].forEach(function (v) { $("v-" + v).classList.toggle("on", v === view); });
     var what = "";
-    if (view === "tree") { renderTree(); what = fmt(root.total) + " in all"; }
+    if (view === "tree") { renderTree(); what = fmt(root.total) + " " + MEASURED; }
     else if (view === "graph") { what = renderGraph(); }
     else { what = renderTime(); }
     status.textContent = what + (searchNote ? " \u2014 " + searchNote : "");
