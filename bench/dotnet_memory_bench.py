@@ -91,11 +91,15 @@ def profiled(
     return run, children_cpu_ms() - before
 
 
-def accuracy(engine: str, program: list[str], out: Path, repeat: int) -> list[int]:
+def accuracy(
+    engine: str, program: list[str], out: Path, repeat: int, extra: tuple[str, ...] = ()
+) -> list[int]:
     """``repeat`` memory-mode runs of ``engine``: prints the estimates; the program's CPU."""
     cpus = []
+    label = " ".join((engine, *extra))
     for i in range(repeat):
-        command = ["run", "--mode", "memory", "--prefix", "AllocTest", "-o", str(out), *program]
+        command = ["run", "--mode", "memory", *extra, "--prefix", "AllocTest", "-o", str(out)]
+        command += program
         run, spent = profiled(command, engine)
         big, small, total, cpu = counts(run.stderr)
         cpus.append(cpu)
@@ -106,7 +110,7 @@ def accuracy(engine: str, program: list[str], out: Path, repeat: int) -> list[in
         ratio = est_big / est_small if est_small else float("inf")
         exact = meta.get("runtime_allocated_bytes")
         print(
-            f"{engine} {i + 1}: ratio {ratio:.2f} (program's {big / small:.2f}, "
+            f"{label} {i + 1}: ratio {ratio:.2f} (program's {big / small:.2f}, "
             f"{100 * (ratio / (big / small) - 1):+.1f} %); Big {est_big / 1e6:.1f} MB vs its own "
             f"{big / 1e6:.1f} MB ({100 * (est_big / big - 1):+.1f} %); Small {est_small / 1e6:.1f}"
             f" vs {small / 1e6:.1f} MB ({100 * (est_small / small - 1):+.1f} %); estimate "
@@ -178,6 +182,8 @@ def main() -> None:
         for engine in ("native", "events"):
             best[f"memory ({engine})"] = min(accuracy(engine, program, out, args.repeat))
             peak(engine, dll, args.rounds, out)
+        extra = ("--alloc-sample", "64k")
+        best["memory (native, 64k)"] = min(accuracy("native", program, out, args.repeat, extra))
     bare = best["bare"]
     print(f"program CPU, best of {args.repeat} (the program's own process):")
     for name, cpu in best.items():
