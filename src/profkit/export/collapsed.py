@@ -39,7 +39,7 @@ MAX_OUTPUT_BYTES = 1 << 30
 MAX_MEAN_LINE_BYTES = 4096
 _FLUSH_BYTES = 1 << 20
 
-# A merged node: [self_ns, {name id: child}]
+# A merged node: [self_ns, {name id: child}, inclusive_ns (set by _inclusive)]
 _Node = list[Any]
 
 
@@ -95,7 +95,7 @@ def merged_stacks(
         head = names(f"thread {thread.name}") if many else -1
         root = heads.get(head)
         if root is None:
-            root = heads[head] = [0, {}]
+            root = heads[head] = [0, {}, 0]
         _merge(thread.root, root, frame_ids)
     return names.encoded, heads
 
@@ -110,7 +110,7 @@ def _merge(tree: CallNode, into: _Node, frame_ids: list[int]) -> None:
             nid = frame_ids[child.frame]
             node = kids.get(nid)
             if node is None:
-                node = kids[nid] = [0, {}]
+                node = kids[nid] = [0, {}, 0]
             node[0] += child.exclusive_ns
             if child.children:
                 push((child, node))
@@ -133,7 +133,7 @@ class Plan:
 
 
 def _inclusive(heads: dict[int, _Node]) -> int:
-    """Append every node's inclusive time (its subtree's self times) to it; the total."""
+    """Set every node's inclusive time (its subtree's self times); the total."""
     total = 0
     for root in heads.values():
         order: list[_Node] = []
@@ -143,7 +143,7 @@ def _inclusive(heads: dict[int, _Node]) -> int:
             order.append(node)
             todo.extend(node[1].values())
         for node in reversed(order):
-            node.append(node[0] + sum(c[2] for c in node[1].values()))
+            node[2] = node[0] + sum(c[2] for c in node[1].values())
         total += root[2]
     return total
 
