@@ -33,7 +33,10 @@ static char g_tmp[PATH_MAX + 64], g_target[PATH_MAX];
  * one of two per reference (object, offset in the holder or ~0 when not found), in order. */
 static FILE *g_objects_file, *g_refs_file;
 static char g_objects_path[PATH_MAX + 16], g_refs_path[PATH_MAX + 16];
-static _Atomic int g_walking; /* the forced GC is running: its callbacks are the census */
+static _Atomic int g_walking; /* the census's GC is running: its callbacks are the census */
+/* The census is asked for: the next full GC to start is the census's (the one ForceGC
+ * runs, or a GC.Collect of the program's that starts first, the same moment's heap). */
+static _Atomic int g_armed, g_saw_ours;
 static pthread_mutex_t g_census_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t g_objects_written, g_refs_written, g_objects_cut;
 static int g_statics_done; /* the static roots were read inside the census GC */
@@ -127,14 +130,16 @@ static void write_object(ObjectID obj, ClassID cls, uint64_t size, ULONG n, cons
     }
 }
 
+/* Not the census's GC: E_FAIL, which ends the runtime's heap walk for this GC (its walk
+ * stops when the callback fails), so the program's own GCs do not walk the whole heap. */
 HIDDEN HRESULT cb_ObjectReferences(void *self, ObjectID obj, ClassID cls, ULONG n, ObjectID *refs) {
     (void)self;
-    if (!atomic_load_explicit(&g_walking, memory_order_acquire)) return S_OK;
+    if (!atomic_load_explicit(&g_walking, memory_order_acquire)) return E_FAIL;
     uint64_t size = object_size(obj);
     pthread_mutex_lock(&g_census_lock);
     if (!atomic_load_explicit(&g_walking, memory_order_acquire)) { /* the census gave up waiting */
         pthread_mutex_unlock(&g_census_lock);
-        return S_OK;
+        return E_FAIL;
     }
     census_class_t *c = census_class(cls);
     if (c) {
@@ -211,9 +216,10 @@ static HRESULT force_gc(void) {
  * after Initialize it was taken, `timed` whether at PROFKIT_CLR_HEAP_AT (else at the end). */
 static void take(int timed) {
     uint64_t start = now_ns();
-    atomic_store_explicit(&g_walking, 1, memory_order_release);
+    atomic_store_explicit(&g_armed, 1, memory_order_release);
     HRESULT hr = force_gc();
     pthread_mutex_lock(&g_census_lock); /* no callback is writing once this is held */
+    atomic_store_explicit(&g_armed, 0, memory_order_release);
     atomic_store_explicit(&g_walking, 0, memory_order_release);
     int statics_done = g_statics_done;
     pthread_mutex_unlock(&g_census_lock);
@@ -233,6 +239,16 @@ static void take(int timed) {
     close_census();
 }
 
+/* GarbageCollectionStarted (`full`: generation 2 is collected): is this the census's GC
+ * (see g_armed)? A GC of the program's under way when the census was asked for is not
+ * (it started before), nor a younger generation's (its walk would list the older
+ * generations' dead objects too), whatever thread runs it (a server GC's own). */
+HIDDEN void census_gc_started(int full) {
+    if (!full || !atomic_load_explicit(&g_armed, memory_order_acquire)) return;
+    if (atomic_exchange_explicit(&g_saw_ours, 1, memory_order_acq_rel)) return; /* one GC only */
+    atomic_store_explicit(&g_walking, 1, memory_order_release);
+}
+
 /* The census GC's GarbageCollectionFinished (the runtime still suspended): the objects the
  * static fields hold are read now, while they are the ones the walk saw; a census taken
  * while the program runs on would otherwise name what it holds a moment later. */
@@ -243,6 +259,7 @@ HIDDEN void census_gc_finished(void) {
         write_static_roots();
         g_statics_done = 1;
     }
+    atomic_store_explicit(&g_walking, 0, memory_order_release); /* a GC after it is not the census */
     pthread_mutex_unlock(&g_census_lock);
 }
 

@@ -71,6 +71,7 @@ HIDDEN extern FILE *g_census; /* the census file while it is written, else NULL 
 HIDDEN int census_open(void);
 HIDDEN void census_take(void);
 HIDDEN void census_start_timer(void);
+HIDDEN void census_gc_started(int full);
 HIDDEN void census_gc_finished(void);
 HIDDEN HRESULT cb_ObjectReferences(void *self, ObjectID obj, ClassID cls, ULONG n, ObjectID *refs);
 HIDDEN HRESULT cb_RootReferences2(void *self, ULONG n, ObjectID *refs, int *kinds, int *flags, UINT_PTR *ids);

@@ -106,6 +106,7 @@ HIDDEN HRESULT cb_ExceptionCatcherEnter(void *self, FunctionID fid, ObjectID obj
 
 HIDDEN HRESULT cb_GarbageCollectionStarted(void *self, int n, BOOL *gens, int reason) {
     (void)self;
+    census_gc_started(n > 2 && gens[2]);
     int gen = -1;
     for (int i = 0; i < n && i < 3; i++)
         if (gens[i]) gen = i;
