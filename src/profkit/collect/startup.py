@@ -24,7 +24,8 @@ that is not profiled pays one dict lookup. When the variable is set, it calls
 
 Child processes inherit the environment, so subprocesses and ``multiprocessing`` workers
 (spawn and forkserver start a new interpreter; for fork, :mod:`profkit.collect` re-attaches
-a fresh profiler in the child) are profiled too. Nothing here raises or prints to stdout:
+a fresh profiler in the child, or resets the parent's in place: :func:`resume_in_child`)
+are profiled too. Nothing here raises or prints to stdout:
 a bad setting is one ``profkit:`` line on stderr and the program runs unprofiled. That
 holds for anything a profiler raises while it is built or attached, ``SystemExit`` and
 ``KeyboardInterrupt`` included: escaping from a ``.pth`` line, any exception kills the
