@@ -9,7 +9,7 @@
   var treeEl = $("tree"), chart = $("chart"), tip = $("tip"), status = $("status");
   var search = $("search"), foldBox = $("fold");
   var SHOW_SHARE = 0.005, OPEN_SHARE = 0.02, MAX_OPEN = 400, MAX_ROWS = 20000, MAX_DIVS = 20000;
-  var ROW = 18, INDENT = 14, MAX_INDENT = 60;
+  var ROW = 18, INDENT = 12, MAX_INDENT = 40, REVEAL = 20;
 
   function fmt(v) {
     var units = D.mode === "memory" ? [[1073741824, "GiB"], [1048576, "MiB"], [1024, "KiB"], [1, "B"]]
@@ -109,7 +109,7 @@
   function shown(n, kids) {  // the children listed, and those summarised on a "more" row
     if (n.showAll || n.group) { return [kids, []]; }
     var base = n.thr ? n.thr.total : root.total, a = [], b = [];
-    kids.forEach(function (c) { (c.group || c.total >= SHOW_SHARE * base ? a : b).push(c); });
+    kids.forEach(function (c) { (c.group || c.reveal || c.total >= SHOW_SHARE * base ? a : b).push(c); });
     return [a, b];
   }
   function openBelow(start) {  // open the hot paths below these nodes (first load, an opened fold)
@@ -234,13 +234,17 @@
 
   // ---- search: highlight, and open the branches and folds that hide a match ----
   function query() { return search.value.trim().toLowerCase(); }
+  var revealed = [];
   function reveal(q) {
+    revealed.forEach(function (n) { n.reveal = false; });
+    revealed = [];
     var found = everything.filter(function (n) { return n.f >= 0 && D.names[n.f].toLowerCase().indexOf(q) >= 0; });
     found.sort(function (a, b) { return b.total - a.total; });
-    found.slice(0, 300).forEach(function (m) {
+    found.slice(0, REVEAL).forEach(function (m) {  // the largest matches: their paths open
       var inside = false;
-      for (var a = m.parent; a; a = a.parent) {
-        a.expanded = true; a.showAll = true; a.unchain = true;
+      for (var a = m.parent, c = m; a; c = a, a = a.parent) {
+        a.expanded = true; a.unchain = true;
+        if (!c.reveal) { c.reveal = true; revealed.push(c); }  // listed although small
         if (lib(a) && !isHead(a)) { inside = true; }
         if (isHead(a) && (inside || lib(m))) { a.open = a.open || a !== m; inside = false; }
       }
@@ -306,7 +310,7 @@
       var item = stack.pop(), n = item[0], x = item[2], w = item[3];
       add(n, item[1], x, w, "");
       var cx = x;
-      (n === root ? n.kids : folding || n.kids ? dkids(n) : []).forEach(function (c) {
+      (n === root ? n.kids : dkids(n)).forEach(function (c) {
         var cw = c.total / base;
         c.dparent = n;
         if (cw * width >= 1) { stack.push([c, item[1] + 1, cx, cw]); }
@@ -405,6 +409,8 @@
     var q = query();
     searchNote = q ? reveal(q) : "";
     render();
+    var first = view === "tree" && q ? treeEl.querySelector(".row.match") : null;
+    if (first) { first.scrollIntoView({ block: "center" }); }
   }
   $("v-tree").addEventListener("click", function () { view = "tree"; render(); });
   $("v-graph").addEventListener("click", function () { view = "graph"; render(); });
