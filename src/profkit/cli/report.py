@@ -217,7 +217,7 @@ def _render(
     progress: ProgressLine | None,
 ) -> str:
     if args.lines:
-        return _render_lines(args, width, color)
+        return _render_lines(args, width, color, progress)
     profile = load_all(args.files, args.metric, progress)
     if progress is not None:
         progress("rendering")
@@ -251,13 +251,15 @@ def _render(
     return text
 
 
-def _render_lines(args: argparse.Namespace, width: int | None, color: bool) -> str:
+def _render_lines(
+    args: argparse.Namespace, width: int | None, color: bool, progress: Progress | None
+) -> str:
     """``--lines``: each file's per-line samples read before any combining (their rows
     name frames by index in that file), then summed by ``file:line``."""
     groups = []
     total = 0
     for path in args.files:
-        rows, samples = line_rows(_load(path), path)
+        rows, samples = line_rows(_load(path, progress), path)
         groups.append(rows)
         total += samples
     rows = merge_rows(groups)
