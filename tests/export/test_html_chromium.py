@@ -234,3 +234,19 @@ def test_a_recursion_folds_to_one_row_that_opens(browser: Chromium, tmp_path: Pa
     assert browser.evaluate("document.querySelectorAll('#tree .row.own').length") == 3
     browser.click(chain["x"], chain["y"])
     browser.wait_for("document.querySelectorAll('#tree .row.own').length > 3")
+
+
+def test_unfolding_everything_and_a_hot_spot_click(browser: Chromium, tmp_path: Path) -> None:
+    _open(browser, tmp_path, app_profile())
+    browser.evaluate("document.getElementById('fold').click()")
+    shown = _row(browser, "fancylib.util.visit")
+    assert shown is not None and shown["visible"], shown
+    assert browser.evaluate("document.querySelectorAll('#tree .row.group').length") == 0
+    browser.evaluate("document.getElementById('fold').click()")
+    spot = browser.evaluate(
+        "(function () { var s = Array.from(document.querySelectorAll('#hot .spot')).filter("
+        "function (e) { return e.textContent.indexOf('json.encoder') === 0; })[0];"
+        " s.click(); return document.getElementById('search').value; })()"
+    )
+    assert spot == "json.encoder.JSONEncoder.encode"
+    assert browser.evaluate("document.querySelectorAll('#tree .row.match').length") == 2
