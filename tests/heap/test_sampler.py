@@ -294,3 +294,26 @@ def test_blocks_freed_unseen_are_never_read(tmp_path, case: str, expected: str) 
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == expected
+
+
+@needs_native
+def test_paused_allocations_leave_the_programs_countdown_alone(sampler) -> None:  # type: ignore[no-untyped-def]
+    # pause() parks the thread's countdown: profkit's own bytes are neither sampled nor
+    # counted toward the program's next sample. With a 64 KiB mean, 10 MB allocated while
+    # paused would otherwise bring the countdown to zero ~150 times, and the first small
+    # allocation after resume would very likely be the sample.
+    s = sampler(64 * 1024)
+    s.start()
+    _heaphook.pause()
+    _heaphook.pause()  # nests
+    paused = [bytearray(1000) for _ in range(10_000)]
+    _heaphook.resume()
+    still_paused = bytearray(1000)
+    _heaphook.resume()
+    assert _heaphook.pending() == 0
+    after = [bytearray(100) for _ in range(10)]  # ~1.5 KB: sampled with p ~ 2 %
+    events = s.drain()
+    s.stop()
+    assert paused and still_paused and after
+    allocs = [e for e in events if isinstance(e, Allocation)]
+    assert len(allocs) <= 2, [(a.size, a.stack[0][0].co_name) for a in allocs]

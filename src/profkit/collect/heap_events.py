@@ -2,9 +2,9 @@
 ``object_allocated`` / ``object_freed`` notifications.
 
 The allocator hooks record in C and cannot call Python (the interpreter is in the middle of
-an allocation), so notifications are delivered in batches at safe points: after each
-collection (``gc.callbacks``), when the C log holds :data:`BATCH` events (the hooks ask the
-interpreter for a pending call), and at detach. While a batch is delivered, allocations of
+an allocation), so notifications are delivered in batches at safe points: after each full
+collection (``gc.callbacks``, generation 2: ``gc.collect()`` included), when the C log holds
+:data:`BATCH` events (the hooks ask the interpreter for a pending call), and at detach. While a batch is delivered, allocations of
 the delivering thread are not sampled: the profiler's own bookkeeping is not the program's
 and must not feed back into more notifications.
 """
@@ -80,8 +80,16 @@ class HeapEvents:
         """``OBJECT_ALLOCATED`` is immutable: nothing to re-read."""
 
     def _on_gc(self, phase: str, info: dict[str, int]) -> None:
-        if phase == "stop":
+        # After a full collection (gc.collect(), or the interpreter's own, rare, gen-2 one)
+        # only, and only when the log holds something: the young collections come every
+        # few hundred allocations, and a drain after each (lock, Python objects, delivery)
+        # made most of memory mode's cost on small-object churn; between full collections
+        # the log is delivered in batches (set_notify) and at detach.
+        if phase == "stop" and info["generation"] == 2 and self._has_pending():
             self.flush()
+
+    def _has_pending(self) -> bool:
+        return not self.sampler.native or _heaphook.pending() > 0
 
     def flush(self, final: bool = False) -> None:
         """Deliver the events waiting in the log (never re-entered, never from two threads)."""

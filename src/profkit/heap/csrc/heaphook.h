@@ -2,7 +2,7 @@
  *
  * Why C: an allocator hook runs on every PyMem_Malloc / PyObject_Malloc of the program, tens of
  * millions a second; in Python it would cost more than the program. Here an allocation that is
- * not sampled costs one thread-local subtraction and a compare; a free costs one load from a
+ * not sampled costs one thread-local subtraction and two compares; a free costs one load from a
  * bitmap of sampled addresses (and a probe of a small hash table when the bit is set).
  *
  * What it does:
@@ -92,9 +92,12 @@ extern HIDDEN int installed;
 extern HIDDEN double mean_bytes;
 extern HIDDEN size_t exact_bytes; /* recorded always, weight = size (hook.c) */
 extern HIDDEN uint64_t seed_epoch;
-extern HIDDEN _Thread_local int64_t countdown FAST_TLS; /* bytes to the next sample; < 0: draw */
+extern HIDDEN _Thread_local int64_t countdown FAST_TLS; /* bytes to the next sample (hook.c: UNDRAWN, PARKED) */
 /* > 0: this thread's allocations are not sampled (inside the hook, a drain, or pause()) */
 extern HIDDEN _Thread_local int in_hook FAST_TLS;
+/* pause sampling on this thread (nests), parking its countdown; resume undoes one pause */
+HIDDEN void hook_pause(void);
+HIDDEN void hook_resume(void);
 HIDDEN void hooks_install(void);
 HIDDEN int hooks_are_ours(void);
 HIDDEN void hooks_uninstall(void);

@@ -1,6 +1,6 @@
 /* The allocator functions, and the byte countdown that chooses which allocations are sampled
  * (see heaphook.h). This is the hot path: every allocation and free of the program passes
- * here, so an allocation that is not sampled costs a thread-local subtraction and a compare,
+ * here, so an allocation that is not sampled costs a thread-local subtraction and two compares,
  * and a free of a block that was not sampled one load from the bitmap of sampled addresses.
  */
 #include "heaphook.h" /* Python.h first, as the C API asks */
@@ -17,7 +17,7 @@ static Domain domains[2] = {{.domain = PYMEM_DOMAIN_MEM}, {.domain = PYMEM_DOMAI
 HIDDEN int installed = 0;
 HIDDEN double mean_bytes = 512.0 * 1024.0;
 HIDDEN uint64_t seed_epoch = 1;
-HIDDEN _Thread_local int64_t countdown FAST_TLS = -1;
+HIDDEN _Thread_local int64_t countdown FAST_TLS = INT64_MIN / 2; /* UNDRAWN */
 HIDDEN _Thread_local int in_hook FAST_TLS = 0;
 
 static _Thread_local uint64_t rng_state FAST_TLS = 0;
@@ -56,23 +56,72 @@ draw_countdown(void)
  * Poisson process over their own bytes. */
 HIDDEN size_t exact_bytes = 512 * 1024;
 
-static inline void
-maybe_sample(void *ptr, size_t size, uint8_t domain)
+/* A paused thread's countdown (hook_pause): no run of allocations brings it to zero. */
+#define PARKED (INT64_MAX / 2)
+static _Thread_local int64_t parked_countdown FAST_TLS = 0;
+
+HIDDEN void
+hook_pause(void)
 {
-    if (ptr == NULL || in_hook) return;
+    if (in_hook++ == 0) {
+        parked_countdown = countdown;
+        countdown = PARKED;
+    }
+}
+
+HIDDEN void
+hook_resume(void)
+{
+    if (in_hook > 0 && --in_hook == 0) countdown = parked_countdown;
+}
+
+/* The countdown of a thread that has not drawn one yet (a new thread, or after start): far
+ * below anything a real countdown minus an allocation below exact_bytes can reach, so the
+ * slow path tells "draw first" from "crossed zero" without a second thread-local. */
+#define UNDRAWN (INT64_MIN / 2)
+
+/* Off the hot path: the countdown crossed zero (or was never drawn), or the allocation is
+ * large enough to be recorded always, or it failed. Kept out of line so the hook's fast path
+ * needs no saved registers or stack frame. */
+static __attribute__((noinline, cold)) void
+sample_slow(void *ptr, size_t size, uint8_t domain)
+{
     if (size >= exact_bytes) {
+        if (ptr == NULL || in_hook) return;
         in_hook++;
         record_alloc(ptr, size, domain, 1);
         in_hook--;
         return;
     }
-    if (countdown < 0) countdown = draw_countdown();
-    countdown -= (int64_t)size;
-    if (countdown > 0) return;
+    if (countdown < UNDRAWN / 2) { /* never drawn: draw, then count this allocation */
+        countdown = draw_countdown() - (int64_t)size;
+        if (countdown > 0) return;
+    }
+    if (in_hook) return; /* parked (hook_pause): not reached in practice */
+    if (ptr == NULL) {    /* a failed allocation is not sampled; the next one is drawn for */
+        countdown = draw_countdown();
+        return;
+    }
     in_hook++;
     record_alloc(ptr, size, domain, 0);
     countdown = draw_countdown();
     in_hook--;
+}
+
+/* The hot path: one thread-local subtraction and two compares for an allocation that is
+ * not sampled. No check of in_hook here: while a thread is paused its countdown is parked
+ * far above any reachable byte count (hook_pause), so its allocations, profkit's own, take
+ * the fast path without consuming the program's countdown; a failed allocation is rare and
+ * sorted out on the slow path. */
+static inline void
+maybe_sample(void *ptr, size_t size, uint8_t domain)
+{
+    if (__builtin_expect(size < exact_bytes, 1)) {
+        int64_t left = countdown - (int64_t)size;
+        countdown = left;
+        if (__builtin_expect(left > 0, 1)) return;
+    }
+    sample_slow(ptr, size, domain);
 }
 
 static void *
@@ -109,15 +158,29 @@ hook_realloc(void *ctx, void *old, size_t size)
     return ptr;
 }
 
-static void
-hook_free(void *ctx, void *ptr)
+/* A free whose address's bit is set in the bitmap: it may be a sampled block's. */
+static __attribute__((noinline, cold)) void
+free_slow(Domain *d, void *ptr)
 {
-    Domain *d = ctx;
     /* Frees are recorded even inside the hook, a drain or pause(): a sampled block freed
      * unseen would leave its address in the table, and a later drain would read the type
      * words of memory that may be unmapped by then. record_free calls no Python and no
      * Python allocator, so it is safe wherever a free can happen. */
-    if (ptr != NULL && table_live && filter_may_hold((uintptr_t)ptr)) record_free(ptr, NULL);
+    if (ptr != NULL && table_live) record_free(ptr, NULL);
+    d->previous.free(d->previous.ctx, ptr);
+}
+
+/* The hot path of a free: one bit of the bitmap (clear for almost every block never
+ * sampled; NULL's bit too unless a sampled address shares it, and then the slow path
+ * checks), then a tail call to the allocator. */
+static void
+hook_free(void *ctx, void *ptr)
+{
+    Domain *d = ctx;
+    if (__builtin_expect(filter_may_hold((uintptr_t)ptr), 0)) {
+        free_slow(d, ptr);
+        return;
+    }
     d->previous.free(d->previous.ctx, ptr);
 }
 
@@ -126,7 +189,10 @@ hook_free(void *ctx, void *ptr)
 HIDDEN void
 hooks_install(void)
 {
-    countdown = -1;
+    if (in_hook)
+        parked_countdown = UNDRAWN;
+    else
+        countdown = UNDRAWN;
     for (int i = 0; i < 2; i++) {
         PyMem_GetAllocator(domains[i].domain, &domains[i].previous);
         PyMemAllocatorEx mine = {&domains[i], hook_malloc, hook_calloc, hook_realloc, hook_free};

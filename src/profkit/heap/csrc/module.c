@@ -65,8 +65,7 @@ heaphook_drain(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(unused))
     memset(&log_, 0, sizeof(log_));
     /* The objects built below are this drain's own, not the program's: never sample them
      * (with a small mean they would fill the fresh log as fast as this empties the old). */
-    int was_in_hook = in_hook;
-    in_hook = 1;
+    hook_pause();
     uint64_t lost = dropped;
     dropped = 0;
     PyObject *alloc_s = NULL, *free_s = NULL;
@@ -112,10 +111,10 @@ heaphook_drain(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(unused))
     log_clear(&taken);
     Py_DECREF(alloc_s);
     Py_DECREF(free_s);
-    in_hook = was_in_hook;
+    hook_resume();
     return Py_BuildValue("(NK)", out, (unsigned long long)lost);
 fail:
-    in_hook = was_in_hook;
+    hook_resume();
     log_clear(&taken);
     Py_XDECREF(alloc_s);
     Py_XDECREF(free_s);
@@ -155,14 +154,14 @@ heaphook_set_notify(PyObject *Py_UNUSED(self), PyObject *args)
 static PyObject *
 heaphook_pause(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(unused))
 {
-    in_hook++;
+    hook_pause();
     Py_RETURN_NONE;
 }
 
 static PyObject *
 heaphook_resume(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(unused))
 {
-    if (in_hook > 0) in_hook--;
+    hook_resume();
     Py_RETURN_NONE;
 }
 
@@ -172,6 +171,14 @@ heaphook_status(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(unused))
     return Py_BuildValue("{s:O,s:d,s:n,s:K}", "installed", installed ? Py_True : Py_False,
                          "mean_bytes", mean_bytes, "live_samples", (Py_ssize_t)table_live,
                          "dropped", (unsigned long long)dropped);
+}
+
+/* pending() -> int: events waiting in the log. Cheap enough to ask after every collection,
+ * where a drain (Python objects, a lock, a delivery) would cost the program far more. */
+static PyObject *
+heaphook_pending(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(unused))
+{
+    return PyLong_FromSize_t(log_.n_events);
 }
 
 static PyMethodDef methods[] = {
@@ -185,6 +192,7 @@ static PyMethodDef methods[] = {
      "threshold events."},
     {"pause", heaphook_pause, METH_NOARGS, "pause(): stop sampling this thread's allocations."},
     {"resume", heaphook_resume, METH_NOARGS, "resume(): undo one pause()."},
+    {"pending", heaphook_pending, METH_NOARGS, "pending() -> int: events waiting in the log."},
     {"status", heaphook_status, METH_NOARGS, "status() -> dict."},
     {NULL, NULL, 0, NULL},
 };
