@@ -116,6 +116,8 @@ def test_objects_moved_by_a_compacting_gc_stay_attributed(life: Path, tmp_path: 
     assert 0.75 * kept < under(profile, "AllocLife.Work.Keep", "leaked") < 1.3 * kept
     assert under(profile, "AllocLife.Work.Churn", "leaked") < 2**20  # GC.Collect() by the program
     assert meta["gc"]["count"] >= 2
+    induced = [gc for gc in meta["gc"]["collections"] if gc["reason"] == "induced"]
+    assert induced and all(gc["pause_ns"] > 0 for gc in induced)  # GC.Collect()'s, paused
 
 
 def test_threads_are_kept_apart(life: Path, tmp_path: Path) -> None:

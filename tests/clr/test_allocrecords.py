@@ -79,7 +79,12 @@ def test_round_trip(r: ClrResult) -> None:
 
 SAMPLE = ClrResult(
     pid=7,
-    events=[Event(10, 7, "gc-start", "0 other"), Event(30, 7, "gc-end", "")],
+    events=[
+        Event(5, 7, "suspend", "1"),
+        Event(10, 7, "gc-start", "0 other"),
+        Event(30, 7, "gc-end", ""),
+        Event(45, 7, "resume", ""),
+    ],
     alloc=AllocResult(
         mean=1024, objects=10, bytes=5000, samples=3, gcs=1, peak_bytes=3000,
         types=["System.Byte[]"], frames=["App.Main", "App.Work"],
@@ -99,6 +104,7 @@ def test_the_memory_profile_of_the_records() -> None:
     names = [profile.frames[i].name for i in meta["memory_views"]["peak"][0][0]]
     assert names == ["App.Main", "App.Work", "[type System.Byte[]]"]
     assert meta["gc"]["count"] == 1 and meta["gc"]["duration_ns_max"] == 20
+    assert meta["gc"]["pause_ns_max"] == 40 and meta["gc"]["collections"][0]["pause_ns"] == 40
     assert meta["memory_threads"][0]["peak_bytes"] == 3000
 
 

@@ -60,34 +60,49 @@ class _Frames:
 
 
 def gc_metadata(result: ClrResult) -> dict[str, Any]:
-    """The GCs the profiler saw (``gc-start``/``gc-end`` events): generation, reason and
-    the time from start to end (the GC's work with profkit's callbacks in it)."""
+    """The GCs the profiler saw (``gc-start``/``gc-end`` events): generation, reason, the
+    time from start to end (the GC's work, profkit's callbacks in it) and the pause: the
+    runtime's suspension for it (``suspend`` 1 or 7) to the resumption after it."""
     gcs: list[dict[str, Any]] = []
     by_generation: dict[str, int] = {}
-    open_gc: dict[str, Any] | None = None
-    started = 0
-    total = longest = count = 0
+    sums = {"duration": [0, 0], "pause": [0, 0]}  # total, longest
+    current: dict[str, Any] | None = None  # the GC being followed (kept or not)
+    suspended = started = -1
+    count = 0
     for event in result.events:
-        if event.kind == "gc-start":
+        if event.kind == "suspend":
+            suspended = event.t_ns if event.text in ("1", "7") else -1
+        elif event.kind == "gc-start":
             parts = event.text.split()
             generation = parts[0] if parts else "?"
             by_generation[generation] = by_generation.get(generation, 0) + 1
-            open_gc = {"generation": generation, "reason": parts[1] if len(parts) > 1 else ""}
-            open_gc["t_ns"], started, count = event.t_ns, event.t_ns, count + 1
+            current = {"generation": generation, "reason": parts[1] if len(parts) > 1 else ""}
+            current["t_ns"], started, count = event.t_ns, event.t_ns, count + 1
             if len(gcs) < MAX_GCS:
-                gcs.append(open_gc)
-        elif event.kind == "gc-end" and open_gc is not None:
-            pause = max(event.t_ns - started, 0)
-            open_gc["duration_ns"] = pause
-            total, longest, open_gc = total + pause, max(longest, pause), None
+                gcs.append(current)
+        elif event.kind == "gc-end" and current is not None and started >= 0:
+            _add(sums["duration"], current, "duration_ns", event.t_ns - started)
+            started = -1
+        elif event.kind == "resume" and current is not None and 0 <= suspended <= current["t_ns"]:
+            _add(sums["pause"], current, "pause_ns", event.t_ns - suspended)
+            suspended, current = -1, None
     return {
         "count": count,
         "by_generation": by_generation,
-        "duration_ns_total": total,
-        "duration_ns_max": longest,
+        "duration_ns_total": sums["duration"][0],
+        "duration_ns_max": sums["duration"][1],
+        "pause_ns_total": sums["pause"][0],
+        "pause_ns_max": sums["pause"][1],
         "collections": gcs,
         "collections_kept": MAX_GCS,
     }
+
+
+def _add(sums: list[int], gc: dict[str, Any], key: str, value: int) -> None:
+    value = max(value, 0)
+    gc[key] = value
+    sums[0] += value
+    sums[1] = max(sums[1], value)
 
 
 def to_memory_profile(

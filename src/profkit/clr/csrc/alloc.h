@@ -32,6 +32,7 @@
 #define PRF_MONITOR_OBJECT_ALLOCATED 0x00000100u
 #define PRF_ENABLE_OBJECT_ALLOCATED 0x00800000u
 #define PRF_ENABLE_STACK_SNAPSHOT 0x10000000u
+#define PRF_MONITOR_SUSPENDS 0x00010000u
 
 #define ALLOC_MAX_TRACKED (1u << 20)
 #define ALLOC_MAX_SITES (1u << 18)
@@ -40,7 +41,8 @@
 #define ALLOC_MAX_THREADS 4096u
 
 /* callback slots, 0-based after IUnknown */
-enum { CB_ObjectAllocated = 47, CB_MovedReferences2 = 84, CB_SurvivingReferences2 = 85 };
+enum { CB_RuntimeSuspendStarted = 39, CB_RuntimeResumeFinished = 43, CB_ObjectAllocated = 47 };
+enum { CB_MovedReferences2 = 84, CB_SurvivingReferences2 = 85 };
 /* ICorProfilerInfo2 slots */
 enum { PI_DoStackSnapshot = 33, PI_GetGenerationBounds = 51 };
 
@@ -81,5 +83,7 @@ HIDDEN void alloc_gc_finished(void);
 HIDDEN HRESULT cb_MovedReferences2(void *self, ULONG n, ObjectID *old, ObjectID *now, size_t *len);
 HIDDEN HRESULT cb_SurvivingReferences2(void *self, ULONG n, ObjectID *start, size_t *len);
 HIDDEN void alloc_final_gc(void);
+HIDDEN HRESULT cb_RuntimeSuspendStarted(void *self, int reason);
+HIDDEN HRESULT cb_RuntimeResumeFinished(void *self);
 
 #endif

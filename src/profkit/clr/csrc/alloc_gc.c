@@ -155,3 +155,19 @@ HIDDEN void alloc_final_gc(void) {
     until.tv_sec += 60;
     if (pthread_timedjoin_np(thread, NULL, &until) != 0) pthread_detach(thread);
 }
+
+/* The runtime's suspensions, as records: a GC's pause is its suspension (reason 1, for a GC;
+ * 7, preparing one) to the resumption after it (clr/allocprofile.py pairs them). */
+HIDDEN HRESULT cb_RuntimeSuspendStarted(void *self, int reason) {
+    (void)self;
+    char text[16];
+    snprintf(text, sizeof text, "%d", reason);
+    if (g_alloc_on) record("suspend", text);
+    return S_OK;
+}
+
+HIDDEN HRESULT cb_RuntimeResumeFinished(void *self) {
+    (void)self;
+    if (g_alloc_on) record("resume", "");
+    return S_OK;
+}

@@ -87,6 +87,8 @@ static void build_vtable(void) {
     SET(CB_ObjectReferences, cb_ObjectReferences);
     SET(CB_RootReferences2, cb_RootReferences2);
     SET(CB_ObjectAllocated, cb_ObjectAllocated);
+    SET(CB_RuntimeSuspendStarted, cb_RuntimeSuspendStarted);
+    SET(CB_RuntimeResumeFinished, cb_RuntimeResumeFinished);
     SET(CB_MovedReferences2, cb_MovedReferences2);
     SET(CB_SurvivingReferences2, cb_SurvivingReferences2);
 #undef SET

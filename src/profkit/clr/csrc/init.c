@@ -54,7 +54,8 @@ static HRESULT set_event_mask(void) {
     if (S.events & EV_CALLS) mask |= PRF_MONITOR_EXCEPTIONS; /* unwinding pops shadow frames */
     if (g_census) mask |= PRF_MONITOR_GC | PRF_MONITOR_CLASS_LOADS; /* the heap census (census.c) */
     if (g_alloc_on) /* allocations, followed across GCs, with their stacks (alloc.h) */
-        mask |= PRF_ENABLE_OBJECT_ALLOCATED | PRF_MONITOR_OBJECT_ALLOCATED | PRF_MONITOR_GC | PRF_ENABLE_STACK_SNAPSHOT;
+        mask |= PRF_ENABLE_OBJECT_ALLOCATED | PRF_MONITOR_OBJECT_ALLOCATED | PRF_MONITOR_GC | PRF_ENABLE_STACK_SNAPSHOT |
+                PRF_MONITOR_SUSPENDS; /* the GCs' pauses */
     HRESULT hr;
     if ((S.events & EV_GC) && g_info_version >= 5) {
         high |= PRF_HIGH_BASIC_GC;
