@@ -130,3 +130,22 @@ def test_profiling_off_imports_nothing_of_profkit(tmp_path: Path) -> None:
     (tmp_path / "probe.py").write_text(PROBE)
     loaded = _loaded([sys.executable, "probe.py"], tmp_path)
     assert sorted(m for m in loaded if m.startswith("profkit")) == []
+
+
+#: What the program's own exit handler prints: every module loaded by then, the
+#: end-of-run tree's included (profkit prints it before the interpreter's exit handlers).
+PROBE_AT_EXIT = (
+    "import atexit, sys\natexit.register(lambda: print(' '.join(sorted(sys.modules))))\n"
+)
+
+
+def test_the_end_of_run_tree_imports_no_dataclasses(tmp_path: Path) -> None:
+    """Printing the tree is part of every ``profkit run``'s fixed cost: ``dataclasses``
+    (with ``inspect``, ``ast``, ``dis``, ``tokenize``) cost more than a fifth of cProfile's
+    whole start, and the report needs none of them (``profkit._record``)."""
+    (tmp_path / "probe.py").write_text(PROBE_AT_EXIT)
+    loaded = _loaded(
+        [sys.executable, "-m", "profkit", "run", "-o", "out.json", "probe.py"], tmp_path
+    )
+    assert "profkit.report.text" in loaded  # the tree was printed before the handler ran
+    assert sorted(loaded & {"dataclasses", "inspect", "ast", "dis", "tokenize"}) == []
