@@ -55,11 +55,13 @@ TESTS = (
 )
 
 #: The CoreCLR profiler's tests that drive its C paths hardest (exceptions, death, Ctrl-C,
-#: planted files, long names): a few minutes under ASan.
+#: planted files, long names) and the allocation sampler's following of objects across
+#: GCs: a few minutes under ASan.
 CLR_TESTS = (
     "tests/clr/test_failures.py",
     "tests/clr/test_files.py",
     "tests/clr/test_messages.py",
+    "tests/clr/test_alloc.py",
 )
 #: ASan options for the .NET runtime's processes (see the module docstring).
 CLR_ASAN = "handle_segv=0:handle_abort=0:allow_user_segv_handler=1:detect_stack_use_after_return=0"

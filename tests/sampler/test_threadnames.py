@@ -51,6 +51,25 @@ def _python(version: str) -> str:
     return interpreter(version)
 
 
+def test_a_process_gone_before_its_threads_are_named_gives_no_name(tmp_path: Path) -> None:
+    """A fork-pool worker can exit between its first read and the naming of its threads:
+    ``run --mode sample`` of a pool program once ended with status 2 on that
+    ProcessGone (a busy machine widens the window; here the exit is made certain)."""
+    program = Program(interpreter("3.11"), NAMED, tmp_path)
+    try:
+        assert program.proc.stdout is not None
+        program.proc.stdout.readline()  # its threads are running
+        try:
+            reader = StackReader.attach(program.pid)
+        except AttachError as exc:
+            pytest.skip(f"not readable here: {exc}")
+        idents = [s.thread_id for s in reader.sample()]
+    finally:
+        program.stop()  # killed and reaped: every read now fails with ESRCH
+    assert idents
+    assert [reader.thread_name(i) for i in idents] == [None] * len(idents)
+
+
 @pytest.mark.parametrize("version", ["3.11", "3.12", "3.13", "system"])
 def test_every_thread_has_its_threading_name(version: str, tmp_path: Path) -> None:
     program = Program(_python(version), NAMED, tmp_path)

@@ -171,7 +171,10 @@ class StackReader:
     def thread_name(self, ident: int) -> str | None:
         """``threading``'s name of the thread whose ident is ``ident`` (None when it is not
         found: no ``threading``, a thread not yet in ``threading._active``, a torn read).
-        A few hundred reads the first time (``sys.modules`` is searched), a few dozen after."""
+        A few hundred reads the first time (``sys.modules`` is searched), a few dozen after.
+        A name is a label, never a reason to fail: a process gone by the time its first
+        stack is named (a short-lived pool worker) gives None, not ProcessGone, which
+        escaped the sampler's loop and ended ``run --mode sample`` with status 2."""
         try:
             if self._names is None:
                 interps = self.interpreters()
@@ -180,7 +183,7 @@ class StackReader:
                     self.mem, self.layout, interps[0] if interps else 0, minor
                 )
             return self._names.name(ident)
-        except (ReadFault, ValueError):
+        except (AttachError, ValueError):  # ReadFault, ProcessGone, PermissionDenied
             return None
 
     def interpreters(self) -> list[int]:

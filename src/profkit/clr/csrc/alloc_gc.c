@@ -71,7 +71,8 @@ HIDDEN void alloc_gc_started(int n, const BOOL *gens) {
     int full = n > 2 && gens[2];
     pthread_mutex_lock(&g_alloc_lock);
     g_in_gc = 1;
-    qsort(g_objs, g_n_objs, sizeof *g_objs, by_address);
+    if (g_n_objs) /* none followed yet: g_objs is NULL, which qsort may not be given */
+        qsort(g_objs, g_n_objs, sizeof *g_objs, by_address);
     for (size_t i = 0; i < g_n_objs; i++) {
         obj_t *o = &g_objs[i];
         o->survived = 0;

@@ -135,7 +135,8 @@ HIDDEN site_t *alloc_site(uint32_t tid, uint32_t type, const uint32_t *frames, u
     site_t *s = &g_sites[g_n_sites++];
     memset(s, 0, sizeof *s);
     s->tid = tid, s->type = type, s->depth = depth, s->frames = (uint32_t)g_n_pool, s->hash = h;
-    memcpy(g_pool + g_n_pool, frames, depth * sizeof *frames);
+    if (depth) /* an empty stack: the pool may still be NULL (memcpy's UB, UBSan says) */
+        memcpy(g_pool + g_n_pool, frames, depth * sizeof *frames);
     g_n_pool += depth;
     return s;
 }
