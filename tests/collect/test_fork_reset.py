@@ -152,7 +152,8 @@ def _calls(path: Path) -> dict[str, int]:
     return counts
 
 
-def _run(tmp_path: Path, body: str) -> tuple[int, dict[str, list[object]]]:
+def _run(tmp_path: Path, body: str) -> dict[str, list[object]]:
+    """Run the program (it must exit 0); each forked process's ``[pid, route]`` by role."""
     (tmp_path / "prog.py").write_text(PRELUDE + body)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PROFKIT_")} | ENV
     done = subprocess.run(
@@ -164,8 +165,7 @@ def _run(tmp_path: Path, body: str) -> tuple[int, dict[str, list[object]]]:
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    ends = {p.stem: json.loads(p.read_text()) for p in tmp_path.glob("*child.json")}
-    return done.returncode, ends
+    return {p.stem: json.loads(p.read_text()) for p in tmp_path.glob("*child.json")}
 
 
 def _profile_of(tmp_path: Path, pid: object) -> dict[str, int]:
@@ -178,14 +178,18 @@ def _parent_profile(tmp_path: Path, children: list[object]) -> dict[str, int]:
     return _calls(parent)
 
 
-def test_the_child_records_only_what_it_runs_after_the_fork(tmp_path: Path) -> None:
-    _, ends = _run(tmp_path, PLAIN)
+def _reset_child(tmp_path: Path, body: str) -> tuple[dict[str, int], dict[str, int]]:
+    """Run a program forking one child that must take the reset route: (child, parent)."""
+    ends = _run(tmp_path, body)
     pid, route = ends["child"]
     assert route == "reset"
-    child = _profile_of(tmp_path, pid)
+    return _profile_of(tmp_path, pid), _parent_profile(tmp_path, [pid])
+
+
+def test_the_child_records_only_what_it_runs_after_the_fork(tmp_path: Path) -> None:
+    child, parent = _reset_child(tmp_path, PLAIN)
     assert child.get("child_work") == 3
     assert "parent_work" not in child
-    parent = _parent_profile(tmp_path, [pid])
     assert parent.get("parent_work") == 7
     assert "child_work" not in parent
 
@@ -193,32 +197,24 @@ def test_the_child_records_only_what_it_runs_after_the_fork(tmp_path: Path) -> N
 def test_a_fork_deep_in_a_call_stack(tmp_path: Path) -> None:
     """The 61 frames entered in the parent return in the child: their leaves find no
     call of the child's open and are ignored; what the child calls is counted."""
-    _, ends = _run(tmp_path, DEEP)
-    pid, route = ends["child"]
-    assert route == "reset"
-    child = _profile_of(tmp_path, pid)
+    child, parent = _reset_child(tmp_path, DEEP)
     assert child.get("child_work") == 7
     assert "deep" not in child
-    parent = _parent_profile(tmp_path, [pid])
     assert parent.get("deep") == 61
     assert "child_work" not in parent
 
 
 def test_a_fork_from_a_thread(tmp_path: Path) -> None:
-    _, ends = _run(tmp_path, THREAD)
-    pid, route = ends["child"]
-    assert route == "reset"
-    child = _profile_of(tmp_path, pid)
+    child, parent = _reset_child(tmp_path, THREAD)
     assert child.get("child_work") == 3
     assert "fork_here" not in child  # entered in the parent
-    parent = _parent_profile(tmp_path, [pid])
     assert parent.get("fork_here") == 1
     assert parent.get("parent_work") == 1
     assert "child_work" not in parent
 
 
 def test_a_fork_in_a_child_of_a_child(tmp_path: Path) -> None:
-    _, ends = _run(tmp_path, NESTED)
+    ends = _run(tmp_path, NESTED)
     child_pid, child_route = ends["child"]
     grand_pid, grand_route = ends["grandchild"]
     assert (child_route, grand_route) == ("reset", "reset")
@@ -231,7 +227,7 @@ def test_a_fork_in_a_child_of_a_child(tmp_path: Path) -> None:
 def test_a_changed_environment_gets_a_new_profiler(tmp_path: Path) -> None:
     """The child attaches from its own environment, as before: the program set another
     output before forking, so the parent's profiler is not the one to go on with."""
-    _, ends = _run(tmp_path, ENV_CHANGED)
+    ends = _run(tmp_path, ENV_CHANGED)
     pid, route = ends["child"]
     assert route == "new"
     assert _calls(tmp_path / f"changed.{pid}.json") == {"child_work": 1}
@@ -251,7 +247,7 @@ os.waitpid(pid, 0)
 def test_a_child_in_another_directory_gets_a_new_profiler(tmp_path: Path) -> None:
     """A relative output means where the process was when profiling began: the child of
     a program that changed directory saves there, as before."""
-    _, ends = _run(tmp_path, CHDIR)
+    ends = _run(tmp_path, CHDIR)
     pid, route = ends["child"]
     assert route == "new"
     assert _calls(tmp_path / "sub" / f"out.{pid}.json") == {"child_work": 1}
