@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 
 from profkit.calltree.file import load
-from profkit.calltree.model import CallNode, CallProfile
+from profkit.calltree.model import CallProfile
 from profkit.clr.host import Host
 from tests.clr.conftest import profkit_cli
+from tests.dotnet.test_memory import inclusive
 
 MEAN = 16 * 1024  # ~4000 samples a 64 MB run: a method's estimate within a few %
 
@@ -48,16 +49,7 @@ def under(profile: CallProfile, name: str, view: str | None = None) -> int:
         index = {f.name: i for i, f in enumerate(profile.frames)}.get(name)
         rows = profile.metadata["memory_views"][view]
         return sum(w for stack, _n, w in rows if index in stack)
-    total = 0
-    for thread in profile.threads:
-        pending: list[CallNode] = list(thread.root.children.values())
-        while pending:
-            node = pending.pop()
-            if profile.frames[node.frame].name == name:
-                total += node.inclusive_ns
-            else:
-                pending.extend(node.children.values())
-    return total
+    return inclusive(profile, name)
 
 
 def bare(dotnet_host: Host, life: Path, *args: str) -> subprocess.CompletedProcess[str]:
