@@ -54,6 +54,11 @@ FORBIDDEN = (
     "socket",
     "numpy",
     "textwrap",
+    # argparse (with gettext and locale): profkit.cli.run.quick_args reads the usual
+    # command line; argparse parses only what that leaves (help, errors, rarer forms)
+    "argparse",
+    "gettext",
+    "locale",
 )
 #: Only for the profiler of a 3.12+ interpreter: the sys.monitoring collector.
 MONITORING = ("profkit.collect.monitoring", "profkit.collect.hot_monitoring")

@@ -3,7 +3,9 @@
 Each subcommand lives in its own module under :mod:`profkit.cli` and exposes
 ``register(subparsers)``, which adds its parser and sets ``handler`` (``args -> int``).
 Modules are imported only when their command runs (or for ``--help``), so
-``profkit run`` does not pay for numpy or the format readers.
+``profkit run`` does not pay for numpy or the format readers; ``profkit run``'s usual
+command line is read without argparse at all (:func:`profkit.cli.run.quick_args`), and
+anything else about it — help, every error — is argparse's (:mod:`profkit.cli.parser`).
 
 Error policy (:func:`run_handler`, the one funnel): a :class:`~profkit.errors.ProfkitError`,
 an :class:`OSError` (a read or write of the user's files, stdout included) or a
@@ -14,19 +16,20 @@ as one, exit status 70 (with the traceback only under ``PROFKIT_DEBUG=1``).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import importlib
 import os
 import signal
 import sys
 import threading
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from profkit import __version__, _atomic
+from profkit import _atomic
 from profkit._text import MAX_MESSAGE_CHARS, escape
 from profkit.errors import ProfkitError
+
+if TYPE_CHECKING:
+    import argparse
 
 # (command, module under profkit.cli, one-line help). The single list of commands:
 # help text and dispatch are both derived from it.
@@ -51,58 +54,22 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
 EXIT_USAGE = 2
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports usage errors as one line with exit status 2, like ours."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        raise SystemExit(f"{self.prog}: error: {message}") from None
-
-    def _get_formatter(self) -> argparse.HelpFormatter:
-        # argparse makes a formatter for every add_argument, and sizes it by importing
-        # shutil (and with it bz2, lzma, fnmatch): ~4 ms of every command's start-up, for
-        # help that is rarely printed. The same width rule, without the import.
-        return self.formatter_class(prog=self.prog, width=_help_width())  # type: ignore[call-arg]
-
-
-def _help_width() -> int:
-    """``shutil.get_terminal_size().columns - 2``, as argparse computes it."""
-    try:
-        columns = int(os.environ["COLUMNS"])
-    except (KeyError, ValueError):
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-        except (AttributeError, ValueError, OSError):
-            columns = 0
-    return (columns or 80) - 2
-
-
 def build_parser(only: str | None = None, *, others: bool = True) -> argparse.ArgumentParser:
-    """Build the full parser; with ``only``, import just that command's module.
+    """The full argparse parser (:func:`profkit.cli.parser.build_parser`)."""
+    from profkit.cli.parser import build_parser as build
 
-    ``others=False`` (with ``only``) leaves the other commands out altogether: each is a
-    whole ``ArgumentParser`` (its action registry, its translated group titles), about a
-    third of ``profkit run``'s parsing cost, and needed only when the top-level parser
-    could speak of them (its ``--help``, an unknown command).
-    """
-    parser = _Parser(prog="profkit", description="profkit: a profiling toolkit.")
-    parser.add_argument("--version", action="version", version=f"profkit {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name, module, help_text in COMMANDS:
-        if only is not None and name != only:
-            if others:
-                sub.add_parser(name, help=help_text, add_help=False)
-            continue
-        mod = importlib.import_module(f"profkit.cli.{module}")
-        mod.register(sub, name, help_text)
-    return parser
+    return build(only, others=others)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
     args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list and args_list[0] == "run":
+        from profkit.cli.run import quick_args
+
+        quick = quick_args(args_list[1:])
+        if quick is not None:  # the usual command line, read without argparse
+            return run_handler(quick.handler, quick)
     command = next((a for a in args_list if not a.startswith("-")), None)
     known = {name for name, _, _ in COMMANDS}
     only = command if command in known else None
@@ -154,7 +121,7 @@ def _sticky_interrupt(*, enabled: bool) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def run_handler(handler: Any, args: argparse.Namespace) -> int:
+def run_handler(handler: Any, args: Any) -> int:
     """The one funnel: run a command and turn every input/output problem into one
     escaped ``profkit: error: ...`` line and exit status 2.
 
