@@ -32,12 +32,14 @@ def life(compile_program: Callable[[str], Path], dotnet_host: Host, profiler_lib
 
 
 def run(
-    life: Path, tmp_path: Path, *args: str, mean: int = MEAN
+    life: Path, tmp_path: Path, *args: str, mean: int | None = MEAN
 ) -> subprocess.CompletedProcess[str]:
+    """``profkit run --mode memory`` of AllocLife (``mean=None``: the default mean)."""
     env = {k: v for k, v in os.environ.items() if k != "PROFKIT_DOTNET_MEMORY"}
     out = tmp_path / "m.json"
+    sample = ["--alloc-sample", str(mean)] if mean is not None else []
     return subprocess.run(
-        [*profkit_cli(), "run", "--mode", "memory", "--alloc-sample", str(mean), "--prefix",
+        [*profkit_cli(), "run", "--mode", "memory", *sample, "--prefix",
          "AllocLife", "-o", str(out), str(life), *args],
         capture_output=True, text=True, env=env, timeout=240,
     )  # fmt: skip
@@ -80,6 +82,35 @@ def test_allocation_ratio_and_exact_total(life: Path, dotnet_host: Host, tmp_pat
     assert collapsed.returncode == 0, collapsed.stderr
     weights = [int(line.rpartition(" ")[2]) for line in collapsed.stdout.splitlines()]
     assert sum(weights) == meta["allocated_bytes"]
+
+
+def test_methods_of_different_types_are_exact_at_the_default_mean(
+    life: Path, tmp_path: Path
+) -> None:
+    """Post-stratification: Wides and Narrows allocate one class each, so each method's
+    bytes are its stratum's exact total, whatever the samples (400 rounds: ~25 samples of
+    Narrow at the default 512 KiB, none is e**-25 unlikely). Nothing here depends on timing."""
+    done = run(life, tmp_path, "types", "400", mean=None)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "types done\n"
+    profile = load(tmp_path / "m.json")
+    meta = profile.metadata
+    assert meta["alloc_sample_bytes"] == 512 * 1024
+    assert meta["alloc_estimator"] == "post-stratified by (type, size class)"
+    types = {t["type"]: t for t in meta["memory_types"]}
+    wide, narrow = types["AllocLife.Wide"], types["AllocLife.Narrow"]
+    assert wide["objects"] == narrow["objects"] == 400 * 1000  # the runtime's exact counts
+    assert wide["bytes"] == 3 * narrow["bytes"]  # 10 longs and 2, with the object header
+    assert wide["bytes"] % wide["objects"] == 0 and narrow["bytes"] % narrow["objects"] == 0
+    assert meta["allocated_bytes"] == meta["runtime_allocated_bytes"]  # totals exact too
+    wides, narrows = (
+        under(profile, "AllocLife.Work.Wides"),
+        under(profile, "AllocLife.Work.Narrows"),
+    )
+    if meta["stack_failures"] == 0:  # every sample's stack seen: the split is exact
+        assert (wides, narrows) == (wide["bytes"], narrow["bytes"])
+    else:
+        assert 0.95 < wides / wide["bytes"] <= 1 and 0.95 < narrows / narrow["bytes"] <= 1
 
 
 def test_peak_held_by_a_list_of_large_arrays(life: Path, tmp_path: Path) -> None:

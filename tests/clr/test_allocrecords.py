@@ -10,8 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from profkit.calltree.model import CallNode
 from profkit.clr.allocprofile import to_memory_profile
-from profkit.clr.allocrecords import AllocResult, AllocSite, AllocThread
+from profkit.clr.allocrecords import AllocResult, AllocSite, AllocStratum, AllocThread
+from profkit.clr.allocstrata import ESTIMATOR, apportion
 from profkit.clr.result import ClrResult, Event, parse_result
 from profkit.errors import FormatError
 
@@ -21,6 +23,7 @@ names = st.text(
     max_size=30,
 )
 u64 = st.integers(0, (1 << 64) - 1)
+classes = st.sampled_from([0, 10, 63, 255])  # size classes: 0-63, 255 the "other" stratum
 
 
 def render(r: ClrResult) -> bytes:
@@ -37,11 +40,13 @@ def render(r: ClrResult) -> bytes:
     for i, s in enumerate(a.sites):
         frames = ",".join(str(f) for f in s.frames)
         out.append(
-            f"asite\t{i}\t{s.tid}\t{s.type}\t{s.samples}\t{s.bytes}\t{s.at_peak}\t{s.leaked}\t{frames}"
+            f"asite\t{i}\t{s.tid}\t{s.type}\t{s.sclass}\t{s.samples}\t{s.bytes}\t{s.at_peak}\t"
+            f"{s.leaked}\t{frames}"
         )
     out += [
         f"athread\t{t.tid}\t{t.allocated}\t{t.peak}\t{t.at_peak}\t{t.leaked}" for t in a.threads
     ]
+    out += [f"astratum\t{t.tid}\t{t.type}\t{t.sclass}\t{t.objects}\t{t.bytes}" for t in a.strata]
     out.append("end")
     return ("\n".join(out) + "\n").encode()
 
@@ -63,8 +68,12 @@ def results(draw: st.DrawFn) -> ClrResult:
                 draw(st.integers(0, weight)),
                 draw(st.integers(0, weight)),
                 tuple(draw(st.lists(st.integers(-1, len(a.frames) - 1), max_size=5))),
+                draw(classes),
             )
         )
+    for _ in range(draw(st.integers(0, 4))):
+        tid, kind = draw(st.integers(1, 1 << 22)), draw(st.integers(-1, len(a.types) - 1))
+        a.strata.append(AllocStratum(tid, kind, draw(classes), draw(u64), draw(u64)))
     a.threads = [
         AllocThread(*(draw(u64) for _ in range(5))) for _ in range(draw(st.integers(0, 2)))
     ]
@@ -108,17 +117,88 @@ def test_the_memory_profile_of_the_records() -> None:
     assert meta["memory_threads"][0]["peak_bytes"] == 3000
 
 
+STRATIFIED = ClrResult(
+    pid=7,
+    alloc=AllocResult(
+        mean=1024, objects=22, bytes=12424, samples=4,
+        types=["System.Byte[]", "App.Node"], frames=["App.Main", "App.Work"],
+        sites=[
+            AllocSite(7, 0, 2, 3000, 0, 0, (0, 1), 11),
+            AllocSite(7, 0, 1, 1000, 0, 0, (0,), 11),
+            AllocSite(8, -1, 1, 500, 0, 0, (), 5),
+        ],
+        strata=[
+            AllocStratum(7, 0, 11, 5, 10000),  # one stratum over two threads: 12000 bytes
+            AllocStratum(8, 0, 11, 1, 2000),
+            AllocStratum(8, -1, 5, 4, 200),
+            AllocStratum(7, 1, 4, 10, 160),  # no sample: unattributed
+            AllocStratum(8, -1, 255, 2, 64),  # beyond the native cap: "other", no sample
+        ],
+    ),
+)  # fmt: skip
+
+
+def test_each_stratum_adds_up_to_its_exact_total() -> None:
+    profile = to_memory_profile(parse_result(render(STRATIFIED)), prefixes=("App",))
+    meta = profile.metadata
+    assert meta["alloc_estimator"] == ESTIMATOR
+    assert meta["allocated_bytes"] == meta["runtime_allocated_bytes"] == 12424
+    assert meta["unattributed_bytes"] == 224 and meta["unattributed_objects"] == 12
+    assert meta["strata"]["count"] == 4 and meta["strata"]["unsampled"] == 2
+    assert meta["strata"]["other_bytes"] == 64
+    stacks: dict[tuple[object, ...], int] = {}
+    for thread in profile.threads:
+        pending: list[tuple[tuple[str, ...], CallNode]] = [((), thread.root)]
+        while pending:
+            path, node = pending.pop()
+            for child in node.children.values():
+                name = profile.frames[child.frame].name
+                if not child.children:
+                    stacks[(thread.thread_id, *path, name)] = child.inclusive_ns
+                pending.append(((*path, name), child))
+    assert stacks == {
+        (7, "App.Main", "App.Work", "[type System.Byte[]]"): 9000,  # 12000 split 3:1
+        (7, "App.Main", "[type System.Byte[]]"): 3000,
+        (7, "[unattributed]", "[type App.Node]"): 160,
+        (8, "[type ?]"): 200,
+        (8, "[unattributed]", "[type [other strata]]"): 64,
+    }
+    types = {t["type"]: (t["bytes"], t["objects"]) for t in meta["memory_types"]}
+    assert types == {
+        "System.Byte[]": (12000, 6), "App.Node": (160, 10), "?": (200, 4), "[other strata]": (64, 2)
+    }  # fmt: skip
+    rows = {r["thread"]: r for r in meta["memory_threads"]}
+    assert rows[7]["allocated_bytes"] == 12160 and rows[7]["runtime_allocated_bytes"] == 10160
+    assert rows[8]["allocated_bytes"] == 264 and rows[8]["runtime_allocated_bytes"] == 2264
+
+
+@given(st.integers(0, 1 << 50), st.lists(st.integers(0, 1 << 40), min_size=1, max_size=8))
+@settings(max_examples=200, deadline=None)
+def test_apportion_is_whole_exact_and_proportional(total: int, weights: list[int]) -> None:
+    if sum(weights) == 0:
+        weights = [*weights[:-1], 1]
+    shares = apportion(total, weights)
+    assert sum(shares) == total
+    for share, w in zip(shares, weights, strict=True):
+        assert abs(share - total * w / sum(weights)) < 1 + 1e-9 * total
+
+
 @pytest.mark.parametrize(
     "line",
     [
         "alloc\t1\t2",
         "alloc\t1\t2\t3\t4\t5\t6\t7\t8\t9\t10\t-1",
         "atype\t1\tSkipped",
-        "asite\t0\t1\t0\t1\t1\t0\t0\t",  # no type 0
-        "asite\t0\t1\t-1\t1\t1\t0\t0\t3",  # no frame 3
-        "asite\t0\t1\t-1\t1\t1\t2\t0\t",  # more alive than allocated
-        "asite\t0\t1\t-2\t1\t1\t0\t0\t",
+        "asite\t0\t1\t0\t5\t1\t1\t0\t0\t",  # no type 0
+        "asite\t0\t1\t-1\t5\t1\t1\t0\t0\t3",  # no frame 3
+        "asite\t0\t1\t-1\t5\t1\t1\t2\t0\t",  # more alive than allocated
+        "asite\t0\t1\t-2\t5\t1\t1\t0\t0\t",
+        "asite\t0\t1\t-1\t64\t1\t1\t0\t0\t",  # no size class 64
+        "asite\t0\t1\t-1\t1\t1\t0\t0\t",  # a field short (the size class)
         "athread\t1\t2\t3\t4\tx",
+        "astratum\t1\t0\t5\t1\t8",  # no type 0
+        "astratum\t1\t-1\t254\t1\t8",
+        "astratum\t1\t-1\t5\t1\t-8",
     ],
 )
 def test_damaged_records_are_one_format_error(line: str) -> None:

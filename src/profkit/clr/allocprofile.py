@@ -1,7 +1,9 @@
 """A .NET program's memory profile from the native profiler's allocation records.
 
 The same document Python's memory mode saves (docs/profile-format.md, ``mode: "memory"``):
-one tree per allocating thread weighted by the bytes its samples stand for, the allocated
+one tree per allocating thread weighted by the bytes its samples stand for, post-stratified
+(:mod:`profkit.clr.allocstrata`: each (type, size class)'s samples scaled to its exact total,
+the bytes no sample reached under an ``[unattributed]`` frame), the allocated
 type as the leaf frame (``[type System.Byte[]]``, as the EventPipe engine and PerfView show
 it), and in the metadata the ``peak`` and ``leaked`` views, ``peak_bytes``,
 ``leaked_bytes``, per-thread rows, the bytes by type, the GCs seen, and beside profkit's
@@ -17,11 +19,16 @@ from typing import Any
 from profkit.calltree.building import tree_of
 from profkit.calltree.model import CallProfile, Frame, ThreadTree
 from profkit.clr.allocrecords import AllocResult, AllocSite
+from profkit.clr.allocstrata import Stratified, poststratify
 from profkit.clr.result import ClrResult
 
 #: types listed in ``memory_types`` (the biggest by bytes); GCs listed one by one
 MAX_TYPES = 100
 MAX_GCS = 500
+#: the frame under a thread's root holding the bytes of strata no sample reached
+UNATTRIBUTED = "[unattributed]"
+#: the native cap on a thread's strata (csrc/alloc.h ALLOC_MAX_STRATA)
+STRATA_CAP = 4096
 
 
 def _prefix_match(name: str, prefixes: tuple[str, ...]) -> bool:
@@ -56,7 +63,13 @@ class _Frames:
         return tuple(self.fid(n) for n in names)
 
     def type_name(self, site: AllocSite) -> str:
-        return self.alloc.types[site.type] if site.type >= 0 else "?"
+        return self.kind_name(site.type)
+
+    def kind_name(self, kind: int) -> str:
+        """A type index's name (-1: unnamed, -2: the strata beyond the native cap)."""
+        if kind == -2:
+            return "[other strata]"
+        return self.alloc.types[kind] if 0 <= kind < len(self.alloc.types) else "?"
 
 
 def gc_metadata(result: ClrResult) -> dict[str, Any]:
@@ -112,26 +125,39 @@ def to_memory_profile(
     alloc = result.alloc or AllocResult()
     profile = CallProfile(mode="memory")
     frames = _Frames(profile, alloc, prefixes)
+    strata = poststratify(alloc)
     by_thread: dict[int, list[tuple[tuple[int, ...], int, int]]] = {}
     peak: dict[tuple[int, ...], list[int]] = {}
     leaked: dict[tuple[int, ...], list[int]] = {}
-    types: dict[str, list[int]] = {}
-    for site in alloc.sites:
+    types: dict[str, list[int]] = {}  # name -> [samples, bytes, objects]
+    for site, weight in zip(alloc.sites, strata.weights, strict=True):
         stack = frames.stack(site)
-        by_thread.setdefault(site.tid, []).append((stack, site.samples, site.bytes))
-        for view, weight in ((peak, site.at_peak), (leaked, site.leaked)):
-            if weight:
+        by_thread.setdefault(site.tid, []).append((stack, site.samples, weight))
+        # the live views keep the samples' own weights: the strata count allocations, not lives
+        for view, live in ((peak, site.at_peak), (leaked, site.leaked)):
+            if live:
                 row = view.setdefault(stack, [0, 0])
-                row[0] += max(1, round(site.samples * weight / site.bytes))  # its share
-                row[1] += weight
-        row = types.setdefault(frames.type_name(site), [0, 0])
+                row[0] += max(1, round(site.samples * live / site.bytes))  # its share
+                row[1] += live
+        row = types.setdefault(frames.type_name(site), [0, 0, 0])
         row[0] += site.samples
-        row[1] += site.bytes
+        row[1] += weight
+    for (tid, kind), (_objects, size) in strata.unattributed.items():
+        name = frames.kind_name(kind)
+        stack = (frames.fid(UNATTRIBUTED), frames.fid(f"[type {name}]"))
+        by_thread.setdefault(tid, []).append((stack, 0, size))
+    if alloc.strata:  # exact by type: every stratum, sampled or not
+        types = {name: [row[0], 0, 0] for name, row in types.items()}
+        for kind, (objects, size) in strata.by_type.items():
+            row = types.setdefault(frames.kind_name(kind), [0, 0, 0])
+            row[1] += size
+            row[2] += objects
     for tid in sorted(by_thread, key=lambda t: (t != result.pid, t)):
         root = tree_of(by_thread[tid])
         profile.threads.append(ThreadTree(tid, _thread_label(tid, result), root, native_id=tid))
     ranked = sorted(types.items(), key=lambda kv: -kv[1][1])[:MAX_TYPES]
     profile.metadata = _metadata(result, alloc, by_thread, ranked)
+    profile.metadata.update(_strata_metadata(result, alloc, strata, by_thread))
     profile.metadata["memory_views"] = {
         "peak": [[list(s), n, w] for s, (n, w) in peak.items()],
         "leaked": [[list(s), n, w] for s, (n, w) in leaked.items()],
@@ -149,7 +175,7 @@ def _metadata(
     """What the memory profile says beside its trees (docs/clr.md lists it)."""
     estimate = sum(w for rows in by_thread.values() for _s, _n, w in rows)
     return {
-        "profiler": "libprofkit_clr (ObjectAllocated, sampled by bytes)",
+        "profiler": "libprofkit_clr (ObjectAllocated, sampled by bytes, post-stratified)",
         "runtime": "CoreCLR",
         "pid": result.pid,
         "duration_ns": result.duration_ns,
@@ -159,9 +185,11 @@ def _metadata(
         "alloc_sample_bytes": alloc.mean,
         "exact_from_bytes": alloc.mean,
         "sampling": "every object the runtime allocates passes ObjectAllocated with its exact "
-        "size; sampled by bytes (exponential countdown of mean alloc_sample_bytes, weight "
-        "size / (1 - exp(-size/mean)); objects of at least the mean always, weight = size); "
-        "the stack is a snapshot of the allocating thread, the type the leaf frame",
+        "size, counted exactly in its stratum (type, power-of-two size class); sampled by "
+        "bytes (exponential countdown of mean alloc_sample_bytes, weight "
+        "size / (1 - exp(-size/mean)); objects of at least the mean always, weight = size), "
+        "then each stratum's sample weights scaled to its exact total; the stack is a "
+        "snapshot of the allocating thread, the type the leaf frame",
         "alloc_samples": alloc.samples,
         "allocated_bytes": estimate,
         "runtime_allocated_bytes": alloc.bytes,
@@ -175,18 +203,50 @@ def _metadata(
         "untracked_samples": alloc.untracked,
         "stack_failures": alloc.stack_failures,
         "followed": {"moved_by_gc": alloc.moved, "died": alloc.died, "gcs": alloc.gcs},
-        "memory_threads": [
-            {
-                "thread": t.tid,
-                "name": _thread_label(t.tid, result),
-                "allocated_bytes": t.allocated,
-                "peak_bytes": t.peak,
-                "at_process_peak_bytes": t.at_peak,
-                "leaked_bytes": t.leaked,
-            }
-            for t in sorted(alloc.threads, key=lambda t: t.tid)
+        "memory_types": [
+            {"type": t, "samples": c, "bytes": b, **({"objects": n} if alloc.strata else {})}
+            for t, (c, b, n) in ranked
         ],
-        "memory_types": [{"type": t, "samples": c, "bytes": b} for t, (c, b) in ranked],
         "gc": gc_metadata(result),
         "concurrent_gc": "off (COR_PRF_MONITOR_GC, needed to follow objects, turns it off)",
+    }
+
+
+def _strata_metadata(
+    result: ClrResult,
+    alloc: AllocResult,
+    strata: Stratified,
+    by_thread: dict[int, list[tuple[tuple[int, ...], int, int]]],
+) -> dict[str, Any]:
+    """The estimator, the strata, and the per-thread rows (allocated: the thread's tree)."""
+    unattributed = [0, 0]
+    for objects, size in strata.unattributed.values():
+        unattributed[0] += objects
+        unattributed[1] += size
+    own = {t.tid: t for t in alloc.threads}
+    rows = []
+    for tid in sorted(set(own) | set(strata.by_thread)):
+        t = own.get(tid)
+        row: dict[str, Any] = {
+            "thread": tid,
+            "name": _thread_label(tid, result),
+            "allocated_bytes": sum(w for _s, _n, w in by_thread.get(tid, ())),
+            "peak_bytes": t.peak if t else 0,
+            "at_process_peak_bytes": t.at_peak if t else 0,
+            "leaked_bytes": t.leaked if t else 0,
+        }
+        if alloc.strata:
+            row["runtime_allocated_bytes"] = strata.by_thread.get(tid, 0)
+        rows.append(row)
+    return {
+        "alloc_estimator": strata.estimator,
+        "strata": {
+            "count": strata.strata,
+            "unsampled": strata.unsampled,
+            "cap_per_thread": STRATA_CAP,
+            "other_bytes": strata.by_type.get(-2, [0, 0])[1],
+        },
+        "unattributed_bytes": unattributed[1],
+        "unattributed_objects": unattributed[0],
+        "memory_threads": rows,
     }

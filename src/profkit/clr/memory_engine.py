@@ -69,9 +69,16 @@ class NativeMemoryEngine(DotnetEngine):
         profile = to_memory_profile(outcome.result, meta, job.settings.prefixes)
         m = profile.metadata
         job.say(
-            f"profkit: allocations through ObjectAllocated: ~{m['allocated_bytes'] / 2**20:.1f} "
-            f"MiB estimated from {m['alloc_samples']} samples (the runtime's exact total "
-            f"{m['runtime_allocated_bytes'] / 2**20:.1f} MiB); peak of live samples "
-            f"{m['peak_bytes'] / 2**20:.1f} MiB; {m['gc']['count']} GC(s)\n"
+            f"profkit: allocations through ObjectAllocated: {m['allocated_bytes'] / 2**20:.1f} "
+            f"MiB (the runtime's exact {m['runtime_allocated_bytes'] / 2**20:.1f} MiB), placed "
+            f"on stacks by {m['alloc_samples']} samples, {m['alloc_estimator']}"
+            + (
+                f" ({m['unattributed_bytes'] / 2**20:.1f} MiB in strata no sample reached: "
+                "[unattributed])"
+                if m["unattributed_bytes"]
+                else ""
+            )
+            + f"; peak of live samples {m['peak_bytes'] / 2**20:.1f} MiB; "
+            f"{m['gc']['count']} GC(s)\n"
         )
         return Finished(outcome.ended, profile)

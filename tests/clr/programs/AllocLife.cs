@@ -2,6 +2,9 @@
 // are known by construction.
 //   ratio N     Work.Three allocates 3 bytes for each of Work.One's, N rounds
 //   threads N   the same, Three on one thread and One on another
+//   types N     Work.Wides allocates 3 bytes for each of Work.Narrows's, of two classes of
+//               their own (Wide: 10 longs, Narrow: 2; 96 and 32 bytes on 64-bit), N x 1000 each
+//   same N      Work.ThreeSame allocates 3 byte[1000] for each of Work.One's (one type, one size)
 //   hold        64 x 1 MiB alive at once in Work.Hold, then dropped, then churn
 //   compact     Work.Keep keeps 4000 x 4 KB (between as much garbage) in a static list;
 //               a compacting GC (large objects too) moves them; churn; GC.Collect()
@@ -23,6 +26,9 @@ namespace AllocLife
         public static List<byte[]> Items = new List<byte[]>();
     }
 
+    public sealed class Wide { public long A, B, C, D, E, F, G, H, I, J; }
+    public sealed class Narrow { public long A, B; }
+
     public static class Work
     {
         public static object Sink;
@@ -31,6 +37,12 @@ namespace AllocLife
         public static void Three(int n) { for (int i = 0; i < n; i++) Sink = new byte[3000]; }
         [MethodImpl(MethodImplOptions.NoInlining)] // a stack snapshot sees no inlined frame
         public static void One(int n) { for (int i = 0; i < n; i++) Sink = new byte[1000]; }
+        [MethodImpl(MethodImplOptions.NoInlining)] // a stack snapshot sees no inlined frame
+        public static void ThreeSame(int n) { for (int i = 0; i < 3 * n; i++) Sink = new byte[1000]; }
+        [MethodImpl(MethodImplOptions.NoInlining)] // a stack snapshot sees no inlined frame
+        public static void Wides(int n) { for (int i = 0; i < n; i++) Sink = new Wide(); }
+        [MethodImpl(MethodImplOptions.NoInlining)] // a stack snapshot sees no inlined frame
+        public static void Narrows(int n) { for (int i = 0; i < n; i++) Sink = new Narrow(); }
         [MethodImpl(MethodImplOptions.NoInlining)] // a stack snapshot sees no inlined frame
         public static void Churn(int n) { for (int i = 0; i < n; i++) Sink = new byte[500]; }
 
@@ -65,6 +77,14 @@ namespace AllocLife
                 case "ratio":
                     for (int r = 0; r < n; r++) { Work.Three(1000); Work.One(1000); }
                     Console.WriteLine("ratio done");
+                    return 0;
+                case "types":
+                    for (int r = 0; r < n; r++) { Work.Wides(1000); Work.Narrows(1000); }
+                    Console.WriteLine("types done");
+                    return 0;
+                case "same":
+                    for (int r = 0; r < n; r++) { Work.ThreeSame(1000); Work.One(1000); }
+                    Console.WriteLine("same done");
                     return 0;
                 case "threads":
                     var a = new Thread(() => { for (int r = 0; r < n; r++) Work.Three(1000); });

@@ -102,24 +102,26 @@ static uint32_t *g_pool; /* every site's frames */
 static size_t g_n_pool, g_cap_pool;
 static idmap_t g_site_map; /* hash -> first site of that hash (a chain by probing below) */
 
-static uint64_t site_hash(uint32_t tid, uint32_t type, const uint32_t *frames, uint32_t depth) {
-    uint64_t h = 0xcbf29ce484222325ull ^ ((uint64_t)tid << 32 | type);
+static uint64_t site_hash(uint32_t tid, uint32_t type, uint32_t sclass, const uint32_t *frames, uint32_t depth) {
+    uint64_t h = (0xcbf29ce484222325ull ^ ((uint64_t)tid << 32 | type)) * 0x100000001b3ull ^ sclass;
     for (uint32_t i = 0; i < depth; i++) h = (h ^ frames[i]) * 0x100000001b3ull;
     return (h ^ depth) | 1; /* never 0: 0 is the map's empty key */
 }
 
-static int same(const site_t *s, uint32_t tid, uint32_t type, const uint32_t *frames, uint32_t depth) {
-    return s->tid == tid && s->type == type && s->depth == depth &&
+static int same(const site_t *s, uint32_t tid, uint32_t type, uint32_t sclass, const uint32_t *frames,
+                uint32_t depth) {
+    return s->tid == tid && s->type == type && s->sclass == sclass && s->depth == depth &&
            !memcmp(g_pool + s->frames, frames, depth * sizeof *frames);
 }
 
-/* The site of (tid, type, frames), made on first sight; NULL when the bounds are reached. */
-HIDDEN site_t *alloc_site(uint32_t tid, uint32_t type, const uint32_t *frames, uint32_t depth) {
-    uint64_t h = site_hash(tid, type, frames, depth);
+/* The site of (tid, type, size class, frames), made on first sight; NULL when the bounds
+ * are reached. The size class is in the key so that each site lies in one stratum. */
+HIDDEN site_t *alloc_site(uint32_t tid, uint32_t type, uint32_t sclass, const uint32_t *frames, uint32_t depth) {
+    uint64_t h = site_hash(tid, type, sclass, frames, depth);
     for (uint64_t k = h;; k = (k + 2) | 1) { /* equal hashes: the next odd key */
         uint32_t at = idmap_get(&g_site_map, (uintptr_t)k);
         if (at == UINT32_MAX) break;
-        if (same(&g_sites[at], tid, type, frames, depth)) return &g_sites[at];
+        if (same(&g_sites[at], tid, type, sclass, frames, depth)) return &g_sites[at];
     }
     if (g_n_sites >= ALLOC_MAX_SITES || g_n_pool + depth > 16u * ALLOC_MAX_SITES) return NULL;
     if (grow((void **)&g_sites, &g_cap_sites, g_n_sites, sizeof *g_sites) < 0) return NULL;
@@ -134,7 +136,7 @@ HIDDEN site_t *alloc_site(uint32_t tid, uint32_t type, const uint32_t *frames, u
     if (idmap_put(&g_site_map, (uintptr_t)k, (uint32_t)g_n_sites) < 0) return NULL;
     site_t *s = &g_sites[g_n_sites++];
     memset(s, 0, sizeof *s);
-    s->tid = tid, s->type = type, s->depth = depth, s->frames = (uint32_t)g_n_pool, s->hash = h;
+    s->tid = tid, s->type = type, s->sclass = sclass, s->depth = depth, s->frames = (uint32_t)g_n_pool, s->hash = h;
     if (depth) /* an empty stack: the pool may still be NULL (memcpy's UB, UBSan says) */
         memcpy(g_pool + g_n_pool, frames, depth * sizeof *frames);
     g_n_pool += depth;
@@ -178,13 +180,22 @@ HIDDEN void alloc_site_died(uint32_t site, uint64_t weight) {
     if (t) t->live -= weight < t->live ? weight : t->live;
 }
 
-HIDDEN void alloc_write_sites(FILE *f) {
-    for (uint32_t i = 0; i < g_types.n; i++) fprintf(f, "atype\t%u\t%s\n", i, g_types.names[i]);
+HIDDEN uint32_t alloc_write_sites(FILE *f) {
+    /* a thread may be naming a type of a new stratum; one that died in the lock (a crash)
+     * must not keep the profile from being saved */
+    int locked = 0;
+    for (int i = 0; i < 100 && !(locked = pthread_mutex_trylock(&g_names_lock) == 0); i++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    uint32_t n_types = g_types.n;
+    for (uint32_t i = 0; i < n_types; i++) fprintf(f, "atype\t%u\t%s\n", i, g_types.names[i]);
+    if (locked) pthread_mutex_unlock(&g_names_lock);
     for (uint32_t i = 0; i < g_frames.n; i++) fprintf(f, "aframe\t%u\t%s\n", i, g_frames.names[i]);
     for (size_t i = 0; i < g_n_sites; i++) {
         site_t *s = &g_sites[i];
-        fprintf(f, "asite\t%zu\t%u\t%ld\t%llu\t%llu\t%llu\t%llu\t", i, s->tid,
-                s->type == UINT32_MAX ? -1L : (long)s->type, (unsigned long long)s->samples,
+        fprintf(f, "asite\t%zu\t%u\t%ld\t%u\t%llu\t%llu\t%llu\t%llu\t", i, s->tid,
+                s->type == UINT32_MAX ? -1L : (long)s->type, s->sclass, (unsigned long long)s->samples,
                 (unsigned long long)s->bytes, (unsigned long long)s->at_peak, (unsigned long long)s->live);
         for (uint32_t d = 0; d < s->depth; d++)
             fprintf(f, d ? ",%ld" : "%ld", g_pool[s->frames + d] == UINT32_MAX ? -1L : (long)g_pool[s->frames + d]);
@@ -194,4 +205,5 @@ HIDDEN void alloc_write_sites(FILE *f) {
         fprintf(f, "athread\t%u\t%llu\t%llu\t%llu\t%llu\n", g_athreads[i].tid,
                 (unsigned long long)g_athreads[i].allocated, (unsigned long long)g_athreads[i].peak,
                 (unsigned long long)g_athreads[i].at_peak, (unsigned long long)g_athreads[i].live);
+    return n_types;
 }
