@@ -32,10 +32,11 @@ def life(compile_program: Callable[[str], Path], dotnet_host: Host, profiler_lib
 
 
 def run(
-    life: Path, tmp_path: Path, *args: str, mean: int | None = MEAN
+    life: Path, tmp_path: Path, *args: str, mean: int | None = MEAN, **extra: str
 ) -> subprocess.CompletedProcess[str]:
-    """``profkit run --mode memory`` of AllocLife (``mean=None``: the default mean)."""
-    env = {k: v for k, v in os.environ.items() if k != "PROFKIT_DOTNET_MEMORY"}
+    """``profkit run --mode memory`` of AllocLife (``mean=None``: the default mean;
+    ``extra``: environment variables)."""
+    env = {k: v for k, v in os.environ.items() if k != "PROFKIT_DOTNET_MEMORY"} | extra
     out = tmp_path / "m.json"
     sample = ["--alloc-sample", str(mean)] if mean is not None else []
     return subprocess.run(
@@ -173,6 +174,29 @@ def test_program_ends_its_own_way_and_the_profile_is_saved(
     profile = load(tmp_path / "m.json")
     assert profile.mode == "memory"
     assert under(profile, "AllocLife.Work.Keep") > 0
+
+
+@pytest.mark.parametrize(
+    ("refuse", "said"),
+    [
+        ("0x00800000", "refused COR_PRF_ENABLE_OBJECT_ALLOCATED, needed to record allocations"),
+        ("0x10000000", "refused COR_PRF_ENABLE_STACK_SNAPSHOT"),
+        ("0x00800100", "refused the event mask"),  # two flags: no one flag to blame
+    ],
+)
+def test_a_refused_flag_is_one_line_and_the_program_runs_unprofiled(
+    life: Path, dotnet_host: Host, tmp_path: Path, refuse: str, said: str
+) -> None:
+    """The runtime refusing a flag (an older one, the immutable ones), as the test-only
+    PROFKIT_CLR_TEST_REFUSE makes it: one line naming it; the program's output and status."""
+    plain = bare(dotnet_host, life, "exit", "7")
+    done = run(life, tmp_path, "exit", "7", PROFKIT_CLR_TEST_REFUSE=refuse)
+    assert (done.returncode, done.stdout) == (plain.returncode, plain.stdout) == (7, "exiting\n")
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("profkit: clr: this runtime ") and said in lines[0]
+    assert lines[0].endswith("the program runs unprofiled")
+    assert not (tmp_path / "m.json").exists()
 
 
 def test_the_eventpipe_engine_stays_reachable(life: Path, tmp_path: Path) -> None:

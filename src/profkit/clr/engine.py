@@ -118,8 +118,8 @@ class DotnetEngine(ChildEngine):
         )
         for note in outcome.notes:
             job.say(f"profkit: note: {note}\n")
-        if outcome.profile is None:
+        if outcome.profile is None and outcome.refused is None:  # a refusal: said already
             job.say(f"profkit: error: {outcome.problem}\n")
         if outcome.perf_map:
             job.say(f"profkit: perf map saved to {outcome.perf_map}\n")
-        return Finished(outcome.ended, outcome.profile)
+        return Finished(outcome.ended, outcome.profile, unprofiled=outcome.refused)

@@ -41,6 +41,9 @@ class DotnetOutcome:
     profile: CallProfile | None = None
     #: why there is no profile (the process died before the profiler wrote its file)
     problem: str | None = None
+    #: the profiler's line when the runtime refused it at start (already on stderr: the
+    #: program ran unprofiled), else None
+    refused: str | None = None
     perf_map: str | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -81,7 +84,10 @@ def run_dotnet(
             ended = child.wait()
         outcome = DotnetOutcome(status=ended.status, host=host, signal=ended.died_of, ended=ended)
         if not os.path.exists(raw):
-            outcome.problem = "the profiler wrote no result (was the process killed?)"
+            outcome.refused = _refusal(raw + ".refused")
+            outcome.problem = (
+                outcome.refused or "the profiler wrote no result (was the process killed?)"
+            )
             return outcome
         try:
             outcome.result = load_result(raw)
@@ -111,3 +117,12 @@ def run_dotnet(
         save_perf_map(PerfMap.from_entries(perf_map_entries(result)), path)
         outcome.perf_map = path
     return outcome
+
+
+def _refusal(path: str) -> str | None:
+    """The line the profiler left when the runtime refused it at Initialize, if it did."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.readline(1000).strip() or None
+    except OSError:
+        return None

@@ -55,6 +55,8 @@ class NativeMemoryEngine(DotnetEngine):
             events=EVENTS,
             environ=environ,
         )
+        if outcome.refused is not None:  # the profiler said why, the program ran unprofiled
+            return Finished(outcome.ended, None, unprofiled=outcome.refused)
         if outcome.result is None or outcome.result.alloc is None:
             job.say(f"profkit: error: {outcome.problem or 'no allocation records'}\n")
             return Finished(outcome.ended, None)

@@ -154,7 +154,7 @@ class Finished:
     A plain class (a fresh ``metadata`` dict each): see :mod:`profkit._record` for why
     nothing on ``profkit run``'s start-up path is a dataclass."""
 
-    __slots__ = ("forked_child", "metadata", "outcome", "profile")
+    __slots__ = ("forked_child", "metadata", "outcome", "profile", "unprofiled")
 
     def __init__(
         self,
@@ -162,9 +162,13 @@ class Finished:
         profile: CallProfile | None,
         forked_child: bool = False,
         metadata: dict[str, object] | None = None,
+        unprofiled: str | None = None,
     ) -> None:
         self.outcome = outcome
         self.profile = profile
+        #: why the program ran unprofiled, when the engine (or the profiler in the program)
+        #: has said it in its one line already: the runner adds no line of its own
+        self.unprofiled = unprofiled
         #: True in a forked child of the program that returned through profkit's code: it
         #: saved its own profile (environment activation); the caller only passes its
         #: ending on.

@@ -201,7 +201,9 @@ class Run:
             hint = " (a script's own code is __main__)" if self.target.kind == "script" else ""
             prefixes = ",".join(settings.prefixes)
             say(f"profkit: note: no function matched --prefix {prefixes}{hint}\n")
-        if save_error:
+        if save_error and finished.unprofiled is not None:
+            pass  # the engine's one line said why the program ran unprofiled
+        elif save_error:
             say(
                 f"profkit: error: cannot write profile {path}: {save_error} "
                 f"(the program {_ending(finished.outcome)})\n"

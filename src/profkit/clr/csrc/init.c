@@ -10,6 +10,9 @@
 #include "census.h"
 #include "alloc.h"
 
+#include <stdarg.h>
+#include <stdlib.h>
+
 /* ICorProfilerInfo15 .. ICorProfilerInfo3, newest first: the first one the runtime gives
  * us is the version we hold (3 is the least we need: the mapper and the WithInfo hooks). */
 static const struct {
@@ -39,8 +42,66 @@ typedef HRESULT (*fn_QI)(void *, const GUID *, void **);
 typedef HRESULT (*fn_SetEventMask)(void *, DWORD);
 typedef HRESULT (*fn_SetEventMask2)(void *, DWORD, DWORD);
 
-/* Which callbacks the runtime makes, from PROFKIT_CLR_EVENTS; the HRESULT of setting it. */
-static HRESULT set_event_mask(void) {
+/* The flags a refusal can be blamed on, by their SDK names (corprof.idl's COR_PRF_MONITOR). */
+static const struct {
+    DWORD flag;
+    const char *name, *why; /* what of ours needs it */
+} FLAG_NAMES[] = {
+    {PRF_ENABLE_OBJECT_ALLOCATED, "COR_PRF_ENABLE_OBJECT_ALLOCATED", "to record allocations"},
+    {PRF_MONITOR_OBJECT_ALLOCATED, "COR_PRF_MONITOR_OBJECT_ALLOCATED", "to record allocations"},
+    {PRF_ENABLE_STACK_SNAPSHOT, "COR_PRF_ENABLE_STACK_SNAPSHOT", "for the allocations' stacks"},
+    {PRF_MONITOR_SUSPENDS, "COR_PRF_MONITOR_SUSPENDS", "for the GCs' pauses"},
+    {PRF_MONITOR_GC, "COR_PRF_MONITOR_GC", "to follow objects across GCs"},
+    {PRF_MONITOR_ENTERLEAVE, "COR_PRF_MONITOR_ENTERLEAVE", "to hook calls"},
+    {PRF_ENABLE_FRAME_INFO, "COR_PRF_ENABLE_FRAME_INFO", "for the call hooks"},
+    {PRF_ENABLE_FUNCTION_ARGS, "COR_PRF_ENABLE_FUNCTION_ARGS", "for the arguments"},
+    {PRF_ENABLE_FUNCTION_RETVAL, "COR_PRF_ENABLE_FUNCTION_RETVAL", "for the return values"},
+    {PRF_MONITOR_JIT_COMPILATION, "COR_PRF_MONITOR_JIT_COMPILATION", "for the code map"},
+    {PRF_MONITOR_CACHE_SEARCHES, "COR_PRF_MONITOR_CACHE_SEARCHES", "for the code map"},
+    {PRF_MONITOR_EXCEPTIONS, "COR_PRF_MONITOR_EXCEPTIONS", "for the exceptions"},
+    {PRF_MONITOR_THREADS, "COR_PRF_MONITOR_THREADS", "for the threads"},
+    {PRF_MONITOR_MODULE_LOADS, "COR_PRF_MONITOR_MODULE_LOADS", "for the loads"},
+    {PRF_MONITOR_ASSEMBLY_LOADS, "COR_PRF_MONITOR_ASSEMBLY_LOADS", "for the loads"},
+    {PRF_MONITOR_CLASS_LOADS, "COR_PRF_MONITOR_CLASS_LOADS", "for the heap census"},
+};
+
+/* PROFKIT_CLR_TEST_REFUSE (tests only): a mask of COR_PRF_MONITOR flags this runtime is made
+ * to refuse as an older one refuses a flag it lacks (E_INVALIDARG), to test what we say. */
+static DWORD g_test_refuse;
+
+/* Sets (mask, high) as the settings ask: with BASIC_GC when the events have gc (falling back
+ * to the full GC notifications on a runtime without it). */
+static HRESULT try_mask(DWORD mask, DWORD high) {
+    if (mask & g_test_refuse) return (HRESULT)0x80070057;
+    if (high) {
+        HRESULT hr = ((fn_SetEventMask2)SLOT(g_info, PI_SetEventMask2))(g_info, mask, high);
+        if (hr >= 0) return hr; /* else an older runtime without BASIC_GC: the full GC notifications */
+        mask |= PRF_MONITOR_GC;
+    }
+    return ((fn_SetEventMask)SLOT(g_info, PI_SetEventMask))(g_info, mask);
+}
+
+/* The refusal, said in one line, and left beside the result file (`<output>.refused`) so
+ * profkit's runner knows the program ran unprofiled and why, and adds no line of its own. */
+static void refused(const char *fmt, ...) {
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    say("%s", line);
+    if (!S.output) return;
+    char path[4096], target[4096], tmp[4200];
+    if (snprintf(path, sizeof path, "%s.refused", S.output) >= (int)sizeof path) return;
+    FILE *f = open_result(path, target, sizeof target, tmp, sizeof tmp);
+    if (!f) return;
+    int bad = fprintf(f, "%s\n", line) < 0;
+    if (fclose(f) != 0 || bad || rename(tmp, target) != 0) unlink(tmp);
+}
+
+/* Which callbacks the runtime makes, from PROFKIT_CLR_EVENTS; 0, or -1 when the runtime
+ * refused them (said which flag, when one flag's absence lets the rest be set). */
+static int set_event_mask(void) {
     DWORD mask = 0, high = 0;
     /* The WithInfo hooks need at least one of the *_INFO/ARGS/RETVAL flags; FRAME_INFO is
      * the cheapest (the runtime refuses the hooks with no such flag). */
@@ -56,16 +117,23 @@ static HRESULT set_event_mask(void) {
     if (g_alloc_on) /* allocations, followed across GCs, with their stacks (alloc.h) */
         mask |= PRF_ENABLE_OBJECT_ALLOCATED | PRF_MONITOR_OBJECT_ALLOCATED | PRF_MONITOR_GC | PRF_ENABLE_STACK_SNAPSHOT |
                 PRF_MONITOR_SUSPENDS; /* the GCs' pauses */
-    HRESULT hr;
-    if ((S.events & EV_GC) && g_info_version >= 5) {
-        high |= PRF_HIGH_BASIC_GC;
-        hr = ((fn_SetEventMask2)SLOT(g_info, PI_SetEventMask2))(g_info, mask, high);
-        if (hr < 0) /* an older runtime without BASIC_GC: the full GC notifications */
-            hr = ((fn_SetEventMask)SLOT(g_info, PI_SetEventMask))(g_info, mask | PRF_MONITOR_GC);
-    } else {
-        hr = ((fn_SetEventMask)SLOT(g_info, PI_SetEventMask))(g_info, mask | ((S.events & EV_GC) ? PRF_MONITOR_GC : 0));
-    }
-    return hr;
+    if ((S.events & EV_GC) && g_info_version >= 5) high |= PRF_HIGH_BASIC_GC;
+    else if (S.events & EV_GC) mask |= PRF_MONITOR_GC;
+    const char *test = getenv("PROFKIT_CLR_TEST_REFUSE");
+    g_test_refuse = test && *test ? (DWORD)strtoul(test, NULL, 0) : 0;
+    HRESULT hr = try_mask(mask, high);
+    if (hr >= 0) return 0;
+    /* which flag: the first whose absence the runtime accepts (the profiler is refused
+     * either way, so a mask set while probing is never used) */
+    for (size_t i = 0; i < sizeof FLAG_NAMES / sizeof FLAG_NAMES[0]; i++)
+        if ((mask & FLAG_NAMES[i].flag) && try_mask(mask & ~FLAG_NAMES[i].flag, high) >= 0) {
+            refused("profkit: clr: this runtime refused %s, needed %s (SetEventMask: HRESULT 0x%08x); the "
+                    "program runs unprofiled", FLAG_NAMES[i].name, FLAG_NAMES[i].why, (unsigned)hr);
+            return -1;
+        }
+    refused("profkit: clr: this runtime refused the event mask 0x%08x (SetEventMask: HRESULT 0x%08x); the program "
+            "runs unprofiled", (unsigned)mask, (unsigned)hr);
+    return -1;
 }
 
 HIDDEN HRESULT cb_Initialize(void *self, void *unk) {
@@ -85,13 +153,9 @@ HIDDEN HRESULT cb_Initialize(void *self, void *unk) {
         return E_FAIL;
     }
     if (open_sinks() < 0 || census_open() < 0 || alloc_open() < 0) return E_FAIL;
-    HRESULT hr = set_event_mask();
-    if (hr < 0) {
-        say("profkit: clr: SetEventMask failed (HRESULT 0x%08x); the program runs unprofiled", (unsigned)hr);
-        return E_FAIL;
-    }
+    if (set_event_mask() < 0) return E_FAIL;
     if (S.events & EV_CALLS) {
-        hr = hooks_install();
+        HRESULT hr = hooks_install();
         if (hr < 0) {
             say("profkit: clr: setting the enter/leave hooks failed (HRESULT 0x%08x); the program runs "
                 "unprofiled", (unsigned)hr);
