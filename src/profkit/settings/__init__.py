@@ -196,6 +196,9 @@ ENGINES: tuple[Setting, ...] = (
     Setting("clr_alloc_sample", "PROFKIT_CLR_ALLOC_SAMPLE", "", stripped, _str, "",
             "set by .NET memory mode for its CLR profiler library: the allocation sampling "
             "mean in bytes (--alloc-sample)"),
+    Setting("clr_test_refuse", "PROFKIT_CLR_TEST_REFUSE", "", stripped, _str, "",
+            "tests only: COR_PRF_MONITOR flags (a mask, 0x00800000) the CLR profiler library's "
+            "SetEventMask is made to refuse, as a runtime lacking them does (docs/clr.md)"),
     Setting("dotnet_memory", "PROFKIT_DOTNET_MEMORY", "", stripped, _str, "",
             ".NET memory mode's engine: native (default: ObjectAllocated in the CLR profiler "
             "library) or events (EventPipe's GCAllocationTick); docs/clr.md"),
