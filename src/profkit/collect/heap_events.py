@@ -26,6 +26,10 @@ CAPABILITIES = Capabilities(
     events=EventMask.OBJECT_ALLOCATED, cheap_filter=True, all_threads=True, full_exceptions=False
 )
 
+#: A forked child's parent's live objects (:meth:`HeapEvents.resume_after_fork`): kept,
+#: never freed, nothing of them used again.
+_put_aside: list[dict[int, tuple[int, str]]] = []
+
 #: events waiting in the C log before the interpreter is asked to deliver them
 BATCH = 256
 
@@ -70,11 +74,19 @@ class HeapEvents:
         """In a forked child: as :meth:`stop` (nothing of the parent's is torn down)."""
         self.stop()
 
-    #: the sampler's log and the live objects are the parent's: a new session is made
-    resumes_after_fork = False
+    #: the hooks stay installed; the log and the live objects start afresh in place
+    resumes_after_fork = True
 
     def resume_after_fork(self) -> None:
-        """Never called (:attr:`resumes_after_fork` is False)."""
+        """In a forked child going on with this session (issue 22, item 13): the hooks stay
+        installed and sampling goes on; what was sampled is the parent's. The C log and
+        sampled-address table are forgotten by :mod:`profkit.heap.sampler`'s own after-fork
+        hook (whichever of the two runs first, nothing is drained in between); the live
+        objects are put aside, not cleared (clearing wrote every entry's page)."""
+        self._busy = threading.Lock()  # another thread may have held the parent's at fork
+        _put_aside.append(self.live)
+        self.live = {}
+        self._pid = os.getpid()
 
     def rearm(self) -> None:
         """``OBJECT_ALLOCATED`` is immutable: nothing to re-read."""

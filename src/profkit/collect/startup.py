@@ -60,15 +60,27 @@ def _reset_after_fork() -> None:
     _done = False
 
 
-#: [the session process_startup attached, ``profkit.runner.activation``, a copy of the
-#: environment's raw items]: a forked child whose environment is the same (so is
-#: ``PROFKIT_ENABLE_PROFILING`` and ``PROFKIT_PROFILER``) resets it in place
-#: (:func:`resume_in_child`). The module is kept, not imported again there: each ``from
-#: ... import`` ran importlib's Python. The items are compared as dicts, in C and with no
-#: allocation: building a key of forty tuples there was enough, in a parent whose
+#: [the session to go on with in a forked child, a copy of the environment's raw items when
+#: it was attached, ``ready``, ``forked``]: a forked child whose environment is the same (so
+#: is ``PROFKIT_ENABLE_PROFILING`` and ``PROFKIT_PROFILER``) resets that session in place
+#: (:func:`resume_in_child`) when ``ready()`` says the profiler can be the one this hook
+#: would attach there, and then calls ``forked()``. Set by :func:`process_startup` (the
+#: profiler it attached, with ``profkit.runner.activation``'s checks) and by ``profkit
+#: run`` (its own profiler, :func:`resume_as`). The items are compared as dicts, in C and
+#: with no allocation: building a key of forty tuples there was enough, in a parent whose
 #: youngest generation was near its threshold, to set off a collection in every child
 #: (130 more pages copied).
 _attached: list[Any] = []
+
+
+def resume_as(attached: Any, ready: Any, forked: Any) -> None:
+    """Let forked children go on with ``attached`` (reset in place, see
+    :func:`resume_in_child`) while the environment stays as it is now. ``ready()`` runs in
+    the child before the reset and may hand the profiler the child's settings (True: it
+    can be this process's profiler; it is dropped when anything fails after); ``forked()``
+    runs once the reset has succeeded."""
+    raw = getattr(os.environ, "_data", None)
+    _attached[:] = [attached, dict(raw) if isinstance(raw, dict) else None, ready, forked]
 
 
 def resume_in_child(current: Any) -> bool:
@@ -78,12 +90,12 @@ def resume_in_child(current: Any) -> bool:
     the caller drops it and attaches anew."""
     if not _attached or _attached[0] is not current:
         return False
-    activation, raw = _attached[1], _attached[2]
-    if raw is None or getattr(os.environ, "_data", None) != raw or not activation.same_cwd():
+    raw, ready, forked = _attached[1], _attached[2], _attached[3]
+    if raw is None or getattr(os.environ, "_data", None) != raw or not ready():
         return False
     if not current._session.reset_after_fork():
         return False
-    activation.forked()
+    forked()
     terminate.install()  # the deadline timer is not inherited (see terminate.install)
     return True
 
@@ -133,8 +145,7 @@ def process_startup() -> Any:
         )
         if attached.active:  # recording: no import here (it would be in the profile)
             terminate.install()  # Pool.terminate()'s SIGTERM saves before it kills
-            raw = getattr(os.environ, "_data", None)
-            _attached[:] = [attached, activation, dict(raw) if isinstance(raw, dict) else None]
+            resume_as(attached, activation.same_cwd, activation.forked)
         return attached
     except BaseException as exc:  # a profiler's SystemExit/KeyboardInterrupt too
         _report(f"profkit: cannot attach profiler {spec!r}: {type(exc).__name__}: {exc}")

@@ -106,6 +106,36 @@ class MemoryProfiler(SettingsProfiler):
     def quiet_this_thread(self) -> None:
         """Nothing per thread to quiet: allocations are attributed by their stacks."""
 
+    def reset_after_fork(self) -> bool:
+        """In a forked child: record the child alone from now on, in place (issue 22,
+        item 13; the collector's allocation log is reset beside it, ``HeapEvents``). The
+        parent's log and live set are put aside, not cleared: clearing them wrote to every
+        entry's page, each copied from the parent for nothing. False (a new profiler is
+        attached instead) when this one is not recording the program."""
+        if self._paused or self.profile is not None or self._stopped_ns:
+            return False
+        _put_aside.append((self._log, self._live))
+        self._lock = threading.Lock()  # another thread may have held the parent's at fork
+        self._log = []
+        self._live = set()
+        self._started_ns = time.perf_counter_ns()
+        self._started_wall_ns = time.time_ns()
+        return True
+
+    def adopt_after_fork(self, settings: Any, on_profile: Callable[[CallProfile], None]) -> bool:
+        """In a forked child of ``profkit run``, before :meth:`reset_after_fork`: the
+        child's settings and saver, as the start-up hook would build its profiler
+        (:func:`profkit.profilers.elt.forked.take_settings`); the stacks' verdicts are made
+        again with the child's capture filter."""
+        from profkit.profilers.elt import forked
+
+        if int(getattr(settings, "alloc_sample_bytes", self.mean_bytes)) != self.mean_bytes:
+            return False
+        if not forked.take_settings(self, settings, on_profile):
+            return False
+        self._accepted = {}
+        return True
+
     def shutdown(self) -> None:
         self.profile = self.build_profile()
         if self.on_profile is not None:
@@ -283,6 +313,11 @@ class MemoryProfiler(SettingsProfiler):
         except Exception:
             return f"Thread-{thread}", None
         return info.name, info.native_id
+
+
+#: A forked child's parent's allocation logs and live sets (see
+#: :meth:`MemoryProfiler.reset_after_fork`): kept, never freed, nothing of them used again.
+_put_aside: list[tuple[list[tuple[Any, ...]], set[int]]] = []
 
 
 #: Extension modules whose big allocations bypass Python's allocators (the hooks memory

@@ -135,6 +135,70 @@ def forked() -> None:
         _current.saved_path = None
 
 
+class Handover:
+    """``profkit run``'s profiler handed to a forked child of the program, reset in place
+    there (issue 22, item 13): what the start-up hook would have built in the child from
+    the environment ``profkit run`` set for children (:mod:`profkit.runner.children`) —
+    the same class, the child's settings, a :class:`ProfileSaver` — is prepared here, in
+    the parent, before recording starts; :meth:`ready` swaps it in, in the child.
+
+    Only when the child's settings differ from the parent profiler's in where it writes
+    and whether it prints (``output``, ``tree``, ``stream``; and never a stream, whose
+    line writer has a thread): everything the profiler recorded with is then the same.
+    """
+
+    def __init__(self, profiler: Any, factory: Any, settings: Settings, base_dir: str) -> None:
+        self.profiler = profiler
+        self.settings = settings
+        self.base_dir = base_dir
+        mode = getattr(factory, "mode_override", None)
+        if mode is not None and settings.mode != mode:  # as SettingsProfiler does
+            self.settings = settings = settings.replace(mode=mode)
+        own = getattr(profiler, "settings", None)
+        self.usable = (
+            type(profiler) is factory
+            and isinstance(own, Settings)
+            and not settings.stream
+            and settings.replace(output=own.output, tree=own.tree, stream=own.stream) == own
+        )
+
+    def ready(self) -> bool:
+        """In a forked child, before the reset: give the profiler the child's settings and
+        saver (False: it cannot take them, and a new profiler is attached instead)."""
+        global _current
+        adopt = getattr(self.profiler, "adopt_after_fork", None)
+        if not self.usable or adopt is None:
+            return False
+        saver = ProfileSaver(self.settings, self.base_dir)
+        if not adopt(self.settings, saver):
+            return False
+        _current = saver
+        return True
+
+    def forked(self) -> None:
+        """In a forked child, after the reset: nothing to do (:meth:`ready` made a fresh
+        saver); :func:`profkit.collect.startup.resume_as` asks for it."""
+
+
+def handover(profiler: Any, environ: Mapping[str, str]) -> Handover | None:
+    """The :class:`Handover` of ``profiler`` to the forked children that ``environ`` (the
+    environment ``profkit run`` set for them) profiles; None when they are not profiled
+    or their profiler is not built from settings. A bad setting raises, as it would
+    there."""
+    from profkit.collect import startup
+
+    if not startup.enabled(environ):
+        return None
+    factory = startup.load_profiler(environ.get(startup.PROFILER_VAR, "").strip())
+    if getattr(factory, "from_settings", None) is None:
+        return None
+    try:
+        base_dir = os.getcwd()
+    except OSError:  # the working directory was deleted
+        base_dir = ""
+    return Handover(profiler, factory, settings_from(environ), base_dir)
+
+
 def disown() -> None:
     """The start-up hook's profiler in this process will save nothing (see :meth:`cancel`)."""
     global _current

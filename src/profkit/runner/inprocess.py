@@ -116,6 +116,20 @@ class InProcessEngine:
 
         self._collect = (current_session, detach)
         guard = self._guard = HookGuard()
+        handover = None
+        if settings.subprocesses:
+            # A forked child attaches its own profiler through the start-up hook, which
+            # this process never needs: loaded here, once and unrecorded, rather than in
+            # every child (compiled anew where there are no bytecode files), and what it
+            # would build there prepared, for the child to go on with this profiler reset
+            # in place instead (issue 22, item 13; activation.Handover).
+            from profkit.collect import startup
+            from profkit.runner import activation
+
+            try:
+                handover = activation.handover(profiler, os.environ)
+            except Exception:  # a child attaching anew reports it, as it always did
+                handover = None
 
         def start() -> None:
             if current_session() is not None:
@@ -126,21 +140,17 @@ class InProcessEngine:
 
                 activation.disown()
                 detach()
-            attach(
+            attached = attach(
                 cast("ProfilerCallback", profiler),
                 sample_interval=settings.interval_ns / 1e9,
                 sample_clock=settings.sample_clock,
                 native=settings.native != "off",
             )
+            if handover is not None and attached.active:
+                startup.resume_as(attached, handover.ready, handover.forked)
             guard.arm(sys.getprofile())  # 3.11: the profile function to keep (3.12+: None)
             profiler.start_events()
 
-        if settings.subprocesses:
-            # A forked child attaches its own profiler through the start-up hook, which
-            # this process never needs: loaded here, once and unrecorded, rather than in
-            # every child (compiled anew where there are no bytecode files; issue 22, item 13).
-            from profkit.collect import startup  # noqa: F401
-            from profkit.runner import activation  # noqa: F401
         guard.install()
         try:
             self._running = program.begin(prepared, start)

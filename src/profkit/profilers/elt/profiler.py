@@ -285,6 +285,8 @@ class EltProfiler(Results, SettingsProfiler):
 
     #: in a forked child: record the child alone from here on (:mod:`.forked`)
     reset_after_fork = forked.reset
+    #: in a forked child of ``profkit run``: the child's settings and saver (:mod:`.forked`)
+    adopt_after_fork = forked.adopt
 
     def quiet_this_thread(self) -> None:
         """Record nothing more on the calling thread (its stack so far is kept).
