@@ -204,10 +204,11 @@ _ACTIVE: list[AllocationSampler | None] = [None]
 
 def _after_fork_in_child() -> None:
     # The child's log and sampled-address table describe the parent's heap: it starts afresh
-    # (sampling goes on in the child, as the hooks are inherited).
+    # (sampling goes on in the child, as the hooks are inherited). The parent's log is left
+    # unfreed: freeing it wrote to the page of every code object in it (issue 22, item 13).
     sampler = _ACTIVE[0]
     if sampler is not None and sampler.native:
-        _heaphook.reset()
+        _heaphook.reset_after_fork()
         sampler.dropped = 0
 
 

@@ -130,6 +130,18 @@ heaphook_reset(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(unused))
     Py_RETURN_NONE;
 }
 
+/* In a forked child going on sampling: as reset(), but the parent's log is forgotten, not
+ * freed. Its frames hold references to the parent's code objects, and releasing them wrote
+ * to each one's page (and free() to the allocator's), all copied from the parent for
+ * nothing (issue 22, item 13); the buffers stay the parent's, untouched. */
+static PyObject *
+heaphook_reset_after_fork(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(unused))
+{
+    memset(&log_, 0, sizeof(log_));
+    forget_all();
+    Py_RETURN_NONE;
+}
+
 static PyObject *
 heaphook_set_notify(PyObject *Py_UNUSED(self), PyObject *args)
 {
@@ -187,6 +199,8 @@ static PyMethodDef methods[] = {
      "stop() -> bool: uninstall when ours is still the installed allocator."},
     {"drain", heaphook_drain, METH_NOARGS, "drain() -> (events, dropped) since the last drain."},
     {"reset", heaphook_reset, METH_NOARGS, "reset(): forget everything (the child after fork)."},
+    {"reset_after_fork", heaphook_reset_after_fork, METH_NOARGS,
+     "reset_after_fork(): reset() in a forked child, the parent's log left unfreed."},
     {"set_notify", heaphook_set_notify, METH_VARARGS,
      "set_notify(callable or None, threshold): call it at a safe point once the log holds "
      "threshold events."},
