@@ -18,13 +18,16 @@ steadier of the two) and the whole process's wall time, each ÷ bare, for
 * tracemalloc (``tracemalloc.start(1)`` inside the workload: stdlib, every allocation);
 * ``memray run`` (PyPI; the row says "not available" when it is not installed).
 
-Then accuracy, against truths measured independently in this run:
+Then accuracy, of every run (not only the best), against truths measured in this run:
 
 * attribution: the share of allocated bytes profkit gives ``buffers`` vs ``records``, against
   the truth: each function run alone under tracemalloc with everything it made kept alive (so
   the bytes traced after it = the bytes it allocated: the workload makes no temporaries);
 * peak: profkit's ``peak_bytes`` against tracemalloc's peak (``get_traced_memory()[1]``) in
-  the tracemalloc row.
+  the tracemalloc row;
+* the peak of a program holding 64 MiB in 1 MiB blocks (``peak.py``, then 50,000 small
+  strings after the blocks are dropped): profkit at the default mean against memray's
+  (``FileReader.metadata.peak_memory``), one pair of runs per repeat.
 """
 
 from __future__ import annotations
@@ -88,6 +91,19 @@ def main():
 main()
 """
 
+PEAK_PROGRAM = """\
+def hold():
+    blocks = []
+    for _ in range(64):
+        blocks.append(bytearray(1 << 20))
+    return blocks
+
+blocks = hold()
+small = [str(i) for i in range(50_000)]
+del blocks
+print("done")
+"""
+
 
 def run(cmd: list[str], env: dict[str, str]) -> tuple[float, dict[str, float]]:
     """(whole-process wall seconds, the workload's JSON line)."""
@@ -106,6 +122,16 @@ def memray_available() -> str | None:
     except ImportError as exc:
         return f"memray not installed ({exc})"
     return None
+
+
+def memray_peak(path: Path) -> float:
+    import memray
+
+    reader = memray.FileReader(str(path))
+    try:
+        return float(reader.metadata.peak_memory)
+    finally:
+        reader.close()
 
 
 def self_bytes(path: Path) -> tuple[dict[str, float], float]:
@@ -134,6 +160,8 @@ def bench(tmp: Path) -> None:
     WORK.mkdir(parents=True, exist_ok=True)
     script = WORK / "workload.py"
     script.write_text(WORKLOAD)
+    peak_script = WORK / "peak.py"
+    peak_script.write_text(PEAK_PROGRAM)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PROFKIT_", "BENCH_"))}
     py = sys.executable
     rows: dict[str, list[str] | None] = {
@@ -148,6 +176,9 @@ def bench(tmp: Path) -> None:
     }  # fmt: skip
     best: dict[str, tuple[float, float, float]] = {}
     extra: dict[str, dict[str, float]] = {}
+    #: per run: (profkit row, its self bytes by function, its peak) and tracemalloc's peak
+    runs: list[tuple[list[tuple[str, dict[str, float], float]], float]] = []
+    peaks: list[tuple[float, float | None]] = []  # (profkit, memray) on peak.py, per run
     for _ in range(args.repeat):
         for name, cmd in rows.items():
             if cmd is None:
@@ -160,6 +191,13 @@ def bench(tmp: Path) -> None:
                 (min(old[0], now[0]), min(old[1], now[1]), min(old[2], now[2])) if old else now
             )
             extra[name] = result
+        runs.append(
+            (
+                [(n, *self_bytes(tmp / f)) for n, f in PROFKIT_FILES],
+                extra["tracemalloc"]["tracemalloc_peak"],
+            )
+        )
+        peaks.append(peak_pair(py, peak_script, tmp, env))
     bare_work, bare_wall, bare_cpu = best["bare"]
     print(f"python {sys.version.split()[0]}, best of {args.repeat}; ratios to bare in this run")
     print(
@@ -178,24 +216,52 @@ def bench(tmp: Path) -> None:
 
     _, truth = run([py, str(script)], env | {"BENCH_KEEP_ALL": "1"})
     total_truth = truth["buffers"] + truth["records"]
-    print("\nattribution of allocated bytes (share of buffers+records)")
+    print("\nattribution of allocated bytes (share of buffers+records), every run")
     print(f"  truth (tracemalloc, all kept): buffers {truth['buffers'] / 1e6:.1f} MB, "
           f"records {truth['records'] / 1e6:.1f} MB")  # fmt: skip
-    peak_tm = extra["tracemalloc"]["tracemalloc_peak"]
-    for name, path in (("profkit 512KiB", tmp / "p512.json"), ("profkit 64KiB", tmp / "p64.json")):
-        by, peak = self_bytes(path)
-        got = by.get("buffers", 0.0) + by.get("records", 0.0)
-        for fn in ("buffers", "records"):
-            share, want = by.get(fn, 0.0) / (got or 1), truth[fn] / total_truth
+    for i, (profkit_rows, peak_tm) in enumerate(runs, 1):
+        for name, by, peak in profkit_rows:
+            got = by.get("buffers", 0.0) + by.get("records", 0.0)
+            for fn in ("buffers", "records"):
+                share, want = by.get(fn, 0.0) / (got or 1), truth[fn] / total_truth
+                print(
+                    f"  run {i} {name:<15} {fn:<8} {by.get(fn, 0.0) / 1e6:7.1f} MB"
+                    f"  share {share:6.1%}  truth {want:6.1%}"
+                    f"  error {(share - want) / want:+.1%} of the truth share;"
+                    f"  bytes {(by.get(fn, 0.0) - truth[fn]) / truth[fn]:+.1%}"
+                )
             print(
-                f"  {name:<15} {fn:<8} {by.get(fn, 0.0) / 1e6:7.1f} MB  share {share:6.1%}"
-                f"  truth {want:6.1%}  error {(share - want) / want:+.1%} of the truth share;"
-                f"  bytes {(by.get(fn, 0.0) - truth[fn]) / truth[fn]:+.1%}"
+                f"  run {i} {name:<15} peak {peak / 1e6:.1f} MB vs tracemalloc's"
+                f" {peak_tm / 1e6:.1f} MB: {(peak - peak_tm) / peak_tm:+.1%}"
             )
-        print(
-            f"  {name:<15} peak {peak / 1e6:.1f} MB vs tracemalloc's {peak_tm / 1e6:.1f} MB:"
-            f" {(peak - peak_tm) / peak_tm:+.1%}"
+    print(
+        "\npeak of 64 MiB held in 1 MiB blocks (peak.py), profkit at 512 KiB vs memray, every run"
+    )
+    for i, (ours, theirs) in enumerate(peaks, 1):
+        against = (
+            f"memray {theirs / 2**20:.2f} MiB: {(ours - theirs) / theirs:+.2%}"
+            if theirs is not None
+            else f"memray not available ({memray_available()})"
         )
+        print(f"  run {i} profkit {ours / 2**20:.2f} MiB vs {against}")
+
+
+#: the profkit rows whose profiles are read for accuracy, and their files
+PROFKIT_FILES = (("profkit 512KiB", "p512.json"), ("profkit 64KiB", "p64.json"))
+
+
+def peak_pair(py: str, script: Path, tmp: Path, env: dict[str, str]) -> tuple[float, float | None]:
+    """peak.py's peak under profkit (default mean) and under memray (None without it)."""
+    out = tmp / "peak.json"
+    cmd = [py, "-m", "profkit", "run", "--no-tree", "--mode", "memory", "-o", str(out), str(script)]
+    subprocess.run(cmd, env=env, capture_output=True, check=True)
+    ours = float(json.loads(out.read_text())["metadata"]["peak_bytes"])
+    if memray_available():
+        return ours, None
+    binary = tmp / "peak.bin"
+    cmd = [py, "-m", "memray", "run", "-q", "-f", "-o", str(binary), str(script)]
+    subprocess.run(cmd, env=env, capture_output=True, check=True)
+    return ours, memray_peak(binary)
 
 
 if __name__ == "__main__":

@@ -8,11 +8,14 @@ for the whole session.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from profkit._record import record
 from profkit.api.events import EventMask
 from profkit.api.ids import FunctionId, ModuleId, ObjectId, ThreadId
+
+if TYPE_CHECKING:  # not imported by every run: only memory mode asks for it
+    from profkit.api.strata import Strata
 
 
 @record(frozen=True)
@@ -111,6 +114,15 @@ class ProfilerInfo(Protocol):
 
     def get_object_size(self, object_id: ObjectId) -> int:
         """The bytes allocated for a sampled object still alive (``GetObjectSize``)."""
+        ...
+
+    def get_allocation_strata(self) -> Strata | None:
+        """Every allocation's bytes and count by size class, exactly, since sampling
+        started, with the samples taken in each and their summed weights (``OBJECT_ALLOCATED``;
+        events waiting are delivered first, so the samples counted are those the profiler
+        was given). A profiler scales each sample's weight by its stratum's factor
+        (:class:`~profkit.api.strata.Strata`). None where the allocation hooks were not built
+        (the tracemalloc fallback samples nothing)."""
         ...
 
     def get_class_from_object(self, object_id: ObjectId) -> str:

@@ -25,6 +25,7 @@ from profkit.api.info import FunctionInfo, ModuleInfo, ProfilerInfo, ThreadInfo
 from profkit.collect.idtables import FunctionTable
 
 if TYPE_CHECKING:
+    from profkit.api.strata import Strata
     from profkit.collect.session import Session
 
 _get_ident = threading.get_ident
@@ -168,6 +169,17 @@ class SessionInfo:
     def get_class_from_object(self, object_id: ObjectId) -> str:
         """Type name of a sampled object still alive."""
         return self._heap_object(object_id)[1]
+
+    def get_allocation_strata(self) -> Strata | None:
+        """The hooks' exact tallies by size class (see :meth:`ProfilerInfo.get_allocation_strata`)."""
+        from profkit.collect.heap_events import HeapEvents
+        from profkit.heap.sampler import allocation_strata
+
+        for part in self._session.extras:
+            if isinstance(part, HeapEvents):
+                part.flush()  # the samples the strata count are then the ones delivered
+                return allocation_strata() if part.sampler.native else None
+        raise NotAvailableError("OBJECT_ALLOCATED is not in the event mask")
 
     def _heap_object(self, object_id: ObjectId) -> tuple[int, str]:
         from profkit.collect.heap_events import HeapEvents

@@ -28,6 +28,7 @@ import tracemalloc
 from dataclasses import dataclass
 from types import CodeType
 
+from profkit.api.strata import Strata, Stratum, StratumKey
 from profkit.heap.typenames import TypeNames
 
 _IMPORT_ERROR: str | None = None
@@ -70,6 +71,17 @@ class Free:
 
 Event = Allocation | Free
 
+
+def allocation_strata() -> Strata | None:
+    """The exact tallies by stratum since the native hooks last started (or were reset
+    after fork), with the samples in each; still there after :meth:`AllocationSampler.stop`.
+    None without the C hooks (the tracemalloc fallback samples nothing)."""
+    if _IMPORT_ERROR is not None:
+        return None
+    exact, rows = _heaphook.strata()
+    return Strata(exact, tuple(Stratum(*row) for row in rows))
+
+
 __all__ = [
     "DEFAULT_MEAN_BYTES",
     "Allocation",
@@ -77,7 +89,11 @@ __all__ = [
     "Event",
     "Free",
     "StackFrame",
+    "Strata",
+    "Stratum",
+    "StratumKey",
     "TypeNames",
+    "allocation_strata",
     "native_available",
 ]
 

@@ -14,6 +14,11 @@ file format whose weights are **bytes** (``mode: "memory"``, see docs/profile-fo
   ``[frame indices outermost first, samples, bytes]``, so ``report``/``export`` show any of
   the three with :func:`profkit.report.metric.memory_view` and nothing else changed.
 
+Weights are post-stratified at the end: the allocator hooks tally every allocation's bytes by
+size class exactly, and each sample's weight is scaled so each class's samples add up to its
+exact bytes (``metadata["alloc_strata"]``; docs/heap.md, "Post-stratification"). Bytes of a
+class no sample fell in are an ``[unattributed]`` frame under the main thread's root.
+
 Why the events are kept rather than aggregated as they come: the peak view needs the live
 set at the moment of the peak, which is only known at the end; there is one event per
 sampled allocation (one per ``--alloc-sample`` bytes on average), so the log stays small.
@@ -32,6 +37,7 @@ from typing import Any
 from profkit.api import EventMask
 from profkit.api.ids import FunctionId, ObjectId, ThreadId
 from profkit.api.info import ProfilerInfo
+from profkit.api.strata import Strata
 from profkit.calltree.building import tree_of
 from profkit.calltree.model import CallProfile, Frame, ThreadTree, replay
 from profkit.profilers.base import SettingsProfiler
@@ -39,6 +45,9 @@ from profkit.profilers.elt.names import full_name
 
 #: metadata["metric"] of a memory profile's trees: what their weights are
 METRIC = "alloc_bytes"
+
+#: the frame of bytes in a size class no sample fell in (counted, with no stack to show)
+UNATTRIBUTED = "[unattributed]"
 
 #: a stack key: the thread and the shown functions' ids, outermost first
 _Key = tuple[int, tuple[FunctionId, ...]]
@@ -77,8 +86,10 @@ class MemoryProfiler(SettingsProfiler):
         #: the metadata's backend)
         self.notes: list[str] = []
         self._lock = threading.Lock()
-        #: ("a", id, weight, key) and ("f", id), in the order they were delivered
+        #: ("a", id, weight, key, size) and ("f", id), in the order they were delivered
         self._log: list[tuple[Any, ...]] = []
+        #: every sample delivered, kept or not: the strata count the same ones
+        self._delivered = 0
         self._live: set[int] = set()
         self._keys: dict[tuple[int, tuple[FunctionId, ...]], _Key] = {}
         self._accepted: dict[FunctionId, bool] = {}
@@ -151,13 +162,14 @@ class MemoryProfiler(SettingsProfiler):
         thread_id: ThreadId,
         function_ids: tuple[FunctionId, ...],
     ) -> None:
+        self._delivered += 1
         if self._paused:
             return
         key = self._key(int(thread_id), function_ids)
         if key is None:
             return
         with self._lock:
-            self._log.append(("a", int(object_id), weight, key))
+            self._log.append(("a", int(object_id), weight, key, size))
             self._live.add(int(object_id))
 
     def object_freed(self, object_id: ObjectId) -> None:
@@ -191,6 +203,15 @@ class MemoryProfiler(SettingsProfiler):
         (``metadata["memory_views"]``), and the totals in the metadata."""
         with self._lock:
             log = list(self._log)
+        strata = self._strata()
+        if strata is not None:
+            factors = strata.factors()
+            log = [
+                (e[0], e[1], e[2] * factors.get(strata.key(e[4]), 1.0), e[3], e[4])
+                if e[0] == "a"
+                else e
+                for e in log
+            ]
         done = replay([(e[1], e[2], e[3]) if e[0] == "a" else (e[1], None, None) for e in log])
         allocated, at_peak, live = done.allocated, done.at_peak, done.leaked
 
@@ -209,6 +230,11 @@ class MemoryProfiler(SettingsProfiler):
         for (thread, fids), (count, weight) in allocated.items():
             stack = tuple(frame_of(f) for f in fids)
             by_thread.setdefault(thread, []).append((stack, int(count), round(weight)))
+        unattributed = strata.unattributed_bytes if strata is not None else 0
+        if unattributed:
+            main = threading.main_thread().ident or 0
+            lost = profile.frame_id(Frame(UNATTRIBUTED))
+            by_thread.setdefault(main, []).append(((lost,), 0, unattributed))
         for thread in sorted(by_thread):
             root = tree_of(by_thread[thread])
             name, native_id = self._thread_ids(thread)
@@ -237,7 +263,7 @@ class MemoryProfiler(SettingsProfiler):
                 "unit": "bytes",
                 "alloc_sample_bytes": self.mean_bytes,
                 "alloc_samples": sum(int(c) for c, _ in allocated.values()),
-                "allocated_bytes": round(done.allocated_bytes),
+                "allocated_bytes": round(done.allocated_bytes) + unattributed,
                 "peak_bytes": round(done.peak_bytes),
                 "leaked_bytes": round(sum(w for w, _ in leaked)),
                 "memory_views": {"peak": rows(at_peak.values()), "leaked": rows(leaked)},
@@ -245,12 +271,28 @@ class MemoryProfiler(SettingsProfiler):
                 "not_seen": not_seen_allocators(),
                 "exact_from_bytes": self.mean_bytes,
                 "peak_rss_bytes": peak_rss_bytes(),
+                "alloc_strata": strata.as_metadata() if strata is not None else None,
+                "unattributed_bytes": unattributed,
             }
         )
         if self._info is not None:
             with contextlib.suppress(Exception):  # only informative
                 profile.metadata["backend"] = self._info.backend_name
         return profile
+
+    def _strata(self) -> Strata | None:
+        """The hooks' exact tallies, when they count exactly the samples delivered here
+        (one native session, drained to the end); else None and weights stay as sampled
+        (the tracemalloc fallback; a child whose counters were reset after fork)."""
+        if self._info is None:
+            return None
+        try:
+            strata = self._info.get_allocation_strata()
+        except Exception:  # a collector without it: weights as sampled
+            return None
+        if strata is None or sum(r.samples for r in strata.rows) != self._delivered:
+            return None
+        return strata
 
     def _per_thread(
         self,

@@ -37,6 +37,7 @@
 #define Py_BUILD_CORE 1 /* the frame record layout (internal/pycore_frame.h), as tracemalloc */
 #endif
 #include <Python.h>
+#include <math.h>
 #include <stdint.h>
 
 /* Shared between the units, not exported: direct (PC-relative) access, no GOT load on the
@@ -101,6 +102,48 @@ HIDDEN void hook_resume(void);
 HIDDEN void hooks_install(void);
 HIDDEN int hooks_are_ours(void);
 HIDDEN void hooks_uninstall(void);
+
+/* -- hook.c: exact totals by size class (post-stratification) ------------------------------ */
+/* Every allocation the hooks see is tallied, exactly, by size class (class k holds sizes in
+ * [2^k, 2^(k+1)); 0 and 1 are class 0): its count and bytes. Beside them, per class, the
+ * samples recorded and the sum of their weights. At the end each class's samples are scaled so
+ * their weights add up to the class's exact bytes (a ratio estimator per stratum: still
+ * unbiased, and the sampling noise between classes is gone; docs/heap.md). Rows: */
+#define N_CLASSES 64
+enum {
+    ROW_SAMPLED = 0, /* below exact_bytes: sampled by the countdown */
+    ROW_EXACT = 1,   /* exact_bytes or more: always recorded */
+    ROW_PAUSED = 2,  /* a paused thread's (profkit's own): tallied apart, never reported */
+    N_ROWS = 3
+};
+/* count and bytes in two arrays, not a struct of both: a struct's two adds are vectorized by
+ * gcc, with the vector built before the allocator call (a stack spill on every allocation) */
+extern HIDDEN uint64_t tally_count[N_ROWS][N_CLASSES];
+extern HIDDEN uint64_t tally_bytes[N_ROWS][N_CLASSES];
+extern HIDDEN uint64_t tally_samples[2][N_CLASSES];
+extern HIDDEN double tally_weight[2][N_CLASSES];
+/* where this thread's allocations below exact_bytes are tallied: the byte offset of its row
+ * in tally_count and tally_bytes, ROW_SAMPLED's (0) or, while paused (hook_pause), ROW_PAUSED's. An offset, not
+ * a row number: the hot path adds it without a multiply or a sign extension. */
+extern HIDDEN _Thread_local size_t tally_at FAST_TLS;
+HIDDEN void tally_clear(void);
+
+static inline size_t
+size_class(size_t size)
+{
+    /* unsigned: zero-extended for free, where an int would be sign-extended */
+    return 63u - (unsigned)__builtin_clzll((unsigned long long)size | 1);
+}
+
+/* The weight of a sample of `size` bytes: size / p, p = 1 - exp(-size / mean), or 1 for an
+ * allocation recorded always (exact). Never below its size. */
+static inline double
+sample_weight(size_t size, int exact, double mean)
+{
+    double p = exact ? 1.0 : -expm1(-(double)size / mean);
+    double weight = p > 0 ? (double)size / p : (double)size;
+    return weight >= (double)size ? weight : (double)size;
+}
 
 /* -- table.c: the sampled-address table ------------------------------------------------------ */
 /* A free is checked against this bitmap before the table: one bit per 16-byte address

@@ -5,7 +5,7 @@
  */
 #include "heaphook.h" /* Python.h first, as the C API asks */
 
-#include <math.h>
+#include <string.h>
 
 typedef struct {
     PyMemAllocatorEx previous;
@@ -19,6 +19,22 @@ HIDDEN double mean_bytes = 512.0 * 1024.0;
 HIDDEN uint64_t seed_epoch = 1;
 HIDDEN _Thread_local int64_t countdown FAST_TLS = INT64_MIN / 2; /* UNDRAWN */
 HIDDEN _Thread_local int in_hook FAST_TLS = 0;
+
+HIDDEN uint64_t tally_count[N_ROWS][N_CLASSES];
+HIDDEN uint64_t tally_bytes[N_ROWS][N_CLASSES];
+HIDDEN uint64_t tally_samples[2][N_CLASSES];
+HIDDEN double tally_weight[2][N_CLASSES];
+HIDDEN _Thread_local size_t tally_at FAST_TLS = 0; /* ROW_SAMPLED */
+#define PAUSED_AT (ROW_PAUSED * sizeof(tally_count[0]))
+
+HIDDEN void
+tally_clear(void)
+{
+    memset(tally_count, 0, sizeof(tally_count));
+    memset(tally_bytes, 0, sizeof(tally_bytes));
+    memset(tally_samples, 0, sizeof(tally_samples));
+    memset(tally_weight, 0, sizeof(tally_weight));
+}
 
 static _Thread_local uint64_t rng_state FAST_TLS = 0;
 static _Thread_local uint64_t rng_epoch FAST_TLS = 0;
@@ -66,13 +82,17 @@ hook_pause(void)
     if (in_hook++ == 0) {
         parked_countdown = countdown;
         countdown = PARKED;
+        tally_at = PAUSED_AT;
     }
 }
 
 HIDDEN void
 hook_resume(void)
 {
-    if (in_hook > 0 && --in_hook == 0) countdown = parked_countdown;
+    if (in_hook > 0 && --in_hook == 0) {
+        countdown = parked_countdown;
+        tally_at = 0;
+    }
 }
 
 /* The countdown of a thread that has not drawn one yet (a new thread, or after start): far
@@ -80,16 +100,30 @@ hook_resume(void)
  * slow path tells "draw first" from "crossed zero" without a second thread-local. */
 #define UNDRAWN (INT64_MIN / 2)
 
+/* A sample of `size` bytes was recorded (not dropped: `dropped` did not move) in `row`. */
+static void
+tally_sample(int row, size_t size, uint64_t dropped_before)
+{
+    if (dropped != dropped_before) return;
+    size_t c = size_class(size);
+    tally_samples[row][c]++;
+    tally_weight[row][c] += sample_weight(size, row == ROW_EXACT, mean_bytes);
+}
+
 /* Off the hot path: the countdown crossed zero (or was never drawn), or the allocation is
- * large enough to be recorded always, or it failed. Kept out of line so the hook's fast path
- * needs no saved registers or stack frame. */
+ * large enough to be recorded always. Kept out of line so the hook's fast path needs no saved
+ * registers or stack frame. */
 static __attribute__((noinline, cold)) void
 sample_slow(void *ptr, size_t size, uint8_t domain)
 {
     if (size >= exact_bytes) {
-        if (ptr == NULL || in_hook) return;
+        if (in_hook) return;
+        tally_count[ROW_EXACT][size_class(size)]++;
+        tally_bytes[ROW_EXACT][size_class(size)] += size;
         in_hook++;
+        uint64_t before = dropped;
         record_alloc(ptr, size, domain, 1);
+        tally_sample(ROW_EXACT, size, before);
         in_hook--;
         return;
     }
@@ -98,25 +132,28 @@ sample_slow(void *ptr, size_t size, uint8_t domain)
         if (countdown > 0) return;
     }
     if (in_hook) return; /* parked (hook_pause): not reached in practice */
-    if (ptr == NULL) {    /* a failed allocation is not sampled; the next one is drawn for */
-        countdown = draw_countdown();
-        return;
-    }
     in_hook++;
+    uint64_t before = dropped;
     record_alloc(ptr, size, domain, 0);
+    tally_sample(ROW_SAMPLED, size, before);
     countdown = draw_countdown();
     in_hook--;
 }
 
-/* The hot path: one thread-local subtraction and two compares for an allocation that is
- * not sampled. No check of in_hook here: while a thread is paused its countdown is parked
- * far above any reachable byte count (hook_pause), so its allocations, profkit's own, take
- * the fast path without consuming the program's countdown; a failed allocation is rare and
- * sorted out on the slow path. */
+/* The hot path, for an allocation that succeeded (the hooks pass no failed one: it is neither
+ * tallied nor sampled, and does not count down): the exact tally of its size class (a bit
+ * scan and two adds to this thread's row), then one thread-local subtraction and a compare
+ * for an allocation that is not sampled. No check of in_hook here: while a thread is paused
+ * its countdown is parked far above any reachable byte count and its tally row is one never
+ * reported (hook_pause), so its allocations, profkit's own, take the fast path without
+ * consuming the program's countdown or adding to its totals. */
 static inline void
 maybe_sample(void *ptr, size_t size, uint8_t domain)
 {
     if (__builtin_expect(size < exact_bytes, 1)) {
+        size_t at = tally_at + size_class(size) * sizeof(uint64_t);
+        ++*(uint64_t *)((char *)tally_count + at);
+        *(uint64_t *)((char *)tally_bytes + at) += size;
         int64_t left = countdown - (int64_t)size;
         countdown = left;
         if (__builtin_expect(left > 0, 1)) return;
@@ -129,7 +166,7 @@ hook_malloc(void *ctx, size_t size)
 {
     Domain *d = ctx;
     void *ptr = d->previous.malloc(d->previous.ctx, size);
-    maybe_sample(ptr, size, d->domain == PYMEM_DOMAIN_OBJ);
+    if (__builtin_expect(ptr != NULL, 1)) maybe_sample(ptr, size, d->domain == PYMEM_DOMAIN_OBJ);
     return ptr;
 }
 
@@ -138,7 +175,8 @@ hook_calloc(void *ctx, size_t nelem, size_t elsize)
 {
     Domain *d = ctx;
     void *ptr = d->previous.calloc(d->previous.ctx, nelem, elsize);
-    maybe_sample(ptr, nelem * elsize, d->domain == PYMEM_DOMAIN_OBJ);
+    if (__builtin_expect(ptr != NULL, 1))
+        maybe_sample(ptr, nelem * elsize, d->domain == PYMEM_DOMAIN_OBJ);
     return ptr;
 }
 

@@ -110,9 +110,7 @@ frame_is_python(_PyInterpreterFrame *f)
 HIDDEN void
 record_alloc(void *ptr, size_t size, uint8_t domain, int exact)
 {
-    double p = exact ? 1.0 : -expm1(-(double)size / mean_bytes);
-    double weight = p > 0 ? (double)size / p : (double)size;
-    if (!(weight >= (double)size)) weight = (double)size;
+    double weight = sample_weight(size, exact, mean_bytes);
     if (log_frames_reserve(MAX_DEPTH) < 0) {
         dropped++;
         return;

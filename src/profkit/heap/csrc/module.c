@@ -16,6 +16,7 @@ forget_all(void)
     table_clear();
     dropped = 0;
     notify_pending = 0;
+    tally_clear();
     seed_epoch++;
 }
 
@@ -185,6 +186,34 @@ heaphook_status(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(unused))
                          "dropped", (unsigned long long)dropped);
 }
 
+/* strata() -> (exact_bytes, [(exact, size_class, allocations, bytes, samples, weight), ...]):
+ * the exact tallies by size class since start (or reset), and the samples recorded in each
+ * with their summed weights; classes with nothing are left out. Still there after stop(), so
+ * a profile built after detach can use them; a paused thread's allocations are not in them. */
+static PyObject *
+heaphook_strata(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(unused))
+{
+    PyObject *rows = PyList_New(0);
+    if (rows == NULL) return NULL;
+    for (int row = ROW_SAMPLED; row <= ROW_EXACT; row++) {
+        for (int c = 0; c < N_CLASSES; c++) {
+            uint64_t count = tally_count[row][c], bytes = tally_bytes[row][c];
+            if (count == 0 && tally_samples[row][c] == 0) continue;
+            PyObject *item = Py_BuildValue(
+                "(OiKKKd)", row == ROW_EXACT ? Py_True : Py_False, c,
+                (unsigned long long)count, (unsigned long long)bytes,
+                (unsigned long long)tally_samples[row][c], tally_weight[row][c]);
+            if (item == NULL || PyList_Append(rows, item) < 0) {
+                Py_XDECREF(item);
+                Py_DECREF(rows);
+                return NULL;
+            }
+            Py_DECREF(item);
+        }
+    }
+    return Py_BuildValue("(nN)", (Py_ssize_t)exact_bytes, rows);
+}
+
 /* pending() -> int: events waiting in the log. Cheap enough to ask after every collection,
  * where a drain (Python objects, a lock, a delivery) would cost the program far more. */
 static PyObject *
@@ -206,6 +235,8 @@ static PyMethodDef methods[] = {
      "threshold events."},
     {"pause", heaphook_pause, METH_NOARGS, "pause(): stop sampling this thread's allocations."},
     {"resume", heaphook_resume, METH_NOARGS, "resume(): undo one pause()."},
+    {"strata", heaphook_strata, METH_NOARGS,
+     "strata() -> (exact_bytes, rows): exact bytes by size class and the samples in each."},
     {"pending", heaphook_pending, METH_NOARGS, "pending() -> int: events waiting in the log."},
     {"status", heaphook_status, METH_NOARGS, "status() -> dict."},
     {NULL, NULL, 0, NULL},
