@@ -76,8 +76,12 @@ HIDDEN int alloc_open(void) {
 /* ---- strata ------------------------------------------------------------------------------ */
 static uint32_t size_class(uint64_t size) { return size ? 63u - (uint32_t)__builtin_clzll(size) : 0u; }
 
+/* The slot of (cls, sclass): a multiplicative hash's high bits, the size class mixed into
+ * the low bits first (a product's low input bits reach all of its high ones: one type's size
+ * classes must not share a chain, as they did with the class in the top bits). */
 static size_t stratum_slot(const strata_t *t, ClassID cls, uint32_t sclass) {
-    size_t i = (size_t)(((cls >> 3) ^ ((uint64_t)sclass << 56)) * 0x9E3779B97F4A7C15ull >> 20) & (t->cap - 1);
+    uint64_t h = ((uint64_t)(cls >> 3) ^ (uint64_t)sclass * 0x100000001B3ull) * 0x9E3779B97F4A7C15ull;
+    size_t i = (size_t)(h >> 40) & (t->cap - 1);
     while (t->slot[i].objects && (t->slot[i].cls != cls || t->slot[i].sclass != sclass)) i = (i + 1) & (t->cap - 1);
     return i;
 }
