@@ -37,10 +37,13 @@ import os
 import stat
 from collections.abc import Iterator
 from types import TracebackType
-from typing import BinaryIO, cast
 
 from profkit import _output
 from profkit.errors import ProfkitError, UsageError
+
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 try:
     from fcntl import LOCK_EX, LOCK_NB
@@ -139,7 +142,7 @@ class AtomicOutput:
 def _checked(fd: int, name: str) -> BinaryIO:
     """A :class:`~profkit._output.CheckedFile`: ``BufferedWriter`` can lose an ENOSPC
     that follows a short write, and publish a truncated file as complete."""
-    return cast(BinaryIO, _output.CheckedFile(fd, name=name))
+    return _output.CheckedFile(fd, name=name)  # type: ignore[return-value]
 
 
 def _make_temp(directory: str, base: str, mode: int = 0o600) -> tuple[int, str, int | None]:

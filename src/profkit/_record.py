@@ -25,11 +25,23 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable
 from types import FunctionType
-from typing import Any, TypeVar, dataclass_transform, overload
 
 from profkit import _record_inits as _inits
 
-T = TypeVar("T")
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if not TYPE_CHECKING:  # what typing's versions do at run time here: mark a function, no more
+
+    def overload(function: object) -> object:
+        return function
+
+    def dataclass_transform(**options: object) -> object:
+        return overload
+
+else:
+    from typing import Any, TypeVar, dataclass_transform, overload
+
+    T = TypeVar("T")
+
 
 #: Field names of a record class, in order.
 FIELDS = "__record_fields__"

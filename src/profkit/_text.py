@@ -13,7 +13,9 @@ collector and the CLI's error path both use it.
 
 from __future__ import annotations
 
-import re
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    import re
 
 __all__ = ["MAX_MESSAGE_CHARS", "escape"]
 
@@ -50,5 +52,7 @@ def escape(text: str, limit: int | None = None) -> str:
     else:
         suffix = ""
     if not (text.isascii() and text.isprintable()):
+        import re  # on the first name that needs it: not a cost of every start-up
+
         text = re.sub(_UNSAFE, _one, text)
     return text + suffix

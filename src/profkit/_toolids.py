@@ -28,7 +28,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable
 from types import CodeType
-from typing import Any
+
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: ``sys.monitoring`` (3.12+), bound once; typed Any so mypy at 3.11 accepts it.
 MON: Any = getattr(sys, "monitoring", None)

@@ -6,17 +6,21 @@ status 2; anything else reaching the top is a profkit bug and is reported as suc
 
 from __future__ import annotations
 
-from typing import Literal
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Literal
 
-FormatErrorKind = Literal[
-    "bad_magic",
-    "unsupported_version",
-    "truncated",
-    "malformed",
-    "too_large",
-    "incompatible",
-    "unreadable",  # missing, a directory, a device: said as is ("x.json: no such file")
-]
+    FormatErrorKind = Literal[
+        "bad_magic",
+        "unsupported_version",
+        "truncated",
+        "malformed",
+        "too_large",
+        "incompatible",
+        "unreadable",  # missing, a directory, a device: said as is ("x.json: no such file")
+    ]
+else:
+    FormatErrorKind = str  # the alias is for type checkers
 
 
 class ProfkitError(Exception):

@@ -59,6 +59,10 @@ FORBIDDEN = (
     "argparse",
     "gettext",
     "locale",
+    # typing (~12 M instructions with re) and re: run-path modules import typing's names
+    # for type checkers only (TYPE_CHECKING = False; if TYPE_CHECKING: ...)
+    "typing",
+    "re",
 )
 #: Only for the profiler of a 3.12+ interpreter: the sys.monitoring collector.
 MONITORING = ("profkit.collect.monitoring", "profkit.collect.hot_monitoring")
@@ -111,8 +115,11 @@ def test_run_imports_nothing_for_later_before_the_program(
         assert "runpy" not in loaded
     # memory mode's profiler is built on the allocation hooks of profkit.heap (whose
     # profile classes are still dataclasses)
-    memory = ("profkit.heap", "dataclasses", "inspect", "ast", "dis")
-    assert _too_early(loaded, memory if mode == "memory" else ()) == []
+    memory = ("profkit.heap", "dataclasses", "inspect", "ast", "dis", "typing", "re")
+    allowed = memory if mode == "memory" else ()
+    if launcher[0] != sys.executable:  # pip's console script imports re itself (re.sub on argv[0])
+        allowed = (*allowed, "re")
+    assert _too_early(loaded, allowed) == []
 
 
 def test_environment_activation_imports_nothing_for_later(tmp_path: Path) -> None:
@@ -144,7 +151,7 @@ PROBE_AT_EXIT = (
 )
 
 
-def test_the_end_of_run_tree_imports_no_dataclasses(tmp_path: Path) -> None:
+def test_the_end_of_run_tree_imports_no_dataclasses_nor_typing(tmp_path: Path) -> None:
     """Printing the tree is part of every ``profkit run``'s fixed cost: ``dataclasses``
     (with ``inspect``, ``ast``, ``dis``, ``tokenize``) cost more than a fifth of cProfile's
     whole start, and the report needs none of them (``profkit._record``)."""
@@ -153,4 +160,5 @@ def test_the_end_of_run_tree_imports_no_dataclasses(tmp_path: Path) -> None:
         [sys.executable, "-m", "profkit", "run", "-o", "out.json", "probe.py"], tmp_path
     )
     assert "profkit.report.text" in loaded  # the tree was printed before the handler ran
-    assert sorted(loaded & {"dataclasses", "inspect", "ast", "dis", "tokenize"}) == []
+    heavy = {"dataclasses", "inspect", "ast", "dis", "tokenize", "typing", "argparse"}
+    assert sorted(loaded & heavy) == []

@@ -26,11 +26,11 @@ Threading and reentrancy rules (as in the CLR, callbacks are **not serialized**)
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
 
 from profkit._record import record
 from profkit.api.ids import FunctionId, ModuleId, ObjectId, ThreadId
 
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
 if TYPE_CHECKING:
     from profkit.api.info import ProfilerInfo
 

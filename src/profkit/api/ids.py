@@ -19,7 +19,15 @@ id                 born                                        valid until
 
 from __future__ import annotations
 
-from typing import NewType
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import NewType
+else:
+
+    def NewType(name: str, tp: type) -> object:
+        """typing.NewType as it is at run time: the value itself."""
+        return lambda value: value
+
 
 FunctionId = NewType("FunctionId", int)
 ModuleId = NewType("ModuleId", int)

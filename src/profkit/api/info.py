@@ -8,14 +8,18 @@ for the whole session.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Protocol
 
 from profkit._record import record
 from profkit.api.events import EventMask
 from profkit.api.ids import FunctionId, ModuleId, ObjectId, ThreadId
 
-if TYPE_CHECKING:  # not imported by every run: only memory mode asks for it
-    from profkit.api.strata import Strata
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    from profkit.api.strata import Strata  # not imported by every run: only memory mode asks for it
+else:
+    Protocol = object  # the protocols below are for type checkers only
 
 
 @record(frozen=True)

@@ -13,11 +13,13 @@ the same rule ours uses. (The out-of-process sampler names modules from the file
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Iterable
 from itertools import islice
-from typing import Any
+
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: profkit's own machinery: it runs, records or saves the program; it is never the
 #: program. Module paths, matched with :func:`prefix_matches`. ``profkit.demo`` is not
@@ -83,6 +85,8 @@ def split_prefixes(value: str | Iterable[str] | None) -> tuple[str, ...]:
 
 def is_module_path(text: str) -> bool:
     """Whether ``text`` is a dotted module path (what a prefix must be)."""
+    import re  # not a cost of every start-up: prefixes are rare
+
     return re.match(MODULE_PATH, text) is not None
 
 

@@ -9,10 +9,13 @@ reading every field checked, naming a JSON-pointer location (``/threads/0/nodes/
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any, NoReturn
 
 from profkit.calltree.model import CallNode, CallProfile, Frame, Span, ThreadTree
 from profkit.errors import FormatErrorKind, ProfileDataError
+
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 FORMAT = "profkit.calltree"
 #: The version this module writes; it reads every version up to this one.

@@ -8,11 +8,24 @@ different nodes (a *call tree*, not a call graph).
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterator, Sequence
-from typing import Any, Generic, Literal, TypeVar
 
 from profkit._record import field, record
 
-ProfileMode = Literal["trace", "sample", "memory"]
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Any, Generic, Literal, TypeVar
+
+    ProfileMode = Literal["trace", "sample", "memory"]
+    K = TypeVar("K", bound=Hashable)
+else:
+    K = "K"
+
+    class Generic:
+        """What ``class Replayed(Generic[K])`` needs of typing.Generic at run time: nothing
+        (its base is object)."""
+
+        def __class_getitem__(cls, item: object) -> type:
+            return object
 
 
 @record(frozen=True)
@@ -166,10 +179,8 @@ class CallProfile:
 # the log has one entry per sampling mean allocated, so it is short. It lives in the model
 # because profilers may import the model and nothing else of calltree.
 
-K = TypeVar("K", bound=Hashable)
-
 #: ``(id, weight, key)`` for an allocation, ``(id, None, None)`` for a free.
-LogEntry = tuple[int, float | None, K | None]
+LogEntry = tuple[int, float | None, "K | None"]
 
 
 @record

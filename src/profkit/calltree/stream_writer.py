@@ -21,11 +21,14 @@ import json
 import os
 import threading
 from collections.abc import Callable, Iterator
-from typing import IO, Any
 
 from profkit._atomic import AtomicOutput
 from profkit.calltree.document import FORMAT, VERSION, node_rows
 from profkit.calltree.model import CallNode, CallProfile
+
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 #: Seconds a save may take before it is announced.
 ANNOUNCE_AFTER = 1.0

@@ -22,14 +22,15 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
 
 from profkit import _atomic
 from profkit._text import MAX_MESSAGE_CHARS, escape
 from profkit.errors import ProfkitError
 
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
 if TYPE_CHECKING:
     import argparse
+    from typing import Any
 
 # (command, module under profkit.cli, one-line help). The single list of commands:
 # help text and dispatch are both derived from it.

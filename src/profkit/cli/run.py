@@ -19,14 +19,17 @@ from __future__ import annotations
 import os
 import sys
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
 
 from profkit._text import escape
 from profkit.errors import UsageError
 from profkit.settings import SETTINGS, Settings, misspelt_variables
 
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
 if TYPE_CHECKING:
     import argparse
+    from typing import Any
+
+    from profkit.runner.python import Kind
 
 
 def register(sub: Any, name: str, help_text: str) -> None:
@@ -235,7 +238,7 @@ def _say(text: str) -> None:
 
 
 def _program(args: argparse.Namespace) -> Any:
-    from profkit.runner.python import Kind, Program
+    from profkit.runner.python import Program
 
     rest = list(args.program)
     if rest and rest[0] == "--":

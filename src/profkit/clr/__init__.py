@@ -10,10 +10,9 @@ perf map (:mod:`~profkit.clr.convert`). docs/clr.md is the user's guide.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from profkit._lazy import lazy_exports
 
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
 if TYPE_CHECKING:
     from profkit.clr.environment import CLSID, library_path, profiler_environment
     from profkit.clr.launch import DotnetOutcome, run_dotnet

@@ -24,7 +24,6 @@ import atexit
 import os
 import sys
 import threading
-from typing import Any
 
 from profkit.api.callback import ProfilerCallback
 from profkit.api.errors import ProfilerApiError, UnsupportedEventError
@@ -33,6 +32,10 @@ from profkit.collect import backends
 from profkit.collect.info import SessionInfo
 from profkit.collect.select import Choice, choose
 from profkit.collect.session import Session
+
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["AttachedSession", "attach", "current_session", "detach"]
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from profkit.collect.base import Backend, Capabilities
 
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
 if TYPE_CHECKING:
+    from typing import Any
+
     from profkit.collect.context import BackendContext
 
 

@@ -7,10 +7,14 @@ poked in afterwards. The session only ever talks to this protocol.
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from profkit._record import record
 from profkit.api.events import EventMask
+
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Protocol
+else:
+    Protocol = object  # the protocols below are for type checkers only
 
 
 @record(frozen=True)

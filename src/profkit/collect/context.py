@@ -10,14 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from types import CodeType
-from typing import TYPE_CHECKING, Any
 
 from profkit.api.events import EventMask
 from profkit.api.ids import FunctionId
 from profkit.collect.idtables import FunctionTable, ModuleTable, ThreadTable
 from profkit.collect.plan import Fn, Plan, overridden
 
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
 if TYPE_CHECKING:
+    from typing import Any
+
     from profkit.collect.session import Session
 
 

@@ -33,7 +33,10 @@ import sys
 import threading
 from collections.abc import Callable
 from types import CodeType
-from typing import Any
+
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class FailureRule:

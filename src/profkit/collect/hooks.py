@@ -29,13 +29,16 @@ import time
 from collections.abc import Callable, Sequence
 from importlib.machinery import ModuleSpec
 from types import ModuleType
-from typing import Any
 
 from profkit.api.events import EventMask
 from profkit.api.ids import ModuleId, ThreadId
 from profkit.collect.base import Capabilities
 from profkit.collect.context import BackendContext
 from profkit.collect.plan import ALL_EVENTS
+
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 CAPABILITIES = Capabilities(
     events=ALL_EVENTS, cheap_filter=True, all_threads=False, full_exceptions=False

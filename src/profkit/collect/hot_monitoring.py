@@ -13,11 +13,14 @@ from __future__ import annotations
 import opcode
 import sys
 from collections.abc import Callable
-from typing import Any
 
 from profkit.collect.context import BackendContext
 from profkit.collect.plan import Plan
 from profkit.collect.transitions import NATIVE_TYPES, arguments_of
+
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: ``sys.monitoring`` (3.12+), bound once; typed Any so mypy at 3.11 accepts it.
 MON: Any = getattr(sys, "monitoring", None)

@@ -16,12 +16,15 @@ import threading
 import weakref
 from collections.abc import Callable
 from types import BuiltinFunctionType, CodeType, ModuleType
-from typing import Any
 
 from profkit.api.errors import UnknownIdError
 from profkit.api.ids import FunctionId, ModuleId, ThreadId
 from profkit.api.info import FunctionInfo, ModuleInfo, ThreadInfo
 from profkit.api.names import module_of  # the one file -> module rule (also heap's)
+
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 _BUILTIN = BuiltinFunctionType
 _OWNER_TYPES = (type, ModuleType)

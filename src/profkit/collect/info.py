@@ -11,7 +11,6 @@ import sys
 import threading
 from collections.abc import Callable, Iterable
 from types import FrameType
-from typing import TYPE_CHECKING, Any
 
 from profkit.api.errors import (
     ImmutableFlagError,
@@ -24,7 +23,10 @@ from profkit.api.ids import FunctionId, ModuleId, ObjectId, ThreadId
 from profkit.api.info import FunctionInfo, ModuleInfo, ProfilerInfo, ThreadInfo
 from profkit.collect.idtables import FunctionTable
 
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
 if TYPE_CHECKING:
+    from typing import Any
+
     from profkit.api.strata import Strata
     from profkit.collect.session import Session
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from types import CodeType
-from typing import Any
 
 from profkit._toolids import ClaimWatcher, free_ids, transplant
 from profkit.collect.base import Capabilities
@@ -38,6 +37,10 @@ from profkit.collect.hot_monitoring import ALL_MONITORING_EVENTS, main_callbacks
 from profkit.collect.idtables import GENERATOR_FLAGS
 from profkit.collect.plan import ALL_EVENTS
 from profkit.collect.transitions import arguments_of
+
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: ``sys.monitoring`` (3.12+), bound once; typed Any so mypy at 3.11 accepts it.
 MON: Any = getattr(sys, "monitoring", None)

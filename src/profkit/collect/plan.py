@@ -9,13 +9,16 @@ for what it implements *and* selects.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from profkit._record import record
 from profkit.api.callback import ProfilerCallback
 from profkit.api.events import EventMask
 
-Fn = Callable[..., Any] | None
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Any
+
+Fn = Callable[..., "Any"] | None
 
 #: Every event-mask bit.
 ALL_EVENTS = EventMask(0)

@@ -26,12 +26,15 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
 
 from profkit.collect.base import Capabilities
 from profkit.collect.context import BackendContext
 from profkit.collect.plan import ALL_EVENTS
 from profkit.collect.setprofile_slow import GEN, PLAIN, RESUME, YIELD, Tables, make_slow
+
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 try:  # the hot path in C (csrc/); without it, its Python twin ``_pyhook.Hook``
     from profkit.collect import _profhook

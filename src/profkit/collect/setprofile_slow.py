@@ -20,12 +20,15 @@ import opcode
 import sys
 from collections.abc import Callable
 from types import CodeType, FrameType
-from typing import Any
 
 from profkit.collect.context import BackendContext
 from profkit.collect.idtables import GENERATOR_FLAGS
 from profkit.collect.plan import Plan
 from profkit.collect.transitions import arguments_of
+
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 RESUME = opcode.opmap["RESUME"]
 YIELD = opcode.opmap["YIELD_VALUE"]

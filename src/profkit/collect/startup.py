@@ -36,9 +36,12 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
 
 from profkit.collect import terminate
+
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 ENABLE_VAR = "PROFKIT_ENABLE_PROFILING"
 PROFILER_VAR = "PROFKIT_PROFILER"

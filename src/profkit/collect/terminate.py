@@ -38,7 +38,10 @@ from __future__ import annotations
 import _signal  # type: ignore[import-not-found]
 import os
 from types import FrameType
-from typing import Any
+
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 try:  # optional like profkit's other C paths
     from profkit.collect import _termguard

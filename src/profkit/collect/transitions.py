@@ -5,7 +5,10 @@ from __future__ import annotations
 import types
 from collections.abc import Mapping
 from types import FrameType
-from typing import Any
+
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Callables that run C code: calling one is a python→native transition.
 NATIVE_TYPES: frozenset[type] = frozenset(

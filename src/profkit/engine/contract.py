@@ -31,12 +31,17 @@ import importlib
 import signal
 from collections.abc import Callable
 from types import CodeType
-from typing import Any, Protocol
 
 from profkit._record import record
 from profkit.calltree.model import CallProfile
 from profkit.export.destination import Destination
 from profkit.settings import Settings
+
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+else:
+    Protocol = object  # the protocols below are for type checkers only
 
 
 class Target(Protocol):

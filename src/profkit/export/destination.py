@@ -25,13 +25,15 @@ Naming (documented in ``docs/elt.md``):
 from __future__ import annotations
 
 import os
-import re
 import sys
-from typing import TextIO
 
 from profkit.calltree.model import CallProfile
 from profkit.errors import open_file_limit_note
 from profkit.export.registry import COMPOUND_ENDINGS, ExportFormat, chosen
+
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import TextIO
 
 PID = "{pid}"
 
@@ -122,6 +124,8 @@ def program_label(argv0: str) -> str:
     stem = name[: len(name) - len(_suffix(name))]
     if stem == "__main__":
         stem = _split(directory)[1] or stem
+    import re  # here, not at every run's start
+
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", stem) or "python"
 
 

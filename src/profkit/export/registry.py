@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import BinaryIO
 
 from profkit._record import record
 from profkit.calltree.model import CallProfile
 from profkit.errors import UsageError
+
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 
 @record(frozen=True)

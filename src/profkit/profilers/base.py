@@ -10,12 +10,15 @@ profkit's machinery, inside ``--prefix`` if one is given. Written once here.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, Self
 
 from profkit.api import FunctionInfo, ProfilerCallback, ProfilerInfo
 from profkit.api.ids import FunctionId
 from profkit.api.names import INTERNAL_MODULES, PROFKIT_MAIN, function_module, prefix_matches
 from profkit.calltree.model import CallProfile
+
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Any, Self
 
 
 class SettingsProfiler(ProfilerCallback):

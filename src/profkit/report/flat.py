@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal
 
 from profkit.calltree.model import CallProfile
 from profkit.errors import UsageError
@@ -11,7 +10,12 @@ from profkit.report._fmt import Palette, column_header, fit, value_formatter
 from profkit.report.stats import ROOT, Stats, Totals, collect
 from profkit.report.tree import display_names, filter_prefix, frame_label, parse_prefixes
 
-SortKey = Literal["exclusive", "inclusive", "calls"]
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Literal
+
+    SortKey = Literal["exclusive", "inclusive", "calls"]
+
 _FLAT_COLUMNS = "    self    total      %    calls  "
 
 

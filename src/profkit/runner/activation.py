@@ -17,11 +17,14 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from profkit.calltree.model import CallProfile
 from profkit.errors import open_file_limit_note
 from profkit.settings import Settings
+
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: The saver of the profiler the start-up hook attached in this process, if any.
 _current: ProfileSaver | None = None

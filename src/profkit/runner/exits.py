@@ -24,7 +24,10 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: (module attribute, words for the note)
 _EXECS = ("execv", "execve")

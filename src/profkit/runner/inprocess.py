@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from profkit.api import ProfilerCallback
 from profkit.calltree.model import CallProfile
@@ -19,7 +18,16 @@ from profkit.engine.contract import Finished, Job
 from profkit.runner.python import Prepared, Program, Running
 from profkit.settings import IN_PROCESS_CLOCKS
 
-if TYPE_CHECKING:
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if not TYPE_CHECKING:  # typing's run-time versions, as far as this module uses them
+    Protocol = object
+
+    def cast(kind: object, value: object) -> object:
+        return value
+
+else:
+    from typing import Any, Protocol, cast
+
     from profkit.runner.hookguard import HookGuard
 
 

@@ -11,7 +11,6 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator
-from typing import TextIO
 
 from profkit._record import replace
 from profkit.calltree.model import CallProfile
@@ -24,6 +23,10 @@ from profkit.export.destination import (
     resolve_output,
     stderr,
 )
+
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import TextIO
 
 __all__ = [
     "MAX_THREADS_SHOWN",

@@ -20,7 +20,6 @@ import threading
 import types
 from collections.abc import Callable
 from types import FrameType, TracebackType
-from typing import Any, Literal
 
 from profkit._record import record
 from profkit.api.names import is_profkit_module
@@ -28,7 +27,12 @@ from profkit.errors import NoSuchModuleError, UsageError
 from profkit.runner import signals
 from profkit.runner.outcome import Outcome, Terminated, outcome_of
 
-Kind = Literal["script", "module", "code"]
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    Kind = Literal["script", "module", "code"]
+
 _OWN_FILE = os.path.abspath(__file__)
 
 

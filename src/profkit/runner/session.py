@@ -12,7 +12,6 @@ import contextlib
 import os
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from profkit._atomic import refuse_input_as_output
 from profkit._record import record
@@ -24,6 +23,7 @@ from profkit.runner.choice import choose
 from profkit.runner.outcome import report_exception
 from profkit.settings import Settings
 
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
 if TYPE_CHECKING:
     from profkit.runner.exits import ExitGuard
 

@@ -23,11 +23,14 @@ import os  # signal.py's Python wrappers would show up in its profile
 import signal
 import threading
 from types import FrameType
-from typing import Any
 
 import profkit.collect as _collect  # bound at import: the child records when the hook runs
 from profkit.collect import terminate as _terminate
 from profkit.runner.outcome import Terminated
+
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 _TERM = int(signal.SIGTERM)
 #: The disposition before ours (restored at the end and in forked children); None: not ours.

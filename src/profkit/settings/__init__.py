@@ -27,7 +27,6 @@ the variable (or flag), the value and what was expected, e.g.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, get_args
 
 from profkit._record import record
 from profkit._record import replace as _replace
@@ -54,20 +53,27 @@ from profkit.settings.parse import (
     stripped,
 )
 
-Mode = Literal["trace", "sample", "memory"]
-Unit = Literal["us", "ns"]
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    Mode = Literal["trace", "sample", "memory"]
+    Unit = Literal["us", "ns"]
+    SampleClock = Literal["wall", "cpu", "gil", "active"]  # SAMPLE_CLOCKS, in this order
+    Native = Literal["auto", "on", "off"]
+else:  # the aliases are for type checkers; run time has their values' type
+    Mode = Unit = SampleClock = Native = str
+
 #: What a sample's weight measures: the one table of sample modes (``run --sample-clock``,
 #: ``attach``/``top --mode``). gil and active are read from outside the program, so only
 #: the out-of-process sampler has them (:data:`IN_PROCESS_CLOCKS`).
-SampleClock = Literal["wall", "cpu", "gil", "active"]
-SAMPLE_CLOCKS: tuple[SampleClock, ...] = get_args(SampleClock)
+SAMPLE_CLOCKS: tuple[SampleClock, ...] = ("wall", "cpu", "gil", "active")
 SAMPLE_CLOCK_HELP = (
     "wall: every thread, wall time (default); cpu: threads' own CPU time; "
     "gil: only the thread holding the GIL; active: wall time of threads that are running"
 )
 #: The clocks the in-process sampler (which runs inside the program) can measure.
 IN_PROCESS_CLOCKS: tuple[SampleClock, ...] = ("wall", "cpu")
-Native = Literal["auto", "on", "off"]
 #: ``PROFKIT_SAMPLER`` values that ask for the in-process sampler outright.
 SAMPLER_IN_PROCESS = ("in-process", "inprocess", "off")
 

@@ -13,7 +13,6 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from profkit.api import FunctionInfo, ProfilerInfo
 from profkit.api.ids import FunctionId
@@ -25,7 +24,10 @@ from profkit.profilers.elt.threads import ThreadMark
 from profkit.profilers.elt.trace import PythonRecorder, Stack
 from profkit.profilers.elt.tree import convert
 
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
 if TYPE_CHECKING:
+    from typing import Any
+
     from profkit.profilers.elt.sampling import SampledTrees
     from profkit.profilers.elt.sinks import LineFlusher, UdpSender
 

@@ -32,11 +32,11 @@ import os
 import sys
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from profkit import __version__
 from profkit.profilers.elt.calibrate import Costs
 
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
 if TYPE_CHECKING:
     from profkit.api import ProfilerInfo
     from profkit.profilers.elt.config import EltSettings

@@ -35,11 +35,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
 
 from profkit._record import fields, record
 
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
 if TYPE_CHECKING:
+    from typing import Any
+
     from profkit.profilers.elt.calcache import CostCache
 
 #: The calibration code's file name (never a real file).

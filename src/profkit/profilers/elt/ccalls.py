@@ -29,10 +29,13 @@ from __future__ import annotations
 import os
 import sys
 import weakref
-from typing import Any
 
 from profkit._toolids import ClaimWatcher, free_ids, transplant
 from profkit.api import FunctionInfo
+
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: ``sys.monitoring`` (3.12+), or None.
 MON: Any = getattr(sys, "monitoring", None)

@@ -8,7 +8,11 @@ it an object with these attributes; :class:`profkit.settings.Settings` is one.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+else:
+    Protocol = object  # the protocols below are for type checkers only
 
 
 class EltSettings(Protocol):

@@ -16,9 +16,12 @@ A :class:`LazyCallNode` is a ``CallNode`` in every way that matters to readers
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from profkit.calltree.model import CallNode
+
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Columns of a row: parent, frame, calls, inclusive, exclusive, min, max, subtree size.
 COLS = 8

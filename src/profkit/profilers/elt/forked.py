@@ -19,11 +19,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from profkit.api.names import PROFKIT_MAIN
 
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
 if TYPE_CHECKING:
+    from typing import Any
+
     from profkit.calltree.model import CallProfile
     from profkit.profilers.base import SettingsProfiler
     from profkit.profilers.elt.profiler import EltProfiler

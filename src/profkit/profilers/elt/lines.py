@@ -24,9 +24,12 @@ the stack, so each check looks at one entry: linear work, no re-printing.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from profkit.profilers.elt.tree import Node
+
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 _INDENT = "    "
 #: Deepest indent a line gets, in levels; deeper lines keep it (issue #22: a program

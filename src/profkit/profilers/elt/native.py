@@ -18,12 +18,15 @@ from __future__ import annotations
 import time
 import weakref
 from collections.abc import Callable
-from typing import Any
 
 from profkit.api import CallEvents
 from profkit.api.ids import FunctionId
 from profkit.errors import SettingsError
 from profkit.profilers.elt.tree import Node
+
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def import_failure(exc: ImportError) -> str:
@@ -55,7 +58,7 @@ compensate_rows: Callable[..., None] | None = None if _IMPORT_ERROR else _native
 
 #: One exported thread: (token from ``new_thread``, pre-order rows
 #: ``(parent index, fid, calls, incl, min, max)``; row 0 is the root).
-ExportedThread = tuple[Any, list[tuple[int, int, int, int, int, int]]]
+ExportedThread = tuple["Any", list[tuple[int, int, int, int, int, int]]]
 
 
 def available() -> bool:

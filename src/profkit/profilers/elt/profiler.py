@@ -25,7 +25,6 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
 
 from profkit.api import CallEvents, EventMask, FunctionInfo, ProfilerInfo
 from profkit.api.ids import FunctionId, ThreadId
@@ -40,7 +39,10 @@ from profkit.profilers.elt.threads import ThreadMark, this_thread
 from profkit.profilers.elt.trace import LineRecorder, PythonRecorder, Stack
 from profkit.profilers.elt.tree import Node
 
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
 if TYPE_CHECKING:  # imported where used: most runs neither sample nor write event lines
+    from typing import Any
+
     from profkit.profilers.elt.sampling import SampledTrees
     from profkit.profilers.elt.sinks import LineFlusher, UdpSender
 

@@ -23,12 +23,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
 
 from profkit.api import CallEvents
 from profkit.api.ids import FunctionId
 from profkit.profilers.elt import lines as _lines
 from profkit.profilers.elt.tree import Node
+
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 Stack = list[Node]
 #: a call notification as the collector binds it

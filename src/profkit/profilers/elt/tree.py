@@ -9,11 +9,13 @@ the profile is built, and ids that resolve to the same :class:`~profkit.calltree
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from profkit.calltree.model import CallNode, CallProfile, Frame, ThreadTree
 
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
 if TYPE_CHECKING:
+    from typing import Any
+
     from profkit.calltree.building import Row
 
 #: ``min_ns`` of a node that has not completed a call yet (replaced by 0 on conversion).
