@@ -108,6 +108,7 @@ def test_the_memory_profile_of_the_records() -> None:
     meta = profile.metadata
     assert profile.mode == "memory"
     assert meta["allocated_bytes"] == 3500 and meta["runtime_allocated_bytes"] == 5000
+    assert meta["alloc_strata"] is None  # no astratum records: the weights as sampled
     assert meta["peak_bytes"] == 3000 and meta["leaked_bytes"] == 1000
     assert [t.thread_id for t in profile.threads] == [7, 8]  # the main thread first
     names = [profile.frames[i].name for i in meta["memory_views"]["peak"][0][0]]
@@ -144,8 +145,9 @@ def test_each_stratum_adds_up_to_its_exact_total() -> None:
     assert meta["alloc_estimator"] == ESTIMATOR
     assert meta["allocated_bytes"] == meta["runtime_allocated_bytes"] == 12424
     assert meta["unattributed_bytes"] == 224 and meta["unattributed_objects"] == 12
-    assert meta["strata"]["count"] == 4 and meta["strata"]["unsampled"] == 2
-    assert meta["strata"]["other_bytes"] == 64
+    strata = meta["alloc_strata"]
+    assert strata["method"] == ESTIMATOR and strata["exact_bytes"] == 12424
+    assert strata["strata"] == 4 and strata["unsampled"] == 2 and strata["other_bytes"] == 64
     stacks: dict[tuple[object, ...], int] = {}
     for thread in profile.threads:
         pending: list[tuple[tuple[str, ...], CallNode]] = [((), thread.root)]

@@ -240,12 +240,18 @@ def _strata_metadata(
         rows.append(row)
     return {
         "alloc_estimator": strata.estimator,
-        "strata": {
-            "count": strata.strata,
+        # the key Python's memory mode uses (docs/profile-format.md); the rows by type are
+        # memory_types' (a program's strata can be thousands)
+        "alloc_strata": {
+            "method": strata.estimator,
+            "exact_bytes": sum(size for _objects, size in strata.by_type.values()),
+            "strata": strata.strata,
             "unsampled": strata.unsampled,
             "cap_per_thread": STRATA_CAP,
             "other_bytes": strata.by_type.get(-2, [0, 0])[1],
-        },
+        }
+        if alloc.strata
+        else None,
         "unattributed_bytes": unattributed[1],
         "unattributed_objects": unattributed[0],
         "memory_threads": rows,
