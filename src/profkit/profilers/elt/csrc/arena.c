@@ -1,5 +1,6 @@
-/* profkit.profilers.elt._native: the recorder's big blocks (the node tables) in huge
- * pages where the system offers them.
+/* profkit.profilers.elt._native: the recorder's storage beside its node chunks: big
+ * blocks (the node tables) in huge pages where the system offers them, and the side
+ * tables of what does not fit in a 48-byte Node (wide numbers, names).
  *
  * Why: on a large program (sympy: 150k nodes, a 16 MB node table) nearly every table
  * probe and many node reads miss the cache *and* the TLB, and under virtualisation a TLB
@@ -7,8 +8,11 @@
  * 2 MB pages (Linux transparent huge pages, asked for with madvise) make those walks
  * rare (table lookups: 443 -> 188 perf samples on sympy). Small blocks stay with PyMem:
  * a huge page is 2 MB of memory at first touch, which a small table must not pay. (The
- * node chunks stay PyMem's: in huge pages they measured no faster, and flat.c's export
- * frees them one by one.)
+ * node chunks are not in huge pages: they measured no faster, and flat.c's export frees
+ * them one by one. They are mapped on their own, though, in whole pages: from the heap,
+ * interleaved with the program's own blocks, the freed chunks did not all go back, and
+ * the export's rows grew on top of them: pytest on sympy's test_arit peaked ~20 MB
+ * higher.)
  */
 #include "native.h"
 
@@ -61,6 +65,51 @@ big_alloc(size_t size)
 #endif
 }
 
+/* Chunks alive now and at most since the last reset (chunks(): tests; tracemalloc does
+ * not see mapped blocks). The GIL serialises the counts. */
+static size_t chunks_live, chunks_peak;
+
+ELT_HIDDEN Chunk *
+chunk_alloc(void)
+{
+#if defined(__linux__)
+    _Static_assert(sizeof(Chunk) % 4096 == 0, "a chunk is whole pages");
+    void *block = mmap(NULL, sizeof(Chunk), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    Chunk *chunk = block == MAP_FAILED ? NULL : block;
+#else
+    Chunk *chunk = PyMem_Malloc(sizeof(Chunk));
+#endif
+    if (chunk != NULL && ++chunks_live > chunks_peak) {
+        chunks_peak = chunks_live;
+    }
+    return chunk;
+}
+
+ELT_HIDDEN void
+chunk_free(Chunk *chunk)
+{
+    if (chunk == NULL) {
+        return;
+    }
+    chunks_live--;
+#if defined(__linux__)
+    munmap(chunk, sizeof(Chunk));
+#else
+    PyMem_Free(chunk);
+#endif
+}
+
+/* _chunks() -> (live, peak), the peak then reset to live: node chunks, for tests. */
+ELT_HIDDEN PyObject *
+native_chunks(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    (void)module;
+    PyObject *r = Py_BuildValue("(nn)", (Py_ssize_t)chunks_live, (Py_ssize_t)chunks_peak);
+    chunks_peak = chunks_live;
+    return r;
+}
+
 /* Free a block of big_alloc(size). */
 ELT_HIDDEN void
 big_free(void *block, size_t size)
@@ -76,4 +125,252 @@ big_free(void *block, size_t size)
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     munmap(block, length);
 #endif
+}
+
+/* -- side tables ----------------------------------------------------------------------
+ *
+ * Why: nodes are most of the recorder's memory on a large program (pytest on sympy's
+ * test_arit: ~1.2 M nodes), so a node keeps calls, min and max in 32 bits and no name.
+ * The rare node whose numbers do not fit (a call of 4.29 s or more, a negative duration
+ * from a Python clock, 2**32 - 1 calls) keeps them in a wide table, exactly, as int64;
+ * names (event lines and C calls only) are kept by node in a name table. Both are small
+ * open-addressing tables, never looked up on the hot path.
+ */
+
+static inline size_t
+key_slot(uint64_t key, size_t mask)
+{
+    uint64_t h = key * 0x9E3779B97F4A7C15ULL;
+    return (size_t)(h ^ (h >> 29)) & mask;
+}
+
+/* -- wide numbers ------------------------------------------------------------------- */
+
+ELT_HIDDEN WideEntry *
+wide_find(const WideTable *w, uint32_t key)
+{
+    if (w->entries == NULL) {
+        return NULL;
+    }
+    for (size_t j = key_slot(key, w->mask);; j = (j + 1) & w->mask) {
+        if (w->entries[j].key == key) {
+            return &w->entries[j];
+        }
+        if (w->entries[j].key == 0) {
+            return NULL;
+        }
+    }
+}
+
+static int
+wide_grow(WideTable *w)
+{
+    size_t size = w->entries == NULL ? 16 : (w->mask + 1) * 2;
+    WideEntry *entries = PyMem_Calloc(size, sizeof(WideEntry));
+    if (entries == NULL) {
+        return -1;
+    }
+    if (w->entries != NULL) {
+        for (size_t i = 0; i <= w->mask; i++) {
+            if (w->entries[i].key != 0) {
+                size_t j = key_slot(w->entries[i].key, size - 1);
+                while (entries[j].key != 0) {
+                    j = (j + 1) & (size - 1);
+                }
+                entries[j] = w->entries[i];
+            }
+        }
+    }
+    PyMem_Free(w->entries);
+    w->entries = entries;
+    w->mask = size - 1;
+    return 0;
+}
+
+ELT_HIDDEN WideEntry *
+wide_get(WideTable *w, uint32_t key)
+{
+    WideEntry *e = wide_find(w, key);
+    if (e != NULL) {
+        return e;
+    }
+    if ((w->entries == NULL || (w->used + 1) * 2 > w->mask + 1) && wide_grow(w) < 0) {
+        return NULL;
+    }
+    size_t j = key_slot(key, w->mask);
+    while (w->entries[j].key != 0) {
+        j = (j + 1) & w->mask;
+    }
+    w->entries[j] = (WideEntry){key, 0, NO_MIN, 0};
+    w->used++;
+    return &w->entries[j];
+}
+
+ELT_HIDDEN int
+wide_copy(WideTable *to, const WideTable *from)
+{
+    *to = (WideTable){NULL, 0, 0};
+    if (from->entries == NULL) {
+        return 0;
+    }
+    to->entries = PyMem_Malloc((from->mask + 1) * sizeof(WideEntry));
+    if (to->entries == NULL) {
+        return -1;
+    }
+    memcpy(to->entries, from->entries, (from->mask + 1) * sizeof(WideEntry));
+    to->mask = from->mask;
+    to->used = from->used;
+    return 0;
+}
+
+ELT_HIDDEN void
+wide_free(WideTable *w)
+{
+    PyMem_Free(w->entries);
+    *w = (WideTable){NULL, 0, 0};
+}
+
+/* The node's entry, made from its 32-bit fields when it has none (the node then says
+ * WIDE); NULL when out of memory. */
+static WideEntry *
+widen(WideTable *w, Node *n, uint32_t number)
+{
+    if (n->calls == WIDE) {
+        return wide_find(w, number);
+    }
+    WideEntry *e = wide_get(w, number);
+    if (e == NULL) {
+        return NULL;
+    }
+    e->calls = n->calls;
+    e->min = n->min == MIN_NONE ? NO_MIN : n->min;
+    e->max = n->max;
+    n->calls = WIDE;
+    n->min = n->max = 0;
+    return e;
+}
+
+ELT_HIDDEN int
+wide_close(WideTable *w, Node *n, uint32_t number, int64_t duration)
+{
+    WideEntry *e = widen(w, n, number);
+    if (e == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    n->incl = wrap_add(n->incl, duration);
+    e->calls = wrap_add(e->calls, 1);
+    if (duration > e->max) {
+        e->max = duration;
+    }
+    if (duration < e->min) {
+        e->min = duration;
+    }
+    return 0;
+}
+
+ELT_HIDDEN int
+node_set_stats(WideTable *w, Node *n, uint32_t number, Stats s)
+{
+    if (n->calls != WIDE && s.calls >= 0 && s.calls < (int64_t)WIDE && s.max >= 0
+        && s.max < (int64_t)MIN_NONE
+        && (s.min == NO_MIN || (s.min >= 0 && s.min < (int64_t)MIN_NONE))) {
+        n->calls = (uint32_t)s.calls;
+        n->min = s.min == NO_MIN ? MIN_NONE : (uint32_t)s.min;
+        n->max = (uint32_t)s.max;
+        return 0;
+    }
+    WideEntry *e = widen(w, n, number);
+    if (e == NULL) {
+        return -1;
+    }
+    e->calls = s.calls;
+    e->min = s.min;
+    e->max = s.max;
+    return 0;
+}
+
+/* -- names ---------------------------------------------------------------------------- */
+
+ELT_HIDDEN PyObject *
+name_find(const NameTable *t, const Node *n)
+{
+    if (t->keys == NULL) {
+        return NULL;
+    }
+    for (size_t j = key_slot((uint64_t)(uintptr_t)n >> 4, t->mask);; j = (j + 1) & t->mask) {
+        if (t->keys[j] == n) {
+            return t->names[j];
+        }
+        if (t->keys[j] == NULL) {
+            return NULL;
+        }
+    }
+}
+
+static int
+names_grow(NameTable *t)
+{
+    size_t size = t->keys == NULL ? 64 : (t->mask + 1) * 2;
+    const Node **keys = PyMem_Calloc(size, sizeof(Node *));
+    PyObject **names = PyMem_Calloc(size, sizeof(PyObject *));
+    if (keys == NULL || names == NULL) {
+        PyMem_Free(keys);
+        PyMem_Free(names);
+        return -1;
+    }
+    if (t->keys != NULL) {
+        for (size_t i = 0; i <= t->mask; i++) {
+            if (t->keys[i] != NULL) {
+                size_t j = key_slot((uint64_t)(uintptr_t)t->keys[i] >> 4, size - 1);
+                while (keys[j] != NULL) {
+                    j = (j + 1) & (size - 1);
+                }
+                keys[j] = t->keys[i];
+                names[j] = t->names[i];
+            }
+        }
+    }
+    PyMem_Free(t->keys);
+    PyMem_Free(t->names);
+    t->keys = keys;
+    t->names = names;
+    t->mask = size - 1;
+    return 0;
+}
+
+ELT_HIDDEN int
+name_add(NameTable *t, const Node *n, PyObject *name)
+{
+    if ((t->keys == NULL || (t->used + 1) * 2 > t->mask + 1) && names_grow(t) < 0) {
+        Py_DECREF(name);
+        return -1;
+    }
+    size_t j = key_slot((uint64_t)(uintptr_t)n >> 4, t->mask);
+    while (t->keys[j] != NULL && t->keys[j] != n) {
+        j = (j + 1) & t->mask;
+    }
+    if (t->keys[j] == n) {
+        Py_SETREF(t->names[j], name); /* a str: no Python code runs */
+        return 0;
+    }
+    t->keys[j] = n;
+    t->names[j] = name;
+    t->used++;
+    return 0;
+}
+
+ELT_HIDDEN void
+names_free(NameTable *t)
+{
+    if (t->keys != NULL) {
+        for (size_t i = 0; i <= t->mask; i++) {
+            if (t->keys[i] != NULL) {
+                Py_DECREF(t->names[i]);
+            }
+        }
+    }
+    PyMem_Free(t->keys);
+    PyMem_Free(t->names);
+    *t = (NameTable){NULL, NULL, 0, 0};
 }

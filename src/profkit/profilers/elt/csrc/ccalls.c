@@ -44,11 +44,12 @@ short_type_name(PyTypeObject *type)
     return dot != NULL ? dot + 1 : name;
 }
 
-/* Name a new C node (``n->name``, also used by event lines) and remember the name in
- * c_names. Allocates only str and int objects and sets an item of a dict holding them:
- * nothing that can start a garbage collection, so no Python code runs. */
+/* Name a new C node of ``t`` (its name-table entry, also used by event lines) and
+ * remember the name in c_names. Allocates only str and int objects and sets an item of a
+ * dict holding them: nothing that can start a garbage collection, so no Python code
+ * runs. */
 ELT_HIDDEN int
-name_c_node(Recorder *self, Node *n, PyObject *callable)
+name_c_node(Recorder *self, Thread *t, Node *n, PyObject *callable)
 {
     PyObject *name;
     if (PyCFunction_Check(callable)) {
@@ -81,13 +82,16 @@ name_c_node(Recorder *self, Node *n, PyObject *callable)
                      ? (key == NULL ? -1 : 0)
                      : PyDict_SetDefault(self->c_names, key, name) == NULL ? -1 : 0;
     Py_XDECREF(key);
-    if (status == 0) {
-        n->name = name; /* the node owns it (thread_free) */
-    }
-    else {
+    if (status < 0) {
         Py_DECREF(name);
+        return -1;
     }
-    return status;
+    if (name_add(&t->names, n, name) < 0) { /* the table owns it (thread_free) */
+        PyErr_NoMemory();
+        return -1;
+    }
+    n->parent |= NAMED;
+    return 0;
 }
 
 /* CALL(code, offset, callable, arg0) and C_RETURN/C_RAISE(code, offset, callable, arg0);

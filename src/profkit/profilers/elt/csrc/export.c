@@ -25,7 +25,9 @@ close_open_calls(Recorder *self, Thread *t, int64_t now, long long *closed)
     while (t->depth > 0) {
         Frame *f = &t->frames[--t->depth];
         int64_t duration = wrap_sub(now, f->start);
-        close_call(f->node, duration, self->basetime);
+        if (close_call(t, f->node, f->number, duration, self->basetime) < 0) {
+            return -1; /* MemoryError set */
+        }
         if (self->span_cap >= 0 && duration >= self->basetime
             && add_span(self, t, f->node->fid, f->start, now, t->depth) < 0) {
             return -1; /* PyErr_NoMemory already set */
@@ -62,7 +64,7 @@ copy_threads(Recorder *self, int64_t now, size_t *count, long long *closed)
     }
     *count = n;
     Copy *copies = PyMem_Calloc(n ? n : 1, sizeof(Copy));
-    Node **work = PyMem_Malloc((most ? most : 1) * sizeof(Node *));
+    uint32_t *work = PyMem_Malloc((most ? most : 1) * sizeof(uint32_t));
     Py_ssize_t *parents = PyMem_Malloc((most ? most : 1) * sizeof(Py_ssize_t));
     if (copies == NULL || work == NULL || parents == NULL) {
         goto nomem;
@@ -82,21 +84,24 @@ copy_threads(Recorder *self, int64_t now, size_t *count, long long *closed)
             goto nomem;
         }
         size_t top = 0;
-        work[top] = &t->root;
+        work[top] = 0; /* the root */
         parents[top++] = -1;
         while (top > 0) {
             top--;
-            Node *node = work[top];
+            uint32_t number = work[top];
+            const Node *node = number ? numbered_node(t->numbered, number) : &t->root;
+            Stats s = node_stats(&t->wide, node, number);
             Row *row = &c->rows[c->count];
             row->parent = parents[top];
             row->fid = node->fid;
-            row->calls = node->calls;
+            row->calls = s.calls;
             row->incl = node->incl;
-            row->min = node->min;
-            row->max = node->max;
+            row->min = s.min;
+            row->max = s.max;
             Py_ssize_t index = (Py_ssize_t)c->count++;
-            for (Node *child = node->first_child; child != NULL; child = child->next_sibling) {
-                work[top] = child;
+            for (uint32_t ch = node->first_child; ch != 0;
+                 ch = numbered_node(t->numbered, ch)->next_sibling) {
+                work[top] = ch;
                 parents[top++] = index;
             }
         }
@@ -168,4 +173,28 @@ fail:
     free_copies(copies, n);
     Py_XDECREF(threads);
     return NULL;
+}
+
+/* _set_calls(count): for tests only: the completed calls of the node on top of the
+ * calling thread's stack become ``count`` (min and max unchanged), as if it had run that
+ * often; so the tests reach counts past 32 bits without 2**32 calls. */
+ELT_HIDDEN PyObject *
+Recorder_set_calls(Recorder *self, PyObject *arg)
+{
+    long long count = PyLong_AsLongLong(arg);
+    if (count == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Thread *t = known_thread(self);
+    if (t == &SILENT || t->depth == 0 || count < 0) {
+        PyErr_SetString(PyExc_ValueError, "_set_calls: no open call here, or count < 0");
+        return NULL;
+    }
+    Frame *f = &t->frames[t->depth - 1];
+    Stats s = node_stats(&t->wide, f->node, f->number);
+    s.calls = count;
+    if (node_set_stats(&t->wide, f->node, f->number, s) < 0) {
+        return PyErr_NoMemory();
+    }
+    Py_RETURN_NONE;
 }

@@ -14,221 +14,167 @@
  * pytest run): the export works in the tree's own nodes. A stopped recorder's trees are
  * taken, not copied (a running one's are copied as nodes first); its node table is freed
  * at once; merging, pruning and self times are done in place (fields the recording
- * needed become the export's, see Node in native.h); the rows are written into the nodes'
- * own slots, moved into pre-order there, and copied out chunk by chunk into the result,
- * each chunk freed (and given back to the system) behind the copy. Peak: the tree, plus
- * a few MB, not the tree plus its rows. frames.c asks for the frames, export.c closes the
- * open calls, rowsjson.c writes the rows as JSON.
+ * needed become the export's, see Node in native.h); the kept nodes are numbered and
+ * moved into pre-order in their own chunks, and written out chunk by chunk as rows into
+ * the result, each chunk freed (its pages given back at once, arena.c) behind the copy.
+ * Peak: the larger of the tree and its rows (64 bytes a row, 48 a node), plus a few MB,
+ * not the tree plus its rows. frames.c asks for the frames, export.c closes the open
+ * calls, rowsjson.c writes the rows as JSON.
  */
 #include "native.h"
 
-#include <stddef.h>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 
-/* Row indices are 32-bit in the nodes' spare fields; flatten refuses a thread of 2**31
- * nodes or more, which the recorder could not hold in under ~170 GB anyway. */
+/* Row indices are 32-bit in the nodes' link fields; flatten refuses a thread of 2**31
+ * nodes or more (the recorder stops numbering nodes below that: NUMBER_CAP). */
 #define IDX_MAX INT32_MAX
-/* Chunks copied out between two returns of freed memory to the system. */
-#define TRIM_EVERY 32
 
-/* A node's slot once it is a row: the row, then its place (row index) in the result. */
-enum { SLOT_TARGET = FLAT_COLS, SLOT_WORDS };
-_Static_assert(offsetof(Node, out) >= SLOT_WORDS * sizeof(int64_t),
-               "a row and its target fit in a node below its kept-size field");
-
-static inline int64_t
-slot_target(const Node *n)
-{
-    int64_t v;
-    memcpy(&v, (const char *)n + SLOT_TARGET * sizeof(int64_t), sizeof v);
-    return v;
-}
+/* A node's fields as the export reuses them (see Node in native.h): from prepare_tree on,
+ * ``parent`` is the kept subtree size (0: pruned); from number_rows on, ``first_child``
+ * is the node's row index and ``next_sibling`` its parent's row index. */
+#define KEPT(n) ((n)->parent)
+#define ROW(n) ((n)->first_child)
+#define PARENT_ROW(n) ((n)->next_sibling)
 
 /* -- the export's own trees --------------------------------------------------------- */
 
-/* Free what is left of a tree's nodes (and their names, if they still own them). */
+/* Free what is left of a tree's nodes. */
 static void
 free_nodes(Tree *tree)
 {
-    if (tree->owns_names) {
-        for (size_t g = 0; g < tree->used; g++) {
-            Py_XDECREF(tree_slot(tree, g)->name);
-        }
-        Py_XDECREF(tree->root.name);
-        tree->owns_names = 0;
-    }
     for (size_t c = 0; c < tree->nchunks; c++) {
-        PyMem_Free(tree->chunks[c]);
+        chunk_free(tree->chunks[c]);
     }
     PyMem_Free(tree->chunks);
     tree->chunks = NULL;
     tree->nchunks = tree->used = 0;
+    wide_free(&tree->wide);
 }
 
-/* A stopped recorder's thread gives its tree to the export: its chunks and root move
- * into ``tree`` (no node is copied) and the node table, which only recording needs, is
- * freed. The thread is left empty, as a new one. -1 with MemoryError set. */
+/* A stopped recorder's thread gives its tree to the export: its chunks, root and wide
+ * table move into ``tree`` (no node is copied) and the node table and names, which only
+ * recording needs, are freed. The thread is left empty, as a new one. -1 with
+ * MemoryError set. */
 static int
 take_tree(Thread *t, Tree *tree)
 {
-    size_t nchunks = 0;
-    for (Chunk *c = t->chunks; c != NULL; c = c->next) {
-        nchunks++;
-    }
-    Chunk **chunks = PyMem_Malloc((nchunks ? nchunks : 1) * sizeof(Chunk *));
     Slot *table = big_alloc(64 * sizeof(Slot));
-    if (chunks == NULL || table == NULL) {
-        PyMem_Free(chunks);
-        big_free(table, 64 * sizeof(Slot));
+    if (table == NULL) {
         PyErr_NoMemory();
         return -1;
     }
-    size_t k = nchunks;
-    for (Chunk *c = t->chunks; c != NULL; c = c->next) {
-        chunks[--k] = c; /* the list is newest first */
-    }
-    tree->chunks = chunks;
-    tree->nchunks = nchunks;
+    tree->chunks = t->numbered; /* already in creation order */
+    tree->nchunks = (t->used + CHUNK_NODES - 1) / CHUNK_NODES;
+    t->numbered = NULL;
+    t->numbered_cap = 0;
     tree->used = t->used;
     tree->root = t->root;
-    tree->owns_names = 1;
-    t->chunks = NULL;
-    t->used = 0; /* numbered[] is refilled from number 0 */
+    tree->wide = t->wide;
+    t->wide = (WideTable){NULL, 0, 0};
+    names_free(&t->names); /* strs: no Python code runs */
+    t->used = 0; /* numbered[] is made anew from number 0 */
     memset(&t->root, 0, sizeof(Node));
-    t->root.min = NO_MIN;
+    t->root.min = MIN_NONE;
     big_free(t->table, (t->mask + 1) * sizeof(Slot));
     t->table = table;
     t->mask = 63;
     return 0;
 }
 
-/* A running recorder's thread: its tree copied as nodes (children in the same order;
- * names not copied), for the export to work on while recording goes on. Plain C. -1
- * with MemoryError set (``tree`` then holds what was copied, for free_nodes). */
+/* A running recorder's thread: its nodes copied chunk by chunk (same numbers, so the
+ * links hold) with its wide table, for the export to work on while recording goes on;
+ * names are not copied. Plain C. -1 with MemoryError set (``tree`` then holds what was
+ * copied, for free_nodes). */
 static int
 copy_tree(const Thread *t, Tree *tree)
 {
     size_t nchunks = (t->used + CHUNK_NODES - 1) / CHUNK_NODES;
     tree->chunks = PyMem_Calloc(nchunks ? nchunks : 1, sizeof(Chunk *));
-    /* (original, copy) pairs still to copy below */
-    const Node **from = PyMem_Malloc((t->used + 1) * sizeof(Node *));
-    Node **to = PyMem_Malloc((t->used + 1) * sizeof(Node *));
-    int status = -1;
-    if (tree->chunks == NULL || from == NULL || to == NULL) {
-        goto done;
+    if (tree->chunks == NULL || wide_copy(&tree->wide, &t->wide) < 0) {
+        PyErr_NoMemory();
+        return -1;
     }
     tree->root = t->root;
-    tree->root.name = NULL;
-    size_t top = 0;
-    from[top] = &t->root;
-    to[top++] = &tree->root;
-    while (top > 0) {
-        top--;
-        const Node *src = from[top];
-        Node *dst = to[top], *last = NULL;
-        dst->first_child = NULL;
-        for (const Node *ch = src->first_child; ch != NULL; ch = ch->next_sibling) {
-            if (tree->used % CHUNK_NODES == 0) {
-                Chunk *c = PyMem_Malloc(sizeof(Chunk));
-                if (c == NULL) {
-                    goto done;
-                }
-                c->next = NULL;
-                c->used = 0;
-                tree->chunks[tree->nchunks++] = c;
-            }
-            Chunk *c = tree->chunks[tree->nchunks - 1];
-            Node *n = &c->nodes[c->used++];
-            tree->used++;
-            *n = *ch;
-            n->name = NULL;
-            n->parent = dst;
-            n->next_sibling = NULL;
-            if (last == NULL) {
-                dst->first_child = n;
-            }
-            else {
-                last->next_sibling = n;
-            }
-            last = n;
-            from[top] = ch;
-            to[top++] = n;
+    for (size_t c = 0; c < nchunks; c++) {
+        Chunk *to = chunk_alloc();
+        if (to == NULL) {
+            PyErr_NoMemory();
+            return -1;
         }
+        size_t count = c + 1 < nchunks ? CHUNK_NODES : t->used - c * CHUNK_NODES;
+        memcpy(to->nodes, t->numbered[c]->nodes, count * sizeof(Node));
+        tree->chunks[tree->nchunks++] = to;
+        tree->used += count;
     }
-    status = 0;
-done:
-    if (status < 0) {
-        PyErr_NoMemory();
-    }
-    PyMem_Free(from);
-    PyMem_Free(to);
-    return status;
+    return 0;
 }
 
 /* First pass over every node (in any order: only the children's recorded ``incl`` is
  * read, which this pass never changes): children put back into creation order (the
  * recorder prepends), self time = inclusive - the children's inclusive when the node
- * completed a call (the root's stays 0, as convert() leaves it). */
+ * completed a call (the root's stays 0, as convert() leaves it). ``excl`` takes the
+ * place of the recording's hit links. */
 static void
-order_and_self(Node *n, int root)
+order_and_self(const Tree *tree, Node *n, int root)
 {
-    Node *prev = NULL, *ch = n->first_child;
+    uint32_t prev = 0, ch = n->first_child;
     int64_t below = 0;
-    while (ch != NULL) {
-        Node *next = ch->next_sibling;
-        ch->next_sibling = prev;
+    while (ch != 0) {
+        Node *c = tree_node(tree, ch);
+        uint32_t next = c->next_sibling;
+        c->next_sibling = prev;
         prev = ch;
-        below = wrap_add(below, ch->incl);
+        below = wrap_add(below, c->incl);
         ch = next;
     }
     n->first_child = prev;
-    n->excl = !root && n->calls > 0 ? wrap_sub(n->incl, below) : 0;
+    /* Never below 0, as building.merge_rows has it (children longer than their caller:
+     * only a clock that went back can do that). */
+    int64_t excl = wrap_sub(n->incl, below);
+    n->excl = !root && n->calls != 0 && excl > 0 ? excl : 0;
 }
 
 /* Second pass: a node's numbers as convert() starts a node from it (only completed calls
- * count; an unfinished node's min is 0). Its name is dropped: the export never needs
- * it, and the field becomes the kept subtree size. */
+ * count; an unfinished node's min is 0), and no kept size yet (``parent``'s place: the
+ * export never needs the parent, nor the recording's NAMED mark). A node left wide has
+ * completed calls (a node without any is made narrow: zeros fit). */
 static void
-own_numbers(Node *n, int root)
+own_numbers(Tree *tree, Node *n, uint32_t number, int root)
 {
-    Py_XDECREF(n->name); /* a str: no Python code runs */
-    n->out.size = n->out.spare = 0;
-    if (root || n->calls <= 0) {
-        n->calls = n->incl = n->min = n->max = 0;
+    KEPT(n) = 0;
+    WideEntry *e = n->calls == WIDE ? wide_find(&tree->wide, number) : NULL;
+    if (root || n->calls == 0 || (e != NULL && e->calls <= 0)) {
+        n->calls = n->min = n->max = 0;
+        n->incl = 0;
         return;
     }
-    if (n->min == NO_MIN) {
-        n->min = 0;
-    }
-    if (n->max < 0) {
-        n->max = 0;
+    if (e != NULL) {
+        if (e->min == NO_MIN) {
+            e->min = 0;
+        }
+        if (e->max < 0) {
+            e->max = 0;
+        }
     }
 }
 
 static void
 prepare_tree(Tree *tree)
 {
-    order_and_self(&tree->root, 1);
+    order_and_self(tree, &tree->root, 1);
     for (size_t g = 0; g < tree->used; g++) {
-        order_and_self(tree_slot(tree, g), 0);
+        order_and_self(tree, tree_slot(tree, g), 0);
     }
-    if (!tree->owns_names) { /* a copy: its name fields are NULL */
-        tree->root.name = NULL;
-    }
-    own_numbers(&tree->root, 1);
+    own_numbers(tree, &tree->root, 0, 1);
     for (size_t g = 0; g < tree->used; g++) {
-        own_numbers(tree_slot(tree, g), 0);
+        own_numbers(tree, tree_slot(tree, g), (uint32_t)(g + 1), 0);
     }
-    tree->owns_names = 0;
 }
 
 /* -- merge, prune, number ------------------------------------------------------------ */
 
-/* A growable stack of (node, number) pairs. */
+/* A growable stack of (node number, value) pairs; number 0 is the root. */
 typedef struct {
-    Node *node;
+    uint32_t number;
     int64_t value;
 } Item;
 
@@ -238,7 +184,7 @@ typedef struct {
 } Stack;
 
 static int
-push(Stack *s, Node *node, int64_t value)
+push(Stack *s, uint32_t number, int64_t value)
 {
     if (s->top == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 1024;
@@ -250,15 +196,15 @@ push(Stack *s, Node *node, int64_t value)
         s->items = items;
         s->cap = cap;
     }
-    s->items[s->top].node = node;
+    s->items[s->top].number = number;
     s->items[s->top++].value = value;
     return 0;
 }
 
-/* Siblings by frame, while one node's children are merged; a stamp per use instead of
- * clearing. */
+/* Siblings by frame (their node numbers), while one node's children are merged; a
+ * stamp per use instead of clearing. */
 typedef struct {
-    Node **node;
+    uint32_t *node;
     uint32_t *stamp;
     size_t mask;
     uint32_t now;
@@ -274,7 +220,7 @@ siblings_ready(Siblings *h, size_t count)
     if (want > h->mask + 1 || h->node == NULL) {
         PyMem_Free(h->node);
         PyMem_Free(h->stamp);
-        h->node = PyMem_Malloc(want * sizeof(Node *));
+        h->node = PyMem_Malloc(want * sizeof(uint32_t));
         h->stamp = PyMem_Calloc(want, sizeof(uint32_t));
         if (h->node == NULL || h->stamp == NULL) {
             PyErr_NoMemory();
@@ -290,41 +236,49 @@ siblings_ready(Siblings *h, size_t count)
     return 0;
 }
 
-/* Fold ``d`` (a later sibling with the same frame) into ``a``, as convert() adds a
- * second function of one frame into the first: its completed calls and times, and its
- * children after a's (merged in turn when a's own children are). */
-static void
-fold(Node *a, Node *d)
+/* Fold node ``d`` (a later sibling with the same frame) into node ``a``, as convert()
+ * adds a second function of one frame into the first: its completed calls and times,
+ * and its children after a's (merged in turn when a's own children are). -1 with
+ * MemoryError set (a's sums no longer fit in 32 bits and the wide table cannot grow). */
+static int
+fold(Tree *tree, uint32_t anum, uint32_t dnum)
 {
+    Node *a = tree_node(tree, anum), *d = tree_node(tree, dnum);
     a->excl = wrap_add(a->excl, d->excl);
-    if (d->calls > 0) {
-        if (a->calls == 0 || d->min < a->min) {
-            a->min = d->min;
+    if (d->calls != 0) {
+        Stats sa = node_stats(&tree->wide, a, anum), sd = node_stats(&tree->wide, d, dnum);
+        if (sa.calls == 0 || sd.min < sa.min) {
+            sa.min = sd.min;
         }
-        if (d->max > a->max) {
-            a->max = d->max;
+        if (sd.max > sa.max) {
+            sa.max = sd.max;
         }
-        a->calls = wrap_add(a->calls, d->calls);
+        sa.calls = wrap_add(sa.calls, sd.calls);
         a->incl = wrap_add(a->incl, d->incl);
+        if (node_set_stats(&tree->wide, a, anum, sa) < 0) {
+            PyErr_NoMemory();
+            return -1;
+        }
     }
-    if (d->first_child != NULL) {
-        Node **tail = &a->first_child;
-        while (*tail != NULL) {
-            tail = &(*tail)->next_sibling;
+    if (d->first_child != 0) {
+        uint32_t *tail = &a->first_child;
+        while (*tail != 0) {
+            tail = &tree_node(tree, *tail)->next_sibling;
         }
         *tail = d->first_child;
-        d->first_child = NULL;
+        d->first_child = 0;
     }
+    return 0;
 }
 
 /* Give each child of ``n`` its frame and fold children sharing a frame into the first
  * (folds add to the children's lists, never to n's). Children that came from folds are
  * still functions here: each node is here exactly once, as its parent's child. */
 static int
-merge_children(Node *n, Siblings *h, const FidFrame *table, size_t nframes)
+merge_children(Tree *tree, Node *n, Siblings *h, const FidFrame *table, size_t nframes)
 {
     size_t count = 0;
-    for (Node *ch = n->first_child; ch != NULL; ch = ch->next_sibling) {
+    for (uint32_t ch = n->first_child; ch != 0; ch = tree_node(tree, ch)->next_sibling) {
         count++;
     }
     if (count == 0) {
@@ -333,48 +287,51 @@ merge_children(Node *n, Siblings *h, const FidFrame *table, size_t nframes)
     if (siblings_ready(h, count) < 0) {
         return -1;
     }
-    Node **link = &n->first_child;
-    while (*link != NULL) {
-        Node *ch = *link;
+    uint32_t *link = &n->first_child;
+    while (*link != 0) {
+        uint32_t number = *link;
+        Node *ch = tree_node(tree, number);
         int64_t frame = frame_for(table, nframes, ch->fid)->frame;
         ch->fid = (uintptr_t)frame;
         uint64_t hv = (uint64_t)frame * 0xC2B2AE3D27D4EB4FULL;
         size_t s = (size_t)(hv ^ (hv >> 29)) & h->mask;
-        while (h->stamp[s] == h->now && (int64_t)h->node[s]->fid != frame) {
+        while (h->stamp[s] == h->now && (int64_t)tree_node(tree, h->node[s])->fid != frame) {
             s = (s + 1) & h->mask;
         }
         if (h->stamp[s] == h->now) {
-            fold(h->node[s], ch);
+            if (fold(tree, h->node[s], number) < 0) {
+                return -1;
+            }
             *link = ch->next_sibling; /* ch is gone: its kept size stays 0 */
             continue;
         }
         h->stamp[s] = h->now;
-        h->node[s] = ch;
+        h->node[s] = number;
         link = &ch->next_sibling;
     }
     return 0;
 }
 
 /* Merge (pre-order), then prune and size (post-order): a node is kept when it completed
- * a call or something below it is kept; out.size = kept nodes in its subtree. Returns
- * the number of rows (the root's size), -1 with an exception set. */
+ * a call or something below it is kept; KEPT = kept nodes in its subtree. Returns the
+ * number of rows (the root's size), -1 with an exception set. */
 static int64_t
 merge_and_size(Tree *tree, Stack *stack, Siblings *h, const FidFrame *table, size_t nframes)
 {
     stack->top = 0;
-    if (push(stack, &tree->root, 0) < 0) {
+    if (push(stack, 0, 0) < 0) {
         return -1;
     }
     int64_t root_incl = 0, rows = 0;
     while (stack->top > 0) {
         Item *top = &stack->items[stack->top - 1];
-        Node *n = top->node;
+        Node *n = tree_node(tree, top->number);
         if (top->value == 0) { /* first visit: merge its children, then go below */
             top->value = 1;
-            if (merge_children(n, h, table, nframes) < 0) {
+            if (merge_children(tree, n, h, table, nframes) < 0) {
                 return -1;
             }
-            for (Node *ch = n->first_child; ch != NULL; ch = ch->next_sibling) {
+            for (uint32_t ch = n->first_child; ch != 0; ch = tree_node(tree, ch)->next_sibling) {
                 if (push(stack, ch, 0) < 0) {
                     return -1;
                 }
@@ -383,43 +340,48 @@ merge_and_size(Tree *tree, Stack *stack, Siblings *h, const FidFrame *table, siz
         }
         stack->top--;
         int64_t below = 0;
-        for (Node *ch = n->first_child; ch != NULL; ch = ch->next_sibling) {
-            below += ch->out.size;
-            if (n == &tree->root && ch->out.size > 0) {
-                root_incl = wrap_add(root_incl, ch->incl);
+        for (uint32_t ch = n->first_child; ch != 0;) {
+            const Node *c = tree_node(tree, ch);
+            below += KEPT(c);
+            if (n == &tree->root && KEPT(c) > 0) {
+                root_incl = wrap_add(root_incl, c->incl);
             }
+            ch = c->next_sibling;
         }
         if (n == &tree->root) {
             n->incl = root_incl;
             rows = below + 1;
         }
-        else if (n->calls > 0 || below > 0) {
-            n->out.size = (int32_t)(below + 1);
+        else if (n->calls != 0 || below > 0) {
+            KEPT(n) = (uint32_t)(below + 1);
         }
     }
     return rows;
 }
 
-/* Number the kept nodes in pre-order (children in creation order) and turn each into its
- * row in its own slot, with the row's index as its target. The root is row 0 (written
- * to ``root_row``); no chunk holds it. -1 with an exception set. */
+/* Number the kept nodes in pre-order (children in creation order): each gets its row
+ * index (ROW) and its parent's (PARENT_ROW); a wide node's numbers move to ``rows_wide``,
+ * keyed by row index (the nodes move next). The root is row 0 (written to
+ * ``root_row``); no chunk holds it. -1 with an exception set. */
 static int
-number_rows(Tree *tree, Stack *stack, int64_t *root_row)
+number_rows(Tree *tree, Stack *stack, WideTable *rows_wide, int64_t *root_row)
 {
     stack->top = 0;
     int64_t next = 0;
-    if (push(stack, &tree->root, -1) < 0) {
+    if (push(stack, 0, -1) < 0) {
         return -1;
     }
     while (stack->top > 0) {
         Item item = stack->items[--stack->top];
-        Node *n = item.node;
+        Node *n = tree_node(tree, item.number);
         int64_t k = next++;
         size_t mark = stack->top;
-        for (Node *ch = n->first_child; ch != NULL; ch = ch->next_sibling) {
-            if (ch->out.size > 0 && push(stack, ch, k) < 0) {
+        for (uint32_t ch = n->first_child; ch != 0;) {
+            const Node *c = tree_node(tree, ch);
+            if (KEPT(c) > 0 && push(stack, ch, k) < 0) {
                 return -1;
             }
+            ch = c->next_sibling;
         }
         /* pushed first child first: reversed, so the first child comes out first */
         for (size_t a = mark, b = stack->top; b > a + 1; a++, b--) {
@@ -427,37 +389,41 @@ number_rows(Tree *tree, Stack *stack, int64_t *root_row)
             stack->items[a] = stack->items[b - 1];
             stack->items[b - 1] = tmp;
         }
-        int64_t row[SLOT_WORDS] = {
-            [FLAT_PARENT] = item.value,
-            [FLAT_FRAME] = n == &tree->root ? -1 : (int64_t)n->fid,
-            [FLAT_CALLS] = n->calls,
-            [FLAT_INCL] = n->incl,
-            [FLAT_EXCL] = n->excl,
-            [FLAT_MIN] = n->min,
-            [FLAT_MAX] = n->max,
-            [FLAT_SIZE] = n == &tree->root ? 0 : n->out.size,
-            [SLOT_TARGET] = k,
-        };
-        if (n == &tree->root) {
-            memcpy(root_row, row, FLAT_COLS * sizeof(int64_t));
+        if (item.number == 0) {
+            int64_t row[FLAT_COLS] = {
+                [FLAT_PARENT] = -1, [FLAT_FRAME] = -1, [FLAT_INCL] = n->incl,
+            };
+            memcpy(root_row, row, sizeof row);
+            continue;
         }
-        else {
-            memcpy(n, row, sizeof row); /* out.size, above the row, stays */
+        /* Its children are pushed: its links are read no more. */
+        ROW(n) = (uint32_t)k;
+        PARENT_ROW(n) = (uint32_t)item.value;
+        if (n->calls == WIDE) {
+            const WideEntry *e = wide_find(&tree->wide, item.number);
+            WideEntry *r = wide_get(rows_wide, (uint32_t)k);
+            if (r == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            r->calls = e->calls;
+            r->min = e->min;
+            r->max = e->max;
         }
     }
     return 0;
 }
 
-/* Move each row's slot to slot target-1, so the chunks hold rows 1.. in order: every
- * swap puts one row in its place. Slots of nodes not kept (out.size 0) are free. */
+/* Move each kept node to slot ROW-1, so the chunks hold rows 1.. in order: every swap
+ * puts one node in its place. Slots of nodes not kept (KEPT 0) are free. */
 static void
 into_preorder(Tree *tree)
 {
     Node tmp;
     for (size_t g = 0; g < tree->used; g++) {
         Node *here = tree_slot(tree, g);
-        while (here->out.size > 0 && (size_t)(slot_target(here) - 1) != g) {
-            Node *there = tree_slot(tree, (size_t)(slot_target(here) - 1));
+        while (KEPT(here) > 0 && (size_t)ROW(here) - 1 != g) {
+            Node *there = tree_slot(tree, (size_t)ROW(here) - 1);
             tmp = *there;
             *there = *here;
             *here = tmp;
@@ -465,12 +431,23 @@ into_preorder(Tree *tree)
     }
 }
 
-static void
-give_back(void)
+/* Row ``k``'s columns from its node (in pre-order by now). */
+static inline void
+write_row(int64_t *row, const Node *n, const WideTable *rows_wide)
 {
-#if defined(__GLIBC__)
-    malloc_trim(0); /* freed chunks sit between live blocks: only this returns them */
-#endif
+    Stats s = {n->calls, n->min, n->max};
+    if (n->calls == WIDE) {
+        const WideEntry *e = wide_find(rows_wide, ROW(n));
+        s = (Stats){e->calls, e->min, e->max};
+    }
+    row[FLAT_PARENT] = PARENT_ROW(n);
+    row[FLAT_FRAME] = (int64_t)n->fid;
+    row[FLAT_CALLS] = s.calls;
+    row[FLAT_INCL] = n->incl;
+    row[FLAT_EXCL] = n->excl;
+    row[FLAT_MIN] = s.min;
+    row[FLAT_MAX] = s.max;
+    row[FLAT_SIZE] = KEPT(n);
 }
 
 /* One thread's rows as a ``bytearray``, None when nothing is kept; NULL with an exception
@@ -493,26 +470,25 @@ flatten(Tree *tree, Stack *stack, Siblings *h, const FidFrame *table, size_t nfr
         return Py_NewRef(Py_None); /* nothing kept: the thread is left out */
     }
     int64_t root_row[FLAT_COLS];
-    if (number_rows(tree, stack, root_row) < 0) {
+    WideTable rows_wide = {NULL, 0, 0};
+    if (number_rows(tree, stack, &rows_wide, root_row) < 0) {
+        wide_free(&rows_wide);
         return NULL;
     }
     root_row[FLAT_SIZE] = rows;
+    wide_free(&tree->wide); /* by node number: the nodes move now */
     into_preorder(tree);
     /* Rows 1.. are slots 0..rows-2: the chunks past them hold nothing kept. */
     size_t needed = ((size_t)rows - 1 + CHUNK_NODES - 1) / CHUNK_NODES;
-    size_t freed = 0;
     while (tree->nchunks > needed) {
-        PyMem_Free(tree->chunks[--tree->nchunks]);
-        freed++;
-    }
-    if (freed >= TRIM_EVERY) {
-        give_back();
+        chunk_free(tree->chunks[--tree->nchunks]);
     }
     size_t row_bytes = FLAT_COLS * sizeof(int64_t);
     /* A bytearray: compensate_rows (compensate.c) then works on it in place. */
     PyObject *result =
         PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)((size_t)rows * row_bytes));
     if (result == NULL) {
+        wide_free(&rows_wide);
         return NULL;
     }
     char *out = PyByteArray_AS_STRING(result);
@@ -521,14 +497,14 @@ flatten(Tree *tree, Stack *stack, Siblings *h, const FidFrame *table, size_t nfr
     for (size_t c = 0; c < tree->nchunks; c++) {
         Chunk *chunk = tree->chunks[c];
         for (size_t i = 0; i < CHUNK_NODES && at < (size_t)rows; i++, at++) {
-            memcpy(out + at * row_bytes, &chunk->nodes[i], row_bytes);
+            int64_t row[FLAT_COLS];
+            write_row(row, &chunk->nodes[i], &rows_wide);
+            memcpy(out + at * row_bytes, row, row_bytes);
         }
-        PyMem_Free(chunk);
+        chunk_free(chunk); /* its pages go back at once (arena.c) */
         tree->chunks[c] = NULL;
-        if (c % TRIM_EVERY == TRIM_EVERY - 1) {
-            give_back();
-        }
     }
+    wide_free(&rows_wide);
     tree->nchunks = 0;
     tree->used = 0;
     return result;

@@ -120,7 +120,9 @@ intern_frames(const Tree *trees, size_t n, FidFrame *table, size_t nfids, PyObje
         stack[top++] = &trees[i].root;
         while (top > 0) {
             const Node *at = stack[--top];
-            for (const Node *ch = at->first_child; ch != NULL; ch = ch->next_sibling) {
+            for (uint32_t number = at->first_child; number != 0;) {
+                const Node *ch = tree_node(&trees[i], number);
+                number = ch->next_sibling;
                 FidFrame *entry = (FidFrame *)frame_for(table, nfids, ch->fid);
                 if (entry->frame < 0) {
                     PyObject *key = PyLong_FromVoidPtr((void *)ch->fid);

@@ -50,12 +50,13 @@ make_line(Py_ssize_t indent, const char *head, PyObject *name, const char *tail)
     return line;
 }
 
-/* The node's function name, a new reference (cached on the node: nodes never move). */
+/* The function name of ``t``'s node ``n``, a new reference (cached in the thread's name
+ * table: nodes never move while recorded). */
 static PyObject *
-name_of(Recorder *self, Node *n)
+name_of(Recorder *self, Thread *t, Node *n)
 {
-    if (n->name != NULL) {
-        return Py_NewRef(n->name);
+    if (n->parent & NAMED) {
+        return Py_NewRef(name_find(&t->names, n));
     }
     PyObject *namer = Py_XNewRef(self->namer); /* the recorder may be cleared meanwhile */
     if (namer == NULL) {
@@ -73,17 +74,23 @@ name_of(Recorder *self, Node *n)
         PyErr_SetString(PyExc_TypeError, "the name callback must return a str");
         return NULL;
     }
-    if (n->name == NULL) { /* the callback may have named it already (re-entry) */
-        n->name = Py_NewRef(name);
+    if (!(n->parent & NAMED)) { /* the callback may have named it already (re-entry) */
+        if (name_add(&t->names, n, Py_NewRef(name)) < 0) {
+            Py_DECREF(name);
+            PyErr_NoMemory();
+            return NULL;
+        }
+        n->parent |= NAMED;
     }
     return name;
 }
 
 /* Write one line for ``n``. Runs Python code: callers hold no pointer into frames. */
 ELT_HIDDEN int
-emit_line(Recorder *self, Py_ssize_t indent, const char *head, Node *n, const char *tail)
+emit_line(Recorder *self, Thread *t, Py_ssize_t indent, const char *head, Node *n,
+          const char *tail)
 {
-    PyObject *name = name_of(self, n);
+    PyObject *name = name_of(self, t, n);
     if (name == NULL) {
         return -1;
     }
@@ -115,7 +122,7 @@ emit_open(Recorder *self, Thread *t, Py_ssize_t index)
         return 0; /* gone meanwhile (only Python code run by a callback can do that) */
     }
     Frame f = t->frames[index - 1];
-    return emit_line(self, index - 1, OPEN_WORD[f.kind], f.node, "");
+    return emit_line(self, t, index - 1, OPEN_WORD[f.kind], f.node, "");
 }
 
 /* What the shared line rule (_line_rule.h) needs of this recorder: a thread's stack, the
@@ -150,7 +157,7 @@ static int
 rule_open_popped(void *ctx)
 {
     RuleContext *c = ctx;
-    return emit_line(c->self, c->popped_index - 1, OPEN_WORD[c->popped_kind], c->popped, "");
+    return emit_line(c->self, c->t, c->popped_index - 1, OPEN_WORD[c->popped_kind], c->popped, "");
 }
 
 /* Base time: write the held opening lines of calls already running for the base time. */
@@ -184,7 +191,7 @@ lines_on_close(Recorder *self, Thread *t, Py_ssize_t index, Node *node, int open
     else {
         snprintf(tail, sizeof tail, ", Duration: %.3f us", (double)duration / 1000.0);
     }
-    if (emit_line(self, index - 1, CLOSE_WORD[close_kind], node, tail) < 0) {
+    if (emit_line(self, t, index - 1, CLOSE_WORD[close_kind], node, tail) < 0) {
         return -1;
     }
     t->written = index;

@@ -335,6 +335,8 @@ static PyMethodDef Recorder_methods[] = {
      "stop(): record nothing more; export_flat then takes the trees (see export.c)."},
     {"export", (PyCFunction)Recorder_export, METH_O,
      "export(now) -> (closed, [(token, [(parent, fid, calls, incl, min, max), ...])])."},
+    {"_set_calls", (PyCFunction)Recorder_set_calls, METH_O,
+     "_set_calls(count): tests only: the calls of the node on top of this thread's stack."},
     {"spans", (PyCFunction)Recorder_spans, METH_NOARGS,
      "spans() -> ([(token, fid, start, end, depth), ...], dropped): the timeline."},
     {NULL, NULL, 0, NULL},
@@ -367,6 +369,9 @@ static PyMethodDef native_functions[] = {
     {"compensate_rows", (PyCFunction)(void (*)(void))native_compensate_rows, METH_FASTCALL,
      "compensate_rows(rows, c_mask, python_callee, python_caller, c_callee, c_caller):\n"
      "compensate.py's rule, in place on Recorder.export_flat's rows (see compensate.c)."},
+    {"_chunks", (PyCFunction)native_chunks, METH_NOARGS,
+     "_chunks() -> (live, peak): node chunks (48 KB each) alive now and at most since the\n"
+     "last call (for tests: tracemalloc does not see them)."},
     {"rows_json", (PyCFunction)(void (*)(void))native_rows_json, METH_FASTCALL,
      "rows_json(rows, start=0, stop=None) -> bytes: rows [start, stop) of\n"
      "Recorder.export_flat's rows as the saved file's node arrays."},

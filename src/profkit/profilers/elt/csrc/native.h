@@ -4,7 +4,7 @@
  *   module.c    the Recorder type, its methods, the failure rule, module init;
  *   threads.c   which Thread an event belongs to (TLS cache, thread-state dict);
  *   tree.c      the call trees: their node tables, enter/leave on per-thread stacks;
- *   arena.c     big blocks (the node tables) in huge pages;
+ *   arena.c     big blocks (the node tables) in huge pages; the wide and name tables;
  *   export.c    closing the open calls and copying the trees out; export();
  *   lines.c     event lines (lines.py's rules);
  *   timeline.c  the timeline's spans;
@@ -76,27 +76,65 @@
 #define CHUNK_NODES 1024
 #define NO_MIN ((int64_t)1 << 62) /* trace.py's tree.NO_MIN */
 
-/* Fields in the order the events touch them: an enter reads fid, last_hit and next_hit,
- * a leave writes calls..max; the tree links and the name come after (first sight,
- * export). Most nodes are out of the cache by the time they are entered again. */
+/* A node's completed calls, min and max, in 32 bits while they fit (the hot path's
+ * case: durations under 4.29 s, fewer than 2**32 - 1 calls); a node whose value does not
+ * fit has ``calls == WIDE`` and keeps all three, as int64, in its thread's (or tree's)
+ * wide table (arena.c), keyed by its number. ``min == MIN_NONE``: no call yet (NO_MIN). */
+#define WIDE UINT32_MAX
+#define MIN_NONE UINT32_MAX
+/* The top bit of ``parent`` while recording: the node has a name in its thread's name
+ * table (event lines, C calls). Node numbers stay below it (NUMBER_CAP). */
+#define NAMED 0x80000000u
+#define NUMBER_MASK 0x7FFFFFFFu
+/* The most nodes of a thread: numbers below NAMED (flat.c's export refuses 2**31 rows
+ * anyway: its row indices are 32-bit). */
+#define NUMBER_CAP ((size_t)NUMBER_MASK - CHUNK_NODES)
+
+/* One call-tree node, 48 bytes (it was 88: pytest on sympy's test_arit holds ~1.2 M of
+ * them, and they were most of the recorder's memory). Links are node numbers (creation
+ * order plus one; 0: none, and as a parent the thread's root), turned into nodes through
+ * the thread's numbered chunks; names live in a side table (only event lines and C
+ * calls have them); calls/min/max are 32-bit with the wide table behind them.
+ *
+ * While recording an enter reads fid and hit; a leave writes incl, calls, min, max.
+ * flat.c's export reuses fields the recording needed (see its comments): ``excl``
+ * over hit, the kept subtree size in ``parent``, and, once numbered, the row index in
+ * ``first_child`` and the parent's row in ``next_sibling``. */
 typedef struct Node {
     uintptr_t fid;
     union {
-        struct Node *last_hit; /* the child found last time: loops call the same callee */
-        int64_t excl;          /* flat.c, once the tree is the export's: self time */
-    };
-    struct Node *next_hit; /* the sibling found after this one last time (enter_call) */
-    int64_t calls, incl, min, max;
-    struct Node *parent;
-    struct Node *first_child;
-    struct Node *next_sibling;
-    union {
-        PyObject *name; /* event lines: the function's name, looked up once per node */
         struct {
-            int32_t size, spare; /* flat.c, once the tree is the export's (names dropped) */
-        } out;
+            uint32_t last; /* the child found last time: loops call the same callee */
+            uint32_t next; /* (in a child) the sibling found after it last time */
+        } hit;
+        int64_t excl; /* flat.c, once the tree is the export's: self time */
     };
+    int64_t incl;
+    uint32_t calls, min, max;
+    uint32_t parent; /* the parent's number (0: root) | NAMED; flat.c: kept subtree size */
+    uint32_t first_child;
+    uint32_t next_sibling;
 } Node;
+
+_Static_assert(sizeof(Node) == 48, "Node is 48 bytes");
+
+/* One wide node's numbers (arena.c). */
+typedef struct {
+    uint32_t key; /* node number (a tree's: row index during flat.c's copy-out); 0: empty */
+    int64_t calls, min, max;
+} WideEntry;
+
+typedef struct {
+    WideEntry *entries;
+    size_t mask, used; /* entries == NULL: empty table */
+} WideTable;
+
+/* Names by node (event lines, C calls): the node's address -> a str, owned. */
+typedef struct {
+    const struct Node **keys;
+    PyObject **names;
+    size_t mask, used;
+} NameTable;
 
 /* A slot of a thread's node table, 8 bytes: the key's hash's upper half beside the
  * node's number, so a probe compares in the table and reaches for a node only on a likely
@@ -109,9 +147,10 @@ typedef struct {
     uint32_t number;
 } Slot;
 
+/* 1024 nodes, 48 KB: whole pages, mapped on their own (arena.c), so the export's freeing
+ * them one by one gives the memory back at once, whatever else the heap holds. A
+ * thread's chunks are all full but its last (``used % CHUNK_NODES`` nodes). */
 typedef struct Chunk {
-    struct Chunk *next;
-    size_t used;
     Node nodes[CHUNK_NODES];
 } Chunk;
 
@@ -119,7 +158,8 @@ typedef struct {
     Node *node;
     uintptr_t fid; /* node->fid, which a leave compares without reaching for the node */
     int64_t start;
-    int kind; /* OPEN_ENTER or OPEN_RESUME: how its event line opens */
+    uint32_t number; /* the node's number: its children's parent key, its wide key */
+    int kind;        /* OPEN_ENTER or OPEN_RESUME: how its event line opens */
 } Frame;
 
 enum { OPEN_ENTER, OPEN_RESUME };
@@ -142,9 +182,10 @@ typedef struct Thread {
     Py_ssize_t written;
     Slot *table; /* open addressing on (parent, fid), filled to at most 3/4 */
     size_t mask, used;
-    Chunk *chunks;
     Chunk **numbered; /* chunks by number (oldest first): node g is in numbered[g / 1024] */
     size_t numbered_cap;
+    WideTable wide;
+    NameTable names;
     struct Thread *next; /* creation order */
 } Thread;
 
@@ -191,6 +232,11 @@ typedef struct Span {
  * set); big_free needs the same size. */
 ELT_HIDDEN void *big_alloc(size_t size);
 ELT_HIDDEN void big_free(void *block, size_t size);
+/* A chunk of nodes (not zeroed), mapped on its own where the system allows: freed, its
+ * memory goes back to the system at once; NULL when out of memory. */
+ELT_HIDDEN Chunk *chunk_alloc(void);
+ELT_HIDDEN void chunk_free(Chunk *chunk);
+ELT_HIDDEN PyObject *native_chunks(PyObject *module, PyObject *ignored);
 
 /* -- threads.c ----------------------------------------------------------------------- */
 
@@ -248,7 +294,7 @@ ELT_HIDDEN Copy *copy_threads(Recorder *self, int64_t now, size_t *count, long l
 ELT_HIDDEN int close_open_calls(Recorder *self, Thread *t, int64_t now, long long *closed);
 ELT_HIDDEN PyObject *Recorder_stop(Recorder *self, PyObject *ignored);
 
-ELT_HIDDEN Node *child_of(Thread *t, Node *parent, uintptr_t fid);
+ELT_HIDDEN uint32_t child_of(Thread *t, Node *parent, uint32_t pnum, uintptr_t fid);
 ELT_HIDDEN int close_frame(Recorder *self, Thread *t, int64_t now, int close_kind, int lines);
 ELT_HIDDEN int do_enter(Recorder *self, uintptr_t fid, int kind);
 ELT_HIDDEN int do_leave(Recorder *self, uintptr_t fid, int close_kind);
@@ -260,10 +306,11 @@ ELT_HIDDEN int report(Recorder *self, const char *where);
 
 /* -- ccalls.c ------------------------------------------------------------------------ */
 
-ELT_HIDDEN int name_c_node(Recorder *self, Node *n, PyObject *callable);
+ELT_HIDDEN int name_c_node(Recorder *self, Thread *t, Node *n, PyObject *callable);
 ELT_HIDDEN PyObject *Recorder_c_call(Recorder *self, PyObject *const *args, Py_ssize_t nargs);
 ELT_HIDDEN PyObject *Recorder_c_return(Recorder *self, PyObject *const *args, Py_ssize_t nargs);
 ELT_HIDDEN PyObject *Recorder_export(Recorder *self, PyObject *arg);
+ELT_HIDDEN PyObject *Recorder_set_calls(Recorder *self, PyObject *arg);
 ELT_HIDDEN int64_t python_ns(PyObject *clock);
 
 /* Cleared by the garbage collector (tp_clear) and still receiving events: record nothing
@@ -288,19 +335,75 @@ wrap_add(int64_t a, int64_t b)
     return (int64_t)((uint64_t)a + (uint64_t)b);
 }
 
-static inline void
-close_call(Node *n, int64_t duration, int64_t basetime)
+/* -- arena.c: a node's numbers that do not fit in 32 bits; names ----------------------- */
+
+/* The entry of ``key``, NULL when there is none. */
+ELT_HIDDEN WideEntry *wide_find(const WideTable *w, uint32_t key);
+/* The entry of ``key``, made (zeroed) when there is none; NULL when out of memory. */
+ELT_HIDDEN WideEntry *wide_get(WideTable *w, uint32_t key);
+ELT_HIDDEN int wide_copy(WideTable *to, const WideTable *from);
+ELT_HIDDEN void wide_free(WideTable *w);
+
+/* A call of ``duration`` that does not fit the node's 32-bit fields (or a node already
+ * wide): recorded with the wide table. -1 with MemoryError set when out of memory (the
+ * call is then not recorded at all, as an enter out of memory records none). */
+ELT_HIDDEN int wide_close(WideTable *w, Node *n, uint32_t number, int64_t duration);
+
+/* A node's completed calls, min and max as int64 (min NO_MIN: none yet). */
+typedef struct {
+    int64_t calls, min, max;
+} Stats;
+
+static inline Stats
+node_stats(const WideTable *w, const Node *n, uint32_t number)
 {
-    if (duration >= basetime) {
-        n->calls++;
-        n->incl = wrap_add(n->incl, duration);
-        if (duration > n->max) {
-            n->max = duration;
-        }
-        if (duration < n->min) {
-            n->min = duration;
-        }
+    if (n->calls == WIDE) {
+        const WideEntry *e = wide_find(w, number);
+        return (Stats){e->calls, e->min, e->max};
     }
+    return (Stats){n->calls, n->min == MIN_NONE ? NO_MIN : n->min, n->max};
+}
+
+/* Store a node's numbers, in the node when they fit, else in ``w``; -1 when out of
+ * memory (no exception set). */
+ELT_HIDDEN int node_set_stats(WideTable *w, Node *n, uint32_t number, Stats s);
+
+ELT_HIDDEN PyObject *name_find(const NameTable *t, const Node *n); /* borrowed, or NULL */
+/* Give ``name`` (a reference, taken either way) to node ``n``; -1 when out of memory. */
+ELT_HIDDEN int name_add(NameTable *t, const Node *n, PyObject *name);
+/* Drop every name (strs: no Python code runs). */
+ELT_HIDDEN void names_free(NameTable *t);
+
+/* The node numbered ``number`` (its creation order plus one) of ``chunks`` (a thread's
+ * numbered chunks, or a tree's). */
+static inline Node *
+numbered_node(Chunk *const *chunks, uint32_t number)
+{
+    size_t g = (size_t)number - 1;
+    return &chunks[g / CHUNK_NODES]->nodes[g % CHUNK_NODES];
+}
+
+/* A completed call of ``n`` (node ``number`` of thread ``t``) lasting ``duration``: the
+ * statistics of trace.py's tree, in 32 bits while they fit. */
+static inline int
+close_call(Thread *t, Node *n, uint32_t number, int64_t duration, int64_t basetime)
+{
+    if (duration < basetime) {
+        return 0;
+    }
+    if ((uint64_t)duration < MIN_NONE && n->calls < WIDE - 1) { /* not wide, room for one */
+        uint32_t d = (uint32_t)duration;
+        n->incl = wrap_add(n->incl, duration);
+        n->calls++;
+        if (d > n->max) {
+            n->max = d;
+        }
+        if (d < n->min) {
+            n->min = d;
+        }
+        return 0;
+    }
+    return wide_close(&t->wide, n, number, duration);
 }
 
 /* -- the clock ----------------------------------------------------------------------- */
@@ -323,7 +426,7 @@ now_ns(Recorder *self)
 
 /* -- lines.c ------------------------------------------------------------------------- */
 
-ELT_HIDDEN int emit_line(Recorder *self, Py_ssize_t indent, const char *head, Node *n,
+ELT_HIDDEN int emit_line(Recorder *self, Thread *t, Py_ssize_t indent, const char *head, Node *n,
                          const char *tail);
 ELT_HIDDEN int lines_on_open(Recorder *self, Thread *t, int64_t now);
 ELT_HIDDEN int lines_on_close(Recorder *self, Thread *t, Py_ssize_t index, Node *node,
@@ -349,14 +452,21 @@ typedef struct {
     Node root;
     Chunk **chunks; /* creation order; all full but the last */
     size_t nchunks, used;
-    int owns_names; /* its nodes still hold their names (a taken tree, not prepared) */
+    WideTable wide; /* its wide nodes' numbers (by node number) */
 } Tree;
 
-/* The node in slot ``g`` (creation order) of a tree's chunks. */
+/* The node in slot ``g`` (creation order, number g + 1) of a tree's chunks. */
 static inline Node *
 tree_slot(const Tree *tree, size_t g)
 {
     return &tree->chunks[g / CHUNK_NODES]->nodes[g % CHUNK_NODES];
+}
+
+/* A tree's node by number (0: its root). */
+static inline Node *
+tree_node(const Tree *tree, uint32_t number)
+{
+    return number == 0 ? (Node *)&tree->root : numbered_node(tree->chunks, number);
 }
 
 /* A function and its frame index in the saved file (-1: not asked yet). */

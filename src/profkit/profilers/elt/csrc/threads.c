@@ -20,7 +20,7 @@ thread_new(PyObject *token)
         return NULL;
     }
     t->mask = 63;
-    t->root.min = NO_MIN;
+    t->root.min = MIN_NONE;
     t->written = 1;
     t->token = Py_NewRef(token);
     return t;
@@ -29,15 +29,11 @@ thread_new(PyObject *token)
 ELT_HIDDEN void
 thread_free(Thread *t)
 {
-    Chunk *c = t->chunks;
-    while (c != NULL) {
-        Chunk *next = c->next;
-        for (size_t i = 0; i < c->used; i++) {
-            Py_XDECREF(c->nodes[i].name);
-        }
-        PyMem_Free(c);
-        c = next;
+    for (size_t k = 0; k * CHUNK_NODES < t->used; k++) {
+        chunk_free(t->numbered[k]);
     }
+    names_free(&t->names);
+    wide_free(&t->wide);
     big_free(t->table, (t->mask + 1) * sizeof(Slot));
     PyMem_Free(t->numbered);
     PyMem_Free(t->frames);

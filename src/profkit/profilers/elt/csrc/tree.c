@@ -25,20 +25,13 @@ python_ns(PyObject *clock)
     return (int64_t)v;
 }
 
+/* The key's hash: the parent's node number (0: the root) and the function. */
 static inline uint64_t
-hash_of(const Node *parent, uintptr_t fid)
+hash_of(uint32_t parent, uintptr_t fid)
 {
     uint64_t h = ((uint64_t)fid >> 4) * 0x9E3779B97F4A7C15ULL;
-    h ^= ((uint64_t)(uintptr_t)parent >> 4) * 0xC2B2AE3D27D4EB4FULL;
+    h ^= ((uint64_t)parent + 1) * 0xC2B2AE3D27D4EB4FULL;
     return h ^ (h >> 29);
-}
-
-/* The node numbered ``number`` (its creation order plus one) of ``t``. */
-static inline Node *
-numbered_node(const Thread *t, uint32_t number)
-{
-    size_t g = (size_t)number - 1;
-    return &t->numbered[g / CHUNK_NODES]->nodes[g % CHUNK_NODES];
 }
 
 /* A free slot for hash ``h`` (linear probing). */
@@ -64,7 +57,7 @@ table_grow(Thread *t)
     }
     for (size_t g = 0; g < t->used; g++) {
         const Node *n = &t->numbered[g / CHUNK_NODES]->nodes[g % CHUNK_NODES];
-        uint64_t h = hash_of(n->parent, n->fid);
+        uint64_t h = hash_of(n->parent & NUMBER_MASK, n->fid);
         table[free_slot(table, size - 1, h)] = (Slot){(uint32_t)(h >> 32), (uint32_t)(g + 1)};
     }
     big_free(t->table, (t->mask + 1) * sizeof(Slot));
@@ -73,13 +66,13 @@ table_grow(Thread *t)
     return 0;
 }
 
-/* A new chunk, first in ``t->chunks`` and last in ``t->numbered``; NULL when out of
- * memory (or out of 32-bit node numbers). */
+/* A new chunk, last in ``t->numbered``; NULL when out of memory (or out of node numbers:
+ * NUMBER_CAP). */
 static Chunk *
 chunk_new(Thread *t)
 {
     size_t k = t->used / CHUNK_NODES;
-    if (t->used >= (size_t)UINT32_MAX - CHUNK_NODES) {
+    if (t->used >= NUMBER_CAP) {
         return NULL;
     }
     if (k >= t->numbered_cap) {
@@ -91,57 +84,50 @@ chunk_new(Thread *t)
         t->numbered = numbered;
         t->numbered_cap = cap;
     }
-    Chunk *c = PyMem_Malloc(sizeof(Chunk));
+    Chunk *c = chunk_alloc();
     if (c == NULL) {
         return NULL;
     }
-    c->next = t->chunks;
-    c->used = 0;
-    t->chunks = c;
     t->numbered[k] = c;
     return c;
 }
 
-/* The child of ``parent`` for ``fid``, created on first use; NULL when out of memory. */
-ELT_HIDDEN Node *
-child_of(Thread *t, Node *parent, uintptr_t fid)
+/* The number of the child of ``parent`` (node number ``pnum``, 0: the root) for ``fid``,
+ * created on first use; 0 when out of memory. Nodes never move: pointers to them stay
+ * valid across a creation. */
+ELT_HIDDEN uint32_t
+child_of(Thread *t, Node *parent, uint32_t pnum, uintptr_t fid)
 {
-    uint64_t h = hash_of(parent, fid);
+    uint64_t h = hash_of(pnum, fid);
     uint32_t tag = (uint32_t)(h >> 32);
     size_t j = (size_t)h & t->mask;
     uint32_t number;
     while ((number = t->table[j].number) != 0) {
         if (t->table[j].tag == tag) {
-            Node *n = numbered_node(t, number);
-            if (n->fid == fid && n->parent == parent) {
-                return n;
+            const Node *n = numbered_node(t->numbered, number);
+            if (n->fid == fid && (n->parent & NUMBER_MASK) == pnum) {
+                return number;
             }
         }
         j = (j + 1) & t->mask;
     }
     if ((t->used + 1) * 4 > (t->mask + 1) * 3) {
         if (table_grow(t) < 0) {
-            return NULL;
+            return 0;
         }
         j = free_slot(t->table, t->mask, h);
     }
-    Chunk *c = t->chunks;
-    if (c == NULL || c->used == CHUNK_NODES) {
-        c = chunk_new(t);
-        if (c == NULL) {
-            return NULL;
-        }
+    size_t g = t->used;
+    if (g % CHUNK_NODES == 0 && chunk_new(t) == NULL) {
+        return 0;
     }
-    Node *n = &c->nodes[c->used++];
-    memset(n, 0, sizeof(Node));
-    n->fid = fid;
-    n->parent = parent;
-    n->min = NO_MIN;
-    n->next_sibling = parent->first_child;
-    parent->first_child = n;
-    t->table[j] = (Slot){tag, (uint32_t)(t->used + 1)};
+    Node *n = &t->numbered[g / CHUNK_NODES]->nodes[g % CHUNK_NODES];
+    number = (uint32_t)(t->used + 1);
+    *n = (Node){.fid = fid, .min = MIN_NONE, .parent = pnum, .next_sibling = parent->first_child};
+    parent->first_child = number;
+    t->table[j] = (Slot){tag, number};
     t->used++;
-    return n;
+    return number;
 }
 
 /* -- the two events ------------------------------------------------------------------ */
@@ -153,7 +139,9 @@ close_frame(Recorder *self, Thread *t, int64_t now, int close_kind, int lines)
 {
     Frame f = t->frames[t->depth]; /* a copy: event lines run Python code */
     int64_t duration = wrap_sub(now, f.start);
-    close_call(f.node, duration, self->basetime);
+    if (close_call(t, f.node, f.number, duration, self->basetime) < 0) {
+        return -1;
+    }
     if (self->span_cap >= 0 && duration >= self->basetime
         && add_span(self, t, f.node->fid, f.start, now, t->depth) < 0) {
         return -1;
@@ -206,31 +194,39 @@ enter_call(Recorder *self, uintptr_t fid, int kind, uintptr_t caller, PyObject *
             }
         }
     }
-    Node *parent = t->depth ? t->frames[t->depth - 1].node : &t->root;
+    Node *parent = &t->root;
+    uint32_t pnum = 0;
+    if (t->depth) {
+        parent = t->frames[t->depth - 1].node;
+        pnum = t->frames[t->depth - 1].number;
+    }
     if (caller != 0 && parent->fid != caller) {
         return 0;
     }
-    Node *n = parent->last_hit;
+    uint32_t num = parent->hit.last;
+    Node *n = num != 0 ? numbered_node(t->numbered, num) : NULL;
     if (n == NULL || n->fid != fid) {
         /* Callers repeat sequences of callees (a, b, c, a, b, c): the callee that came
          * after the last one last time is the next guess, before the node table. */
         Node *last = n;
-        n = last != NULL ? last->next_hit : NULL;
+        num = last != NULL ? last->hit.next : 0;
+        n = num != 0 ? numbered_node(t->numbered, num) : NULL;
         if (n == NULL || n->fid != fid) {
-            n = child_of(t, parent, fid);
-            if (n == NULL) {
+            num = child_of(t, parent, pnum, fid);
+            if (num == 0) {
                 PyErr_NoMemory();
                 return -1;
             }
+            n = numbered_node(t->numbered, num);
             if (last != NULL) {
-                last->next_hit = n;
+                last->hit.next = num;
             }
         }
-        parent->last_hit = n;
+        parent->hit.last = num;
     }
     /* No Python code runs here (strings and an int-keyed dict: nothing the garbage
      * collector tracks is allocated), so n stays valid. */
-    if (callable != NULL && n->name == NULL && name_c_node(self, n, callable) < 0) {
+    if (callable != NULL && !(n->parent & NAMED) && name_c_node(self, t, n, callable) < 0) {
         return -1;
     }
     if (t->depth == t->cap) {
@@ -250,6 +246,7 @@ enter_call(Recorder *self, uintptr_t fid, int kind, uintptr_t caller, PyObject *
     Frame *f = &t->frames[t->depth++];
     f->node = n;
     f->fid = fid;
+    f->number = num;
     f->kind = kind;
     if (self->emit == NULL) { /* the hot path: no Python code from the push to here */
         f->start = clock == NULL ? monotonic_ns() : start;
@@ -260,7 +257,7 @@ enter_call(Recorder *self, uintptr_t fid, int kind, uintptr_t caller, PyObject *
     f->start = clock == NULL ? monotonic_ns() : start; /* provisional, for an export meanwhile */
     if (self->basetime <= 0) {
         /* Every line is final at once (lines.py's write-at-once form). */
-        if (emit_line(self, index - 1, OPEN_WORD[kind], n, "") < 0) {
+        if (emit_line(self, t, index - 1, OPEN_WORD[kind], n, "") < 0) {
             return -1;
         }
         if (t->written < index + 1) {

@@ -1,0 +1,155 @@
+"""The C recorder's 48-byte nodes (csrc/native.h): calls, min and max are 32-bit in the
+node, and a node whose numbers do not fit (a call of 2**32 ns or more, a negative
+duration from a Python clock, 2**32 - 1 calls or more) keeps them exactly in its thread's
+wide table. These tests drive such nodes through every path that reads or writes them:
+recording, export(), export_flat's merge of functions sharing a frame, and its rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from profkit.calltree.model import CallProfile, Frame
+from profkit.profilers.elt import native
+from tests.profilers.elt.test_native import _profiles
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="the C recorder is not built")
+
+#: Durations around the 32-bit edges, and ordinary ones.
+WIDE_STEPS = [0, 1, 7, 2**32 - 2, 2**32 - 1, 2**32, 2**33 + 5, 5 * 10**9]
+
+
+@pytest.fixture(autouse=True)
+def hot_path() -> str:
+    """These tests pick their paths themselves (overrides the conftest's both-ways run)."""
+    return "native"
+
+
+def _recorder(**kwargs: Any) -> Any:
+    assert native.Recorder is not None
+    return native.Recorder(lambda: ("t", "T"), **kwargs)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    events=st.lists(
+        st.tuples(
+            st.sampled_from(["enter", "leave", "resume", "yield_"]),
+            st.integers(0, 5),
+            st.sampled_from(WIDE_STEPS),
+        ),
+        max_size=40,
+    ),
+    basetime=st.sampled_from([0, 40]),
+)
+def test_long_calls_give_the_pure_python_profile(
+    events: list[tuple[str, int, int]], basetime: int
+) -> None:
+    """Calls of 2**32 ns and more, beside short ones in the same nodes: the profile is
+    the pure Python recorder's, number for number."""
+    fast, slow = _profiles(events, basetime)
+    assert fast.frames == slow.frames
+    assert [t.root for t in fast.threads] == [t.root for t in slow.threads]
+
+
+def _two_ways(events: list[tuple[str, int, int]], basetime: int, frames: list[int]) -> None:
+    """export_flat's rows are what export() + tree.convert build from the same events."""
+    from profkit.profilers.elt.flat import tree
+    from profkit.profilers.elt.tree import convert
+
+    made = []
+    now = [0]
+    for _ in range(2):
+        now[0] = 0
+        rec = _recorder(clock=lambda: now[0], basetime_ns=basetime)
+        for kind, fid, step in events:
+            now[0] += step
+            getattr(rec, kind)(fid)
+        made.append(rec)
+    fast, slow = CallProfile("trace"), CallProfile("trace")
+
+    def frame_of(fid: int) -> Frame:
+        return Frame(f"app.f{frames[fid - 1]}")
+
+    closed, flat_threads = made[0].export_flat(now[0] + 3, lambda f: fast.frame_id(frame_of(f)))
+    closed2, exported = made[1].export(now[0] + 3)
+    assert closed == closed2
+    general = [
+        convert(native.tree_of(rows), slow, frame_of, root_totals=False) for _, rows in exported
+    ]
+    assert [tree(data) for _, data in flat_threads] == [t for t in general if t.children]
+    assert fast.frames == slow.frames
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    events=st.lists(
+        st.tuples(
+            st.sampled_from(["enter", "leave"]),
+            st.integers(1, 6),
+            st.sampled_from([*WIDE_STEPS, -3, -(2**33)]),
+        ),
+        max_size=40,
+    ),
+    frames=st.lists(st.integers(0, 3), min_size=6, max_size=6),
+    basetime=st.sampled_from([0, -(2**40)]),
+)
+def test_wide_nodes_merge_and_export_as_the_general_conversion(
+    events: list[tuple[str, int, int]], frames: list[int], basetime: int
+) -> None:
+    """Wide nodes (long calls; with a negative base time, negative durations from a clock
+    going back) folded with narrow ones when functions share a frame: export_flat's rows
+    are the general conversion's."""
+    _two_ways(events, basetime, frames)
+
+
+def test_a_call_of_five_seconds_keeps_its_exact_times() -> None:
+    now = [0]
+    rec = _recorder(clock=lambda: now[0])
+    for step in (10, 5 * 10**9, 3):
+        rec.enter(1)
+        now[0] += step
+        rec.leave(1)
+    _, ((_, rows),) = rec.export(now[0])
+    assert rows[1][2:] == (3, 10 + 5 * 10**9 + 3, 3, 5 * 10**9)
+
+
+def test_calls_past_32_bits_are_counted_exactly() -> None:
+    """A node at 2**32 - 3 calls goes on counting past 2**32 (in the wide table), in both
+    exports, and two functions of one frame add up past 32 bits in export_flat's merge."""
+    from profkit.profilers.elt.flat import tree
+
+    now = [0]
+    rec = _recorder(clock=lambda: now[0])
+    rec.enter(1)
+    rec._set_calls(2**32 - 3)
+    now[0] += 5
+    rec.leave(1)
+    for _ in range(3):
+        rec.enter(1)
+        now[0] += 7
+        rec.leave(1)
+    for fid in (2, 3):
+        rec.enter(fid)
+        rec._set_calls(2**31 + fid)
+        now[0] += 2
+        rec.leave(fid)
+    _, ((_, rows),) = rec.export(now[0])
+    by_fid = {row[1]: row[2:] for row in rows[1:]}
+    assert by_fid[1] == (2**32 + 1, 26, 5, 7)
+    assert by_fid[2] == (2**31 + 3, 2, 2, 2)
+    profile = CallProfile("trace")
+    names = {1: "app.one", 2: "app.same", 3: "app.same"}
+    rec.stop()
+    _, ((_, data),) = rec.export_flat(now[0], lambda f: profile.frame_id(Frame(names[f])))
+    nodes = {profile.frames[k].name: n for k, n in tree(data).children.items()}
+    assert (nodes["app.one"].calls, nodes["app.one"].min_ns, nodes["app.one"].max_ns) == (
+        2**32 + 1,
+        5,
+        7,
+    )
+    assert (nodes["app.same"].calls, nodes["app.same"].inclusive_ns) == (2**32 + 7, 4)
