@@ -21,8 +21,9 @@ are most of a child's cost (the Python it runs after the fork is 1-4 M instructi
 Target: ≤ 5 ms per child over bare.
 
 ``--instructions`` counts instead, with callgrind (stable on a loaded machine), the
-instructions a child spends in ``PyOS_AfterFork_Child``: every after-fork hook, profkit's
-re-attach among them.
+instructions a child spends in ``PyOS_AfterFork_Child`` (every after-fork hook, profkit's
+reset or re-attach among them) when it leaves with ``_exit``, and when it returns normally
+all it spends after the fork, with the interpreter's finalization (``Py_FinalizeEx``) apart.
 
     python bench/fork_bench.py                      # 20 forks, 3 rounds, both endings
     python bench/fork_bench.py --forks 100 --rounds 1 --ending _exit
@@ -147,34 +148,56 @@ def _print(
 
 
 def _instructions(rows: dict[str, tuple[list[str], dict[str, str]]]) -> int:
-    """Each row's after-fork instructions per child (callgrind, two children that _exit)."""
+    """Each row's instructions per child (callgrind, two children of each ending): with
+    ``_exit``, in ``PyOS_AfterFork_Child``; with ``exit``, all the child's after the fork,
+    and of those the interpreter's finalization (``Py_FinalizeEx``)."""
     if shutil.which("valgrind") is None or shutil.which("callgrind_annotate") is None:
         print("fork_bench: --instructions needs valgrind (callgrind, callgrind_annotate)")
         return 2
-    print("instructions in PyOS_AfterFork_Child per child (callgrind; every after-fork hook)")
+    print("instructions per child (callgrind): _exit: in PyOS_AfterFork_Child (every after-fork")
+    print("hook); exit: the whole child after the fork / of which Py_FinalizeEx")
     for name, (cmd, extra) in rows.items():
-        with tempfile.TemporaryDirectory(prefix="fork_bench_cg") as tmp:
-            work = Path(tmp)
-            (work / "forker.py").write_text(FORKER)
-            grind = ["valgrind", "--tool=callgrind", "-q", "--zero-before=PyOS_AfterFork_Child"]
-            grind.append(f"--callgrind-out-file={work}/cg.%p")
-            env = {k: v for k, v in os.environ.items() if not k.startswith("PROFKIT_")}
-            env |= extra | {"FORK_BENCH_OUT": str(work / "times.json")}
-            subprocess.run(
-                [*grind, *cmd, "2", "_exit"], cwd=work, env=env, check=True, capture_output=True
-            )
-            dumps = sorted(work.glob("cg.*"), key=lambda p: p.stat().st_mtime)[:-1]  # children
-            counts = [_after_fork_ir(dump) for dump in dumps]
-        print(f"  {name:12} {' '.join(f'{n:>12,}' for n in counts)}")
+        found: list[str] = []
+        for ending in ("_exit", "exit"):
+            for counts in _grind(cmd, extra, ending):
+                if ending == "_exit":
+                    found.append(f"{counts['PyOS_AfterFork_Child']:>11,}")
+                else:
+                    found.append(f"{counts['']:>11,} / {counts['Py_FinalizeEx']:>10,}")
+        print(f"  {name:12} _exit {' '.join(found[:2])}   exit {' '.join(found[2:])}")
     return 0
 
 
-def _after_fork_ir(dump: Path) -> int:
-    """Inclusive instructions of PyOS_AfterFork_Child in a callgrind dump (0: not found)."""
+def _grind(cmd: list[str], extra: dict[str, str], ending: str) -> list[dict[str, int]]:
+    """Run ``cmd`` forking two children under callgrind, counting from each child's
+    ``PyOS_AfterFork_Child``: per child, its total ('') and inclusive counts."""
+    with tempfile.TemporaryDirectory(prefix="fork_bench_cg") as tmp:
+        work = Path(tmp)
+        (work / "forker.py").write_text(FORKER)
+        grind = ["valgrind", "--tool=callgrind", "-q", "--zero-before=PyOS_AfterFork_Child"]
+        grind.append(f"--callgrind-out-file={work}/cg.%p")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PROFKIT_")}
+        env |= extra | {"FORK_BENCH_OUT": str(work / "times.json")}
+        subprocess.run(
+            [*grind, *cmd, "2", ending], cwd=work, env=env, check=True, capture_output=True
+        )
+        dumps = sorted(work.glob("cg.*"), key=lambda p: p.stat().st_mtime)[:-1]  # children
+        return [
+            {f: _inclusive(dump, f or None) for f in ("", "PyOS_AfterFork_Child", "Py_FinalizeEx")}
+            for dump in dumps
+        ]
+
+
+def _inclusive(dump: Path, function: str | None) -> int:
+    """Inclusive instructions of ``function`` in a callgrind dump (None: the dump's total;
+    0: not found)."""
     text = subprocess.run(
         ["callgrind_annotate", "--inclusive=yes", str(dump)], capture_output=True, text=True
     ).stdout
-    found = re.search(r"^\s*([\d,]+)\s.*:PyOS_AfterFork_Child\b", text, re.M)
+    if function is None:
+        found = re.search(r"^\s*([\d,]+)\s.*PROGRAM TOTALS", text, re.M)
+    else:
+        found = re.search(rf"^\s*([\d,]+)\s.*:{function}\b", text, re.M)
     return int(found.group(1).replace(",", "")) if found else 0
 
 

@@ -251,3 +251,31 @@ def test_a_child_in_another_directory_gets_a_new_profiler(tmp_path: Path) -> Non
     pid, route = ends["child"]
     assert route == "new"
     assert _calls(tmp_path / "sub" / f"out.{pid}.json") == {"child_work": 1}
+
+
+FIRST_SIGHTS = """\
+codes = session._session.catalog.functions.codes
+pid = os.fork()  # the parent classifies profkit's after-fork code before its first fork
+if pid == 0:
+    os._exit(0)
+os.waitpid(pid, 0)
+before = set(codes)
+pid = os.fork()
+if pid == 0:
+    seen = sorted(codes[f].co_qualname for f in set(codes) - before if "profkit" in codes[f].co_filename)
+    with open("child.json", "w") as f:
+        f.write(json.dumps([os.getpid(), seen]))
+    os._exit(0)
+os.waitpid(pid, 0)
+"""
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="the setprofile backend's (3.11)")
+def test_the_child_meets_no_code_of_profkits_for_the_first_time(tmp_path: Path) -> None:
+    """What profkit runs in a child's after-fork hooks once it records there again was
+    classified by the parent (``collect._before_fork``): no first sight in the child, whose
+    slow path (Python, writing to tables whose pages are the parent's) was most of its
+    after-fork cost. ccalls' hook (its module may not import the collector) is the one
+    left."""
+    _, seen = _run(tmp_path, FIRST_SIGHTS)["child"]
+    assert set(seen) <= {"_release_inherited"}, seen

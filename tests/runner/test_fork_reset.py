@@ -195,3 +195,28 @@ def test_a_stream_gets_a_new_profiler(tmp_path: Path) -> None:
     assert route == "new"
     assert _calls(_child(tmp_path, pid)) == {"child_work": 3}
     assert (tmp_path / f"events.{pid}").exists() or list(tmp_path.glob(f"events.{pid}*"))
+
+
+FIRST_SIGHTS = """\
+codes = session._session.catalog.functions.codes
+pid = os.fork()  # the parent classifies profkit's after-fork code before its first fork
+if pid == 0:
+    os._exit(0)
+os.waitpid(pid, 0)
+before = set(codes)
+pid = os.fork()
+if pid == 0:
+    seen = sorted(codes[f].co_qualname for f in set(codes) - before if "profkit" in codes[f].co_filename)
+    with open("child.json", "w") as f:
+        f.write(json.dumps([os.getpid(), seen]))
+    os._exit(0)
+os.waitpid(pid, 0)
+"""
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="the setprofile backend's (3.11)")
+def test_a_run_child_meets_no_code_of_profkits_for_the_first_time(tmp_path: Path) -> None:
+    """run's own after-fork code (its SIGTERM hooks, the handover) is classified by the
+    parent too (see tests/collect/test_fork_reset.py)."""
+    _, seen = _run(tmp_path, FIRST_SIGHTS)["child"]
+    assert set(seen) <= {"_release_inherited"}, seen

@@ -30,10 +30,20 @@ from collections.abc import Callable
 from profkit.collect.base import Capabilities
 from profkit.collect.context import BackendContext
 from profkit.collect.plan import ALL_EVENTS
-from profkit.collect.setprofile_slow import GEN, PLAIN, RESUME, YIELD, Tables, make_slow
+from profkit.collect.setprofile_slow import (
+    GEN,
+    PLAIN,
+    REJECTED,
+    RESUME,
+    YIELD,
+    Tables,
+    make_slow,
+)
 
 TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from types import CodeType
     from typing import Any
 
 try:  # the hot path in C (csrc/); without it, its Python twin ``_pyhook.Hook``
@@ -121,6 +131,21 @@ class SetprofileBackend:
         resume = getattr(self._hook, "resume_after_fork", None)
         if resume is not None:
             resume()
+
+    def classify_ahead(self, codes: Iterable[CodeType]) -> None:
+        """Classify ``codes`` now where they are the collector's or the profiler's own
+        (rejected): a forked child runs them in its after-fork hooks, where each first
+        sight took the slow path (``collect._before_fork``). Others are left to their
+        first call, as always."""
+        tables = self._tables
+        if tables is None or not self._state[0]:
+            return
+        status, discover = tables.status, self.ctx.discover
+        for code in codes:
+            if id(code) not in status:
+                fid, accepted = discover(code)
+                if not accepted:
+                    status[fid] = REJECTED
 
     def rearm(self) -> None:
         """Rebuild the hook from the new plan."""

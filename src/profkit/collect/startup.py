@@ -37,7 +37,7 @@ from __future__ import annotations
 import os
 import sys
 
-from profkit.collect import terminate
+from profkit.collect import runs_in_forked_children, terminate
 
 TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
 if TYPE_CHECKING:
@@ -84,6 +84,7 @@ def resume_as(attached: Any, ready: Any, forked: Any) -> None:
     runs once the reset has succeeded."""
     raw = getattr(os.environ, "_data", None)
     _attached[:] = [attached, dict(raw) if isinstance(raw, dict) else None, ready, forked]
+    runs_in_forked_children(resume_in_child, forked)
 
 
 def resume_in_child(current: Any) -> bool:

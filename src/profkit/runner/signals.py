@@ -63,6 +63,10 @@ def install() -> bool:
             after_in_child=_after_fork_in_child,
         )
         _fork_hooks_registered = True
+        # what the child runs in them: classified by the parent (collect._before_fork)
+        _collect.runs_in_forked_children(
+            _after_fork_in_child, installed, _save_before_dying_if_profiled, _terminate.install
+        )
     return True
 
 

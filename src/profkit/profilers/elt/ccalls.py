@@ -135,9 +135,15 @@ _LIVE: weakref.WeakSet[MonitoringHook] = weakref.WeakSet()
 def _release_inherited() -> None:
     """In a forked child: release the tools of hooks started by the parent (a hook the
     child's own profiler has started meanwhile is kept)."""
+    # The set's own weak references, read in C: WeakSet's __len__ and __iter__ are Python,
+    # which ran in every child (it records there) and were in its profile as its own calls.
+    refs: set[weakref.ref[MonitoringHook]] = _LIVE.data  # type: ignore[attr-defined]
+    if not refs:
+        return
     pid = os.getpid()
-    for hook in list(_LIVE):
-        if hook.pid != pid:
+    for ref in list(refs):
+        hook = ref()
+        if hook is not None and hook.pid != pid:
             hook.stop()
 
 
