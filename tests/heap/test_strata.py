@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,26 +56,73 @@ def _row(strata: Strata, size: int) -> Stratum:
     return next(r for r in strata.rows if (r.exact, r.size_class) == (exact, size_class))
 
 
+#: Run in a fresh interpreter: in the test process another thread (pytest-xdist's channel)
+#: may allocate a block of the big class while the sampler runs, and the tallies are the
+#: process's. The child prints what the assertions need.
+KNOWN_PROGRAM = f"""
+import json, sys
+from profkit.heap import Allocation, AllocationSampler, build_profile
+from profkit.heap.sampler import allocation_strata
+
+def make_big(out):
+    for i in range(len(out)):
+        out[i] = bytes({BIG})
+
+def make_small(out):
+    for i in range(len(out)):
+        out[i] = bytes({SMALL})
+
+big, small = [None] * {N_BIG}, [None] * {N_SMALL}  # made before sampling: no list growth
+s = AllocationSampler(64 * 1024)  # ~90 samples in the big class: none is ~e^-90
+s.start()
+make_big(big)
+make_small(small)
+events = s.drain()
+s.stop()
+events += s.drain()  # sampled between the drain and stop: the strata count these too
+strata = allocation_strata()
+profile = build_profile(events, strata=strata)
+factors = strata.factors()
+big_key = strata.key(sys.getsizeof(bytes({BIG})))
+in_big = [e for e in events if isinstance(e, Allocation) and strata.key(e.size) == big_key]
+rows = {{f"{{r.exact}} {{r.size_class}}": [r.allocations, r.bytes] for r in strata.rows}}
+print(json.dumps({{
+    "exact_bytes": strata.exact_bytes,
+    "rows": rows,
+    "total": strata.allocated_bytes,
+    "big_class_weight": sum(e.weight * factors[big_key] for e in in_big),
+    "big_class_sites": sorted({{e.stack[0][0].co_name for e in in_big}}),
+    "by_function": {{k.rpartition(".")[2]: v for k, v in profile.by_function("alloc").items()}},
+    "profile_total": profile.allocated_bytes,
+    "profile_sum": sum(profile.allocated.values()),
+}}))
+"""
+
+
+def _known_program() -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, "-c", KNOWN_PROGRAM], capture_output=True, text=True, timeout=180
+    )
+    assert out.returncode == 0, out.stderr
+    result: dict[str, Any] = json.loads(out.stdout)
+    return result
+
+
+def _tally(result: dict[str, Any], size: int) -> list[int]:
+    key = f"{size >= result['exact_bytes']} {size.bit_length() - 1}"
+    found: list[int] = result["rows"][key]
+    return found
+
+
 @needs_native
-def test_stratum_tallies_are_the_exact_allocations_of_a_known_program(
-    sampler: list[AllocationSampler],
-) -> None:
-    big, small = [None] * N_BIG, [None] * N_SMALL  # made before sampling: no list growth
-    s = AllocationSampler(64 * 1024)
-    sampler.append(s)
-    s.start()
-    make_big(big)  # type: ignore[arg-type]
-    make_small(small)  # type: ignore[arg-type]
-    s.drain()
-    s.stop()
-    strata = allocation_strata()
-    assert strata is not None and strata.exact_bytes == 64 * 1024
+def test_stratum_tallies_are_the_exact_allocations_of_a_known_program() -> None:
+    result = _known_program()
+    assert result["exact_bytes"] == 64 * 1024
     big_size, small_size = sys.getsizeof(bytes(BIG)), sys.getsizeof(bytes(SMALL))
-    row = _row(strata, big_size)
-    assert (row.allocations, row.bytes) == (N_BIG, N_BIG * big_size)
-    row = _row(strata, small_size)
-    assert row.allocations >= N_SMALL and row.bytes >= N_SMALL * small_size
-    assert strata.allocated_bytes == sum(r.bytes for r in strata.rows)
+    assert _tally(result, big_size) == [N_BIG, N_BIG * big_size]
+    allocations, size = _tally(result, small_size)
+    assert allocations >= N_SMALL and size >= N_SMALL * small_size
+    assert result["total"] == sum(b for _, b in result["rows"].values())
 
 
 @needs_native
@@ -99,43 +147,17 @@ def test_every_allocation_is_its_own_sample_at_a_mean_of_one_byte(
 
 
 @needs_native
-def test_a_size_class_only_one_function_allocates_in_is_its_bytes_exactly(
-    sampler: list[AllocationSampler],
-) -> None:
-    big, small = [None] * N_BIG, [None] * N_SMALL
-    s = AllocationSampler(64 * 1024)  # ~90 samples in the big class: none is ~e^-90
-    sampler.append(s)
-    s.start()
-    make_big(big)  # type: ignore[arg-type]
-    make_small(small)  # type: ignore[arg-type]
-    events = s.drain()
-    s.stop()
-    events += s.drain()  # the strata count these too
-    strata = allocation_strata()
-    assert strata is not None
+def test_a_size_class_only_one_function_allocates_in_is_its_bytes_exactly() -> None:
+    result = _known_program()
     big_size = sys.getsizeof(bytes(BIG))
-    row = _row(strata, big_size)
-    assert row.allocations == N_BIG  # make_big's blocks are the class's only allocations
-    profile = build_profile(events, strata=strata)
-    factors = strata.factors()
-    in_big_class = [
-        e.weight * factors[strata.key(e.size)]
-        for e in events
-        if isinstance(e, Allocation) and strata.key(e.size) == strata.key(big_size)
-    ]
-    assert in_big_class and all(
-        e.stack[0][0].co_name == "make_big"
-        for e in events
-        if isinstance(e, Allocation) and strata.key(e.size) == strata.key(big_size)
-    )
-    assert sum(in_big_class) == pytest.approx(N_BIG * big_size, rel=1e-9)
-    # make_big's estimate holds at least its class's exact bytes, whatever its luck elsewhere
-    by_function = profile.by_function("alloc")
-    big_name = next(k for k in by_function if k.endswith("make_big"))
-    assert by_function[big_name] >= N_BIG * big_size * (1 - 1e-9)
+    assert _tally(result, big_size)[0] == N_BIG  # make_big's blocks are the class's only ones
+    # whatever samples fell where, the class's samples are make_big's and add up to its bytes
+    assert result["big_class_sites"] == ["make_big"]
+    assert result["big_class_weight"] == pytest.approx(N_BIG * big_size, rel=1e-9)
+    assert result["by_function"]["make_big"] >= N_BIG * big_size * (1 - 1e-9)
     # and the whole profile adds up to the hooks' exact total
-    assert profile.allocated_bytes == pytest.approx(strata.allocated_bytes, rel=1e-9)
-    assert sum(profile.allocated.values()) == pytest.approx(strata.allocated_bytes, rel=1e-9)
+    assert result["profile_total"] == pytest.approx(result["total"], rel=1e-9)
+    assert result["profile_sum"] == pytest.approx(result["total"], rel=1e-9)
 
 
 def test_a_class_without_samples_goes_to_the_unattributed_site() -> None:
@@ -220,3 +242,41 @@ def test_memory_mode_saves_its_strata_and_is_exact_in_a_class_of_its_own(
     if row.allocations == N_BIG:
         assert self_bytes["make_big"] >= N_BIG * big_size - 1
     assert self_bytes.get(UNATTRIBUTED, 0) == meta["unattributed_bytes"]
+
+
+FORKING = f"""
+import gc, os, sys
+
+def make_big():
+    return [bytes({BIG}) for _ in range({N_BIG})]
+
+before = make_big()
+gc.collect()  # delivers the parent's samples so far: the child must not count them
+pid = os.fork()
+if pid == 0:
+    kept = make_big()
+    sys.exit(0)
+os.waitpid(pid, 0)
+print("done")
+"""
+
+
+@needs_native
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_is_stratified_with_its_own_tallies(tmp_path: Path) -> None:
+    (tmp_path / "fk.py").write_text(FORKING)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROFKIT_")}
+    out = subprocess.run(
+        [sys.executable, "-m", "profkit", "run", "--no-tree", "--mode", "memory",
+         "--alloc-sample", "64KiB", "-o", "m.json", "fk.py"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "done\n"
+    children = [p for p in tmp_path.glob("m.*.json")]
+    assert len(children) == 1, out.stderr
+    meta = json.loads(children[0].read_text())["metadata"]
+    # the child's tallies restart at fork, as its profiler's count of delivered samples does
+    assert meta["alloc_strata"] is not None
+    strata = Strata.from_metadata(meta["alloc_strata"])
+    assert _row(strata, sys.getsizeof(bytes(BIG))).bytes >= N_BIG * sys.getsizeof(bytes(BIG))

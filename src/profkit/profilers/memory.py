@@ -129,6 +129,7 @@ class MemoryProfiler(SettingsProfiler):
         self._lock = threading.Lock()  # another thread may have held the parent's at fork
         self._log = []
         self._live = set()
+        self._delivered = 0  # the hooks' tallies start afresh in the child too
         self._started_ns = time.perf_counter_ns()
         self._started_wall_ns = time.time_ns()
         return True
