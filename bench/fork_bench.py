@@ -44,7 +44,7 @@ import tempfile
 from pathlib import Path
 
 FORKER = """\
-import json, os, sys, time
+import os, sys, time
 n, ending = int(sys.argv[1]), sys.argv[2]
 wall, cpu, faults = [], [], []
 for _ in range(n):
@@ -59,6 +59,8 @@ for _ in range(n):
     cpu.append(usage.ru_utime + usage.ru_stime)
     faults.append(usage.ru_minflt)
     assert status == 0, status
+import json  # not before: a child that saves its profile may need it, as in a program without it
+
 with open(os.environ["FORK_BENCH_OUT"], "w") as f:
     json.dump({"wall": wall, "cpu": cpu, "faults": faults}, f)
 """
@@ -82,12 +84,19 @@ def _rows(python: str) -> dict[str, tuple[list[str], dict[str, str]]]:
     }
 
 
+def _clean_env() -> dict[str, str]:
+    """This environment without profkit's variables, and with bytecode files written: a
+    stale or missing one is otherwise compiled again in every process (and child) that
+    imports the module, which is no user's normal case (PYTHONDONTWRITEBYTECODE)."""
+    drop = ("PROFKIT_", "PYTHONDONTWRITEBYTECODE")
+    return {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+
+
 def _measure(
     cmd: list[str], extra: dict[str, str], forks: int, ending: str, work: Path
 ) -> dict[str, list[float]]:
     out = work / "times.json"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PROFKIT_")}
-    env |= extra | {"FORK_BENCH_OUT": str(out)}
+    env = _clean_env() | extra | {"FORK_BENCH_OUT": str(out)}
     subprocess.run([*cmd, str(forks), ending], cwd=work, env=env, check=True, capture_output=True)
     for stale in work.glob("*.json"):
         if stale != out:
@@ -176,8 +185,7 @@ def _grind(cmd: list[str], extra: dict[str, str], ending: str) -> list[dict[str,
         (work / "forker.py").write_text(FORKER)
         grind = ["valgrind", "--tool=callgrind", "-q", "--zero-before=PyOS_AfterFork_Child"]
         grind.append(f"--callgrind-out-file={work}/cg.%p")
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PROFKIT_")}
-        env |= extra | {"FORK_BENCH_OUT": str(work / "times.json")}
+        env = _clean_env() | extra | {"FORK_BENCH_OUT": str(work / "times.json")}
         subprocess.run(
             [*grind, *cmd, "2", ending], cwd=work, env=env, check=True, capture_output=True
         )

@@ -54,11 +54,18 @@ class ProfileSaver:
             _say(f"profkit: cannot write profile {where}: {exc.strerror or exc}{note}\n")
 
     def _save(self, profile: CallProfile) -> None:
-        from profkit.export.destination import Destination, program_label
+        from profkit.export.destination import Destination, program_label, resolve_output
         from profkit.runner import output
 
-        label = program_label(sys.argv[0] if sys.argv else "")
         settings = self.settings
+        # The program's label names a default file only (no output, or a directory): made
+        # then alone, as it takes a regular expression (``re``, imported for it by each
+        # forked child that saves to its own named file otherwise; issue 22, item 13).
+        out = settings.output
+        named = out is not None and out != "" and not out.endswith(("/", os.sep))
+        if named and os.path.isdir(os.path.join(self.base_dir, resolve_output(out or ""))):
+            named = False
+        label = "" if named else program_label(sys.argv[0] if sys.argv else "")
         # Relative to where the process started (base_dir), not made absolute: base_dir is
         # "" only when that directory was deleted, and then nothing can be.
         where = Destination.decide(
