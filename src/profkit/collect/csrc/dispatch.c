@@ -3,6 +3,14 @@
 
 PH_HIDDEN PyObject *event_names[8]; /* PyTrace_CALL .. PyTrace_OPCODE -> interned str */
 
+/* Off the hot path: kept out of line, so the per-event function stays small (its
+ * prologue saved every register the rare paths need: ~19 instructions an event). */
+#if defined(__GNUC__)
+#define PH_COLD __attribute__((noinline, cold))
+#else
+#define PH_COLD
+#endif
+
 /* The failure rule for the exception set now, raised by the profiler's ``what``: it goes
  * to fail(exc, what) (KeyboardInterrupt and SystemExit too: fail raises them again once the
  * program runs and contains them during start-up, failure.py says why); a RecursionError
@@ -134,7 +142,7 @@ throw_pop(Hook *self, PyFrameObject *frame)
 }
 
 /* A generator frame's ``call``: 1 handled, 0 for the slow path, -1 error. */
-static int
+PH_COLD static int
 generator_call(Hook *self, Entry *e, PyFrameObject *frame)
 {
     int op;
@@ -160,7 +168,7 @@ generator_call(Hook *self, Entry *e, PyFrameObject *frame)
 /* A generator frame's ``return``: 1 handled, 0 for the slow path, -1 error. As
  * setprofile_slow's generator_exit: suspended is a yield, unless a throw() entered it
  * at that very offset and nothing was yielded (the throw unwound it: a leave). */
-static int
+PH_COLD static int
 generator_return(Hook *self, Entry *e, PyFrameObject *frame, PyObject *arg)
 {
     int op;
@@ -185,9 +193,24 @@ generator_return(Hook *self, Entry *e, PyFrameObject *frame, PyObject *arg)
     return deliver(self, target, e->fid, &raw, "function_leave") < 0 ? -1 : 1;
 }
 
+/* target(fid) for a plain function's call or return: the C form straight from here (the
+ * common case: no call of deliver's), else deliver. 1: handled; -1: error to the
+ * program. */
+static inline int
+deliver_plain(Hook *self, Target *target, Entry *e, uintptr_t raw, const char *what)
+{
+    if (target->direct != NULL) {
+        if (target->direct(target->owner, raw) < 0) {
+            return contain(self, what) < 0 ? -1 : 1;
+        }
+        return 1;
+    }
+    return deliver(self, target, e->fid, &raw, what) < 0 ? -1 : 1;
+}
+
 /* A Python frame's call or return. 1: handled; 0: for the slow path; -1: error to the
  * program. */
-static int
+static inline int
 fast_path(Hook *self, PyFrameObject *frame, int what, PyObject *arg)
 {
     if (!running(self)) {
@@ -209,35 +232,21 @@ fast_path(Hook *self, PyFrameObject *frame, int what, PyObject *arg)
     uintptr_t raw = (uintptr_t)key; /* the value of e->fid, id(code) */
     if (what == PyTrace_CALL) {
         if (st == self->plain_fast) {
-            return deliver(self, &self->enter, e->fid, &raw, "function_enter") < 0 ? -1 : 1;
+            return deliver_plain(self, &self->enter, e, raw, "function_enter");
         }
         return st == self->gen_fast ? generator_call(self, e, frame) : 0;
     }
     /* PyTrace_RETURN */
     if (st == self->plain_fast) {
-        return deliver(self, &self->leave, e->fid, &raw, "function_leave") < 0 ? -1 : 1;
+        return deliver_plain(self, &self->leave, e, raw, "function_leave");
     }
     return st == self->gen_fast ? generator_return(self, e, frame, arg) : 0;
 }
 
-PH_HIDDEN int
-dispatch(Hook *self, PyFrameObject *frame, int what, PyObject *arg)
+/* The slow path: setprofile_slow's ``slow(frame, event, arg)``. */
+PH_COLD static int
+slow_event(Hook *self, PyFrameObject *frame, int what, PyObject *arg)
 {
-    if (what == PyTrace_CALL || what == PyTrace_RETURN) {
-        int handled = fast_path(self, frame, what, arg);
-        if (handled != 0) {
-            return handled < 0 ? -1 : 0;
-        }
-    }
-    else if (running(self)) {
-        if (!self->transitions) {
-            return 0;
-        }
-        int handled = c_call_path(self, frame, what, arg);
-        if (handled != 0) {
-            return handled < 0 ? -1 : 0;
-        }
-    }
     if (what < 0 || what >= (int)(sizeof(event_names) / sizeof(event_names[0]))) {
         return 0;
     }
@@ -254,6 +263,33 @@ dispatch(Hook *self, PyFrameObject *frame, int what, PyObject *arg)
     return 0;
 }
 
+static inline int
+dispatch_event(Hook *self, PyFrameObject *frame, int what, PyObject *arg)
+{
+    if (what == PyTrace_CALL || what == PyTrace_RETURN) {
+        int handled = fast_path(self, frame, what, arg);
+        if (handled != 0) {
+            return handled < 0 ? -1 : 0;
+        }
+    }
+    else if (running(self)) {
+        if (!self->transitions) {
+            return 0;
+        }
+        int handled = c_call_path(self, frame, what, arg);
+        if (handled != 0) {
+            return handled < 0 ? -1 : 0;
+        }
+    }
+    return slow_event(self, frame, what, arg);
+}
+
+PH_HIDDEN int
+dispatch(Hook *self, PyFrameObject *frame, int what, PyObject *arg)
+{
+    return dispatch_event(self, frame, what, arg);
+}
+
 /* The C profile function. ``obj`` is borrowed from the thread state, and slow() may
  * remove the hook (sys.setprofile(None)), dropping what may be the last reference. */
 PH_HIDDEN int
@@ -263,7 +299,7 @@ profile_func(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
         return 0; /* a parent's hook in a forked child, not yet removed */
     }
     Py_INCREF(obj);
-    int result = dispatch((Hook *)obj, frame, what, arg);
+    int result = dispatch_event((Hook *)obj, frame, what, arg);
     Py_DECREF(obj);
     return result;
 }

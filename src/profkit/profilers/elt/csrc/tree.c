@@ -152,6 +152,18 @@ close_frame(Recorder *self, Thread *t, int64_t now, int close_kind, int lines)
     return 0;
 }
 
+/* close_frame for a leave that matched the top of the stack: without a timeline or event
+ * lines (the common case) only the statistics, inline, and no copy of the frame. */
+static inline int
+close_top(Recorder *self, Thread *t, int64_t now, int close_kind)
+{
+    if (self->span_cap < 0 && self->emit == NULL) {
+        const Frame *f = &t->frames[t->depth];
+        return close_call(t, f->node, f->number, wrap_sub(now, f->start), self->basetime);
+    }
+    return close_frame(self, t, now, close_kind, 1);
+}
+
 /* A call starts: ``fid`` under the top of the stack. For a C function (``callable`` set,
  * see ccalls.c) only when ``caller`` — the code that calls it — is the top of the stack
  * (a filtered-out caller's C calls stay in that caller's time), and the node is named
@@ -304,7 +316,7 @@ do_c_leave(Recorder *self, uintptr_t fid, uintptr_t caller)
         return 0;
     }
     t->depth--;
-    return close_frame(self, t, now, CLOSE_LEAVE, 1);
+    return close_top(self, t, now, CLOSE_LEAVE);
 }
 
 ELT_HIDDEN int
@@ -327,7 +339,7 @@ do_leave(Recorder *self, uintptr_t fid, int close_kind)
     }
     if (t->frames[t->depth - 1].fid == fid) {
         t->depth--;
-        return close_frame(self, t, now, close_kind, 1);
+        return close_top(self, t, now, close_kind);
     }
     /* Resync: a deeper match means the calls above it missed their leave (closed now,
      * at the same instant); no match means it was entered before recording began. */
