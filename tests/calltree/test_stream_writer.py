@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from profkit.calltree import file, stream_writer
 from profkit.calltree.model import CallProfile, Frame, Span, ThreadTree
@@ -66,3 +68,57 @@ def test_a_quick_save_says_nothing_and_a_failed_one_leaves_no_file(tmp_path: Pat
     with pytest.raises(OSError):
         stream_writer.save(CallProfile("trace"), tmp_path / "missing" / "p.json")
     assert not (tmp_path / "missing").exists()
+
+
+class _Odd:
+    """An object ``json`` describes by ``default=repr``."""
+
+    def __repr__(self) -> str:
+        return "<odd \u00e9>"
+
+
+class _Int(int):
+    pass
+
+
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text()
+    | st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF))
+    | st.builds(_Odd)
+    | st.builds(_Int, st.integers())
+)
+_keys = st.text() | st.integers() | st.floats() | st.booleans() | st.none()
+_values = st.recursive(
+    _scalars,
+    lambda inner: (
+        st.lists(inner, max_size=6)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(), inner, max_size=6)
+        | st.dictionaries(_keys, inner, max_size=4)
+    ),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_values)
+def test_parts_are_json_dumps_bytes(value: object) -> None:
+    """The writer encodes without importing ``json`` (its C encoder straight), and must
+    write exactly what ``json.dumps`` with the same options does: NaN and infinities,
+    lone surrogates, non-string keys, subclasses, ``default=repr`` objects."""
+    reference = json.dumps(value, separators=(",", ":"), default=repr).encode("utf-8")
+    assert stream_writer._dumps(value) == reference
+
+
+def test_a_cycle_is_reported_as_json_reports_it() -> None:
+    loop: list[object] = []
+    loop.append(loop)
+    with pytest.raises(ValueError, match="Circular reference"):
+        json.dumps(loop, separators=(",", ":"), default=repr)
+    with pytest.raises(ValueError, match="Circular reference"):
+        stream_writer._dumps(loop)

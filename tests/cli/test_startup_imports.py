@@ -162,3 +162,34 @@ def test_the_end_of_run_tree_imports_no_dataclasses_nor_typing(tmp_path: Path) -
     assert "profkit.report.text" in loaded  # the tree was printed before the handler ran
     heavy = {"dataclasses", "inspect", "ast", "dis", "tokenize", "typing", "argparse"}
     assert sorted(loaded & heavy) == []
+
+
+def _imported_in_the_whole_run(cmd: list[str], cwd: Path) -> set[str]:
+    """Every module the process imported, the save at its end included (``-X importtime``
+    logs each import on stderr, after the program's exit handlers too)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROFKIT_")}
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", *cmd],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = (line.split("|") for line in proc.stderr.splitlines())
+    return {parts[2].strip() for parts in lines if len(parts) == 3 and "import time" in parts[0]}
+
+
+@pytest.mark.parametrize("output", ["out.json", "out.json.gz"])
+def test_saving_an_empty_run_imports_no_json_nor_re(output: str, tmp_path: Path) -> None:
+    """The save is part of every run's fixed cost: ``json`` imports ``re`` and compiles its
+    patterns (~13 M instructions) to write a few hundred bytes (issue #26);
+    the stream writer encodes through json's own C encoder (``_json``) instead."""
+    (tmp_path / "empty.py").write_text("")
+    cmd = ["-m", "profkit", "run", "--no-tree", "-o", output, "empty.py"]
+    imported = _imported_in_the_whole_run(cmd, tmp_path)
+    assert "profkit.calltree.stream_writer" in imported  # it did save
+    assert (tmp_path / output).exists()
+    assert sorted(imported & {"json", "json.encoder", "json.decoder", "re"}) == []
