@@ -206,13 +206,7 @@ class MemoryProfiler(SettingsProfiler):
             log = list(self._log)
         strata = self._strata()
         if strata is not None:
-            factors = strata.factors()
-            log = [
-                (e[0], e[1], e[2] * factors.get(strata.key(e[4]), 1.0), e[3], e[4])
-                if e[0] == "a"
-                else e
-                for e in log
-            ]
+            log = _scaled(log, strata)
         done = replay([(e[1], e[2], e[3]) if e[0] == "a" else (e[1], None, None) for e in log])
         allocated, at_peak, live = done.allocated, done.at_peak, done.leaked
 
@@ -391,3 +385,13 @@ def not_seen_allocators() -> list[str]:
     known to allocate their data outside Python's allocators (numpy's arrays: a numpy
     program's profile showed 29.6 MiB where tracemalloc saw 327 MB, and said nothing)."""
     return [why for module, why in _OWN_ALLOCATORS.items() if module in sys.modules]
+
+
+def _scaled(log: list[Any], strata: Strata) -> list[Any]:
+    """The log with each allocation's weight scaled to its size class's exact total
+    (post-stratification: :meth:`Strata.factors`); frees as they are."""
+    factors = strata.factors()
+    return [
+        (e[0], e[1], e[2] * factors.get(strata.key(e[4]), 1.0), e[3], e[4]) if e[0] == "a" else e
+        for e in log
+    ]

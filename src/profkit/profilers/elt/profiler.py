@@ -285,10 +285,8 @@ class EltProfiler(Results, SettingsProfiler):
             with contextlib.suppress(Exception):
                 self._info.set_event_mask(EventMask.NONE)
 
-    #: in a forked child: record the child alone from here on (:mod:`.forked`)
-    reset_after_fork = forked.reset
-    #: in a forked child of ``profkit run``: the child's settings and saver (:mod:`.forked`)
-    adopt_after_fork = forked.adopt
+    #: in a forked child (:mod:`.forked`): record it alone; a ``run`` child: its settings, saver
+    reset_after_fork, adopt_after_fork = forked.reset, forked.adopt
 
     def quiet_this_thread(self) -> None:
         """Record nothing more on the calling thread (its stack so far is kept).

@@ -321,8 +321,7 @@ static PyMethodDef Recorder_methods[] = {
      "__profkit_idcall__(name): the id-shaped method ``name`` (enter, resume, leave,\n"
      "yield_) as a C function in a capsule, for a collector dispatching in C; or None."},
     {"c_call", (PyCFunction)(void (*)(void))Recorder_c_call, METH_FASTCALL,
-     "sys.monitoring CALL callback: a C function called by recorded code starts a node;\n"
-     "never raises."},
+     "sys.monitoring CALL callback (never raises): a C call by recorded code starts a node."},
     {"c_return", (PyCFunction)(void (*)(void))Recorder_c_return, METH_FASTCALL,
      "sys.monitoring C_RETURN/C_RAISE callback: the C call ends; never raises."},
     {"quiet_this_thread", (PyCFunction)Recorder_quiet_this_thread, METH_NOARGS,
@@ -354,9 +353,8 @@ static PyTypeObject RecorderType = {
     .tp_name = "profkit.profilers.elt._native.Recorder",
     .tp_basicsize = sizeof(Recorder),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "Recorder(new_thread, basetime_ns=0, *, clock=None, emit=None, name=None,\n"
-              "         unit='us', span_cap=-1): trace mode's call trees, event lines and\n"
-              "timeline (see profkit/profilers/elt/native.py).",
+    .tp_doc = "Recorder(new_thread, basetime_ns=0, *, clock=None, emit=None, name=None, unit='us',\n"
+              "span_cap=-1): trace mode's call trees, event lines and timeline (see native.py).",
     .tp_new = Recorder_new,
     .tp_traverse = (traverseproc)Recorder_traverse,
     .tp_clear = (inquiry)Recorder_clear,
@@ -370,11 +368,9 @@ static PyMethodDef native_functions[] = {
      "compensate_rows(rows, c_mask, python_callee, python_caller, c_callee, c_caller):\n"
      "compensate.py's rule, in place on Recorder.export_flat's rows (see compensate.c)."},
     {"_chunks", (PyCFunction)native_chunks, METH_NOARGS,
-     "_chunks() -> (live, peak): node chunks (48 KB each) alive now and at most since the\n"
-     "last call (for tests: tracemalloc does not see them)."},
+     "_chunks() -> (live, peak): node chunks (48 KB) now and since the last call (tests)."},
     {"rows_json", (PyCFunction)(void (*)(void))native_rows_json, METH_FASTCALL,
-     "rows_json(rows, start=0, stop=None) -> bytes: rows [start, stop) of\n"
-     "Recorder.export_flat's rows as the saved file's node arrays."},
+     "rows_json(rows, start=0, stop=None) -> bytes: export_flat's rows as saved nodes."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -335,76 +335,7 @@ wrap_add(int64_t a, int64_t b)
     return (int64_t)((uint64_t)a + (uint64_t)b);
 }
 
-/* -- arena.c: a node's numbers that do not fit in 32 bits; names ----------------------- */
-
-/* The entry of ``key``, NULL when there is none. */
-ELT_HIDDEN WideEntry *wide_find(const WideTable *w, uint32_t key);
-/* The entry of ``key``, made (zeroed) when there is none; NULL when out of memory. */
-ELT_HIDDEN WideEntry *wide_get(WideTable *w, uint32_t key);
-ELT_HIDDEN int wide_copy(WideTable *to, const WideTable *from);
-ELT_HIDDEN void wide_free(WideTable *w);
-
-/* A call of ``duration`` that does not fit the node's 32-bit fields (or a node already
- * wide): recorded with the wide table. -1 with MemoryError set when out of memory (the
- * call is then not recorded at all, as an enter out of memory records none). */
-ELT_HIDDEN int wide_close(WideTable *w, Node *n, uint32_t number, int64_t duration);
-
-/* A node's completed calls, min and max as int64 (min NO_MIN: none yet). */
-typedef struct {
-    int64_t calls, min, max;
-} Stats;
-
-static inline Stats
-node_stats(const WideTable *w, const Node *n, uint32_t number)
-{
-    if (n->calls == WIDE) {
-        const WideEntry *e = wide_find(w, number);
-        return (Stats){e->calls, e->min, e->max};
-    }
-    return (Stats){n->calls, n->min == MIN_NONE ? NO_MIN : n->min, n->max};
-}
-
-/* Store a node's numbers, in the node when they fit, else in ``w``; -1 when out of
- * memory (no exception set). */
-ELT_HIDDEN int node_set_stats(WideTable *w, Node *n, uint32_t number, Stats s);
-
-ELT_HIDDEN PyObject *name_find(const NameTable *t, const Node *n); /* borrowed, or NULL */
-/* Give ``name`` (a reference, taken either way) to node ``n``; -1 when out of memory. */
-ELT_HIDDEN int name_add(NameTable *t, const Node *n, PyObject *name);
-/* Drop every name (strs: no Python code runs). */
-ELT_HIDDEN void names_free(NameTable *t);
-
-/* The node numbered ``number`` (its creation order plus one) of ``chunks`` (a thread's
- * numbered chunks, or a tree's). */
-static inline Node *
-numbered_node(Chunk *const *chunks, uint32_t number)
-{
-    size_t g = (size_t)number - 1;
-    return &chunks[g / CHUNK_NODES]->nodes[g % CHUNK_NODES];
-}
-
-/* A completed call of ``n`` (node ``number`` of thread ``t``) lasting ``duration``: the
- * statistics of trace.py's tree, in 32 bits while they fit. */
-static inline int
-close_call(Thread *t, Node *n, uint32_t number, int64_t duration, int64_t basetime)
-{
-    if (duration < basetime) {
-        return 0;
-    }
-    if ((uint64_t)duration < MIN_NONE && n->calls < WIDE - 1) { /* not wide, room for one */
-        uint32_t d = (uint32_t)duration;
-        n->incl = wrap_add(n->incl, duration);
-        n->calls++;
-        if (d > n->max) {
-            n->max = d;
-        }
-        if (d < n->min) {
-            n->min = d;
-        }
-        return 0;
-    }
-    return wide_close(&t->wide, n, number, duration);
-}
+#include "wide.h"
 
 /* -- the clock ----------------------------------------------------------------------- */
 
@@ -438,68 +369,6 @@ ELT_HIDDEN int add_span(Recorder *self, Thread *t, uintptr_t fid, int64_t start,
                         Py_ssize_t depth);
 ELT_HIDDEN PyObject *Recorder_spans(Recorder *self, PyObject *ignored);
 
-/* -- flat.c, frames.c, rowsjson.c, compensate.c -------------------------------------- */
-
-/* Columns of one exported row (int64 each); FLAT_SIZE is the row's subtree size. */
-enum { FLAT_PARENT, FLAT_FRAME, FLAT_CALLS, FLAT_INCL, FLAT_EXCL, FLAT_MIN, FLAT_MAX,
-       FLAT_SIZE, FLAT_COLS };
-
-/* One thread's call tree while export_flat turns it into rows: its own nodes (taken from
- * a stopped recorder's thread, or copied from a running one's), which nothing else can
- * reach, so Python code may run while it is held. */
-typedef struct {
-    PyObject *token;
-    Node root;
-    Chunk **chunks; /* creation order; all full but the last */
-    size_t nchunks, used;
-    WideTable wide; /* its wide nodes' numbers (by node number) */
-} Tree;
-
-/* The node in slot ``g`` (creation order, number g + 1) of a tree's chunks. */
-static inline Node *
-tree_slot(const Tree *tree, size_t g)
-{
-    return &tree->chunks[g / CHUNK_NODES]->nodes[g % CHUNK_NODES];
-}
-
-/* A tree's node by number (0: its root). */
-static inline Node *
-tree_node(const Tree *tree, uint32_t number)
-{
-    return number == 0 ? (Node *)&tree->root : numbered_node(tree->chunks, number);
-}
-
-/* A function and its frame index in the saved file (-1: not asked yet). */
-typedef struct {
-    uintptr_t fid;
-    int64_t frame;
-} FidFrame;
-
-ELT_HIDDEN PyObject *Recorder_export_flat(Recorder *self, PyObject *const *args, Py_ssize_t nargs);
-ELT_HIDDEN PyObject *native_rows_json(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
-ELT_HIDDEN PyObject *native_compensate_rows(PyObject *module, PyObject *const *args,
-                                            Py_ssize_t nargs);
-/* The distinct fids of every tree, sorted, each with frame -1; NULL with MemoryError set. */
-ELT_HIDDEN FidFrame *fid_table(const Tree *trees, size_t n, size_t *out);
-/* Fill table[].frame from frame_of(fid) (runs Python code); -1 with an exception set. */
-ELT_HIDDEN int intern_frames(const Tree *trees, size_t n, FidFrame *table, size_t nfids,
-                             PyObject *frame_of);
-
-/* The entry of ``fid`` in the sorted table (inline: flatten looks up every node). */
-static inline const FidFrame *
-frame_for(const FidFrame *table, size_t n, uintptr_t fid)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (table[mid].fid < fid) {
-            lo = mid + 1;
-        }
-        else {
-            hi = mid;
-        }
-    }
-    return &table[lo < n ? lo : n - 1]; /* every fid of the trees is in the table */
-}
+#include "flatrows.h"
 
 #endif
