@@ -51,8 +51,8 @@ def profiles(draw: st.DrawFn, max_frames: int = 6) -> CallProfile:
         )
         for path in paths:
             node = thread.root
-            for f in path:
-                node = node.child(f)
+            for index in path:
+                node = node.child(index)
             node.calls = draw(_small)
             node.inclusive_ns = draw(_ns)
             node.exclusive_ns = draw(_ns)
