@@ -111,7 +111,15 @@ def test_modes_split_threads_as_documented(target):
             )
         )
         total = sum(th.root.inclusive_ns for th in profile.threads)
-        assert busy_ns > 0.6 * total, (mode, busy_ns, total)  # margin for a loaded machine
+        assert busy_ns > 0, mode
+        if mode == "cpu":
+            # CPU time: the sleepers use next to none whatever the load, so the spinning
+            # thread's share holds on a busy machine. Not so for `active` and `gil` (issue
+            # #22 item 16: no share a loaded machine can miss): a sleeper woken while the
+            # spinner holds the GIL is likely what stays runnable (state R) until a core is free,
+            # long on a loaded machine; in a 0.6 s session under two CI runs the two
+            # sleepers had half the total. There the test asserts only that the spinner is seen.
+            assert busy_ns > 0.6 * total, (mode, busy_ns, total)
 
 
 def test_thread_names_and_native_ids(target):
