@@ -348,6 +348,14 @@ def test_flat_export_is_the_general_conversion(
 ) -> None:
     """export_flat (C: merge functions sharing a frame, prune, self times, frame order)
     builds what export + tree.convert build, also when several functions share a frame."""
+    assert_flat_export_is_the_general_conversion(events, basetime, frames, end_after=7)
+
+
+def assert_flat_export_is_the_general_conversion(
+    events: list[tuple[str, int, int]], basetime: int, frames: list[int], end_after: int
+) -> None:
+    """Two recorders fed ``events`` (kind, fid, ns before it); ended ``end_after`` ns after
+    the last: export_flat's trees equal export() + tree.convert's (also test_native_wide)."""
     from profkit.calltree.model import Frame
     from profkit.profilers.elt.flat import tree
     from profkit.profilers.elt.tree import convert
@@ -366,8 +374,9 @@ def test_flat_export_is_the_general_conversion(
     def frame_of(fid: int) -> Frame:
         return Frame(f"app.f{frames[fid - 1]}")
 
-    closed, flat_threads = made[0].export_flat(now[0] + 7, lambda f: fast.frame_id(frame_of(f)))
-    closed2, exported = made[1].export(now[0] + 7)
+    end = now[0] + end_after
+    closed, flat_threads = made[0].export_flat(end, lambda f: fast.frame_id(frame_of(f)))
+    closed2, exported = made[1].export(end)
     assert closed == closed2
     general = [
         convert(native.tree_of(rows), slow, frame_of, root_totals=False) for _, rows in exported

@@ -7,15 +7,17 @@ recording, export(), export_flat's merge of functions sharing a frame, and its r
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from profkit.calltree.model import CallProfile, Frame
 from profkit.profilers.elt import native
-from tests.profilers.elt.test_native import _profiles
+from tests.profilers.elt.test_native import (
+    _profiles,
+    _recorder,
+    assert_flat_export_is_the_general_conversion,
+)
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="the C recorder is not built")
 
@@ -27,11 +29,6 @@ WIDE_STEPS = [0, 1, 7, 2**32 - 2, 2**32 - 1, 2**32, 2**33 + 5, 5 * 10**9]
 def hot_path() -> str:
     """These tests pick their paths themselves (overrides the conftest's both-ways run)."""
     return "native"
-
-
-def _recorder(**kwargs: Any) -> Any:
-    assert native.Recorder is not None
-    return native.Recorder(lambda: ("t", "T"), **kwargs)
 
 
 @settings(max_examples=100, deadline=None)
@@ -56,35 +53,6 @@ def test_long_calls_give_the_pure_python_profile(
     assert [t.root for t in fast.threads] == [t.root for t in slow.threads]
 
 
-def _two_ways(events: list[tuple[str, int, int]], basetime: int, frames: list[int]) -> None:
-    """export_flat's rows are what export() + tree.convert build from the same events."""
-    from profkit.profilers.elt.flat import tree
-    from profkit.profilers.elt.tree import convert
-
-    made = []
-    now = [0]
-    for _ in range(2):
-        now[0] = 0
-        rec = _recorder(clock=lambda: now[0], basetime_ns=basetime)
-        for kind, fid, step in events:
-            now[0] += step
-            getattr(rec, kind)(fid)
-        made.append(rec)
-    fast, slow = CallProfile("trace"), CallProfile("trace")
-
-    def frame_of(fid: int) -> Frame:
-        return Frame(f"app.f{frames[fid - 1]}")
-
-    closed, flat_threads = made[0].export_flat(now[0] + 3, lambda f: fast.frame_id(frame_of(f)))
-    closed2, exported = made[1].export(now[0] + 3)
-    assert closed == closed2
-    general = [
-        convert(native.tree_of(rows), slow, frame_of, root_totals=False) for _, rows in exported
-    ]
-    assert [tree(data) for _, data in flat_threads] == [t for t in general if t.children]
-    assert fast.frames == slow.frames
-
-
 @settings(max_examples=100, deadline=None)
 @given(
     events=st.lists(
@@ -104,7 +72,7 @@ def test_wide_nodes_merge_and_export_as_the_general_conversion(
     """Wide nodes (long calls; with a negative base time, negative durations from a clock
     going back) folded with narrow ones when functions share a frame: export_flat's rows
     are the general conversion's."""
-    _two_ways(events, basetime, frames)
+    assert_flat_export_is_the_general_conversion(events, basetime, frames, end_after=3)
 
 
 def test_a_call_of_five_seconds_keeps_its_exact_times() -> None:
