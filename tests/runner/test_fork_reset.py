@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from profkit.calltree import file as profile_file
+from tests.collect.test_fork_reset import FIRST_SIGHTS, HELPERS
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 
@@ -92,8 +93,6 @@ if pid == 0:
     end("child.json", session)
 os.waitpid(pid, 0)
 """
-
-HELPERS = {"__main__.route", "__main__.end", "__main__.<module>"}
 
 
 def _calls(path: Path) -> dict[str, int]:
@@ -195,23 +194,6 @@ def test_a_stream_gets_a_new_profiler(tmp_path: Path) -> None:
     assert route == "new"
     assert _calls(_child(tmp_path, pid)) == {"child_work": 3}
     assert (tmp_path / f"events.{pid}").exists() or list(tmp_path.glob(f"events.{pid}*"))
-
-
-FIRST_SIGHTS = """\
-codes = session._session.catalog.functions.codes
-pid = os.fork()  # the parent classifies profkit's after-fork code before its first fork
-if pid == 0:
-    os._exit(0)
-os.waitpid(pid, 0)
-before = set(codes)
-pid = os.fork()
-if pid == 0:
-    seen = sorted(codes[f].co_qualname for f in set(codes) - before if "profkit" in codes[f].co_filename)
-    with open("child.json", "w") as f:
-        f.write(json.dumps([os.getpid(), seen]))
-    os._exit(0)
-os.waitpid(pid, 0)
-"""
 
 
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="the setprofile backend's (3.11)")
