@@ -206,6 +206,17 @@ print("done")
 """
 
 
+def _memory_run(cwd: Path, script: str) -> subprocess.CompletedProcess[str]:
+    """``profkit run --mode memory`` of ``script`` at a 64 KiB mean, saved to m.json, with
+    no PROFKIT_ setting of the test's environment."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROFKIT_")}
+    return subprocess.run(
+        [sys.executable, "-m", "profkit", "run", "--no-tree", "--mode", "memory",
+         "--alloc-sample", "64KiB", "-o", "m.json", script],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+
+
 @needs_native
 def test_memory_mode_saves_its_strata_and_is_exact_in_a_class_of_its_own(
     tmp_path: Path,
@@ -213,12 +224,7 @@ def test_memory_mode_saves_its_strata_and_is_exact_in_a_class_of_its_own(
     from profkit.calltree.file import load
 
     (tmp_path / "two.py").write_text(PROGRAM)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PROFKIT_")}
-    out = subprocess.run(
-        [sys.executable, "-m", "profkit", "run", "--no-tree", "--mode", "memory",
-         "--alloc-sample", "64KiB", "-o", "m.json", "two.py"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180,
-    )  # fmt: skip
+    out = _memory_run(tmp_path, "two.py")
     assert out.returncode == 0, out.stderr
     assert out.stdout == "done\n"
     profile = load(str(tmp_path / "m.json"))
@@ -265,12 +271,7 @@ print("done")
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_a_forked_child_is_stratified_with_its_own_tallies(tmp_path: Path) -> None:
     (tmp_path / "fk.py").write_text(FORKING)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PROFKIT_")}
-    out = subprocess.run(
-        [sys.executable, "-m", "profkit", "run", "--no-tree", "--mode", "memory",
-         "--alloc-sample", "64KiB", "-o", "m.json", "fk.py"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180,
-    )  # fmt: skip
+    out = _memory_run(tmp_path, "fk.py")
     assert out.returncode == 0, out.stderr
     assert out.stdout == "done\n"
     children = [p for p in tmp_path.glob("m.*.json")]
