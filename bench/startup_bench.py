@@ -11,12 +11,15 @@ interleaved round by round, so drifting load on a shared machine hits every row 
         --python .venvs/py3.12/bin/python --python .venvs/py3.13/bin/python
     python bench/startup_bench.py --modules                # what profkit imported by then
 
-Rows: ``bare`` (``python empty.py``), ``cProfile`` (``python -m cProfile -o f.pstats``, its
-own save included, as profkit's is), then every ``profkit run`` path: ``python -m
-profkit`` and the ``profkit`` console script, trace mode with and without the end-of-run
-tree, sample mode, and environment activation (``PROFKIT_ENABLE_PROFILING=1 python
-empty.py``, as every child of a profiled program starts). Target (issue #11): each
-profkit row's wall and CPU ≤ cProfile's.
+Rows: ``bare`` (``python empty.py``), ``cProfile -o`` (``python -m cProfile -o f.pstats``,
+its own save included, as profkit's is), ``cProfile (prints stats)`` (``python -m cProfile
+empty.py``: the peer of the default ``profkit run``, which prints a tree at the end; the
+``--instructions`` table gives the tree rows against it too), then every ``profkit run``
+path: ``python -m profkit`` and the ``profkit`` console script, trace mode with and without
+the end-of-run tree, sample mode, and environment activation (``PROFKIT_ENABLE_PROFILING=1
+python empty.py``, as every child of a profiled program starts). Target (issues #11, #26):
+each profkit row ≤ cProfile's (``-o`` for the rows that save only, the printing peer for
+the tree rows).
 
 Last, the ``.pth`` start-up line that the wheel installs runs in *every* Python process of
 the environment; with profiling off its cost is measured in-process (the line executed
@@ -60,6 +63,10 @@ EMPTY = "pass\n"
 MODULES_PROBE = "import sys\nprint(' '.join(sorted(sys.modules)))\n"
 
 
+#: The peer of the default ``profkit run`` (which prints a tree at the end): cProfile
+#: printing its stats, ``python -m cProfile empty.py``.
+PRINTING_PEER = "cProfile (prints stats)"
+
 #: Runs that fill the calibration's cache (profkit/profilers/elt/calcache.py) before a row counts.
 CACHE_RUNS = 3
 
@@ -78,6 +85,7 @@ def _rows(python: str, script: str, out: str) -> dict[str, tuple[list[str], dict
     rows: dict[str, tuple[list[str], dict[str, str]]] = {
         "bare": ([python, script], {}),
         "cProfile -o": ([python, "-m", "cProfile", "-o", out + ".pstats", script], {}),
+        PRINTING_PEER: ([python, "-m", "cProfile", script], {}),
         "profkit -m, --no-tree": (
             [python, "-m", "profkit", *run, "--no-tree", "-o", out + ".1.json", script],
             cache,
@@ -267,9 +275,17 @@ def instructions(python: str) -> None:
                 _once(cmd, env)
             counts[name] = _instructions(cmd, env)
     bare, cprofile = counts["bare"], counts["cProfile -o"]
-    print(f"  {'':<27}{'instructions':>14}{'added':>10}{'× cProfile (added)':>20}")
+    printing = counts[PRINTING_PEER]
+    print(
+        f"  {'':<27}{'instructions':>14}{'added':>10}"
+        f"{'× cProfile -o (added)':>23}{'× printing peer':>17}"
+    )
     for name, n in counts.items():
-        ratio = f"{(n - bare) / (cprofile - bare):>20.2f}" if name != "bare" else ""
+        ratio = ""
+        if name != "bare":
+            ratio = f"{(n - bare) / (cprofile - bare):>23.2f}"
+            if name == PRINTING_PEER or name.endswith(", tree"):  # both print at the end
+                ratio += f"{(n - bare) / (printing - bare):>17.2f}"
         print(f"  {name:<27}{n / 1e6:>12.1f} M{(n - bare) / 1e6:>8.1f} M{ratio}")
 
 
@@ -281,7 +297,7 @@ def modules(python: str) -> None:
         rows = _rows(python, script, os.path.join(tmp, "out"))
         seen: dict[str, set[str]] = {}
         for name, (cmd, extra) in rows.items():
-            if name == "cProfile -o":
+            if name.startswith("cProfile"):
                 continue
             out = subprocess.run(
                 cmd, env=_clean_env(extra), capture_output=True, text=True, check=True
@@ -291,10 +307,10 @@ def modules(python: str) -> None:
     print(f"\n=== Python {python}: modules loaded before the program's first line ===")
     print(f"  bare: {len(bare)}")
     for name, mods in seen.items():
-        extra = sorted(mods - bare)
-        own = [m for m in extra if m.startswith("profkit")]
-        print(f"  {name}: +{len(extra)} ({len(own)} of profkit's)")
-        print("    " + " ".join(m for m in extra if not m.startswith("profkit")))
+        added = sorted(mods - bare)
+        own = [m for m in added if m.startswith("profkit")]
+        print(f"  {name}: +{len(added)} ({len(own)} of profkit's)")
+        print("    " + " ".join(m for m in added if not m.startswith("profkit")))
         print("    " + " ".join(own))
 
 

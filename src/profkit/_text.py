@@ -51,7 +51,9 @@ def escape(text: str, limit: int | None = None) -> str:
         suffix = f"…[{cut} more characters]"
     else:
         suffix = ""
-    if not (text.isascii() and text.isprintable()):
+    # Every character _UNSAFE matches is one str.isprintable() refuses (Cc, Cf, Cs, Zl, Zp,
+    # U+2065 unassigned), so printable text (non-ASCII too: the tree's µs) needs no re.
+    if not text.isprintable():
         import re  # on the first name that needs it: not a cost of every start-up
 
         text = re.sub(_UNSAFE, _one, text)

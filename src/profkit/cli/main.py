@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import sys
 import threading
 from collections.abc import Iterator, Sequence
@@ -106,6 +105,8 @@ def _sticky_interrupt(*, enabled: bool) -> Iterator[None]:
     if not enabled or threading.current_thread() is not threading.main_thread():
         yield
         return
+    import signal  # not at import: profkit run never needs it (signal.py builds enums)
+
     previous = signal.getsignal(signal.SIGINT)
     if previous is not signal.default_int_handler:
         yield

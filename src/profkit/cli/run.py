@@ -249,7 +249,7 @@ def _program(args: argparse.Namespace) -> Any:
         what = "module" if args.as_module else "code" if args.as_code else "script"
         raise UsageError(f"no {what} to run (usage: profkit run [options] script.py [args])")
     kind: Kind = "module" if args.as_module else "code" if args.as_code else "script"
-    from profkit.clr.assembly import looks_like_assembly_name
+    from profkit.engine.contract import looks_like_assembly_name
 
     if kind == "script" and looks_like_assembly_name(rest[0]):
         from profkit.cli.clr import perf_map_events

@@ -9,16 +9,14 @@ is refused above a size no assembly reaches, so a huge file is never read into m
 
 from __future__ import annotations
 
+from profkit.engine.contract import looks_like_assembly_name
 from profkit.errors import FormatError, UsageError
+
+__all__ = ["MAX_ASSEMBLY_BYTES", "check_assembly", "looks_like_assembly_name"]
 
 #: Larger than any real assembly (System.Private.CoreLib is ~10 MB); a bound on memory.
 MAX_ASSEMBLY_BYTES = 1 << 30
 _CLI_DIR_INDEX = 14
-
-
-def looks_like_assembly_name(path: str) -> bool:
-    """Whether ``profkit run`` should treat ``path`` as a .NET program (by its suffix)."""
-    return path.lower().endswith((".dll", ".exe"))
 
 
 def check_assembly(path: str) -> None:

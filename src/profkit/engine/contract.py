@@ -27,8 +27,9 @@ that satisfies :class:`Engine`::
 
 from __future__ import annotations
 
+# signal.py's enums cost ~3 M instructions at import (every run's start-up): the C module's ints.
+import _signal  # type: ignore[import-not-found]
 import importlib
-import signal
 from collections.abc import Callable
 from types import CodeType
 
@@ -60,6 +61,15 @@ class Target(Protocol):
 
 #: Target kinds of a Python program (``python script.py`` / ``-m module`` / ``-c code``).
 PYTHON_KINDS = ("script", "module", "code")
+
+
+def looks_like_assembly_name(path: str) -> bool:
+    """Whether ``profkit run`` should treat ``path`` as a .NET program (by its suffix).
+
+    Here, not in :mod:`profkit.clr.assembly` (which re-exports it): every ``profkit run``
+    asks, and loading the ``profkit.clr`` package for it cost ~1 M instructions of each
+    start-up (issue #26)."""
+    return path.lower().endswith((".dll", ".exe"))
 
 
 class PythonProgram(Target, Protocol):
@@ -111,8 +121,8 @@ def outcome_of_returncode(returncode: int) -> Outcome:
     sig = -returncode
     return Outcome(
         128 + sig,
-        interrupted=sig == signal.SIGINT,
-        terminated=sig == signal.SIGTERM,
+        interrupted=sig == _signal.SIGINT,
+        terminated=sig == _signal.SIGTERM,
         died_of=sig,
     )
 

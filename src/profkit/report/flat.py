@@ -6,7 +6,14 @@ from collections.abc import Iterable
 
 from profkit.calltree.model import CallProfile
 from profkit.errors import UsageError
-from profkit.report._fmt import Palette, column_header, fit, value_formatter
+from profkit.report._fmt import (
+    Palette,
+    column_header,
+    fit,
+    not_seen_note,
+    peak_note,
+    value_formatter,
+)
 from profkit.report.stats import ROOT, Stats, Totals, collect
 from profkit.report.tree import display_names, filter_prefix, frame_label, parse_prefixes
 
@@ -89,37 +96,6 @@ def compensation_note(profile: CallProfile) -> str | None:
         except (KeyError, TypeError, ValueError):
             per_call = ""
     return f"profkit's own cost per call taken out{per_call} (raw: --no-compensate)"
-
-
-def peak_note(profile: CallProfile) -> str | None:
-    """One line saying what a memory profile's peak is, beside the OS's peak RSS.
-
-    The peak is the highest estimated total of live bytes Python's allocators held for the
-    program: allocations of at least ``exact_from_bytes`` counted exactly, smaller ones
-    sampled (so it is exact when large blocks make it, as they usually do). The OS's peak
-    RSS also holds the interpreter and what no hook sees; neither is the other's error.
-    """
-    if profile.mode != "memory" or not isinstance(profile.metadata.get("peak_bytes"), int):
-        return None
-    fmt = value_formatter(profile.mode)
-    text = f"peak: {fmt(profile.metadata['peak_bytes'])} alive at once"
-    exact = profile.metadata.get("exact_from_bytes")
-    if isinstance(exact, (int, float)) and exact > 0:
-        text += f" (blocks of {fmt(int(exact))} or more exact, smaller ones sampled)"
-    rss = profile.metadata.get("peak_rss_bytes")
-    if isinstance(rss, int) and rss > 0:
-        text += f"; the process's peak RSS (OS, interpreter included) {fmt(rss)}"
-    return text
-
-
-def not_seen_note(profile: CallProfile) -> str | None:
-    """One line naming what a memory profile could not count (metadata ``not_seen``,
-    profilers/memory.py: e.g. numpy's array data), so a small total is not read as
-    "this program uses little memory"; None when nothing is known to be missing."""
-    missing = profile.metadata.get("not_seen")
-    if not (isinstance(missing, list) and missing):
-        return None
-    return "not counted: " + "; ".join(str(m) for m in missing)
 
 
 def _sort_value(t: Totals, key: SortKey) -> int:

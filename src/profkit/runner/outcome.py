@@ -11,7 +11,8 @@ signal the caller should die of once its own work is done.
 
 from __future__ import annotations
 
-import signal
+# signal.py's enums cost ~3 M instructions at import (every run's start-up): the C module's ints.
+import _signal  # type: ignore[import-not-found]
 import sys
 
 # Outcome is part of the engine contract (engines build it without importing the runner).
@@ -38,11 +39,11 @@ def outcome_of(ended: BaseException | None) -> Outcome:
     if ended is None:
         return Outcome(0)
     if isinstance(ended, Terminated):
-        return Outcome(128 + signal.SIGTERM, system_exit=ended, terminated=True)
+        return Outcome(128 + _signal.SIGTERM, system_exit=ended, terminated=True)
     if isinstance(ended, SystemExit):
         return Outcome(status_of(ended), system_exit=ended)
     if isinstance(ended, KeyboardInterrupt):
-        return Outcome(128 + signal.SIGINT, exception=ended, interrupted=True)
+        return Outcome(128 + _signal.SIGINT, exception=ended, interrupted=True)
     return Outcome(1, exception=ended)
 
 
@@ -60,9 +61,9 @@ def exit_signal(outcome: Outcome) -> int | None:
     """The signal to die of, as the program did (SIGINT, SIGTERM; any signal that killed a
     program run as a child), else ``None``."""
     if outcome.terminated:
-        return int(signal.SIGTERM)
+        return int(_signal.SIGTERM)
     if outcome.interrupted:
-        return int(signal.SIGINT)
+        return int(_signal.SIGINT)
     return outcome.died_of
 
 

@@ -74,7 +74,7 @@ def render(profile: CallProfile, stream: TextIO) -> str:
     tree = render_tree(
         profile, width=width, color=color, min_share=0.02, top=8, fold=True, hot_spots=3
     )
-    from profkit.report.flat import not_seen_note, peak_note
+    from profkit.report._fmt import not_seen_note, peak_note
 
     notes = [n for n in (peak_note(profile), not_seen_note(profile)) if n]
     return tree + more + "".join(f"profkit: {n}\n" for n in notes)

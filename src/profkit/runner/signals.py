@@ -18,9 +18,11 @@ unblocks, and a SIGTERM that arrived meanwhile is delivered to it as usual.
 
 from __future__ import annotations
 
-import _signal  # type: ignore[import-not-found]  # the C functions: the fork hooks run while the program is profiled, and
-import os  # signal.py's Python wrappers would show up in its profile
-import signal
+# The C functions, not signal.py's wrappers: the fork hooks run while the program is
+# profiled (the wrappers would show up in its profile), and signal.py builds three enums
+# at import (~3 M instructions of every profkit run's start-up; issue #26).
+import _signal  # type: ignore[import-not-found]
+import os
 import threading
 from types import FrameType
 
@@ -32,7 +34,7 @@ TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit
 if TYPE_CHECKING:
     from typing import Any
 
-_TERM = int(signal.SIGTERM)
+_TERM = int(_signal.SIGTERM)
 #: The disposition before ours (restored at the end and in forked children); None: not ours.
 _previous: Any = None
 _fork_hooks_registered = False
@@ -49,11 +51,11 @@ def install() -> bool:
     if threading.current_thread() is not threading.main_thread():
         return False
     try:
-        previous = signal.signal(_TERM, _on_sigterm)
+        previous = _signal.signal(_TERM, _on_sigterm)
     except (ValueError, OSError):
         return False
-    # As _signal takes it (the fork hook uses the C function): SIG_DFL/SIG_IGN as plain ints.
-    _previous = int(signal.SIG_DFL) if previous is None else previous
+    # SIG_DFL/SIG_IGN come as plain ints from the C function, as the fork hook gives them back.
+    _previous = int(_signal.SIG_DFL) if previous is None else previous
     if isinstance(_previous, int):
         _previous = int(_previous)
     if not _fork_hooks_registered and hasattr(os, "register_at_fork"):
@@ -78,8 +80,8 @@ def uninstall() -> None:
     if previous is None:
         return
     try:
-        if signal.getsignal(_TERM) is _on_sigterm:
-            signal.signal(_TERM, previous)
+        if _signal.getsignal(_TERM) is _on_sigterm:
+            _signal.signal(_TERM, previous)
     except (ValueError, OSError):
         pass
 
@@ -110,7 +112,7 @@ def _after_fork_in_child() -> None:
     try:
         if previous is not None and _signal.getsignal(_TERM) is _on_sigterm:
             _signal.signal(_TERM, previous)
-            if previous == int(signal.SIG_DFL):
+            if previous == int(_signal.SIG_DFL):
                 _save_before_dying_if_profiled()
     except (ValueError, OSError):  # pragma: no cover - the forking thread is the child's main
         pass
