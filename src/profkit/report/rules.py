@@ -4,6 +4,7 @@ read in one place."""
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Collection
 
 from profkit.api.names import INTERNAL_MODULES
@@ -123,7 +124,7 @@ def _inclusive_by_frame(root: CallNode, wanted: set[int]) -> dict[int, int]:
     flat = columns() if columns is not None else None
     if flat is not None:
         parents, frame_of, exclusive = flat
-        inclusive = list(exclusive)
+        inclusive = array("q", exclusive)  # not a list: an int object a row (40 bytes)
         for row in range(len(frame_of) - 1, 0, -1):
             inclusive[parents[row]] += inclusive[row]
             if frame_of[row] in wanted:

@@ -20,6 +20,7 @@ without making a node.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Sequence
 
 from profkit.calltree.model import CallNode
@@ -188,7 +189,10 @@ def _self_times_rows(
 ) -> dict[int, int]:
     """:func:`self_times` over pre-order rows (row 0 the root; parents before children)."""
     out: dict[int, int] = {}
-    owners = [ROOT] * len(frames)  # each row's nearest shown frame (itself when shown)
+    # Each row's nearest shown frame (itself when shown), in an int32 array (the rows'
+    # frame indices are int32): a list held an int object a row, 40 bytes, and was the
+    # end-of-run peak on large trees (pytest of sympy's test_arit, 1.2 M rows: +35 MB).
+    owners = array("i", [ROOT]) * len(frames)
     anywhere, under_root = hiding.anywhere, hiding.under_root
     known = len(anywhere)
     get = out.get

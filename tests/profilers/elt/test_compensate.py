@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from profkit.calltree.file import load
-from profkit.profilers.elt import native
+from profkit.profilers.elt import flat, native
 from profkit.profilers.elt.calibrate import Calibration, Costs
 from profkit.profilers.elt.compensate import compensate_rows
 
@@ -46,9 +46,7 @@ def _rows(nodes: list[tuple[int, int, int, int, int, int, int]]) -> bytes:
     sizes = [1] * len(nodes)
     for i in range(len(nodes) - 1, 0, -1):
         sizes[nodes[i][0]] += sizes[i]
-    return array(
-        "q", [v for row, size in zip(nodes, sizes, strict=True) for v in (*row, size)]
-    ).tobytes()
+    return bytes(flat.pack([(*row, size) for row, size in zip(nodes, sizes, strict=True)]))
 
 
 def _compensated(data: bytes, costs: Costs, c_frames: set[int]) -> bytes:
@@ -60,8 +58,7 @@ def _compensated(data: bytes, costs: Costs, c_frames: set[int]) -> bytes:
 def _model(data: bytes, costs: Costs, c_frames: set[int]) -> bytes:
     """The rule as compensate.py states it, in Python (its column-at-a-time version)."""
     _parent, _frame, _calls, _incl, _excl, _min, _max = range(7)
-    rows = array("q")
-    rows.frombytes(data)
+    rows = array("q", [v for row in flat.unpack(data) for v in row])  # row after row
     n = len(rows) // COLS
     if n <= 1:
         return data
@@ -93,13 +90,11 @@ def _model(data: bytes, costs: Costs, c_frames: set[int]) -> bytes:
     rows[COLS + _excl :: COLS] = array("q", excl[1:])
     rows[COLS + _incl :: COLS] = array("q", new)
     rows[_incl] = incl[0]
-    return rows.tobytes()
+    return bytes(flat.pack([tuple(rows[i : i + COLS]) for i in range(0, len(rows), COLS)]))
 
 
 def _table(data: bytes) -> list[list[int]]:
-    values = array("q")
-    values.frombytes(data)
-    return [list(values[i : i + COLS - 1]) for i in range(0, len(values), COLS)]
+    return [list(row[: COLS - 1]) for row in flat.unpack(data)]
 
 
 @needs_c
@@ -146,7 +141,7 @@ def test_zero_costs_change_nothing() -> None:
 def test_rows_that_are_not_a_tree_are_refused_untouched() -> None:
     """A subtree size past the rows: ValueError, and the rows as they were."""
     rows = bytearray(_rows([(-1, -1, 0, 10, 0, 0, 0), (0, 0, 1, 10, 4, 10, 10)]))
-    rows[8 * COLS + 7 * 8] = 5  # row 1's size: 5 rows from row 1, of 2
+    flat.column(rows, "size")[1] = 5  # row 1's size: 5 rows from row 1, of 2
     before = bytes(rows)
     with pytest.raises(ValueError, match="subtree size"):
         compensate_rows(rows, Costs(1, 1, 1, 1), set())
@@ -231,8 +226,8 @@ def test_calibration_reads_its_rows() -> None:
         (0, 13, 1, 7000, 0, 0, 0, 1),
         (9, 21, 100, 9000, 0, 0, 0, 1),
     ]
-    flat = [v for row in rows for v in row]
-    costs = cal.costs(flat, 8, names.__getitem__)
+    values = [v for row in rows for v in row]
+    costs = cal.costs(values, 8, names.__getitem__)
     # the least disturbed repetition (least wall time) of each: py_1, c_0
     assert costs == Costs(
         python_callee=20.0, python_caller=(8000 - 1000) / 100 - 20, c_callee=12.0, c_caller=18.0

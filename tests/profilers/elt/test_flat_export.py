@@ -11,7 +11,6 @@ the pieces must make the same file as ``calltree.file.save``.
 from __future__ import annotations
 
 import itertools
-import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -141,7 +140,7 @@ def test_many_chunks_of_nodes_give_the_general_rows(stop: bool) -> None:
     assert closed == 1
     (tree,), general_frames = _general(events, 0, now + 5, name)
     assert frames == general_frames
-    assert len(data) // (8 * flat.COLS) > 3 * 1024 // 8  # several chunks' worth, merged
+    assert len(data) // flat.ROW_BYTES > 3 * 1024 // 8  # several chunks' worth, merged
     assert flat.tree(data) == tree
 
 
@@ -158,10 +157,35 @@ def test_an_export_running_python_refuses_a_second_one() -> None:
         return 0
 
     _, ((_, data),) = rec.export_flat(now, frame_of)
-    assert seen == ["refused"] and len(data) == 2 * 8 * flat.COLS
+    assert seen == ["refused"] and len(data) == 2 * flat.ROW_BYTES
 
 
-row = st.tuples(*[st.integers(-(2**63), 2**63 - 1)] * flat.COLS)
+def test_frame_indices_fit_the_int32_column() -> None:
+    """The rows keep frame indices in 32 bits: the largest fits, one more is refused
+    (never cut short into another frame's index)."""
+    rec, now = _record([("enter", 1, 0), ("leave", 1, 5)], 0)
+    _, ((_, data),) = rec.export_flat(now, lambda f: 2**31 - 1)
+    assert [row[1] for row in flat.unpack(data)] == [-1, 2**31 - 1]
+    with pytest.raises(ValueError, match="frame index"):
+        rec.export_flat(now, lambda f: 2**31)
+
+
+def test_rows_are_stored_column_by_column() -> None:
+    """pack/unpack (flat.py) and the C export agree on the layout: int64 columns, then
+    int32 ones, 52 bytes a row."""
+    rec, now = _record([("enter", 1, 0), ("enter", 2, 3), ("leave", 2, 4), ("leave", 1, 5)], 0)
+    _, ((_, data),) = rec.export_flat(now, lambda f: f + 10)
+    rows = [(-1, -1, 0, 12, 0, 0, 0, 3), (0, 11, 1, 12, 8, 12, 12, 2), (1, 12, 1, 4, 4, 4, 4, 1)]
+    assert flat.unpack(data) == rows
+    assert data == flat.pack(rows) and len(data) == 3 * flat.ROW_BYTES == 3 * 52
+    assert native.rows_json is not None
+    assert native.rows_json(data) == b"[-1,-1,0,12,0,0,0],[0,11,1,12,8,12,12],[1,12,1,4,4,4,4]"
+
+
+int32 = st.integers(-(2**31), 2**31 - 1)
+int64 = st.integers(-(2**63), 2**63 - 1)
+#: parent and frame (int32), calls, incl, excl, min, max (int64), subtree size (int32)
+row = st.tuples(int32, int32, *[int64] * 5, int32)
 
 
 @settings(max_examples=100, deadline=None)
@@ -173,7 +197,7 @@ def test_rows_json_pieces_join_into_the_whole_text(
     once: their texts joined by commas are the text of all rows."""
     rows_json = native.rows_json
     assert rows_json is not None
-    data = b"".join(struct.pack(f"{flat.COLS}q", *r) for r in rows)
+    data = bytes(flat.pack(rows))
     whole = rows_json(data)
     assert whole == rows_json(data, 0, None)
     bounds = sorted({0, len(rows), *(min(max(c, 0), len(rows)) for c in cuts)})
@@ -262,7 +286,7 @@ def test_the_stopped_export_holds_no_copy_of_the_tree() -> None:
     finally:
         tracemalloc.stop()
     (taken, taken_chunks, rows), (_, copied_chunks, _) = results
-    assert rows == 30_101 * 8 * flat.COLS
+    assert rows == 30_101 * flat.ROW_BYTES
     assert taken <= rows + 512 * 1024, (taken, rows)
     assert taken_chunks == 0
     assert copied_chunks == 30  # the tree's 30,100 nodes, copied: the bound tells them apart

@@ -413,7 +413,7 @@ def test_flat_export_merges_the_children_of_merged_functions() -> None:
     """Two functions with one frame (ids 1 and 2) each call function 3: after the merge,
     frame 3 is one child, not two (a saved file would name it twice under one parent)."""
     from profkit.calltree.model import Frame
-    from profkit.profilers.elt.flat import tree
+    from profkit.profilers.elt.flat import ROW_BYTES, tree
 
     now = [0]
     rec = _recorder(clock=lambda: now[0])
@@ -430,7 +430,7 @@ def test_flat_export_merges_the_children_of_merged_functions() -> None:
     (same,) = root.children.values()
     (callee,) = same.children.values()
     assert (same.calls, same.inclusive_ns, callee.calls, callee.inclusive_ns) == (2, 10, 2, 10)
-    assert len(data) // 64 == 3
+    assert len(data) // ROW_BYTES == 3
 
 
 def test_report_self_times_from_the_rows_match_the_nodes() -> None:

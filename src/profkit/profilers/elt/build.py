@@ -158,8 +158,8 @@ class Results:
         for token, data in flat_threads:
             if cal is not None and token is cal.token and not hidden:
                 costs = cal.costs(
-                    memoryview(data).cast("q"),
-                    flat.COLS,
+                    flat.interleaved(data, _CALIBRATION_COLUMNS),
+                    len(_CALIBRATION_COLUMNS),
                     lambda i: cal_frames.get(i) or profile.frames[i].name,
                 )
         if cal is not None and not hidden:
@@ -249,7 +249,7 @@ def _only_used_frames(
     left out."""
     used: set[int] = set()
     for _, data in threads:
-        used.update(memoryview(data).cast("q")[flat.COLS_FRAME :: flat.COLS])
+        used.update(flat.column(data, "frame"))
     if all(i in used for i in range(len(profile.frames))):
         return threads
     renumber: dict[int, int] = {-1: -1}
@@ -261,15 +261,18 @@ def _only_used_frames(
     profile.frames = frames
     profile._frame_index = {}  # rebuilt from the frames on the next frame_id
     for _, data in threads:
-        rows = memoryview(data).cast("q")
-        for at in range(flat.COLS_FRAME, len(rows), flat.COLS):
-            rows[at] = renumber[rows[at]]
-        rows.release()
+        indices = flat.column(data, "frame")
+        for at in range(len(indices)):
+            indices[at] = renumber[indices[at]]
+        indices.release()
     return threads
 
 
-#: First frame index given to the calibration's functions (never a real frame's).
-_CALIBRATION_FRAMES = 1 << 40
+#: First frame index given to the calibration's functions (never a real frame's; below
+#: 2**31, as the rows' frame column is int32).
+_CALIBRATION_FRAMES = 1 << 30
+#: The calibration thread's columns, as ``Calibration.costs`` reads its rows.
+_CALIBRATION_COLUMNS = ("parent", "frame", "calls", "incl")
 
 
 def _compensation(

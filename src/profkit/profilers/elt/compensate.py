@@ -35,7 +35,7 @@ from profkit.profilers.elt.calibrate import Costs
 
 
 def compensate_rows(rows: bytearray, costs: Costs, c_frames: Collection[int]) -> None:
-    """Take the costs out of one thread's exported rows (pre-order, int64, row 0 the root),
+    """Take the costs out of one thread's exported rows (pre-order, row 0 the root),
     in place; ``c_frames`` are the frame indices of C functions."""
     compensate = native.compensate_rows
     assert compensate is not None  # rows only come from the C recorder's export

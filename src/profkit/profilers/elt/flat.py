@@ -6,7 +6,10 @@ recorder's whole run. The end of ``profkit run`` reads few of them — the saver
 the rows as they are (:mod:`profkit.calltree.stream_writer`), the end-of-run tree
 descends only into hot nodes — so a node's children are made on first access, from the
 rows :meth:`Recorder.export_flat` returned (pre-order, each with its subtree size, so a
-node's children are found by skipping over their subtrees).
+node's children are found by skipping over their subtrees). The rows are stored column by
+column (``csrc/flatrows.h``): five int64 columns, then three int32 ones, 52 bytes a row
+where 8 int64s took 64 — at the end of a long run they are the largest thing the process
+holds.
 
 A :class:`LazyCallNode` is a ``CallNode`` in every way that matters to readers
 (``isinstance``, equality, ``children``, ``walk``); a tree whose nodes were never read is
@@ -23,11 +26,15 @@ TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit
 if TYPE_CHECKING:
     from typing import Any
 
-#: Columns of a row: parent, frame, calls, inclusive, exclusive, min, max, subtree size.
-COLS = 8
-_PARENT, _FRAME, _EXCL, _SIZE = 0, 1, 4, 7
-#: The frame column (a row's frame index in the profile; -1 for the root).
-COLS_FRAME = _FRAME
+#: The int64 columns, in their order in the buffer (times in ns; min/max of one call).
+WIDE = ("calls", "incl", "excl", "min", "max")
+#: The int32 columns after them: the parent's row (-1 for the root), the frame index in
+#: the profile (-1 for the root), the row's subtree size (itself included).
+NARROW = ("parent", "frame", "size")
+#: Bytes of one row.
+ROW_BYTES = 8 * len(WIDE) + 4 * len(NARROW)
+#: A row as :func:`pack` takes it and :func:`unpack` gives it (the saved file's order).
+ROW = ("parent", "frame", "calls", "incl", "excl", "min", "max", "size")
 #: Rows per piece of saved JSON text (about 1 MB).
 JSON_ROWS = 32768
 #: The base class's ``children`` slot, which the property below fills on first access.
@@ -35,21 +42,75 @@ _CHILDREN: Any = CallNode.__dict__["children"]
 _new = object.__new__
 
 
-class FlatRows:
-    """One thread's exported rows (native int64), shared by every node of its tree."""
+def column(data: bytes | bytearray, name: str) -> memoryview:
+    """Column ``name`` (of :data:`WIDE` or :data:`NARROW`) of the rows in ``data``, as a
+    view (writable when ``data`` is): one value a row."""
+    count, extra = divmod(len(data), ROW_BYTES)
+    if extra:
+        raise ValueError("flat rows: not whole rows")
+    if name in WIDE:
+        start = 8 * count * WIDE.index(name)
+        return memoryview(data)[start : start + 8 * count].cast("q")
+    start = 8 * count * len(WIDE) + 4 * count * NARROW.index(name)
+    return memoryview(data)[start : start + 4 * count].cast("i")
 
-    __slots__ = ("data", "pristine", "values")
+
+def pack(rows: list[tuple[int, ...]]) -> bytearray:
+    """Rows given as :data:`ROW` tuples, in export_flat's layout (tests, hand-made rows)."""
+    from array import array
+
+    out = bytearray()
+    for name in (*WIDE, *NARROW):
+        k = ROW.index(name)
+        out += array("q" if name in WIDE else "i", [row[k] for row in rows]).tobytes()
+    return out
+
+
+def unpack(data: bytes | bytearray) -> list[tuple[int, ...]]:
+    """export_flat's rows as :data:`ROW` tuples."""
+    columns = [column(data, name) for name in ROW]
+    return list(zip(*columns, strict=True))
+
+
+def interleaved(data: bytes | bytearray, names: tuple[str, ...]) -> list[int]:
+    """Columns ``names`` of every row, row after row (a small tree's rows for a reader that
+    wants them so: the calibration's)."""
+    columns = [column(data, name) for name in names]
+    return [value for row in zip(*columns, strict=True) for value in row]
+
+
+class FlatRows:
+    """One thread's exported rows, shared by every node of its tree: the buffer and a view
+    of each column."""
+
+    __slots__ = (
+        "calls",
+        "data",
+        "excl",
+        "frame",
+        "incl",
+        "max",
+        "min",
+        "parent",
+        "pristine",
+        "size",
+    )
 
     def __init__(self, data: bytes | bytearray) -> None:
-        if len(data) % (COLS * 8):
-            raise ValueError("flat rows: not whole rows")
         self.data = data
-        self.values = memoryview(data).cast("q")
+        self.parent = column(data, "parent")
+        self.frame = column(data, "frame")
+        self.size = column(data, "size")
+        self.calls = column(data, "calls")
+        self.incl = column(data, "incl")
+        self.excl = column(data, "excl")
+        self.min = column(data, "min")
+        self.max = column(data, "max")
         #: True until a node below the root was made (a reader might then change it)
         self.pristine = True
 
     def __len__(self) -> int:
-        return len(self.values) // COLS
+        return len(self.size)
 
 
 class LazyCallNode(CallNode):
@@ -87,35 +148,32 @@ class LazyCallNode(CallNode):
         rows = pristine_rows(self)
         if rows is None:
             return None
-        v = rows.values
-        return v[_PARENT::COLS], v[_FRAME::COLS], v[_EXCL::COLS]
+        return rows.parent, rows.frame, rows.excl
 
     def _make_children(self) -> dict[int, CallNode]:
         rows = self._rows
         rows.pristine = False
-        v = rows.values
+        size = rows.size
         at = self._at
-        end = at + v[at * COLS + _SIZE]
+        end = at + size[at]
         children: dict[int, CallNode] = {}
         j = at + 1
         while j < end:
             child = _node(rows, j)
             children[child.frame] = child
-            j += v[j * COLS + _SIZE]
+            j += size[j]
         _CHILDREN.__set__(self, children)
         return children
 
 
 def _node(rows: FlatRows, at: int) -> LazyCallNode:
-    b = at * COLS
-    v = rows.values
     node: LazyCallNode = _new(LazyCallNode)
-    node.frame = v[b + 1]
-    node.calls = v[b + 2]
-    node.inclusive_ns = v[b + 3]
-    node.exclusive_ns = v[b + 4]
-    node.min_ns = v[b + 5]
-    node.max_ns = v[b + 6]
+    node.frame = rows.frame[at]
+    node.calls = rows.calls[at]
+    node.inclusive_ns = rows.incl[at]
+    node.exclusive_ns = rows.excl[at]
+    node.min_ns = rows.min[at]
+    node.max_ns = rows.max[at]
     node._rows = rows
     node._at = at
     return node
@@ -136,7 +194,7 @@ def native_rows_json() -> Callable[..., bytes] | None:
 def _json_pieces(data: bytes | bytearray) -> Iterator[bytes]:
     rows_json = native_rows_json()
     assert rows_json is not None
-    count = len(data) // (COLS * 8)
+    count = len(data) // ROW_BYTES
     for start in range(0, count, JSON_ROWS):
         text = rows_json(data, start, start + JSON_ROWS)
         yield b"," + text if start else text

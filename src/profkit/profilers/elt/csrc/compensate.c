@@ -8,8 +8,8 @@
  * every row. Here it is one backward pass over the rows, nothing allocated: a node's
  * children are found by their subtree sizes, so the children (later in pre-order) are
  * done before their parent and their new inclusive times are read from the rows
- * themselves. Whole nanoseconds, as the rule says, so the numbers are exactly the Python
- * rule's (tests/profilers/elt/test_compensate.py compares them).
+ * themselves (flatrows.h's columns). Whole nanoseconds, as the rule says, so the numbers
+ * are exactly the Python rule's (tests/profilers/elt/test_compensate.py compares them).
  */
 #include "native.h"
 
@@ -28,7 +28,7 @@ scaled(int64_t value, int64_t num, int64_t den)
 }
 
 /* compensate_rows(rows, c_mask, python_callee, python_caller, c_callee, c_caller): rows
- * (a writable buffer of export_flat's int64 rows) compensated in place; a row is a C
+ * (a writable buffer of export_flat's rows, flatrows.h's columns) compensated in place; a row is a C
  * function's when c_mask[frame] is non-zero; each cost is rounded to whole nanoseconds
  * as Python's round() does (ties to even). ValueError, the rows untouched, when they are
  * not a tree in pre-order (a subtree size runs past the rows). */
@@ -63,50 +63,45 @@ native_compensate_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     }
     const char *c_mask = mask.buf;
     const int64_t mask_len = (int64_t)mask.len;
-    size_t row_bytes = FLAT_COLS * sizeof(int64_t);
-    int64_t *rows = view.buf;
-    int64_t n = (int64_t)((size_t)view.len / row_bytes);
-    if ((size_t)view.len % row_bytes != 0 || ((uintptr_t)rows % sizeof(int64_t)) != 0) {
+    int64_t n = (int64_t)((size_t)view.len / FLAT_ROW_BYTES);
+    if ((size_t)view.len % FLAT_ROW_BYTES != 0 || ((uintptr_t)view.buf % sizeof(int64_t)) != 0) {
         PyErr_SetString(PyExc_ValueError, "compensate_rows: not whole, aligned rows");
         goto fail;
     }
+    FlatCols r = flat_cols(view.buf, (size_t)n);
     for (int64_t at = 0; at < n; at++) { /* checked first: the rows are left as they were */
-        int64_t size = rows[at * FLAT_COLS + FLAT_SIZE];
+        int64_t size = r.size[at];
         if (size < 1 || size > n - at) {
             PyErr_Format(PyExc_ValueError, "compensate_rows: row %lld: subtree size %lld",
                          (long long)at, (long long)size);
             goto fail;
         }
     }
-#define ROW(i) (&rows[(i) * FLAT_COLS])
-#define IS_C(r) ((r)[FLAT_FRAME] >= 0 && (r)[FLAT_FRAME] < mask_len && c_mask[(r)[FLAT_FRAME]])
+#define IS_C(i) (r.frame[i] >= 0 && r.frame[i] < mask_len && c_mask[r.frame[i]])
     for (int64_t at = n - 1; at >= 1; at--) {
-        int64_t *row = ROW(at);
-        int64_t own = row[FLAT_EXCL] - row[FLAT_CALLS] * cost[IS_C(row) ? 2 : 0];
+        int64_t own = r.excl[at] - r.calls[at] * cost[IS_C(at) ? 2 : 0];
         int64_t below = 0;
-        for (int64_t ch = at + 1; ch < at + row[FLAT_SIZE]; ch += ROW(ch)[FLAT_SIZE]) {
-            const int64_t *child = ROW(ch);
-            own -= child[FLAT_CALLS] * cost[IS_C(child) ? 3 : 1];
-            below += child[FLAT_INCL]; /* already compensated: later rows went first */
+        for (int64_t ch = at + 1; ch < at + r.size[at]; ch += r.size[ch]) {
+            own -= r.calls[ch] * cost[IS_C(ch) ? 3 : 1];
+            below += r.incl[ch]; /* already compensated: later rows went first */
         }
         if (own < 0) {
             own = 0;
         }
-        int64_t incl = own + below, old = row[FLAT_INCL] ? row[FLAT_INCL] : 1;
-        row[FLAT_MIN] = scaled(row[FLAT_MIN], incl, old);
-        row[FLAT_MAX] = scaled(row[FLAT_MAX], incl, old);
-        row[FLAT_EXCL] = own;
-        row[FLAT_INCL] = incl;
+        int64_t incl = own + below, old = r.incl[at] ? r.incl[at] : 1;
+        r.min[at] = scaled(r.min[at], incl, old);
+        r.max[at] = scaled(r.max[at], incl, old);
+        r.excl[at] = own;
+        r.incl[at] = incl;
     }
     if (n > 1) {
         /* The root: its inclusive time is its children's (flat.c), its self time 0. */
         int64_t total = 0;
-        for (int64_t ch = 1; ch < rows[FLAT_SIZE]; ch += ROW(ch)[FLAT_SIZE]) {
-            total += ROW(ch)[FLAT_INCL];
+        for (int64_t ch = 1; ch < r.size[0]; ch += r.size[ch]) {
+            total += r.incl[ch];
         }
-        rows[FLAT_INCL] = total;
+        r.incl[0] = total;
     }
-#undef ROW
 #undef IS_C
     PyBuffer_Release(&mask);
     PyBuffer_Release(&view);

@@ -17,15 +17,16 @@
  * needed become the export's, see Node in native.h); the kept nodes are numbered and
  * moved into pre-order in their own chunks, and written out chunk by chunk as rows into
  * the result, each chunk freed (its pages given back at once, arena.c) behind the copy.
- * Peak: the larger of the tree and its rows (64 bytes a row, 48 a node), plus a few MB,
- * not the tree plus its rows. frames.c asks for the frames, export.c closes the open
+ * Peak: the larger of the tree and its rows (52 bytes a row, stored column by column:
+ * flatrows.h; 48 a node), plus a few MB, not the tree plus its rows. frames.c asks for the frames, export.c closes the open
  * calls, rowsjson.c writes the rows as JSON.
  */
 #include "native.h"
 
 
-/* Row indices are 32-bit in the nodes' link fields; flatten refuses a thread of 2**31
- * nodes or more (the recorder stops numbering nodes below that: NUMBER_CAP). */
+/* Row indices are 32-bit in the nodes' link fields and in the rows' int32 columns;
+ * flatten refuses a thread of 2**31 nodes or more (the recorder stops numbering nodes
+ * below that: NUMBER_CAP), and a frame index past IDX_MAX. */
 #define IDX_MAX INT32_MAX
 
 /* A node's fields as the export reuses them (see Node in native.h): from prepare_tree on,
@@ -292,6 +293,10 @@ merge_children(Tree *tree, Node *n, Siblings *h, const FidFrame *table, size_t n
         uint32_t number = *link;
         Node *ch = tree_node(tree, number);
         int64_t frame = frame_for(table, nframes, ch->fid)->frame;
+        if (frame > IDX_MAX) { /* the rows' frame column is int32 */
+            PyErr_SetString(PyExc_ValueError, "export_flat: a frame index past 2**31 - 1");
+            return -1;
+        }
         ch->fid = (uintptr_t)frame;
         uint64_t hv = (uint64_t)frame * 0xC2B2AE3D27D4EB4FULL;
         size_t s = (size_t)(hv ^ (hv >> 29)) & h->mask;
@@ -362,9 +367,9 @@ merge_and_size(Tree *tree, Stack *stack, Siblings *h, const FidFrame *table, siz
 /* Number the kept nodes in pre-order (children in creation order): each gets its row
  * index (ROW) and its parent's (PARENT_ROW); a wide node's numbers move to ``rows_wide``,
  * keyed by row index (the nodes move next). The root is row 0 (written to
- * ``root_row``); no chunk holds it. -1 with an exception set. */
+ * ``root_incl``: its inclusive time); no chunk holds it. -1 with an exception set. */
 static int
-number_rows(Tree *tree, Stack *stack, WideTable *rows_wide, int64_t *root_row)
+number_rows(Tree *tree, Stack *stack, WideTable *rows_wide, int64_t *root_incl)
 {
     stack->top = 0;
     int64_t next = 0;
@@ -390,10 +395,7 @@ number_rows(Tree *tree, Stack *stack, WideTable *rows_wide, int64_t *root_row)
             stack->items[b - 1] = tmp;
         }
         if (item.number == 0) {
-            int64_t row[FLAT_COLS] = {
-                [FLAT_PARENT] = -1, [FLAT_FRAME] = -1, [FLAT_INCL] = n->incl,
-            };
-            memcpy(root_row, row, sizeof row);
+            *root_incl = n->incl;
             continue;
         }
         /* Its children are pushed: its links are read no more. */
@@ -431,23 +433,23 @@ into_preorder(Tree *tree)
     }
 }
 
-/* Row ``k``'s columns from its node (in pre-order by now). */
+/* Row ``at``'s columns from its node (in pre-order by now). */
 static inline void
-write_row(int64_t *row, const Node *n, const WideTable *rows_wide)
+write_row(const FlatCols *c, size_t at, const Node *n, const WideTable *rows_wide)
 {
     Stats s = {n->calls, n->min, n->max};
     if (n->calls == WIDE) {
         const WideEntry *e = wide_find(rows_wide, ROW(n));
         s = (Stats){e->calls, e->min, e->max};
     }
-    row[FLAT_PARENT] = PARENT_ROW(n);
-    row[FLAT_FRAME] = (int64_t)n->fid;
-    row[FLAT_CALLS] = s.calls;
-    row[FLAT_INCL] = n->incl;
-    row[FLAT_EXCL] = n->excl;
-    row[FLAT_MIN] = s.min;
-    row[FLAT_MAX] = s.max;
-    row[FLAT_SIZE] = KEPT(n);
+    c->parent[at] = (int32_t)PARENT_ROW(n);
+    c->frame[at] = (int32_t)n->fid; /* below 2**31: merge_children checked */
+    c->size[at] = (int32_t)KEPT(n);
+    c->calls[at] = s.calls;
+    c->incl[at] = n->incl;
+    c->excl[at] = n->excl;
+    c->min[at] = s.min;
+    c->max[at] = s.max;
 }
 
 /* One thread's rows as a ``bytearray``, None when nothing is kept; NULL with an exception
@@ -469,13 +471,12 @@ flatten(Tree *tree, Stack *stack, Siblings *h, const FidFrame *table, size_t nfr
     if (rows == 1) {
         return Py_NewRef(Py_None); /* nothing kept: the thread is left out */
     }
-    int64_t root_row[FLAT_COLS];
+    int64_t root_incl = 0;
     WideTable rows_wide = {NULL, 0, 0};
-    if (number_rows(tree, stack, &rows_wide, root_row) < 0) {
+    if (number_rows(tree, stack, &rows_wide, &root_incl) < 0) {
         wide_free(&rows_wide);
         return NULL;
     }
-    root_row[FLAT_SIZE] = rows;
     wide_free(&tree->wide); /* by node number: the nodes move now */
     into_preorder(tree);
     /* Rows 1.. are slots 0..rows-2: the chunks past them hold nothing kept. */
@@ -483,23 +484,25 @@ flatten(Tree *tree, Stack *stack, Siblings *h, const FidFrame *table, size_t nfr
     while (tree->nchunks > needed) {
         chunk_free(tree->chunks[--tree->nchunks]);
     }
-    size_t row_bytes = FLAT_COLS * sizeof(int64_t);
-    /* A bytearray: compensate_rows (compensate.c) then works on it in place. */
+    /* A bytearray: compensate_rows (compensate.c) then works on it in place. Its pages
+     * are touched (made resident) only as the rows are written, while the chunks behind
+     * them are freed. */
     PyObject *result =
-        PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)((size_t)rows * row_bytes));
+        PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)((size_t)rows * FLAT_ROW_BYTES));
     if (result == NULL) {
         wide_free(&rows_wide);
         return NULL;
     }
-    char *out = PyByteArray_AS_STRING(result);
-    memcpy(out, root_row, row_bytes);
+    FlatCols out = flat_cols(PyByteArray_AS_STRING(result), (size_t)rows);
+    out.parent[0] = out.frame[0] = -1;
+    out.size[0] = (int32_t)rows;
+    out.calls[0] = out.excl[0] = out.min[0] = out.max[0] = 0;
+    out.incl[0] = root_incl;
     size_t at = 1;
     for (size_t c = 0; c < tree->nchunks; c++) {
         Chunk *chunk = tree->chunks[c];
         for (size_t i = 0; i < CHUNK_NODES && at < (size_t)rows; i++, at++) {
-            int64_t row[FLAT_COLS];
-            write_row(row, &chunk->nodes[i], &rows_wide);
-            memcpy(out + at * row_bytes, row, row_bytes);
+            write_row(&out, at, &chunk->nodes[i], &rows_wide);
         }
         chunk_free(chunk); /* its pages go back at once (arena.c) */
         tree->chunks[c] = NULL;
@@ -513,9 +516,10 @@ flatten(Tree *tree, Stack *stack, Siblings *h, const FidFrame *table, size_t nfr
 /* export_flat(now, frame_of) -> (closed, [(token, rows)]).
  *
  * Closes the open calls at ``now`` as export() does, then asks ``frame_of(fid)`` once per
- * distinct function for its frame index (see intern_frames), and returns each thread's
- * tree as a ``bytearray`` of native int64 rows (parent, frame, calls, incl, excl, min, max,
- * subtree size) in pre-order, functions sharing a frame merged, empty branches pruned;
+ * distinct function for its frame index (see intern_frames; below 2**31), and returns
+ * each thread's tree as a ``bytearray`` of rows (parent, frame, calls, incl, excl, min,
+ * max, subtree size) in pre-order, stored column by column (flatrows.h), functions
+ * sharing a frame merged, empty branches pruned;
  * threads with nothing kept are left out. After stop() the trees are taken (a later
  * export finds them empty); before, they are copied and recording goes on. */
 ELT_HIDDEN PyObject *

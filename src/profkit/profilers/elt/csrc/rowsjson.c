@@ -2,7 +2,7 @@
  *
  * Why: the saver writes every row of a large tree (sympy: ~90,000) into the file; one
  * Python int and list per number cost more than the run. This writes the digits of a
- * range of rows straight into one bytes object; the layout (FLAT_* columns) is flat.c's.
+ * range of rows straight into one bytes object; the layout (FLAT_* columns) is flatrows.h's.
  */
 #include "native.h"
 
@@ -42,13 +42,12 @@ native_rows_json(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
         return NULL;
     }
-    size_t row_bytes = FLAT_COLS * sizeof(int64_t);
-    if (view.len % (Py_ssize_t)row_bytes != 0) {
+    if ((size_t)view.len % FLAT_ROW_BYTES != 0 || ((uintptr_t)view.buf % sizeof(int64_t)) != 0) {
         PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_ValueError, "rows_json: not whole rows");
+        PyErr_SetString(PyExc_ValueError, "rows_json: not whole, aligned rows");
         return NULL;
     }
-    Py_ssize_t count = view.len / (Py_ssize_t)row_bytes, start = 0, stop = count;
+    Py_ssize_t count = view.len / (Py_ssize_t)FLAT_ROW_BYTES, start = 0, stop = count;
     if (nargs == 3) {
         start = PyLong_AsSsize_t(args[1]);
         if (args[2] != Py_None) {
@@ -69,19 +68,20 @@ native_rows_json(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyBuffer_Release(&view);
         return NULL;
     }
+    FlatCols r = flat_cols(view.buf, (size_t)count);
     char *first = PyBytes_AS_STRING(out), *p = first;
-    for (size_t i = 0; i < n; i++) {
-        int64_t row[FLAT_COLS];
-        memcpy(row, (const char *)view.buf + ((size_t)start + i) * row_bytes, row_bytes);
-        if (i > 0) {
+    for (size_t at = (size_t)start; at < (size_t)stop; at++) {
+        if (at > (size_t)start) {
             *p++ = ',';
         }
         *p++ = '[';
-        for (int k = 0; k < FLAT_SIZE; k++) {
-            if (k > 0) {
-                *p++ = ',';
-            }
-            p = put_i64(p, row[k]);
+        p = put_i64(p, r.parent[at]);
+        *p++ = ',';
+        p = put_i64(p, r.frame[at]);
+        const int64_t wide[] = {r.calls[at], r.incl[at], r.excl[at], r.min[at], r.max[at]};
+        for (int k = 0; k < FLAT_WIDE_COLS; k++) {
+            *p++ = ',';
+            p = put_i64(p, wide[k]);
         }
         *p++ = ']';
     }
