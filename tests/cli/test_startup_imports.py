@@ -66,8 +66,10 @@ FORBIDDEN = (
     # for type checkers only (TYPE_CHECKING = False; if TYPE_CHECKING: ...)
     "typing",
     "re",
-    # signal.py builds three enums at import (~3 M instructions): the runner uses _signal
+    # signal.py builds three enums at import (~3 M instructions): the runner uses _signal;
+    # enum itself (~8 M with building a flag class): profkit.api.EventMask is built without it
     "signal",
+    "enum",
 )
 #: Only for the profiler of a 3.12+ interpreter: the sys.monitoring collector.
 MONITORING = ("profkit.collect.monitoring", "profkit.collect.hot_monitoring")
@@ -120,10 +122,10 @@ def test_run_imports_nothing_for_later_before_the_program(
         assert "runpy" not in loaded
     # memory mode's profiler is built on the allocation hooks of profkit.heap (whose
     # profile classes are still dataclasses)
-    memory = ("profkit.heap", "dataclasses", "inspect", "ast", "dis", "typing", "re")
+    memory = ("profkit.heap", "dataclasses", "inspect", "ast", "dis", "typing", "re", "enum")
     allowed = memory if mode == "memory" else ()
     if launcher[0] != sys.executable:  # pip's console script imports re itself (re.sub on argv[0])
-        allowed = (*allowed, "re")
+        allowed = (*allowed, "re", "enum")
     assert _too_early(loaded, allowed) == []
 
 
@@ -168,7 +170,7 @@ def test_the_end_of_run_tree_imports_no_dataclasses_nor_typing(tmp_path: Path) -
     )
     assert "profkit.report.text" in loaded  # the tree was printed before the handler ran
     heavy = {"dataclasses", "inspect", "ast", "dis", "tokenize", "typing", "argparse", "re"}
-    heavy |= {"signal", "profkit.report.flat", "profkit.report.stats"}  # (issue #26)
+    heavy |= {"signal", "enum", "profkit.report.flat", "profkit.report.stats"}  # (issue #26)
     assert sorted(loaded & heavy) == []
 
 
