@@ -93,7 +93,6 @@ extern HIDDEN int installed;
 extern HIDDEN double mean_bytes;
 extern HIDDEN size_t exact_bytes; /* recorded always, weight = size (hook.c) */
 extern HIDDEN uint64_t seed_epoch;
-extern HIDDEN _Thread_local int64_t countdown FAST_TLS; /* bytes to the next sample (hook.c: UNDRAWN, PARKED) */
 /* > 0: this thread's allocations are not sampled (inside the hook, a drain, or pause()) */
 extern HIDDEN _Thread_local int in_hook FAST_TLS;
 /* pause sampling on this thread (nests), parking its countdown; resume undoes one pause */
@@ -116,16 +115,29 @@ enum {
     ROW_PAUSED = 2,  /* a paused thread's (profkit's own): tallied apart, never reported */
     N_ROWS = 3
 };
-/* count and bytes in two arrays, not a struct of both: a struct's two adds are vectorized by
- * gcc, with the vector built before the allocator call (a stack spill on every allocation) */
-extern HIDDEN uint64_t tally_count[N_ROWS][N_CLASSES];
-extern HIDDEN uint64_t tally_bytes[N_ROWS][N_CLASSES];
+/* count and bytes in two planes of one array, not a struct of both: a struct's two adds are
+ * vectorized by gcc (a vector built on every allocation); one array, so the hot path forms
+ * one address and reaches the bytes plane by a constant displacement */
+extern HIDDEN uint64_t tallies[2][N_ROWS][N_CLASSES];
+#define tally_count (tallies[0])
+#define tally_bytes (tallies[1])
 extern HIDDEN uint64_t tally_samples[2][N_CLASSES];
 extern HIDDEN double tally_weight[2][N_CLASSES];
-/* where this thread's allocations below exact_bytes are tallied: the byte offset of its row
- * in tally_count and tally_bytes, ROW_SAMPLED's (0) or, while paused (hook_pause), ROW_PAUSED's. An offset, not
- * a row number: the hot path adds it without a multiply or a sign extension. */
-extern HIDDEN _Thread_local size_t tally_at FAST_TLS;
+/* The two per-thread words every allocation reads (and one it writes), in one thread-local
+ * struct: the hot path loads one thread-pointer offset from the GOT for both (as two
+ * variables, each took its own load).
+ *   tally_at:  where this thread's allocations below exact_bytes are tallied: the byte offset
+ *              of its row in tally_count and tally_bytes, ROW_SAMPLED's (0) or, while paused
+ *              (hook_pause), ROW_PAUSED's. An offset, not a row number: the hot path adds it
+ *              without a multiply or a sign extension;
+ *   countdown: bytes to the next sample (hook.c: UNDRAWN, PARKED). */
+typedef struct {
+    size_t row_at;      /* tally_at */
+    int64_t bytes_left; /* countdown */
+} HotThread;
+extern HIDDEN _Thread_local HotThread hot FAST_TLS;
+#define tally_at (hot.row_at)
+#define countdown (hot.bytes_left)
 HIDDEN void tally_clear(void);
 
 static inline size_t

@@ -17,14 +17,13 @@ static Domain domains[2] = {{.domain = PYMEM_DOMAIN_MEM}, {.domain = PYMEM_DOMAI
 HIDDEN int installed = 0;
 HIDDEN double mean_bytes = 512.0 * 1024.0;
 HIDDEN uint64_t seed_epoch = 1;
-HIDDEN _Thread_local int64_t countdown FAST_TLS = INT64_MIN / 2; /* UNDRAWN */
 HIDDEN _Thread_local int in_hook FAST_TLS = 0;
 
-HIDDEN uint64_t tally_count[N_ROWS][N_CLASSES];
-HIDDEN uint64_t tally_bytes[N_ROWS][N_CLASSES];
+HIDDEN uint64_t tallies[2][N_ROWS][N_CLASSES];
 HIDDEN uint64_t tally_samples[2][N_CLASSES];
 HIDDEN double tally_weight[2][N_CLASSES];
-HIDDEN _Thread_local size_t tally_at FAST_TLS = 0; /* ROW_SAMPLED */
+HIDDEN _Thread_local HotThread hot FAST_TLS = {.row_at = 0 /* ROW_SAMPLED */,
+                                                .bytes_left = INT64_MIN / 2 /* UNDRAWN */};
 #define PAUSED_AT (ROW_PAUSED * sizeof(tally_count[0]))
 
 HIDDEN void
@@ -140,44 +139,86 @@ sample_slow(void *ptr, size_t size, uint8_t domain)
     in_hook--;
 }
 
-/* The hot path, for an allocation that succeeded (the hooks pass no failed one: it is neither
- * tallied nor sampled, and does not count down): the exact tally of its size class (a bit
- * scan and two adds to this thread's row), then one thread-local subtraction and a compare
- * for an allocation that is not sampled. No check of in_hook here: while a thread is paused
- * its countdown is parked far above any reachable byte count and its tally row is one never
+/* The exact tally of an allocation below exact_bytes (a bit scan and two adds to this
+ * thread's row), and its bytes off the countdown: whether it is sampled (the countdown
+ * crossed zero, or was never drawn). No check of in_hook here: while a thread is paused its
+ * countdown is parked far above any reachable byte count and its tally row is one never
  * reported (hook_pause), so its allocations, profkit's own, take the fast path without
  * consuming the program's countdown or adding to its totals. */
+static inline int
+tally_is_sampled(size_t size)
+{
+    size_t at = tally_at + size_class(size) * sizeof(uint64_t);
+    ++*(uint64_t *)((char *)tally_count + at);
+    *(uint64_t *)((char *)tally_bytes + at) += size;
+    int64_t left = countdown - (int64_t)size;
+    countdown = left;
+    return __builtin_expect(left <= 0, 0);
+}
+
+/* A reallocation's new block (it succeeded): tallied, and recorded when sampled. */
 static inline void
 maybe_sample(void *ptr, size_t size, uint8_t domain)
 {
-    if (__builtin_expect(size < exact_bytes, 1)) {
-        size_t at = tally_at + size_class(size) * sizeof(uint64_t);
-        ++*(uint64_t *)((char *)tally_count + at);
-        *(uint64_t *)((char *)tally_bytes + at) += size;
-        int64_t left = countdown - (int64_t)size;
-        countdown = left;
-        if (__builtin_expect(left > 0, 1)) return;
+    if (size < exact_bytes) {
+        if (tally_is_sampled(size)) sample_slow(ptr, size, domain);
+        return;
     }
     sample_slow(ptr, size, domain);
 }
 
+/* Off the hot path of malloc and calloc: the allocation is sampled, or may be (exact_bytes
+ * or more), or was tallied already (`tallied`: below exact_bytes, its countdown crossed
+ * zero). The block is allocated here, then recorded; a failed allocation is neither: its
+ * tally is taken back and its bytes are given back to the countdown. */
+static __attribute__((noinline, cold)) void *
+alloc_slow(Domain *d, size_t nelem, size_t elsize, int zeroed, int tallied)
+{
+    size_t size = nelem * elsize;
+    void *ptr = zeroed ? d->previous.calloc(d->previous.ctx, nelem, elsize)
+                       : d->previous.malloc(d->previous.ctx, size);
+    if (ptr == NULL) {
+        if (tallied) {
+            size_t at = tally_at + size_class(size) * sizeof(uint64_t);
+            --*(uint64_t *)((char *)tally_count + at);
+            *(uint64_t *)((char *)tally_bytes + at) -= size;
+            countdown += (int64_t)size;
+        }
+        return NULL;
+    }
+    sample_slow(ptr, size, d->domain == PYMEM_DOMAIN_OBJ);
+    return ptr;
+}
+
+/* The hot path: an allocation below exact_bytes that is not sampled is tallied and counted
+ * down before the allocator runs, then the allocator is tail-called (no stack frame, no
+ * saved registers, no check of its result). So a small allocation that fails is still in
+ * the tally and the countdown: only out of memory, and then a few bytes too many in an
+ * estimate that is about to matter little. Everything else (sampled, exact_bytes or more)
+ * allocates in alloc_slow, which records only what succeeded. */
 static void *
 hook_malloc(void *ctx, size_t size)
 {
     Domain *d = ctx;
-    void *ptr = d->previous.malloc(d->previous.ctx, size);
-    if (__builtin_expect(ptr != NULL, 1)) maybe_sample(ptr, size, d->domain == PYMEM_DOMAIN_OBJ);
-    return ptr;
+    if (__builtin_expect(size < exact_bytes, 1)) {
+        if (!tally_is_sampled(size)) return d->previous.malloc(d->previous.ctx, size);
+        return alloc_slow(d, 1, size, 0, 1);
+    }
+    return alloc_slow(d, 1, size, 0, 0);
 }
 
 static void *
 hook_calloc(void *ctx, size_t nelem, size_t elsize)
 {
     Domain *d = ctx;
-    void *ptr = d->previous.calloc(d->previous.ctx, nelem, elsize);
-    if (__builtin_expect(ptr != NULL, 1))
-        maybe_sample(ptr, nelem * elsize, d->domain == PYMEM_DOMAIN_OBJ);
-    return ptr;
+    size_t size;
+    if (__builtin_mul_overflow(nelem, elsize, &size)) /* fails: neither tallied nor sampled */
+        return d->previous.calloc(d->previous.ctx, nelem, elsize);
+    if (__builtin_expect(size < exact_bytes, 1)) {
+        if (!tally_is_sampled(size)) return d->previous.calloc(d->previous.ctx, nelem, elsize);
+        return alloc_slow(d, nelem, elsize, 1, 1);
+    }
+    return alloc_slow(d, nelem, elsize, 1, 0);
 }
 
 static void *
