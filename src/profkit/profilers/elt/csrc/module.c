@@ -88,9 +88,9 @@ ID_METHOD(Recorder_yield, do_leave(self, fid, CLOSE_YIELD))
         return CALL;                                                                    \
     }                                                                                   \
     static ProfkitIdCall NAME = {NAME##_c};
-ID_CALL(idcall_enter, do_enter(self, fid, OPEN_ENTER))
+static ProfkitIdCall idcall_enter = {idcall_enter_c};
+static ProfkitIdCall idcall_leave = {idcall_leave_c};
 ID_CALL(idcall_resume, do_enter(self, fid, OPEN_RESUME))
-ID_CALL(idcall_leave, do_leave(self, fid, CLOSE_LEAVE))
 ID_CALL(idcall_yield, do_leave(self, fid, CLOSE_YIELD))
 
 static PyObject *

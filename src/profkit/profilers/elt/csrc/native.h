@@ -73,6 +73,14 @@
 #define ELT_HIDDEN
 #endif
 
+/* For the hot path's helpers whose callers must not pay a call (each level's prologue
+ * and epilogue are ~10 instructions an event). */
+#if defined(__GNUC__)
+#define ELT_ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define ELT_ALWAYS_INLINE
+#endif
+
 #define CHUNK_NODES 1024
 #define NO_MIN ((int64_t)1 << 62) /* trace.py's tree.NO_MIN */
 
@@ -298,6 +306,9 @@ ELT_HIDDEN uint32_t child_of(Thread *t, Node *parent, uint32_t pnum, uintptr_t f
 ELT_HIDDEN int close_frame(Recorder *self, Thread *t, int64_t now, int close_kind, int lines);
 ELT_HIDDEN int do_enter(Recorder *self, uintptr_t fid, int kind);
 ELT_HIDDEN int do_leave(Recorder *self, uintptr_t fid, int close_kind);
+/* do_enter(OPEN_ENTER) and do_leave(CLOSE_LEAVE) shaped as _idcall.h's C form */
+ELT_HIDDEN int idcall_enter_c(PyObject *owner, uintptr_t fid);
+ELT_HIDDEN int idcall_leave_c(PyObject *owner, uintptr_t fid);
 ELT_HIDDEN int do_c_enter(Recorder *self, uintptr_t fid, uintptr_t caller, PyObject *callable);
 ELT_HIDDEN int do_c_leave(Recorder *self, uintptr_t fid, uintptr_t caller);
 
