@@ -170,7 +170,7 @@ def test_the_end_of_run_tree_imports_no_dataclasses_nor_typing(tmp_path: Path) -
     )
     assert "profkit.report.text" in loaded  # the tree was printed before the handler ran
     heavy = {"dataclasses", "inspect", "ast", "dis", "tokenize", "typing", "argparse", "re"}
-    heavy |= {"signal", "enum", "profkit.report.flat", "profkit.report.stats"}  # (issue #26)
+    heavy |= {"signal", "enum", "array", "profkit.report.flat", "profkit.report.stats"}  # (#26)
     assert sorted(loaded & heavy) == []
 
 

@@ -4,13 +4,16 @@ read in one place."""
 
 from __future__ import annotations
 
-from array import array
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 
 from profkit.api.names import INTERNAL_MODULES
 from profkit.calltree.model import CallNode, CallProfile, Frame
 from profkit.report.shown import Columns, Hiding, self_times
 from profkit.report.tree import matches
+
+TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
+if TYPE_CHECKING:
+    from array import array
 
 __all__ = [
     "INTERNAL_MODULES",
@@ -115,6 +118,17 @@ def is_import(frame: Frame) -> bool:
     return frame.file.startswith(_IMPORT_FILES) or matches(frame.name, _IMPORT_NAMES)
 
 
+def _int64_copy(values: Sequence[int]) -> memoryview[int] | array[int]:
+    """``values`` as int64s of their own: the recorder's column (a cast memoryview) copied
+    as bytes, without loading the array module (~1 M instructions of every end-of-run
+    tree; issue #26); any other sequence through ``array``."""
+    if isinstance(values, memoryview) and values.format == "q" and values.c_contiguous:
+        return memoryview(bytearray(values)).cast("q")
+    from array import array
+
+    return array("q", values)
+
+
 def _inclusive_by_frame(root: CallNode, wanted: set[int]) -> dict[int, int]:
     """Summed inclusive time of every node of the ``wanted`` frames (a frame nested in
     itself counts twice, which only makes :func:`heavy_imports` stricter); over the
@@ -124,7 +138,7 @@ def _inclusive_by_frame(root: CallNode, wanted: set[int]) -> dict[int, int]:
     flat = columns() if columns is not None else None
     if flat is not None:
         parents, frame_of, exclusive = flat
-        inclusive = array("q", exclusive)  # not a list: an int object a row (40 bytes)
+        inclusive = _int64_copy(exclusive)  # not a list: an int object a row (40 bytes)
         for row in range(len(frame_of) - 1, 0, -1):
             inclusive[parents[row]] += inclusive[row]
             if frame_of[row] in wanted:

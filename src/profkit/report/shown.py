@@ -20,7 +20,6 @@ without making a node.
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Callable, Sequence
 
 from profkit.calltree.model import CallNode
@@ -192,7 +191,9 @@ def _self_times_rows(
     # Each row's nearest shown frame (itself when shown), in an int32 array (the rows'
     # frame indices are int32): a list held an int object a row, 40 bytes, and was the
     # end-of-run peak on large trees (pytest of sympy's test_arit, 1.2 M rows: +35 MB).
-    owners = array("i", [ROOT]) * len(frames)
+    # A cast memoryview, as fast as an array.array: loading the array module cost ~1 M
+    # instructions of every end-of-run tree (issue #26). Every byte 0xff: each row ROOT.
+    owners = memoryview(bytearray(b"\xff" * (4 * len(frames)))).cast("i")
     anywhere, under_root = hiding.anywhere, hiding.under_root
     known = len(anywhere)
     get = out.get

@@ -27,7 +27,6 @@ Stdlib only, and no ``json``: this runs before the program starts, on every run.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import sys
 import time
@@ -54,6 +53,7 @@ HEADER = "profkit calibration cache 1"
 #: Larger costs (ns a call) are not believed: a corrupt file, or a run stopped in a debugger.
 MAX_NS = 1_000_000.0
 _OFF = ("0", "off", "no", "false")
+_INF = float("inf")
 
 
 def directory(environ: Mapping[str, str] = os.environ) -> str | None:
@@ -158,7 +158,8 @@ class CostCache:
                 when, *ns = (float(x) for x in fields)
             except ValueError:
                 continue
-            if all(math.isfinite(x) and 0.0 <= x <= MAX_NS for x in ns) and math.isfinite(when):
+            # (comparisons refuse NaN and the infinities: no math module to load for it)
+            if all(0.0 <= x <= MAX_NS for x in ns) and -_INF < when < _INF:
                 out.append((when, Costs(*ns)))
         return out[-KEEP:]
 
