@@ -2,7 +2,7 @@
 
 The page reads like the text report's folded tree (:mod:`profkit.report`): profkit's own
 frames are hidden by the same rules (:func:`~profkit.report.rules.hiding_rules`), the
-program's own frames are the ones :func:`~profkit.report.own.own_frames` names, and the hot
+program's own frames are the ones :func:`~profkit.report.rules.own_frames` names, and the hot
 spots are the report's (:class:`~profkit.report.rules.ThreadRules`). Library and import
 frames are not dropped here but flagged, so the browser can fold them into expandable
 groups ("N frames hidden (sympy, <built-in>)") and open one on a click.
@@ -21,8 +21,7 @@ import os
 from typing import Any
 
 from profkit.calltree.model import CallProfile, Frame
-from profkit.report.own import own_frames
-from profkit.report.rules import ThreadRules, c_functions, hiding_rules, is_import
+from profkit.report.rules import ThreadRules, c_functions, hiding_rules, is_import, own_frames
 from profkit.report.shown import Hiding, ShownNode, shown_tree
 from profkit.report.shown import total_ns as shown_total
 

@@ -29,8 +29,7 @@ from profkit.report.deep import (
     fold_chain,
     tree_prefix,
 )
-from profkit.report.own import own_frames
-from profkit.report.rules import ThreadRules
+from profkit.report.rules import ThreadRules, own_frames
 from profkit.report.shown import ShownNode, shown_tree
 from profkit.report.shown import total_ns as shown_total
 from profkit.report.tree import display_names, parse_prefixes
