@@ -22,6 +22,10 @@ from profkit.collect.base import Capabilities
 from profkit.collect.context import BackendContext
 from profkit.heap.sampler import Allocation, AllocationSampler, Free, TypeNames, _heaphook
 
+TYPE_CHECKING = False  # typing's names for type checkers only (profkit run's start-up)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 CAPABILITIES = Capabilities(
     events=EventMask.OBJECT_ALLOCATED, cheap_filter=True, all_threads=True, full_exceptions=False
 )
@@ -49,6 +53,8 @@ class HeapEvents:
         self._busy = threading.Lock()
         self._pid = os.getpid()
         self._started = False
+        #: the gc.callbacks entry: the hooks' own in C (no Python call per collection)
+        self._gc_hook: Callable[[str, dict[str, int]], object] = self._on_gc
 
     def start(self) -> None:
         if self._started:
@@ -57,15 +63,16 @@ class HeapEvents:
         self._started = True
         if self.sampler.native:
             _heaphook.set_notify(self.flush, BATCH)
-        gc.callbacks.append(self._on_gc)
+            self._gc_hook = _heaphook.on_gc  # as _on_gc, in C: calls flush
+        gc.callbacks.append(self._gc_hook)
 
     def stop(self) -> None:
         if not self._started:
             return
         if self.sampler.native:
             _heaphook.set_notify(None, 0)
-        if self._on_gc in gc.callbacks:
-            gc.callbacks.remove(self._on_gc)
+        if self._gc_hook in gc.callbacks:
+            gc.callbacks.remove(self._gc_hook)
         self.flush(final=True)
         self.sampler.stop()
         self._started = False
