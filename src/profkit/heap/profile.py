@@ -19,9 +19,9 @@ pass finds the event at which the live estimate peaks, the second replays up to 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from types import CodeType
 
+from profkit._record import field, record
 from profkit.api.names import module_of
 from profkit.calltree.model import LogEntry, replay
 from profkit.heap.sampler import Allocation, Event, StackFrame, Strata
@@ -34,7 +34,7 @@ NamedStack = tuple[str, ...]
 UNATTRIBUTED = "[unattributed]"
 
 
-@dataclass
+@record
 class MemoryProfile:
     """Estimated bytes by stack (outermost first) for the three metrics, and the totals."""
 

@@ -24,12 +24,15 @@ from __future__ import annotations
 
 import os
 import threading
-import tracemalloc
-from dataclasses import dataclass
 from types import CodeType
 
+from profkit._record import record
 from profkit.api.strata import Strata, Stratum, StratumKey
 from profkit.heap.typenames import TypeNames
+
+TYPE_CHECKING = False  # tracemalloc (with fnmatch, re, linecache, tokenize, pickle) is imported
+if TYPE_CHECKING:  # by the fallback only, when it runs: not in memory mode's start-up
+    import tracemalloc
 
 _IMPORT_ERROR: str | None = None
 try:
@@ -44,7 +47,7 @@ DEFAULT_MEAN_BYTES = 512 * 1024
 StackFrame = tuple[CodeType, int]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)  # not dataclasses: memory mode's start-up (no inspect, ast, dis, re)
 class Allocation:
     """A sampled allocation: ``weight`` bytes of the estimate stand behind it."""
 
@@ -60,7 +63,7 @@ class Allocation:
     type_words: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)  # not dataclasses: memory mode's start-up (no inspect, ast, dis, re)
 class Free:
     """The sampled block ``id`` was freed: its lifetime (and its id) ends here."""
 
@@ -135,6 +138,8 @@ class AllocationSampler:
             if self.native:
                 _heaphook.start(self.mean_bytes)
             else:
+                import tracemalloc
+
                 tracemalloc.start(64)
             self._running = True
             _ACTIVE[0] = self
@@ -150,6 +155,8 @@ class AllocationSampler:
                 if not _heaphook.stop():
                     return False
             else:
+                import tracemalloc
+
                 tracemalloc.stop()
             self._running = False
             _ACTIVE[0] = None
@@ -176,7 +183,11 @@ class AllocationSampler:
 
     def peak_traced(self) -> int | None:
         """tracemalloc's own peak (fallback only): the native path estimates it from samples."""
-        if not self.native and tracemalloc.is_tracing():
+        if self.native:
+            return None
+        import tracemalloc
+
+        if tracemalloc.is_tracing():
             return tracemalloc.get_traced_memory()[1]
         return None
 
@@ -184,6 +195,8 @@ class AllocationSampler:
         # tracemalloc's traces have no identity: blocks with the same size and traceback are
         # counted, and a count that grows (shrinks) since the last drain becomes allocations
         # (frees) of synthetic ids.
+        import tracemalloc
+
         if not tracemalloc.is_tracing():
             return []
         snapshot = tracemalloc.take_snapshot()

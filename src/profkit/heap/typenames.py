@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Final
+
+TYPE_CHECKING = False  # typing's names for type checkers only: memory mode's start-up
+if TYPE_CHECKING:  # imports no typing (its objects would sit in the program's tracked heap)
+    from typing import Final
 
 #: A type whose ``__module__`` / ``__qualname__`` could not be read as strings. Parenthesised
 #: like ``(buffer)``: no real ``module.qualname`` looks like it.

@@ -32,7 +32,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from profkit.api import EventMask
 from profkit.api.ids import FunctionId, ObjectId, ThreadId
@@ -42,6 +41,10 @@ from profkit.calltree.building import tree_of
 from profkit.calltree.model import CallProfile, Frame, ThreadTree, replay
 from profkit.profilers.base import SettingsProfiler
 from profkit.profilers.elt.names import full_name
+
+TYPE_CHECKING = False  # typing's names for type checkers only: memory mode's start-up
+if TYPE_CHECKING:  # imports no typing (its objects would sit in the program's tracked heap)
+    from typing import Any
 
 #: metadata["metric"] of a memory profile's trees: what their weights are
 METRIC = "alloc_bytes"
