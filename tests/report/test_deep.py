@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 
 from profkit.calltree.model import CallNode, CallProfile, Frame, ThreadTree
-from profkit.report.deep import KEEP_BOTTOM, KEEP_TOP, MAX_LEVELS
+from profkit.report.shown import KEEP_BOTTOM, KEEP_TOP, MAX_LEVELS
 from profkit.report.text import render_tree
 from tests.calltree.strategies import deep_profile
 

@@ -5,7 +5,7 @@ header and its tree; children are sorted by inclusive time. Columns (total, self
 calls) come first so the tree can take whatever width is left; on a terminal, names too
 long for it are cut from the left (the end of ``module.qualname`` says most) but never
 below :data:`MIN_NAME` characters. Without a width (a file, a pipe) names are shown in
-full. Deep trees stay linear in size (:mod:`~profkit.report.deep`): long single-child
+full. Deep trees stay linear in size (:mod:`~profkit.report.shown`): long single-child
 chains (a recursion) fold to one line between their ends, and past a bounded indent a
 line shows its depth as ``[N]``.
 
@@ -21,16 +21,17 @@ from collections.abc import Callable, Iterable
 from profkit._text import escape
 from profkit.calltree.model import CallProfile
 from profkit.report._fmt import Palette, column_header, fit, format_ns, value_formatter
-from profkit.report.deep import (
+from profkit.report.rules import ThreadRules, own_frames
+from profkit.report.shown import (
     KEEP_TOP,
     MAX_LEVELS,
     DeepFold,
+    ShownNode,
     deep_chain,
     fold_chain,
+    shown_tree,
     tree_prefix,
 )
-from profkit.report.rules import ThreadRules, own_frames
-from profkit.report.shown import ShownNode, shown_tree
 from profkit.report.shown import total_ns as shown_total
 from profkit.report.tree import display_names, parse_prefixes
 
@@ -331,7 +332,7 @@ class _View:
     ) -> bool:
         """Below ``node``, the :data:`KEEP_TOP`-th link of a chain of single children: a
         fold line and the chain's lower end, when the chain goes on long enough (see
-        :mod:`~profkit.report.deep`). Each chain is walked once, from that node."""
+        :mod:`~profkit.report.shown`). Each chain is walked once, from that node."""
         if self.runs.get(id(node), 0) != KEEP_TOP:
             return False
         found = fold_chain(deep_chain(node, self._only_child, self._room_below(depth)))
