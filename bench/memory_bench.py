@@ -2,6 +2,7 @@
 
     python bench/memory_bench.py               # best of 3
     python bench/memory_bench.py --repeat 1    # quick look
+    python bench/memory_bench.py --callgrind   # instructions instead (valgrind; deterministic)
 
 The workload (written to ``bench/_work/memory/workload.py``) has two allocating functions:
 
@@ -28,6 +29,12 @@ Then accuracy, of every run (not only the best), against truths measured in this
 * the peak of a program holding 64 MiB in 1 MiB blocks (``peak.py``, then 50,000 small
   strings after the blocks are dropped): profkit at the default mean against memray's
   (``FileReader.metadata.peak_memory``), one pair of runs per repeat.
+
+``--callgrind``: instructions instead of times, for a loaded machine where CPU time is noisy.
+Each row runs under callgrind twice, with the two functions and without them
+(``BENCH_SKIP_WORK=1``, all else the same); the difference is the functions' instructions
+with whatever the profiler adds while they run, and its handling of their samples at the
+end. ``--callgrind-div N`` runs 1/N of the workload (N=5: about a minute a row).
 """
 
 from __future__ import annotations
@@ -48,18 +55,20 @@ WORKLOAD = """\
 import os, sys, time, tracemalloc
 
 KEEP_ALL = os.environ.get("BENCH_KEEP_ALL") == "1"
+SKIP_WORK = os.environ.get("BENCH_SKIP_WORK") == "1"  # --callgrind's baseline run
+DIV = int(os.environ.get("BENCH_DIV", "1"))  # --callgrind-div
 TRACE = os.environ.get("BENCH_TRACEMALLOC") == "1"
 held = []
 
 def buffers():
-    for i in range(400):
+    for i in range(400 // DIV):
         b = bytearray(250_000)
         if KEEP_ALL or i % 4 == 0:
             held.append(b)
 
 def records():
-    out = [None] * 300_000  # no list growth (its reallocations are allocations too)
-    for i in range(300_000):
+    out = [None] * (300_000 // DIV)  # no list growth (its reallocations are allocations too)
+    for i in range(300_000 // DIV):
         out[i] = ((i, i + 1), {"k": i}, str(i))  # no temporaries: allocated = kept
     if KEEP_ALL:
         held.append(out)
@@ -78,7 +87,7 @@ def main():
             f()
             result[f.__name__] = tracemalloc.get_traced_memory()[0] - before
         tracemalloc.stop()
-    else:
+    elif not SKIP_WORK:
         buffers()
         records()
     result["work_s"] = time.perf_counter() - start
@@ -156,6 +165,8 @@ def main() -> None:
 def bench(tmp: Path) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--callgrind", action="store_true", help="instructions, not times")
+    parser.add_argument("--callgrind-div", type=int, default=1, metavar="N")
     args = parser.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
     script = WORK / "workload.py"
@@ -174,6 +185,9 @@ def bench(tmp: Path) -> None:
         "memray": None if memray_available() else
         [py, "-m", "memray", "run", "-q", "-f", "-o", str(tmp / "m.bin"), str(script)],
     }  # fmt: skip
+    if args.callgrind:
+        callgrind(rows, env, args.callgrind_div)
+        return
     best: dict[str, tuple[float, float, float]] = {}
     extra: dict[str, dict[str, float]] = {}
     #: per run: (profkit row, its self bytes by function, its peak) and tracemalloc's peak
@@ -244,6 +258,34 @@ def bench(tmp: Path) -> None:
             else f"memray not available ({memray_available()})"
         )
         print(f"  run {i} profkit {ours / 2**20:.2f} MiB vs {against}")
+
+
+def callgrind(rows: dict[str, list[str] | None], env: dict[str, str], div: int) -> None:
+    """Each row's instructions for the two functions (a run with them minus one without),
+    ÷ bare's, all in this run."""
+    import re
+
+    def instructions(cmd: list[str], skip: bool) -> int:
+        run_env = env | {"BENCH_DIV": str(div)} | ({"BENCH_SKIP_WORK": "1"} if skip else {})
+        vg = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd]
+        out = subprocess.run(vg, env=run_env, capture_output=True, text=True, check=False)
+        found = re.search(r"Collected : (\d+)", out.stderr)
+        if out.returncode != 0 or found is None:
+            raise RuntimeError(f"{cmd[:4]}... under callgrind: {out.stderr.strip()[-300:]}")
+        return int(found.group(1))
+
+    print(f"python {sys.version.split()[0]}, callgrind, 1/{div} of the workload: instructions"
+          " of the two functions (a run with them minus one without), ratios to bare")  # fmt: skip
+    bare = 0
+    for name, cmd in rows.items():
+        if name == "tracemalloc":
+            continue  # its tracing starts inside the workload: not a run-time row here
+        if cmd is None:
+            print(f"{name:<16} not available ({memray_available()})")
+            continue
+        work = instructions(cmd, False) - instructions(cmd, True)
+        bare = bare or work
+        print(f"{name:<16} {work / 1e6:10.1f} M  {work / bare:6.3f}")
 
 
 #: the profkit rows whose profiles are read for accuracy, and their files
