@@ -14,6 +14,7 @@ each tool's fixed start/exit cost (measured on an empty script) out of both side
     python bench/elt_bench.py --hot-path               # ns per enter+leave; per event vs cProfile
     python bench/elt_bench.py --real --repeat 3        # sympy and json.tool: wall, CPU, peak RSS
     python bench/elt_bench.py --real --pytest          # ... and pytest on sympy's test_arit
+    python bench/elt_bench.py --real --instructions    # sympy under callgrind (decides)
     python bench/elt_bench.py --sampling-ab 21         # sampling overhead, A/B in-process
     python bench/elt_bench.py --sampling-ab 11 --scale 5   # ... over longer runs
 
@@ -586,6 +587,77 @@ def real_programs(python: str, repeat: int = 1, with_pytest: bool = False) -> No
             _real_table(f"{version} {name}", best, repeat)
 
 
+#: callgrind dumps a part when each of these starts: what comes after is the tool's end of
+#: run (profkit: the stop, the export, the tree, the save; cProfile: its ``-o`` dump), and
+#: the interpreter's exit, which bare pays too.
+_END_OF_RUN = {"profkit trace": "Recorder_stop", "cProfile": "profiler_disable"}
+
+
+def real_instructions(python: str) -> None:
+    """Bare, cProfile and profkit trace on the sympy program under callgrind: instructions
+    are deterministic where a loaded machine's CPU times are not (±10-20 %), so this is the
+    row that decides. Each tool's total, its instructions added over bare ÷ cProfile's, and
+    the part after its profiler stopped (the end of run, exit included), split off with
+    ``--dump-before`` (``_END_OF_RUN``). A run takes minutes (valgrind is ~50× slower)."""
+    if shutil.which("valgrind") is None:
+        print("--instructions needs valgrind (callgrind)")
+        return
+    version = subprocess.run(
+        [python, "-c", "import sys; print(sys.version.split()[0])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    if subprocess.run([python, "-c", "import sympy"], capture_output=True).returncode != 0:
+        print(f"{version}: sympy is not installed for {python}: skipped (pip install sympy)")
+        return
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("PROFKIT_") and k != "PYTHONDONTWRITEBYTECODE"
+    }
+    env["PYTHONHASHSEED"] = "0"
+    with tempfile.TemporaryDirectory(prefix="profkit-real-cg-") as tmp:
+        script = os.path.join(tmp, "sympy_work.py")
+        Path(script).write_text(REAL_PROGRAMS["sympy"])
+        cmds = {k: v for k, v in _real_commands(python, [script], tmp).items() if v}
+        cmds.pop("pyinstrument", None)
+        for cmd in cmds.values():  # byte code written, calibration cached: as in the timings
+            subprocess.run(cmd, env=env, capture_output=True, check=True)
+        counts: dict[str, tuple[int, int]] = {}
+        for tool, cmd in cmds.items():
+            out = os.path.join(tmp, f"cg.{len(counts)}")
+            grind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
+            if tool in _END_OF_RUN:
+                grind.append(f"--dump-before={_END_OF_RUN[tool]}")
+            subprocess.run([*grind, *cmd], env=env, capture_output=True, check=True)
+            parts = [
+                _callgrind_total(Path(p)) for p in sorted(Path(tmp).glob(f"cg.{len(counts)}*"))
+            ]
+            # the last part written (``out`` itself) is the one after the last dump
+            last = _callgrind_total(Path(out))
+            counts[tool] = (sum(parts), last if len(parts) > 1 else 0)
+    bare = counts["bare"][0]
+    c_added = counts["cProfile"][0] - bare
+    print(f"\n{version} sympy: instructions (callgrind), whole process")
+    print(f"  {'tool':<16}{'total':>10}{'× bare':>8}{'added':>10}{'over/cP':>9}{'end of run':>12}")
+    for tool, (total, end) in counts.items():
+        added = total - bare
+        end_text = f"{end / 1e9:>11.2f}G" if end else f"{'':>12}"
+        print(
+            f"  {tool:<16}{total / 1e9:>9.2f}G{total / bare:>7.2f}×{added / 1e9:>9.2f}G"
+            f"{added / c_added if c_added > 0 else 0.0:>8.2f}×{end_text}"
+        )
+
+
+def _callgrind_total(dump: Path) -> int:
+    """The instructions of one callgrind dump (its ``summary:`` line)."""
+    for line in dump.read_text(errors="replace").splitlines():
+        if line.startswith(("summary:", "totals:")):
+            return int(line.split()[1])
+    raise SystemExit(f"no summary in the callgrind dump {dump}")
+
+
 def _sympy_test_arit(python: str) -> str | None:
     """The path of sympy's core/tests/test_arit.py for ``python``, if sympy and pytest are
     installed there."""
@@ -687,7 +759,16 @@ def main() -> int:
         action="store_true",
         help="only the real programs (sympy, json.tool on 8 MB): wall and peak RSS, one run",
     )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="--real: sympy's instructions under callgrind instead (deterministic; minutes)",
+    )
     args = parser.parse_args()
+    if args.real and args.instructions:
+        for python in args.python or [sys.executable]:
+            real_instructions(python)
+        return 0
     if args.real:
         for python in args.python or [sys.executable]:
             real_programs(python, args.repeat or 1, args.pytest)
