@@ -53,3 +53,14 @@ def test_wheel_holds_the_extension_and_the_startup_hook(tmp_path: Path) -> None:
     assert "profkit_startup.pth" in names
     assert "profkit/py.typed" in names  # profiler authors get profkit's types (PEP 561)
     assert "-py3-none-any" not in wheel.name  # a platform wheel: it carries C
+    # the `profkit` command is a plain script (launcher/profkit), not an entry point whose
+    # pip-written wrapper imports re: installers rewrite its `#!python` and keep it executable
+    script = f"{wheel.name.split('-')[0]}-{wheel.name.split('-')[1]}.data/scripts/profkit"
+    assert script in names
+    info = zipfile.ZipFile(wheel).getinfo(script)
+    assert zipfile.ZipFile(wheel).read(script).startswith(b"#!python\n")
+    assert (info.external_attr >> 16) & 0o111, oct(info.external_attr >> 16)
+    assert not any(
+        n.endswith("entry_points.txt") and b"console_scripts" in zipfile.ZipFile(wheel).read(n)
+        for n in names
+    )
