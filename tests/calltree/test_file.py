@@ -159,6 +159,16 @@ def test_every_truncation_of_a_small_file_is_a_clean_error() -> None:
             file.loads(raw[:cut], path="x.json")
 
 
+def test_a_file_cut_inside_a_string_is_truncated_and_said_once() -> None:
+    raw = _bytes()
+    cut = raw.index(b'"', raw.index(b'"frames"') + len(b'"frames"')) + 2
+    with pytest.raises(ProfileDataError) as caught:
+        file.loads(raw[:cut], path="x.json")
+    assert caught.value.kind == "truncated"
+    message = str(caught.value)
+    assert "Unterminated string starting at column" in message and "at at" not in message
+
+
 def test_truncated_and_mutated_gzip() -> None:
     raw = gzip.compress(_bytes(), mtime=0)
     rng = random.Random(4)

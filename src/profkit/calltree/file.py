@@ -136,11 +136,15 @@ def _parse(
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        kind: FormatErrorKind = "truncated" if exc.pos >= len(text.rstrip()) else "malformed"
+        # a string left open runs to the end of the text (a newline inside one is an
+        # "Invalid control character"), so it is a cut file like any other end reached early
+        cut = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
+        kind: FormatErrorKind = "truncated" if cut else "malformed"
         where = " (in the decompressed data)" if compressed else ""
+        # json's "Unterminated string starting at" already ends with "at"
         raise ProfileDataError(
             kind,
-            f"not valid JSON{where}: {exc.msg} at column {exc.colno}",
+            f"not valid JSON{where}: {exc.msg.removesuffix(' at')} at column {exc.colno}",
             path=path,
             line=exc.lineno,
         ) from None
