@@ -16,7 +16,6 @@ from collections.abc import Callable, Collection, Sequence
 from profkit.api.names import INTERNAL_MODULES
 from profkit.calltree.model import CallNode, CallProfile, Frame
 from profkit.report.shown import Columns, Hiding, self_times
-from profkit.report.tree import matches
 
 TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
 if TYPE_CHECKING:
@@ -43,24 +42,57 @@ def hiding_rules(
     prefixes: tuple[str, ...],
     fold: bool,
     unfolded: Collection[int] = (),
+    *,
+    hidden: list[bool] | None = None,
 ) -> Hiding:
     """The view's rules: profkit's frames (and those outside ``prefixes``) hidden, import
     machinery folded when ``fold``, C functions hidden at the root (see :func:`c_functions`).
 
     ``unfolded``: import frames that stay shown although ``fold`` (those where the time or
-    the bytes themselves are, :func:`heavy_imports`)."""
+    the bytes themselves are, :func:`heavy_imports`). ``hidden``: :func:`hidden_frames` of
+    the same profile and prefixes, when the caller has it already (a view asks for up to
+    three sets of rules; each pass over ~5,000 names cost ~10 M instructions at the end
+    of a run, issue #26)."""
     frames = profile.frames
-    hidden = [
-        matches(f.name, INTERNAL_MODULES)
-        or (f.name.startswith(_LAUNCHER_ROOTS) and f.file.endswith("contextlib.py"))
-        or (bool(prefixes) and not matches(f.name, prefixes))
-        for f in frames
-    ]
+    if hidden is None:
+        hidden = hidden_frames(profile, prefixes)
     imports = [is_import(f) for f in frames] if fold else []
     for frame in unfolded:
         if 0 <= frame < len(imports):
             imports[frame] = False
     return Hiding(len(frames), hidden, imports, c_functions(profile))
+
+
+def hidden_frames(profile: CallProfile, prefixes: tuple[str, ...]) -> list[bool]:
+    """Frames every view hides: profkit's own, the launcher's roots, and (with
+    ``prefixes``) those outside them."""
+    internal = _prefix_test(INTERNAL_MODULES)
+    if not prefixes:
+        return [
+            internal(f.name)
+            or (f.name.startswith(_LAUNCHER_ROOTS) and f.file.endswith("contextlib.py"))
+            for f in profile.frames
+        ]
+    kept = _prefix_test(prefixes)
+    return [
+        internal(f.name)
+        or (f.name.startswith(_LAUNCHER_ROOTS) and f.file.endswith("contextlib.py"))
+        or not kept(f.name)
+        for f in profile.frames
+    ]
+
+
+def _prefix_test(prefixes: tuple[str, ...]) -> Callable[[str], bool]:
+    """:func:`~profkit.report.tree.matches` for one set of prefixes as one or two C calls
+    a name (``name in {...}`` or ``name.startswith((p + ".", ...))``), the same rule:
+    a prefix itself or a name below it."""
+    exact = frozenset(prefixes)
+    below = tuple(p + "." for p in prefixes)
+
+    def test(name: str) -> bool:
+        return name in exact or name.startswith(below)
+
+    return test
 
 
 #: Share of a thread's total above which an import-machinery frame's own time (or bytes)
@@ -105,8 +137,13 @@ class ThreadRules:
         self, profile: CallProfile, prefixes: tuple[str, ...], fold: bool, hot_spots: bool
     ) -> None:
         self.profile, self.prefixes, self.fold, self.hot_spots = profile, prefixes, fold, hot_spots
-        self.hiding = hiding_rules(profile, prefixes, fold)
-        self.unfolded = hiding_rules(profile, prefixes, False) if fold and hot_spots else None
+        self.hidden = hidden_frames(profile, prefixes)
+        self.hiding = hiding_rules(profile, prefixes, fold, hidden=self.hidden)
+        self.unfolded = (
+            hiding_rules(profile, prefixes, False, hidden=self.hidden)
+            if fold and hot_spots
+            else None
+        )
 
     def of(self, root: CallNode) -> tuple[dict[int, int], Hiding]:
         """``(hot spots, rules)`` for the thread whose tree is ``root``."""
@@ -118,12 +155,15 @@ class ThreadRules:
         heavy = heavy_imports(self.profile, root, spots, root.inclusive_ns)
         if not heavy:
             return spots, self.hiding
-        return spots, hiding_rules(self.profile, self.prefixes, True, heavy)
+        return spots, hiding_rules(self.profile, self.prefixes, True, heavy, hidden=self.hidden)
 
 
 def is_import(frame: Frame) -> bool:
     """An import-machinery frame (``<frozen importlib._bootstrap>``): folded by the views."""
-    return frame.file.startswith(_IMPORT_FILES) or matches(frame.name, _IMPORT_NAMES)
+    return frame.file.startswith(_IMPORT_FILES) or _is_import_name(frame.name)
+
+
+_is_import_name = _prefix_test(_IMPORT_NAMES)
 
 
 def _int64_copy(values: Sequence[int]) -> memoryview[int] | array[int]:
@@ -181,16 +221,18 @@ def own_frames(profile: CallProfile, prefixes: tuple[str, ...] = ()) -> list[boo
     ``-m pytest``'s is, or a virtual environment's), and ``prefixes`` (``--prefix``). Read from the profile itself, so a saved profile
     folds the same way wherever it is reported."""
     frames = profile.frames
+    main = _prefix_test(_MAIN_MODULES)
+    given = _prefix_test(prefixes)
     dirs = tuple(
         {
             os.path.dirname(f.file) + os.sep
             for f in frames
-            if matches(f.name, _MAIN_MODULES) and os.path.isabs(f.file) and not _installed(f.file)
+            if main(f.name) and os.path.isabs(f.file) and not _installed(f.file)
         }
     )
     return [
-        matches(f.name, _MAIN_MODULES)
-        or (bool(prefixes) and matches(f.name, prefixes))
+        main(f.name)
+        or (bool(prefixes) and given(f.name))
         or (bool(dirs) and f.file.startswith(dirs) and not _installed(f.file))
         for f in frames
     ]
