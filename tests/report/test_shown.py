@@ -117,3 +117,48 @@ def test_the_end_of_run_tree_reads_only_what_it_prints() -> None:
     text = render_tree(profile, width=None, min_share=0.02, top=8, fold=True)
     assert "app.hot" in text
     assert "… 200 more below 2% of the thread" in text
+
+
+def _rows(root: CallNode) -> tuple[list[int], list[int], list[int]]:
+    """(parents, frames, self times) of ``root``'s tree in pre-order, as a recorder's."""
+    parents, frames, exclusive = [-1], [-1], [root.exclusive_ns]
+    stack = [(child, 0) for child in reversed(root.children.values())]
+    while stack:
+        node, parent = stack.pop()
+        parents.append(parent)
+        frames.append(node.frame)
+        exclusive.append(node.exclusive_ns)
+        row = len(frames) - 1
+        stack.extend((child, row) for child in reversed(node.children.values()))
+    return parents, frames, exclusive
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    profiles(max_frames=6),
+    st.lists(st.booleans(), min_size=6, max_size=6),
+    st.lists(st.booleans(), min_size=6, max_size=6),
+)
+def test_self_times_over_rows_are_the_row_by_row_rule(
+    profile: CallProfile, hidden: list[bool], c_at_root: list[bool]
+) -> None:
+    """Issue #26: the rows' fast path (C functions dropped at the root found by their
+    parents) gives the row-by-row rule's sums, keys in the same order, whether the
+    columns are lists or the recorder's int32/int64 views."""
+    from array import array
+
+    from profkit.report.shown import _self_times_each, _self_times_rows
+
+    hiding = Hiding(len(profile.frames), hidden, (), c_at_root)
+    for thread in profile.threads:
+        parents, frames, exclusive = _rows(thread.root)
+        want = _self_times_each(parents, frames, exclusive, hiding)
+        got = _self_times_rows(parents, frames, exclusive, hiding)
+        assert list(got.items()) == list(want.items())
+        views = (
+            memoryview(array("i", parents)),
+            memoryview(array("i", frames)),
+            memoryview(array("q", exclusive)),
+        )
+        got = _self_times_rows(*views, hiding)
+        assert list(got.items()) == list(want.items())

@@ -37,6 +37,7 @@ size of the profile:
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 
 from profkit.calltree.model import CallNode
@@ -200,10 +201,79 @@ def self_times(root: CallNode, hiding: Hiding) -> dict[int, int]:
     return out
 
 
+#: Most rows dropped at the root for which :func:`_self_times_rows` looks them up one by
+#: one; past it (a ``--prefix`` view) the row-by-row loop is cheaper.
+_MOST_ROOT_DROPPED = 64
+
+
 def _self_times_rows(
     parents: Sequence[int], frames: Sequence[int], exclusive: Sequence[int], hiding: Hiding
 ) -> dict[int, int]:
-    """:func:`self_times` over pre-order rows (row 0 the root; parents before children)."""
+    """:func:`self_times` over pre-order rows (row 0 the root; parents before children).
+
+    Why two paths: the row-by-row rule (:func:`_self_times_each`) tracks every row's
+    nearest shown frame, and was half of the end-of-run tree's instructions (sympy:
+    153,000 rows, issue #26). When no row's frame is dropped anywhere (the hot spots'
+    usual rules: profkit's frames are not in a run's rows), the only dropped rows are
+    C functions directly under the root or under other such rows; those few are found
+    by searching the parent column for their parents (C-level ``bytes.find``), and every
+    other row adds its self time to its own frame in one tight loop. Same result, keys
+    in the same order (hot spots of equal time keep theirs)."""
+    count = len(frames)
+    if count < 2:
+        return {}
+    anywhere, under_root = hiding.anywhere, hiding.under_root
+    known = len(anywhere)
+    used = set(frames[1:])  # one C pass; min() and max() of the column took 4 times longer
+    if min(used) < 0 or max(used) >= known or any(anywhere[frame] for frame in used):
+        return _self_times_each(parents, frames, exclusive, hiding)
+    dropped = _dropped_at_root(parents, frames, under_root)
+    if dropped is None:
+        return _self_times_each(parents, frames, exclusive, hiding)
+    out: dict[int, int] = {}
+    get = out.get
+    start = 1
+    for stop in [*dropped, count]:
+        for frame, own in zip(frames[start:stop], exclusive[start:stop], strict=True):
+            out[frame] = get(frame, 0) + own
+        start = stop + 1
+    return out
+
+
+def _dropped_at_root(
+    parents: Sequence[int], frames: Sequence[int], under_root: Sequence[bool]
+) -> list[int] | None:
+    """The rows dropped as C functions at the root (their parent the root or another
+    such row), in row order, when no row is dropped anywhere; None past
+    :data:`_MOST_ROOT_DROPPED` of them."""
+    if isinstance(parents, memoryview) and parents.format == "i" and parents.c_contiguous:
+        data = parents.tobytes()  # the recorder's column: its int32s, no array module
+    else:
+        from array import array
+
+        data = array("i", parents).tobytes()
+    owners = [0]  # rows whose nearest shown frame is the root: their children may drop
+    dropped: list[int] = []
+    for row in owners:
+        pattern = row.to_bytes(4, sys.byteorder, signed=True)
+        at = data.find(pattern, 4 * (row + 1))
+        while at != -1:
+            if not at % 4:
+                child = at // 4
+                if under_root[frames[child]]:
+                    dropped.append(child)
+                    owners.append(child)
+                    if len(dropped) > _MOST_ROOT_DROPPED:
+                        return None
+            at = data.find(pattern, at + 1)
+    dropped.sort()
+    return dropped
+
+
+def _self_times_each(
+    parents: Sequence[int], frames: Sequence[int], exclusive: Sequence[int], hiding: Hiding
+) -> dict[int, int]:
+    """:func:`_self_times_rows` row by row: each row's nearest shown frame, kept."""
     out: dict[int, int] = {}
     # Each row's nearest shown frame (itself when shown), in an int32 array (the rows'
     # frame indices are int32): a list held an int object a row, 40 bytes, and was the
