@@ -207,13 +207,18 @@ class _Drain:
         self.sock.close()
 
 
-def bench(python: str, repeat: int, names: list[str], peers: list[str] | None = None) -> None:
-    version = subprocess.run(
-        [python, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
+def _version_of(python: str) -> str:
+    """``python``'s version, e.g. ``3.12.1``, for the headings (one subprocess)."""
+    return subprocess.run(
+        [python, "-c", "import sys; print(sys.version.split()[0])"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout.strip()
+
+
+def bench(python: str, repeat: int, names: list[str], peers: list[str] | None = None) -> None:
+    version = _version_of(python)
     print(f"\n=== Python {version} ({python}) — best of {repeat} whole-process runs ===")
     drain = _Drain()
     try:
@@ -546,12 +551,7 @@ def real_programs(python: str, repeat: int = 1, with_pytest: bool = False) -> No
     RSS (the best of ``repeat`` runs each, runs of the tools interleaved). ``with_pytest``
     adds pytest running sympy's ``core/tests/test_arit.py`` (~15 s bare, ~1.2 million
     call-tree nodes: the largest tree of the set, so the peak-memory case)."""
-    version = subprocess.run(
-        [python, "-c", "import sys; print(sys.version.split()[0])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    version = _version_of(python)
     with tempfile.TemporaryDirectory(prefix="profkit-real-") as tmp:
         programs: dict[str, list[str]] = {}
         check = subprocess.run([python, "-c", "import sympy"], capture_output=True, check=False)
@@ -602,12 +602,7 @@ def real_instructions(python: str) -> None:
     if shutil.which("valgrind") is None:
         print("--instructions needs valgrind (callgrind)")
         return
-    version = subprocess.run(
-        [python, "-c", "import sys; print(sys.version.split()[0])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    version = _version_of(python)
     if subprocess.run([python, "-c", "import sympy"], capture_output=True).returncode != 0:
         print(f"{version}: sympy is not installed for {python}: skipped (pip install sympy)")
         return
