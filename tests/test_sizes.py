@@ -29,8 +29,6 @@ ALLOWED: dict[str, str] = {
     " the result build in one function; splits with flat.c",
     "profilers/elt/csrc/tree.c::enter_call": "the per-call hot path (issue #22 measured it); a"
     " split must be shown no slower by bench/ first",
-    "profilers/elt/csrc/compensate.c::native_compensate_rows": "one pass over the rows whose"
-    " steps share six locals; 3 lines over",
     "monitor/_closes.c": "the monitor's C twin of functions.py in one unit; 14 lines over",
     "monitor/_closes.c::close_line": "parses and closes one line in one pass (the hot loop);"
     " its parse half is to move to a helper",
