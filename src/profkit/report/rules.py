@@ -13,7 +13,7 @@ import itertools
 import os
 from collections.abc import Callable, Collection, Sequence
 
-from profkit.api.names import INTERNAL_MODULES
+from profkit.api.names import INTERNAL_MODULES, prefix_test
 from profkit.calltree.model import CallNode, CallProfile, Frame
 from profkit.report.shown import Columns, Hiding, self_times
 
@@ -66,33 +66,14 @@ def hiding_rules(
 def hidden_frames(profile: CallProfile, prefixes: tuple[str, ...]) -> list[bool]:
     """Frames every view hides: profkit's own, the launcher's roots, and (with
     ``prefixes``) those outside them."""
-    internal = _prefix_test(INTERNAL_MODULES)
-    if not prefixes:
-        return [
-            internal(f.name)
-            or (f.name.startswith(_LAUNCHER_ROOTS) and f.file.endswith("contextlib.py"))
-            for f in profile.frames
-        ]
-    kept = _prefix_test(prefixes)
+    internal = prefix_test(INTERNAL_MODULES)
+    kept = prefix_test(prefixes) if prefixes else None
     return [
         internal(f.name)
         or (f.name.startswith(_LAUNCHER_ROOTS) and f.file.endswith("contextlib.py"))
-        or not kept(f.name)
+        or (kept is not None and not kept(f.name))
         for f in profile.frames
     ]
-
-
-def _prefix_test(prefixes: tuple[str, ...]) -> Callable[[str], bool]:
-    """:func:`~profkit.report.tree.matches` for one set of prefixes as one or two C calls
-    a name (``name in {...}`` or ``name.startswith((p + ".", ...))``), the same rule:
-    a prefix itself or a name below it."""
-    exact = frozenset(prefixes)
-    below = tuple(p + "." for p in prefixes)
-
-    def test(name: str) -> bool:
-        return name in exact or name.startswith(below)
-
-    return test
 
 
 #: Share of a thread's total above which an import-machinery frame's own time (or bytes)
@@ -163,7 +144,7 @@ def is_import(frame: Frame) -> bool:
     return frame.file.startswith(_IMPORT_FILES) or _is_import_name(frame.name)
 
 
-_is_import_name = _prefix_test(_IMPORT_NAMES)
+_is_import_name = prefix_test(_IMPORT_NAMES)
 
 
 def _int64_copy(values: Sequence[int]) -> memoryview[int] | array[int]:
@@ -221,8 +202,8 @@ def own_frames(profile: CallProfile, prefixes: tuple[str, ...] = ()) -> list[boo
     ``-m pytest``'s is, or a virtual environment's), and ``prefixes`` (``--prefix``). Read from the profile itself, so a saved profile
     folds the same way wherever it is reported."""
     frames = profile.frames
-    main = _prefix_test(_MAIN_MODULES)
-    given = _prefix_test(prefixes)
+    main = prefix_test(_MAIN_MODULES)
+    given = prefix_test(prefixes)
     dirs = tuple(
         {
             os.path.dirname(f.file) + os.sep
