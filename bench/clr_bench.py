@@ -23,9 +23,7 @@ Needs mono's ``mcs`` and a .NET host (``dotnetcore2``, ``PROFKIT_DOTNET`` or ``d
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shutil
 import socket
 import statistics
 import subprocess
@@ -34,6 +32,9 @@ import threading
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))
+from dotnet_sample_common import build_cs
+
 from profkit.clr.environment import profiler_environment
 from profkit.clr.host import find_host
 from profkit.clr.result import load_result
@@ -41,26 +42,10 @@ from profkit.settings import Settings
 
 HERE = Path(__file__).parent
 WORK = HERE / "_work" / "clr"
-RUNTIMECONFIG = {
-    "runtimeOptions": {
-        "framework": {"name": "Microsoft.NETCore.App", "version": "3.1.0"},
-        "configProperties": {"System.Globalization.Invariant": True},
-    }
-}
 
 
 def build() -> Path:
-    mcs = shutil.which("mcs")
-    if mcs is None:
-        sys.exit("clr_bench: mcs (mono-mcs) is not installed")
-    WORK.mkdir(parents=True, exist_ok=True)
-    dll = WORK / "CallDense.dll"
-    subprocess.run(
-        [mcs, "-nologo", "-optimize+", f"-out:{dll}", str(HERE / "clr" / "CallDense.cs")],
-        check=True,
-    )
-    (WORK / "CallDense.runtimeconfig.json").write_text(json.dumps(RUNTIMECONFIG))
-    return dll
+    return build_cs(HERE / "clr" / "CallDense.cs", WORK)
 
 
 def timed(cmd: list[str], env: dict[str, str]) -> float:

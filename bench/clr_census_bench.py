@@ -20,38 +20,23 @@ Needs mono's ``mcs`` and a .NET host (``dotnetcore2``, ``PROFKIT_DOTNET`` or ``d
 from __future__ import annotations
 
 import argparse
-import json
 import re
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))
+from dotnet_sample_common import build_cs
+
 from profkit.clr.host import find_host
 
 HERE = Path(__file__).parent
 WORK = HERE / "_work" / "clr_census"
-RUNTIMECONFIG = {
-    "runtimeOptions": {
-        "framework": {"name": "Microsoft.NETCore.App", "version": "3.1.0"},
-        "configProperties": {"System.Globalization.Invariant": True},
-    }
-}
 
 
 def build() -> Path:
-    mcs = shutil.which("mcs")
-    if mcs is None:
-        sys.exit("clr_census_bench: mcs (mono-mcs) is not installed")
-    WORK.mkdir(parents=True, exist_ok=True)
-    dll = WORK / "CensusMillion.dll"
-    subprocess.run(
-        [mcs, "-nologo", "-optimize+", f"-out:{dll}", str(HERE / "clr" / "CensusMillion.cs")],
-        check=True,
-    )
-    (WORK / "CensusMillion.runtimeconfig.json").write_text(json.dumps(RUNTIMECONFIG))
-    return dll
+    return build_cs(HERE / "clr" / "CensusMillion.cs", WORK)
 
 
 def own_gc_ms(stdout: str) -> float:

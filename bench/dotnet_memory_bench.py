@@ -31,7 +31,6 @@ one stratum is split between them by their samples (a relative error of ~sqrt(me
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import resource
@@ -41,7 +40,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from dotnet_sample_common import RUNTIMECONFIG, WORK, host, load_avg, profkit
+from dotnet_sample_common import WORK, build_cs, host, load_avg, profkit
 
 from profkit.calltree.file import load
 from profkit.calltree.model import CallProfile
@@ -52,11 +51,7 @@ COUNTS = re.compile(r"counts big=(\d+) small=(\d+) total=(-?\d+) cpu_ms=(\d+)")
 
 
 def build(source: Path = SOURCE) -> Path:
-    dll = WORK / f"{source.stem}.dll"
-    WORK.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["mcs", "-nologo", "-optimize+", f"-out:{dll}", str(source)], check=True)
-    (WORK / f"{source.stem}.runtimeconfig.json").write_text(json.dumps(RUNTIMECONFIG))
-    return dll
+    return build_cs(source, WORK)
 
 
 def counts(stderr: str) -> tuple[int, int, int, int]:

@@ -1,4 +1,5 @@
-"""Shared by the .NET sampling benches: build tests/dotnet/programs/Sampled.cs, find a host."""
+"""Shared by the .NET benches: compile a C# program with mcs beside its runtimeconfig, find a
+host. Sampling benches build tests/dotnet/programs/Sampled.cs (``build``)."""
 
 from __future__ import annotations
 
@@ -21,16 +22,22 @@ RUNTIMECONFIG = {
 }
 
 
-def build() -> Path:
-    """``Sampled.dll`` (rebuilt each run: a few seconds) next to its runtimeconfig."""
+def build_cs(source: Path, work: Path) -> Path:
+    """``work/<source's stem>.dll`` compiled optimised by mono's mcs (rebuilt each run: a
+    few seconds) next to the runtimeconfig that runs it on CoreCLR 3.1."""
     mcs = shutil.which("mcs")
     if mcs is None:
         sys.exit("mcs (mono-mcs) is not installed")
-    WORK.mkdir(parents=True, exist_ok=True)
-    dll = WORK / "Sampled.dll"
-    subprocess.run([mcs, "-nologo", "-optimize+", f"-out:{dll}", str(SOURCE)], check=True)
-    (WORK / "Sampled.runtimeconfig.json").write_text(json.dumps(RUNTIMECONFIG))
+    work.mkdir(parents=True, exist_ok=True)
+    dll = work / f"{source.stem}.dll"
+    subprocess.run([mcs, "-nologo", "-optimize+", f"-out:{dll}", str(source)], check=True)
+    (work / f"{source.stem}.runtimeconfig.json").write_text(json.dumps(RUNTIMECONFIG))
     return dll
+
+
+def build() -> Path:
+    """``Sampled.dll``, the sampling benches' program."""
+    return build_cs(SOURCE, WORK)
 
 
 def host() -> str:
