@@ -155,3 +155,58 @@ def test_c_calls_reach_the_c_forms_with_the_cached_id() -> None:
 
 def pk_lens() -> int:
     return len("a") + len("bb") + len("ccc")
+
+
+def pk_mixed() -> int:
+    """C calls of every kind the dispatcher's shortcuts meet: a plain one (its c_return
+    the next event), one calling back into Python (events between), one raising (a
+    c_exception) and nested ones (``len(str(n))``)."""
+    n = len("ab")
+    n += sum(sorted([3, 1, 2], key=pk_leaf))
+    try:
+        divmod(1, 0)
+    except ZeroDivisionError:
+        n += 1
+    return n + len(str(n)) + len(str(n))
+
+
+def _c_tree(wrap: bool) -> Any:
+    """pk_mixed recorded with C calls as nodes: through the recorder's C forms, or its
+    methods wrapped in lambdas (no offer: the dispatcher's general path)."""
+    clock = iter(range(0, 10**9, 7))
+    rec = _recorder(clock=lambda: next(clock))
+    ids = {"len": 1001, "sorted": 1003, "sum": 1005, "divmod": 1007, "str": 1009}
+    names: dict[str, Any] = {"enter": rec.enter, "leave": rec.leave}
+    if wrap:
+        names = {k: _wrapped(f) for k, f in names.items()}
+    callbacks = {
+        **names,
+        "yield_": None,
+        "resume": None,
+        "transitions": True,
+        "to_native": names["enter"],
+        "to_python": names["leave"],
+        "native_id": lambda func: ids.get(func.__name__, 1011),
+    }
+    fails: list[Any] = []
+    status = {id(pk_mixed.__code__): PLAIN, id(pk_leaf.__code__): PLAIN}
+    hook = _hook(callbacks, status, fails)
+    old = sys.getprofile()
+    sys.setprofile(hook)
+    try:
+        pk_mixed()
+    finally:
+        sys.setprofile(old)
+    assert not fails
+    return [(p, f, calls) for p, f, calls, *_ in rec.export(10**9)[1][0][1]]
+
+
+def test_c_calls_through_the_c_forms_record_what_the_methods_record() -> None:
+    """The dispatcher's C-call shortcuts (a c_return right after its c_call reuses that
+    c_call's id) record the tree its general path records."""
+    direct, called = _c_tree(wrap=False), _c_tree(wrap=True)
+    assert direct == called
+    fids = [f for _, f, _ in direct]
+    assert {1001, 1003, 1005, 1007, id(pk_leaf.__code__)} <= set(fids)
+    (sorted_row,) = [i for i, (_, f, _) in enumerate(direct) if f == 1003]
+    assert [(f, calls) for p, f, calls in direct if p == sorted_row] == [(id(pk_leaf.__code__), 3)]

@@ -1,30 +1,6 @@
 /* The per-code cache of the Python tables' rows (see profhook.h, Entry). */
 #include "profhook.h"
 
-static Py_ssize_t
-slot_of(void *code, Py_ssize_t mask)
-{
-    uintptr_t h = (uintptr_t)code >> 4;
-    return (Py_ssize_t)((h ^ (h >> 16)) & (uintptr_t)mask);
-}
-
-static Entry *
-codes_find(Hook *self, void *code)
-{
-    if (self->codes == NULL) {
-        return NULL;
-    }
-    for (Py_ssize_t i = slot_of(code, self->codes_mask);; i = (i + 1) & self->codes_mask) {
-        Entry *e = &self->codes[i];
-        if (e->code == code) {
-            return e;
-        }
-        if (e->code == NULL) {
-            return NULL;
-        }
-    }
-}
-
 PH_HIDDEN void
 codes_free(Hook *self)
 {
@@ -34,6 +10,7 @@ codes_free(Hook *self)
     Entry *codes = self->codes;
     Py_ssize_t size = self->codes_mask + 1;
     self->caller_code = NULL; /* its status was a row of this table */
+    self->last_c = NULL;
     self->codes = NULL;
     self->codes_mask = self->codes_used = 0;
     for (Py_ssize_t i = 0; i < size; i++) {
@@ -60,7 +37,7 @@ codes_reserve(Hook *self)
     for (Py_ssize_t i = 0; self->codes != NULL && i < size; i++) {
         Entry *old = &self->codes[i];
         if (old->code != NULL) {
-            Py_ssize_t j = slot_of(old->code, grown - 1);
+            Py_ssize_t j = code_slot(old->code, grown - 1);
             while (fresh[j].code != NULL) {
                 j = (j + 1) & (grown - 1);
             }
@@ -114,7 +91,7 @@ codes_fill(Hook *self, void *code)
         Py_XDECREF(raw);
         goto unusable;
     }
-    Py_ssize_t i = slot_of(code, self->codes_mask);
+    Py_ssize_t i = code_slot(code, self->codes_mask);
     while (self->codes[i].code != NULL) {
         i = (i + 1) & self->codes_mask;
     }
@@ -137,6 +114,6 @@ unusable:
 PH_HIDDEN Entry *
 code_entry(Hook *self, void *code)
 {
-    Entry *e = codes_find(self, code);
+    Entry *e = code_cached(self, code);
     return e != NULL ? e : codes_fill(self, code);
 }

@@ -1,5 +1,6 @@
 /* One event: the failure rule, the fast paths, and the slow path's call (see profhook.h). */
 #include "profhook.h"
+#include "natives.h"
 
 PH_HIDDEN PyObject *event_names[8]; /* PyTrace_CALL .. PyTrace_OPCODE -> interned str */
 
@@ -7,8 +8,10 @@ PH_HIDDEN PyObject *event_names[8]; /* PyTrace_CALL .. PyTrace_OPCODE -> interne
  * prologue saved every register the rare paths need: ~19 instructions an event). */
 #if defined(__GNUC__)
 #define PH_COLD __attribute__((noinline, cold))
+#define PH_INLINE __attribute__((always_inline)) inline
 #else
 #define PH_COLD
+#define PH_INLINE inline
 #endif
 
 /* The failure rule for the exception set now, raised by the profiler's ``what``: it goes
@@ -196,7 +199,7 @@ generator_return(Hook *self, Entry *e, PyFrameObject *frame, PyObject *arg)
 /* target(fid) for a plain function's call or return: the C form straight from here (the
  * common case: no call of deliver's), else deliver. 1: handled; -1: error to the
  * program. */
-static inline int
+static PH_INLINE int
 deliver_plain(Hook *self, Target *target, Entry *e, uintptr_t raw, const char *what)
 {
     if (target->direct != NULL) {
@@ -209,8 +212,9 @@ deliver_plain(Hook *self, Target *target, Entry *e, uintptr_t raw, const char *w
 }
 
 /* A Python frame's call or return. 1: handled; 0: for the slow path; -1: error to the
- * program. */
-static inline int
+ * program. Inlined (gcc made it a function of its own once code_entry's probe moved in:
+ * a call more than it saved). */
+static PH_INLINE int
 fast_path(Hook *self, PyFrameObject *frame, int what, PyObject *arg)
 {
     if (!running(self)) {
@@ -219,8 +223,8 @@ fast_path(Hook *self, PyFrameObject *frame, int what, PyObject *arg)
     PyCodeObject *code = PyFrame_GetCode(frame);
     void *key = code;
     Py_DECREF(code); /* the frame keeps it alive for this event */
-    Entry *e = code_entry(self, key);
-    if (e == NULL) {
+    Entry *e = code_cached(self, key);
+    if (e == NULL && (e = code_entry(self, key)) == NULL) {
         return PyErr_Occurred() ? -1 : 0;
     }
     long st = e->status;
@@ -263,9 +267,50 @@ slow_event(Hook *self, PyFrameObject *frame, int what, PyObject *arg)
     return 0;
 }
 
-static inline int
+/* A C event's common cases, inline; c_call_path (natives.c) does the rest. A c_return
+ * right after its c_call (``last_c``) reuses what that c_call found; a c_call of a
+ * builtin by the code of the last Python event, with its id cached, is delivered from
+ * here. 1: handled; 0: for the slow path; -1: error to the program. */
+static PH_INLINE int
+c_event(Hook *self, PyFrameObject *frame, int what, PyObject *arg, PyObject *last_c)
+{
+    if (arg == last_c && arg != NULL
+        && (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)) {
+        int handled = c_return_cached(self);
+        if (handled != 0) {
+            return handled;
+        }
+    }
+    Target *target = &self->to_native;
+    if (what == PyTrace_C_CALL && target->direct != NULL && arg != NULL
+        && Py_IS_TYPE(arg, &PyCFunction_Type) && self->native_id != NULL) {
+        PyCodeObject *code = PyFrame_GetCode(frame);
+        Py_DECREF(code); /* the frame keeps it alive for this event */
+        if ((void *)code == self->caller_code) {
+            if (self->caller_status == ST_REJECTED) {
+                return 1; /* a filtered-out caller's C calls stay in its time */
+            }
+            PyCFunctionObject *f = (PyCFunctionObject *)arg;
+            Native *n = natives_find(self, f->m_ml, owner_of(f));
+            if (n != NULL && n->has_raw && owner_alive(n)) {
+                uintptr_t raw = n->raw; /* n may move: the call may grow the table */
+                if (target->direct(target->owner, raw) < 0) {
+                    return contain(self, "code transition") < 0 ? -1 : 1;
+                }
+                self->last_c = arg; /* for its c_return, if that comes next */
+                self->last_c_raw = raw;
+                return 1;
+            }
+        }
+    }
+    return c_call_path(self, frame, what, arg);
+}
+
+static PH_INLINE int
 dispatch_event(Hook *self, PyFrameObject *frame, int what, PyObject *arg)
 {
+    PyObject *last_c = self->last_c; /* only for the event right after its c_call */
+    self->last_c = NULL;
     if (what == PyTrace_CALL || what == PyTrace_RETURN) {
         int handled = fast_path(self, frame, what, arg);
         if (handled != 0) {
@@ -276,7 +321,7 @@ dispatch_event(Hook *self, PyFrameObject *frame, int what, PyObject *arg)
         if (!self->transitions) {
             return 0;
         }
-        int handled = c_call_path(self, frame, what, arg);
+        int handled = c_event(self, frame, what, arg, last_c);
         if (handled != 0) {
             return handled < 0 ? -1 : 0;
         }

@@ -37,6 +37,7 @@ Hook_call(Hook *self, PyObject *args, PyObject *Py_UNUSED(kwargs))
         Py_RETURN_NONE;
     }
     Py_INCREF(self);
+    self->last_c = NULL; /* maybe (re)installed inside a C call: its c_call unseen */
     PyThreadState *tstate = PyThreadState_Get();
     if (running(self) && tstate->c_profileobj == (PyObject *)self
         && tstate->c_profilefunc != profile_func) {

@@ -16,57 +16,7 @@
  * takes the slow path. The cache keeps no owner alive (see owner_is_static).
  */
 #include "profhook.h"
-
-static Py_ssize_t
-slot_of(void *ml, PyObject *owner, Py_ssize_t mask)
-{
-    uintptr_t h = ((uintptr_t)ml >> 3) * 31u + ((uintptr_t)owner >> 4);
-    return (Py_ssize_t)((h ^ (h >> 16)) & (uintptr_t)mask);
-}
-
-/* The owner the name of ``f`` is taken from (borrowed; may be NULL). Every C event asks,
- * so the common owners are told apart without PyModule_Check, whose PyType_IsSubtype call
- * walks the MRO (a quarter of the C-call path's instructions on 3.11): a module itself, a
- * type, or an instance of a static type derived straight from object (str, list, dict:
- * no module subclass can be one); anything else asks PyModule_Check as before. */
-static inline PyObject *
-owner_of(PyCFunctionObject *f)
-{
-    PyObject *bound = f->m_self;
-    if (bound == NULL) {
-        return NULL;
-    }
-    PyTypeObject *type = Py_TYPE(bound);
-    if (type == &PyModule_Type || PyType_FastSubclass(type, Py_TPFLAGS_TYPE_SUBCLASS)) {
-        return bound;
-    }
-    if ((!(type->tp_flags & Py_TPFLAGS_HEAPTYPE) && type->tp_base == &PyBaseObject_Type)
-        || !PyModule_Check(bound)) {
-        return (PyObject *)type;
-    }
-    return bound;
-}
-
-#if defined(__GNUC__)
-__attribute__((always_inline))
-#endif
-static inline Native *
-natives_find(Hook *self, void *ml, PyObject *owner)
-{
-    if (self->natives == NULL) {
-        return NULL;
-    }
-    Py_ssize_t mask = self->natives_mask;
-    for (Py_ssize_t i = slot_of(ml, owner, mask);; i = (i + 1) & mask) {
-        Native *n = &self->natives[i];
-        if (n->ml == ml && n->owner == owner) {
-            return n;
-        }
-        if (n->ml == NULL) {
-            return NULL;
-        }
-    }
-}
+#include "natives.h"
 
 /* Room for one more entry (kept at most half full). -1 with MemoryError. */
 static int
@@ -85,7 +35,7 @@ natives_reserve(Hook *self)
     for (Py_ssize_t i = 0; self->natives != NULL && i < size; i++) {
         Native *old = &self->natives[i];
         if (old->ml != NULL) {
-            Py_ssize_t j = slot_of(old->ml, old->owner, grown - 1);
+            Py_ssize_t j = native_slot(old->ml, old->owner, grown - 1);
             while (fresh[j].ml != NULL) {
                 j = (j + 1) & (grown - 1);
             }
@@ -107,28 +57,6 @@ owner_is_static(PyObject *owner)
 {
     return owner == NULL
            || (PyType_Check(owner) && !(((PyTypeObject *)owner)->tp_flags & Py_TPFLAGS_HEAPTYPE));
-}
-
-/* Whether the entry's owner is still the object at its address (not a newer one that
- * took the address of a dead one). */
-static int
-owner_alive(Native *n)
-{
-    if (n->ref == NULL) {
-        return 1;
-    }
-#if PY_VERSION_HEX >= 0x030D0000
-    PyObject *obj;
-    int alive = PyWeakref_GetRef(n->ref, &obj);
-    if (alive <= 0) {
-        PyErr_Clear();
-        return 0;
-    }
-    Py_DECREF(obj); /* alive: someone else holds it too */
-    return obj == n->owner;
-#else
-    return PyWeakref_GET_OBJECT(n->ref) == n->owner;
-#endif
 }
 
 /* The id's value as a C-form callback takes it (Target): 0 when it has none. */
@@ -186,7 +114,7 @@ native_fid(Hook *self, PyCFunctionObject *callable, uintptr_t *raw, int *has_raw
         Py_XDECREF(ref);
     }
     else {
-        Py_ssize_t i = slot_of(ml, owner, self->natives_mask);
+        Py_ssize_t i = native_slot(ml, owner, self->natives_mask);
         while (self->natives[i].ml != NULL) {
             i = (i + 1) & self->natives_mask;
         }
@@ -237,8 +165,13 @@ c_call_path(Hook *self, PyFrameObject *frame, int what, PyObject *arg)
         PyCFunctionObject *f = (PyCFunctionObject *)arg;
         Native *n = natives_find(self, f->m_ml, owner_of(f));
         if (n != NULL && n->has_raw && owner_alive(n)) {
-            if (target->direct(target->owner, n->raw) < 0) {
+            uintptr_t raw = n->raw; /* n may move: the call may grow the table */
+            if (target->direct(target->owner, raw) < 0) {
                 return contain(self, "code transition") < 0 ? -1 : 1;
+            }
+            if (what == PyTrace_C_CALL) { /* for its c_return, if that comes next */
+                self->last_c = arg;
+                self->last_c_raw = raw;
             }
             return 1;
         }
@@ -271,6 +204,7 @@ natives_free(Hook *self)
     }
     Native *natives = self->natives;
     Py_ssize_t size = self->natives_mask + 1;
+    self->last_c = NULL;
     self->natives = NULL;
     self->natives_mask = self->natives_used = 0;
     for (Py_ssize_t i = 0; i < size; i++) {

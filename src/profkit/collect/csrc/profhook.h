@@ -3,7 +3,8 @@
  * (cProfile) installs its own. This header holds what the units share; they are split by
  * concern:
  *   codes.c     the per-code cache of the Python tables' rows (status, generator bytecode);
- *   natives.c   C calls: the per-C-function cache of ids and the c_call/c_return path;
+ *   natives.c   C calls: the per-C-function cache of ids and the c_call/c_return path
+ *               (natives.h: the cache's lookup, inline for dispatch.c's fast path);
  *   dispatch.c  one event: the failure rule, the fast paths, the slow path's call;
  *   module.c    the Hook type (constructor, Python-level entry, GC) and module init.
  * hatch_build.py compiles them into one extension.
@@ -119,6 +120,14 @@ typedef struct {
      * own): C calls are mostly made by the code last entered or returned to. */
     void *caller_code;
     long caller_status;
+    /* The callable of a c_call just delivered through a C-form target, and its id's
+     * value, when that c_call was the hook's last event (dispatch clears it at every
+     * event): its c_return (or c_exception) is then the very next event, the call of a C
+     * function that called nothing profiled (len, list.append: most C calls), and needs
+     * neither the frame's code nor the C-function cache. The callable is alive from its
+     * c_call to its c_return, so no other object has its address meanwhile. */
+    PyObject *last_c;
+    uintptr_t last_c_raw;
     /* ph_fork_generation when the hook was made: a hook inherited by a forked child is
      * mute there (see ph_fork_generation). */
     unsigned long fork_generation;
@@ -133,6 +142,34 @@ PH_HIDDEN extern unsigned long ph_fork_generation;
 
 /* codes.c */
 PH_HIDDEN Entry *code_entry(Hook *self, void *code);
+
+static inline Py_ssize_t
+code_slot(void *code, Py_ssize_t mask)
+{
+    uintptr_t h = (uintptr_t)code >> 4;
+    return (Py_ssize_t)((h ^ (h >> 16)) & (uintptr_t)mask);
+}
+
+/* The cached row of ``code``, NULL when it has none yet (code_entry fills it): inline,
+ * since every Python event asks (a call of code_entry was ~30 instructions an event). */
+static inline Entry *
+code_cached(Hook *self, void *code)
+{
+    Entry *codes = self->codes;
+    if (codes == NULL) {
+        return NULL;
+    }
+    Py_ssize_t mask = self->codes_mask;
+    for (Py_ssize_t i = code_slot(code, mask);; i = (i + 1) & mask) {
+        Entry *e = &codes[i];
+        if (e->code == code) {
+            return e;
+        }
+        if (e->code == NULL) {
+            return NULL;
+        }
+    }
+}
 PH_HIDDEN void codes_free(Hook *self);
 
 /* natives.c */

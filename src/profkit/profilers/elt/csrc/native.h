@@ -264,7 +264,7 @@ ELT_HIDDEN extern _Thread_local Thread *tls_thread FAST_TLS;
 ELT_HIDDEN Thread *thread_new(PyObject *token);
 ELT_HIDDEN void thread_free(Thread *t);
 ELT_HIDDEN Thread *lookup_thread(Recorder *self);
-ELT_HIDDEN Thread *known_thread(Recorder *self);
+ELT_HIDDEN Thread *known_thread_slow(Recorder *self);
 ELT_HIDDEN PyObject *Recorder_quiet_this_thread(Recorder *self, PyObject *ignored);
 ELT_HIDDEN void forget_this_thread(Recorder *self);
 ELT_HIDDEN PyObject *Recorder_reset_after_fork(Recorder *self, PyObject *ignored); /* forks.c */
@@ -276,6 +276,18 @@ current_thread(Recorder *self)
         return tls_thread;
     }
     return lookup_thread(self);
+}
+
+/* The calling thread's Thread if it was decided already, else &SILENT; runs no Python
+ * code (threads.c, known_thread_slow, says why C calls need that). Inline like
+ * current_thread: every C call's two events ask (a call was ~25 instructions each). */
+static inline Thread *
+known_thread(Recorder *self)
+{
+    if (tls_serial == self->serial) {
+        return tls_thread;
+    }
+    return known_thread_slow(self);
 }
 
 /* -- tree.c -------------------------------------------------------------------------- */

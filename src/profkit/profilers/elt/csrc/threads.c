@@ -69,16 +69,14 @@ remember(Recorder *self, Thread *t)
     return t;
 }
 
-/* The calling thread's Thread if it was decided already, else &SILENT; never asks
- * new_thread() (so runs no Python code). For C calls: a thread whose first event is a
- * C call has no recorded caller yet, and asking Python then would run threading code in
- * the middle of a new thread's start-up (current_thread() would make a dummy thread). */
+/* known_thread (native.h) past its thread-local cache: the calling thread's Thread if
+ * it was decided already, else &SILENT; never asks new_thread() (so runs no Python
+ * code). For C calls: a thread whose first event is a C call has no recorded caller
+ * yet, and asking Python then would run threading code in the middle of a new thread's
+ * start-up (current_thread() would make a dummy thread). */
 ELT_HIDDEN Thread *
-known_thread(Recorder *self)
+known_thread_slow(Recorder *self)
 {
-    if (tls_serial == self->serial) {
-        return tls_thread;
-    }
     PyObject *dict = PyThreadState_GetDict();
     Thread *t;
     if (dict != NULL) {
