@@ -286,6 +286,11 @@ c_event(Hook *self, PyFrameObject *frame, int what, PyObject *arg, PyObject *las
         && Py_IS_TYPE(arg, &PyCFunction_Type) && self->native_id != NULL) {
         PyCodeObject *code = PyFrame_GetCode(frame);
         Py_DECREF(code); /* the frame keeps it alive for this event */
+        Entry *e;
+        if ((void *)code != self->caller_code && (e = code_cached(self, code)) != NULL) {
+            self->caller_code = code; /* a caller returned to: the last event was a return */
+            self->caller_status = e->status;
+        }
         if ((void *)code == self->caller_code) {
             if (self->caller_status == ST_REJECTED) {
                 return 1; /* a filtered-out caller's C calls stay in its time */
