@@ -47,6 +47,7 @@ EXTENSIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
                 "frames",
                 "rowsjson",
                 "compensate",
+                "rowsums",
                 "ccalls",
                 "forks",
             )

@@ -167,6 +167,15 @@ def _inclusive_by_frame(root: CallNode, wanted: set[int]) -> dict[int, int]:
     flat = columns() if columns is not None else None
     if flat is not None:
         parents, frame_of, exclusive = flat
+        sums = getattr(root, "flat_sums", None)  # the rows' own C pass (elt/flat.py)
+        found = sums() if sums is not None else None
+        if found is not None:
+            mask = bytearray(max(wanted) + 1)  # wanted: frames of the profile, >= 0
+            for frame in wanted:
+                mask[frame] = 1
+            done = found(frame_of, exclusive, None, parents, mask)
+            if done is not None:
+                return done
         inclusive = _int64_copy(exclusive)  # not a list: an int object a row (40 bytes)
         for row in range(len(frame_of) - 1, 0, -1):
             inclusive[parents[row]] += inclusive[row]

@@ -185,7 +185,8 @@ def self_times(root: CallNode, hiding: Hiding) -> dict[int, int]:
     columns: Callable[[], Columns | None] | None = getattr(root, "flat_columns", None)
     flat = columns() if columns is not None else None
     if flat is not None:
-        return _self_times_rows(*flat, hiding)
+        sums = getattr(root, "flat_sums", None)  # the rows' own C pass (elt/flat.py)
+        return _self_times_rows(*flat, hiding, sums() if sums is not None else None)
     out: dict[int, int] = {}
     stack: list[tuple[CallNode, int]] = [(c, ROOT) for c in root.children.values()]
     pop, push = stack.pop, stack.append
@@ -207,7 +208,11 @@ _MOST_ROOT_DROPPED = 64
 
 
 def _self_times_rows(
-    parents: Sequence[int], frames: Sequence[int], exclusive: Sequence[int], hiding: Hiding
+    parents: Sequence[int],
+    frames: Sequence[int],
+    exclusive: Sequence[int],
+    hiding: Hiding,
+    sums: Callable[..., dict[int, int] | None] | None = None,
 ) -> dict[int, int]:
     """:func:`self_times` over pre-order rows (row 0 the root; parents before children).
 
@@ -218,18 +223,23 @@ def _self_times_rows(
     C functions directly under the root or under other such rows; those few are found
     by searching the parent column for their parents (C-level ``bytes.find``), and every
     other row adds its self time to its own frame in one tight loop. Same result, keys
-    in the same order (hot spots of equal time keep theirs)."""
+    in the same order (hot spots of equal time keep theirs). ``sums`` (the rows' own C
+    pass, elt/flat.py's ``flat_sums``) does that loop, or answers None."""
     count = len(frames)
     if count < 2:
         return {}
     anywhere, under_root = hiding.anywhere, hiding.under_root
     known = len(anywhere)
-    used = set(frames[1:])  # one C pass; min() and max() of the column took 4 times longer
+    whole = sums(frames, exclusive) if sums is not None else None  # keys: the frames used
+    used = whole if whole is not None else set(frames[1:])  # set(): one C pass
     if min(used) < 0 or max(used) >= known or any(anywhere[frame] for frame in used):
         return _self_times_each(parents, frames, exclusive, hiding)
     dropped = _dropped_at_root(parents, frames, under_root)
     if dropped is None:
         return _self_times_each(parents, frames, exclusive, hiding)
+    found = sums(frames, exclusive, dropped) if sums is not None and dropped else whole
+    if found is not None:
+        return found
     out: dict[int, int] = {}
     get = out.get
     start = 1

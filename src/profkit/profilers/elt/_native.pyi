@@ -42,6 +42,15 @@ class Recorder:
 
 def _chunks() -> tuple[int, int]: ...
 def rows_json(rows: bytes | bytearray, start: int = 0, stop: int | None = None, /) -> bytes: ...
+def frame_sums(
+    frames: Any,
+    values: Any,
+    skip: list[int] | None = None,
+    parents: Any = None,
+    wanted: bytes | bytearray | None = None,
+    /,
+) -> dict[int, int]: ...
+def renumber_frames(frames: Any, table: Any, /) -> None: ...
 def compensate_rows(
     rows: bytearray,
     c_mask: bytes | bytearray,

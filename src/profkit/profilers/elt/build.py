@@ -12,12 +12,12 @@ import contextlib
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from profkit.api import FunctionInfo, ProfilerInfo
 from profkit.api.ids import FunctionId
 from profkit.calltree.model import CallNode, CallProfile, Frame, Span, ThreadTree
-from profkit.profilers.elt import calibrate, flat
+from profkit.profilers.elt import calibrate, flat, native
 from profkit.profilers.elt.compensate import compensate_rows
 from profkit.profilers.elt.config import EltSettings
 from profkit.profilers.elt.threads import ThreadMark
@@ -132,17 +132,23 @@ class Results:
         #: the calibration's functions: indices past every real frame, never interned
         cal_frames: dict[int, str] = {}
 
+        intern = _interner(profile)  # not profile.frame_id: see _interner
+        assert self._info is not None
+        info_of = self._info.get_function_info  # once a function (the base's is a call more)
+        display_name = self._display_name
+
         def frame_index(fid: int) -> int:
-            if fid in c_names:
-                index = profile.frame_id(frame_of(fid))
+            c_name = c_names.get(fid)
+            if c_name is not None:
+                index = intern(c_name, "", 0)
                 c_frames.add(index)
                 return index
-            info = self._function_info(FunctionId(fid))
+            info = info_of(fid)  # type: ignore[arg-type]
             if cal is not None and info.filename == calibrate.FILE:
                 index = _CALIBRATION_FRAMES + len(cal_frames)
                 cal_frames[index] = info.name
                 return index
-            index = profile.frame_id(frame_of(fid))
+            index = intern(display_name(info), info.filename, info.first_line)
             if info.is_native:  # 3.11: C calls come from the collector's transitions
                 c_frames.add(index)
             return index
@@ -150,6 +156,7 @@ class Results:
         # The C export: rows in the file's layout, nodes made only when read (flat.py).
         closed, flat_threads = self._recorder.export_flat(now, frame_index)
         self._closed_open_calls += closed
+        profile._frame_index = {}  # rebuilt from profile.frames when next asked
         costs = None
         # Under a base time the calibration's calls are cut unless they ran slow: what is
         # left is the slow tail, and a busy machine once made it 4 ms "per call" (every
@@ -249,23 +256,58 @@ def _only_used_frames(
     left out."""
     used: set[int] = set()
     for _, data in threads:
-        used.update(flat.column(data, "frame"))
+        used.update(_frames_used(data))
     if all(i in used for i in range(len(profile.frames))):
         return threads
     renumber: dict[int, int] = {-1: -1}
     frames: list[Frame] = []
+    # old index -> new, as int32s for the C pass (csrc/rowsums.c); -1: unused
+    table = memoryview(bytearray(b"\xff" * (4 * len(profile.frames)))).cast("i")
     for i, frame in enumerate(profile.frames):
         if i in used:
-            renumber[i] = len(frames)
+            table[i] = renumber[i] = len(frames)
             frames.append(frame)
     profile.frames = frames
     profile._frame_index = {}  # rebuilt from the frames on the next frame_id
     for _, data in threads:
         indices = flat.column(data, "frame")
-        for at in range(len(indices)):
-            indices[at] = renumber[indices[at]]
+        if native.renumber_frames is not None:
+            native.renumber_frames(indices, table)  # a Python loop: ~1,000 instr. a row
+        else:
+            for at in range(len(indices)):
+                indices[at] = renumber[indices[at]]
         indices.release()
+    table.release()
     return threads
+
+
+def _frames_used(data: bytearray) -> Iterable[int]:
+    """The frames of one thread's rows: those of rows 1.. as the keys of the C
+    ``frame_sums`` (one pass, no int object a row), else the whole frame column."""
+    if native.frame_sums is not None:
+        with contextlib.suppress(ValueError, OverflowError):
+            return native.frame_sums(flat.column(data, "frame"), flat.column(data, "calls"))
+    return flat.column(data, "frame")
+
+
+def _interner(profile: CallProfile) -> Callable[[str, str, int], int]:
+    """``intern(name, file, line)``: the index of that frame in ``profile.frames``, added
+    if new, as ``profile.frame_id(Frame(name, file, line))`` gives it (same frames, same
+    order), by a tuple key: a Frame's hash is Python code (``_record``), and the export
+    asks once per function (sympy: ~5,000, issue #26). ``profile.frame_id`` rebuilds its
+    index from ``profile.frames`` when next asked (the caller empties it)."""
+    frames = profile.frames
+    known = {(f.name, f.file, f.line): i for i, f in enumerate(frames)}
+
+    def intern(name: str, file: str, line: int) -> int:
+        key = (name, file, line)
+        index = known.get(key)
+        if index is None:
+            index = known[key] = len(frames)
+            frames.append(Frame(name, file, line))
+        return index
+
+    return intern
 
 
 #: First frame index given to the calibration's functions (never a real frame's; below

@@ -150,6 +150,24 @@ class LazyCallNode(CallNode):
             return None
         return rows.parent, rows.frame, rows.excl
 
+    def flat_sums(self) -> Callable[..., dict[int, int] | None] | None:
+        """The C ``frame_sums`` (``csrc/rowsums.c``: a column's sums by frame, in one pass
+        over the rows) for :meth:`flat_columns`' columns, answering None where it refuses
+        them (a frame below 0, a sum past int64), while the columns say what the tree says
+        and the extension is built; else None (the readers' Python loops then)."""
+        from profkit.profilers.elt.native import frame_sums
+
+        if pristine_rows(self) is None or frame_sums is None:
+            return None
+
+        def sums(*columns: Any) -> dict[int, int] | None:
+            try:
+                return frame_sums(*columns)
+            except (ValueError, OverflowError):
+                return None
+
+        return sums
+
     def _make_children(self) -> dict[int, CallNode]:
         rows = self._rows
         rows.pristine = False

@@ -72,6 +72,22 @@ ELT_HIDDEN PyObject *Recorder_export_flat(Recorder *self, PyObject *const *args,
 ELT_HIDDEN PyObject *native_rows_json(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 ELT_HIDDEN PyObject *native_compensate_rows(PyObject *module, PyObject *const *args,
                                             Py_ssize_t nargs);
+/* rowsums.c: per-frame sums over a column, the frame column renumbered. */
+ELT_HIDDEN PyObject *native_frame_sums(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+ELT_HIDDEN PyObject *native_renumber_frames(PyObject *module, PyObject *const *args,
+                                            Py_ssize_t nargs);
+/* The module's functions over the rows (module.c's table), listed beside their units. */
+#define FLAT_ROWS_FUNCTIONS                                                                     \
+    {"compensate_rows", (PyCFunction)(void (*)(void))native_compensate_rows, METH_FASTCALL,     \
+     "compensate_rows(rows, c_mask, python_callee, python_caller, c_callee, c_caller):\n"       \
+     "compensate.py's rule, in place on Recorder.export_flat's rows (see compensate.c)."},      \
+    {"rows_json", (PyCFunction)(void (*)(void))native_rows_json, METH_FASTCALL,             \
+     "rows_json(rows, start=0, stop=None) -> bytes: export_flat's rows as saved nodes."},   \
+    {"frame_sums", (PyCFunction)(void (*)(void))native_frame_sums, METH_FASTCALL,           \
+     "frame_sums(frames, values, skip=None, parents=None, wanted=None) -> dict: a column "  \
+     "of export_flat's rows summed by frame (see rowsums.c)."},                             \
+    {"renumber_frames", (PyCFunction)(void (*)(void))native_renumber_frames, METH_FASTCALL, \
+     "renumber_frames(frames, table): the rows' frame column renumbered in place."}
 /* The distinct fids of every tree, sorted, each with frame -1; NULL with MemoryError set. */
 ELT_HIDDEN FidFrame *fid_table(const Tree *trees, size_t n, size_t *out);
 /* Fill table[].frame from frame_of(fid) (runs Python code); -1 with an exception set. */

@@ -364,13 +364,9 @@ static PyTypeObject RecorderType = {
 };
 
 static PyMethodDef native_functions[] = {
-    {"compensate_rows", (PyCFunction)(void (*)(void))native_compensate_rows, METH_FASTCALL,
-     "compensate_rows(rows, c_mask, python_callee, python_caller, c_callee, c_caller):\n"
-     "compensate.py's rule, in place on Recorder.export_flat's rows (see compensate.c)."},
     {"_chunks", (PyCFunction)native_chunks, METH_NOARGS,
      "_chunks() -> (live, peak): node chunks (48 KB) now and since the last call (tests)."},
-    {"rows_json", (PyCFunction)(void (*)(void))native_rows_json, METH_FASTCALL,
-     "rows_json(rows, start=0, stop=None) -> bytes: export_flat's rows as saved nodes."},
+    FLAT_ROWS_FUNCTIONS, /* flatrows.h: the functions over export_flat's rows */
     {NULL, NULL, 0, NULL},
 };
 
