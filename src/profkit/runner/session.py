@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from profkit._atomic import refuse_input_as_output
 from profkit._record import record
@@ -59,7 +59,26 @@ def run(target: Target, settings: Settings, say: Callable[[str], None]) -> Resul
             running.execute()
         except BaseException as exc:
             ended = exc
-    return session.finish(ended)
+    with _no_collections():
+        return session.finish(ended)
+
+
+@contextlib.contextmanager
+def _no_collections() -> Iterator[None]:
+    """The garbage collector off for profkit's end of run (stop, build, save, print), as the
+    program left it afterwards: that work allocates thousands of objects (the tree's shown
+    nodes, frames, names) and so set off dozens of collections, each walking the program's
+    whole heap (sympy: 33 of them, ~64 M instructions, issue #26). Deferred, not skipped:
+    what is garbage then is collected later, at the latest at exit."""
+    import gc
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class Run:

@@ -60,9 +60,7 @@ def _subtree_model(
 
 @settings(max_examples=200, deadline=None)
 @given(_rows(), st.sets(st.integers(0, 59), max_size=6), st.sets(st.integers(0, 11)))
-def test_frame_sums_are_the_python_rules(
-    data: bytearray, skip: set[int], wanted: set[int]
-) -> None:
+def test_frame_sums_are_the_python_rules(data: bytearray, skip: set[int], wanted: set[int]) -> None:
     frames, excl = flat.column(data, "frame"), flat.column(data, "excl")
     parents = flat.column(data, "parent")
     got = native.frame_sums(frames, excl)
@@ -99,7 +97,9 @@ def test_a_tree_whose_nodes_were_read_offers_no_sums() -> None:
 
 
 def test_renumber_frames_maps_every_frame_but_the_roots() -> None:
-    data = flat.pack([(-1, -1, 0, 0, 0, 0, 0, 3), (0, 2, 1, 0, 0, 0, 0, 2), (1, 0, 1, 0, 0, 0, 0, 1)])
+    data = flat.pack(
+        [(-1, -1, 0, 0, 0, 0, 0, 3), (0, 2, 1, 0, 0, 0, 0, 2), (1, 0, 1, 0, 0, 0, 0, 1)]
+    )
     table = memoryview(bytearray(12)).cast("i")
     table[0], table[1], table[2] = 7, -1, 1
     native.renumber_frames(flat.column(data, "frame"), table)
