@@ -107,9 +107,10 @@ def test_deep_recursion_exports_without_recursing() -> None:
 
 
 def test_nodes_are_found_again_after_the_node_table_grew_many_times() -> None:
-    """The node table keeps half a hash and a node number a slot, and is rebuilt from the
-    nodes when it grows (3/4 full): every node of 60,000 (parent, fid) pairs, made across
-    ten growths, must be found again, not made twice."""
+    """The node table keeps a node number and a few bits of its hash a slot (fewer at
+    each size), and is rebuilt from the nodes when it grows (3/4 full): every node of
+    60,000 (parent, fid) pairs, made across ten growths, must be found again, not made
+    twice."""
     clock = iter(range(10**9))
     rec = _recorder(clock=lambda: next(clock))
     for _ in range(2):

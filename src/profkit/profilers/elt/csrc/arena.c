@@ -1,6 +1,6 @@
 /* profkit.profilers.elt._native: the recorder's storage beside its node chunks: big
  * blocks (the node tables) in huge pages where the system offers them, and the side
- * tables of what does not fit in a 48-byte Node (wide numbers, names).
+ * tables of what does not fit in a 40-byte Node (wide numbers, names).
  *
  * Why: on a large program (sympy: 150k nodes, a 16 MB node table) nearly every table
  * probe and many node reads miss the cache *and* the TLB, and under virtualisation a TLB

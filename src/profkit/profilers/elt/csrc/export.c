@@ -48,6 +48,22 @@ Recorder_stop(Recorder *self, PyObject *Py_UNUSED(ignored))
     Py_RETURN_NONE;
 }
 
+/* Node ``number``'s children, newest first: the order the recording's own lists had when
+ * nodes kept them (the walk below pushes them so, and pops them in creation order). Nodes
+ * keep no children lists (native.h): they are made here, ``first`` and ``next`` by node
+ * number, from the nodes' parents. */
+static void
+link_children(const Thread *t, uint32_t *first, uint32_t *next)
+{
+    memset(first, 0, (t->used + 1) * sizeof(uint32_t));
+    for (size_t g = 0; g < t->used; g++) {
+        uint32_t number = (uint32_t)(g + 1);
+        uint32_t p = numbered_node(t->numbered, number)->parent & NUMBER_MASK;
+        next[number] = first[p];
+        first[p] = number;
+    }
+}
+
 /* Close every recording thread's open calls at ``now`` (adding their number to *closed)
  * and copy its tree. Plain C only (PyMem, no object allocation, so no collection and no
  * Python code): the trees cannot change under the walk. NULL with an exception set when
@@ -66,7 +82,9 @@ copy_threads(Recorder *self, int64_t now, size_t *count, long long *closed)
     Copy *copies = PyMem_Calloc(n ? n : 1, sizeof(Copy));
     uint32_t *work = PyMem_Malloc((most ? most : 1) * sizeof(uint32_t));
     Py_ssize_t *parents = PyMem_Malloc((most ? most : 1) * sizeof(Py_ssize_t));
-    if (copies == NULL || work == NULL || parents == NULL) {
+    uint32_t *first = PyMem_Malloc((most ? most : 1) * sizeof(uint32_t));
+    uint32_t *next = PyMem_Malloc((most ? most : 1) * sizeof(uint32_t));
+    if (copies == NULL || work == NULL || parents == NULL || first == NULL || next == NULL) {
         goto nomem;
     }
     size_t k = 0;
@@ -83,6 +101,7 @@ copy_threads(Recorder *self, int64_t now, size_t *count, long long *closed)
         if (c->rows == NULL) {
             goto nomem;
         }
+        link_children(t, first, next);
         size_t top = 0;
         work[top] = 0; /* the root */
         parents[top++] = -1;
@@ -99,8 +118,7 @@ copy_threads(Recorder *self, int64_t now, size_t *count, long long *closed)
             row->min = s.min;
             row->max = s.max;
             Py_ssize_t index = (Py_ssize_t)c->count++;
-            for (uint32_t ch = node->first_child; ch != 0;
-                 ch = numbered_node(t->numbered, ch)->next_sibling) {
+            for (uint32_t ch = first[number]; ch != 0; ch = next[ch]) {
                 work[top] = ch;
                 parents[top++] = index;
             }
@@ -108,6 +126,8 @@ copy_threads(Recorder *self, int64_t now, size_t *count, long long *closed)
     }
     PyMem_Free(work);
     PyMem_Free(parents);
+    PyMem_Free(first);
+    PyMem_Free(next);
     return copies;
 nomem:
     PyErr_NoMemory();
@@ -117,6 +137,8 @@ fail:
     }
     PyMem_Free(work);
     PyMem_Free(parents);
+    PyMem_Free(first);
+    PyMem_Free(next);
     return NULL;
 }
 

@@ -17,9 +17,13 @@
  * needed become the export's, see Node in native.h); the kept nodes are numbered and
  * moved into pre-order in their own chunks, and written out chunk by chunk as rows into
  * the result, each chunk freed (its pages given back at once, arena.c) behind the copy.
- * Peak: the larger of the tree and its rows (52 bytes a row, stored column by column:
- * flatrows.h; 48 a node), plus a few MB, not the tree plus its rows. frames.c asks for the frames, export.c closes the open
- * calls, rowsjson.c writes the rows as JSON.
+ * Nodes keep no children lists (recording never walks them): the export links them in
+ * two side arrays of node numbers (8 bytes a node), made after the node table (4 bytes
+ * a slot, at least 5.3 a node) is freed and freed before the rows are made, so the
+ * tree's part of the export's peak is what the recording's was. Peak: the larger of the
+ * tree (40 bytes a node, 48 with its links) and its rows (52 bytes a row, stored column
+ * by column: flatrows.h), plus a few MB, not the tree plus its rows. frames.c asks for
+ * the frames, export.c closes the open calls, rowsjson.c writes the rows as JSON.
  */
 #include "native.h"
 
@@ -30,13 +34,20 @@
 #define IDX_MAX INT32_MAX
 
 /* A node's fields as the export reuses them (see Node in native.h): from prepare_tree on,
- * ``parent`` is the kept subtree size (0: pruned); from number_rows on, ``first_child``
- * is the node's row index and ``next_sibling`` its parent's row index. */
+ * ``parent`` is the kept subtree size (0: pruned). From number_rows on, the tree's
+ * ``first_child`` array holds each node's row index (ROW) instead; the parent's row is
+ * not kept: in pre-order, the sizes give it (flatten). */
 #define KEPT(n) ((n)->parent)
-#define ROW(n) ((n)->first_child)
-#define PARENT_ROW(n) ((n)->next_sibling)
 
 /* -- the export's own trees --------------------------------------------------------- */
+
+static void
+free_links(Tree *tree)
+{
+    PyMem_Free(tree->first_child);
+    PyMem_Free(tree->next_sibling);
+    tree->first_child = tree->next_sibling = NULL;
+}
 
 /* Free what is left of a tree's nodes. */
 static void
@@ -49,6 +60,7 @@ free_nodes(Tree *tree)
     tree->chunks = NULL;
     tree->nchunks = tree->used = 0;
     wide_free(&tree->wide);
+    free_links(tree);
 }
 
 /* A stopped recorder's thread gives its tree to the export: its chunks, root and wide
@@ -109,35 +121,10 @@ copy_tree(const Thread *t, Tree *tree)
     return 0;
 }
 
-/* First pass over every node (in any order: only the children's recorded ``incl`` is
- * read, which this pass never changes): children put back into creation order (the
- * recorder prepends), self time = inclusive - the children's inclusive when the node
- * completed a call (the root's stays 0, as convert() leaves it). ``excl`` takes the
- * place of the recording's hit links. */
-static void
-order_and_self(const Tree *tree, Node *n, int root)
-{
-    uint32_t prev = 0, ch = n->first_child;
-    int64_t below = 0;
-    while (ch != 0) {
-        Node *c = tree_node(tree, ch);
-        uint32_t next = c->next_sibling;
-        c->next_sibling = prev;
-        prev = ch;
-        below = wrap_add(below, c->incl);
-        ch = next;
-    }
-    n->first_child = prev;
-    /* Never below 0, as building.merge_rows has it (children longer than their caller:
-     * only a clock that went back can do that). */
-    int64_t excl = wrap_sub(n->incl, below);
-    n->excl = !root && n->calls != 0 && excl > 0 ? excl : 0;
-}
-
-/* Second pass: a node's numbers as convert() starts a node from it (only completed calls
- * count; an unfinished node's min is 0), and no kept size yet (``parent``'s place: the
- * export never needs the parent, nor the recording's NAMED mark). A node left wide has
- * completed calls (a node without any is made narrow: zeros fit). */
+/* A node's numbers as convert() starts a node from it (only completed calls count; an
+ * unfinished node's min is 0), and no kept size yet (``parent``'s place: the export never
+ * needs the parent once the children are linked, nor the recording's NAMED mark). A node
+ * left wide has completed calls (a node without any is made narrow: zeros fit). */
 static void
 own_numbers(Tree *tree, Node *n, uint32_t number, int root)
 {
@@ -158,17 +145,42 @@ own_numbers(Tree *tree, Node *n, uint32_t number, int root)
     }
 }
 
-static void
+/* One pass over the nodes in reverse creation order (a child's number is always above
+ * its parent's, so a node comes after all its children): each is prepended to its
+ * parent's list, which so comes out in creation order, the order the rows keep; its
+ * recorded ``incl`` is taken from the parent's self time, which ``excl`` counts down
+ * from the parent's ``incl`` (the first child met starts it), in the place of the
+ * recording's hit links; and, its children all met, its own self time is final: never
+ * below 0, as building.merge_rows has it (children longer than their caller: only a clock
+ * that went back can do that), and 0 without a completed call and at the root, as
+ * convert() leaves them. -1 with MemoryError set. */
+static int
 prepare_tree(Tree *tree)
 {
-    order_and_self(tree, &tree->root, 1);
-    for (size_t g = 0; g < tree->used; g++) {
-        order_and_self(tree, tree_slot(tree, g), 0);
+    size_t count = tree->used + 1;
+    uint32_t *first = PyMem_Calloc(count, sizeof(uint32_t));
+    uint32_t *next = PyMem_Calloc(count, sizeof(uint32_t));
+    tree->first_child = first;
+    tree->next_sibling = next;
+    if (first == NULL || next == NULL) {
+        PyErr_NoMemory();
+        return -1;
     }
+    for (size_t g = tree->used; g-- > 0;) {
+        uint32_t number = (uint32_t)(g + 1);
+        Node *n = tree_slot(tree, g);
+        int64_t excl = first[number] == 0 ? n->incl : n->excl;
+        n->excl = n->calls != 0 && excl > 0 ? excl : 0;
+        uint32_t p = n->parent & NUMBER_MASK;
+        Node *up = tree_node(tree, p);
+        up->excl = wrap_sub(first[p] == 0 ? up->incl : up->excl, n->incl);
+        next[number] = first[p];
+        first[p] = number;
+        own_numbers(tree, n, number, 0);
+    }
+    tree->root.excl = 0;
     own_numbers(tree, &tree->root, 0, 1);
-    for (size_t g = 0; g < tree->used; g++) {
-        own_numbers(tree, tree_slot(tree, g), (uint32_t)(g + 1), 0);
-    }
+    return 0;
 }
 
 /* -- merge, prune, number ------------------------------------------------------------ */
@@ -261,25 +273,26 @@ fold(Tree *tree, uint32_t anum, uint32_t dnum)
             return -1;
         }
     }
-    if (d->first_child != 0) {
-        uint32_t *tail = &a->first_child;
+    if (tree->first_child[dnum] != 0) {
+        uint32_t *tail = &tree->first_child[anum];
         while (*tail != 0) {
-            tail = &tree_node(tree, *tail)->next_sibling;
+            tail = &tree->next_sibling[*tail];
         }
-        *tail = d->first_child;
-        d->first_child = 0;
+        *tail = tree->first_child[dnum];
+        tree->first_child[dnum] = 0;
     }
     return 0;
 }
 
-/* Give each child of ``n`` its frame and fold children sharing a frame into the first
- * (folds add to the children's lists, never to n's). Children that came from folds are
- * still functions here: each node is here exactly once, as its parent's child. */
+/* Give each child of node ``parent`` its frame and fold children sharing a frame into
+ * the first (folds add to the children's lists, never to the parent's). Children that
+ * came from folds are still functions here: each node is here exactly once, as its
+ * parent's child. */
 static int
-merge_children(Tree *tree, Node *n, Siblings *h, const FidFrame *table, size_t nframes)
+merge_children(Tree *tree, uint32_t parent, Siblings *h, const FidFrame *table, size_t nframes)
 {
     size_t count = 0;
-    for (uint32_t ch = n->first_child; ch != 0; ch = tree_node(tree, ch)->next_sibling) {
+    for (uint32_t ch = tree->first_child[parent]; ch != 0; ch = tree->next_sibling[ch]) {
         count++;
     }
     if (count == 0) {
@@ -288,7 +301,7 @@ merge_children(Tree *tree, Node *n, Siblings *h, const FidFrame *table, size_t n
     if (siblings_ready(h, count) < 0) {
         return -1;
     }
-    uint32_t *link = &n->first_child;
+    uint32_t *link = &tree->first_child[parent];
     while (*link != 0) {
         uint32_t number = *link;
         Node *ch = tree_node(tree, number);
@@ -307,12 +320,12 @@ merge_children(Tree *tree, Node *n, Siblings *h, const FidFrame *table, size_t n
             if (fold(tree, h->node[s], number) < 0) {
                 return -1;
             }
-            *link = ch->next_sibling; /* ch is gone: its kept size stays 0 */
+            *link = tree->next_sibling[number]; /* ch is gone: its kept size stays 0 */
             continue;
         }
         h->stamp[s] = h->now;
         h->node[s] = number;
-        link = &ch->next_sibling;
+        link = &tree->next_sibling[number];
     }
     return 0;
 }
@@ -330,13 +343,14 @@ merge_and_size(Tree *tree, Stack *stack, Siblings *h, const FidFrame *table, siz
     int64_t root_incl = 0, rows = 0;
     while (stack->top > 0) {
         Item *top = &stack->items[stack->top - 1];
-        Node *n = tree_node(tree, top->number);
+        uint32_t number = top->number;
+        Node *n = tree_node(tree, number);
         if (top->value == 0) { /* first visit: merge its children, then go below */
             top->value = 1;
-            if (merge_children(tree, n, h, table, nframes) < 0) {
+            if (merge_children(tree, number, h, table, nframes) < 0) {
                 return -1;
             }
-            for (uint32_t ch = n->first_child; ch != 0; ch = tree_node(tree, ch)->next_sibling) {
+            for (uint32_t ch = tree->first_child[number]; ch != 0; ch = tree->next_sibling[ch]) {
                 if (push(stack, ch, 0) < 0) {
                     return -1;
                 }
@@ -345,13 +359,12 @@ merge_and_size(Tree *tree, Stack *stack, Siblings *h, const FidFrame *table, siz
         }
         stack->top--;
         int64_t below = 0;
-        for (uint32_t ch = n->first_child; ch != 0;) {
+        for (uint32_t ch = tree->first_child[number]; ch != 0; ch = tree->next_sibling[ch]) {
             const Node *c = tree_node(tree, ch);
             below += KEPT(c);
             if (n == &tree->root && KEPT(c) > 0) {
                 root_incl = wrap_add(root_incl, c->incl);
             }
-            ch = c->next_sibling;
         }
         if (n == &tree->root) {
             n->incl = root_incl;
@@ -365,9 +378,10 @@ merge_and_size(Tree *tree, Stack *stack, Siblings *h, const FidFrame *table, siz
 }
 
 /* Number the kept nodes in pre-order (children in creation order): each gets its row
- * index (ROW) and its parent's (PARENT_ROW); a wide node's numbers move to ``rows_wide``,
- * keyed by row index (the nodes move next). The root is row 0 (written to
- * ``root_incl``: its inclusive time); no chunk holds it. -1 with an exception set. */
+ * index, ROW, in the tree's ``first_child`` array (which its walk has read by then: the
+ * children lists are read no more); a wide node's numbers move to ``rows_wide``, keyed by
+ * row index (the nodes move next). The root is row 0 (written to ``root_incl``: its
+ * inclusive time); no chunk holds it. -1 with an exception set. */
 static int
 number_rows(Tree *tree, Stack *stack, WideTable *rows_wide, int64_t *root_incl)
 {
@@ -381,12 +395,10 @@ number_rows(Tree *tree, Stack *stack, WideTable *rows_wide, int64_t *root_incl)
         Node *n = tree_node(tree, item.number);
         int64_t k = next++;
         size_t mark = stack->top;
-        for (uint32_t ch = n->first_child; ch != 0;) {
-            const Node *c = tree_node(tree, ch);
-            if (KEPT(c) > 0 && push(stack, ch, k) < 0) {
+        for (uint32_t ch = tree->first_child[item.number]; ch != 0; ch = tree->next_sibling[ch]) {
+            if (KEPT(tree_node(tree, ch)) > 0 && push(stack, ch, k) < 0) {
                 return -1;
             }
-            ch = c->next_sibling;
         }
         /* pushed first child first: reversed, so the first child comes out first */
         for (size_t a = mark, b = stack->top; b > a + 1; a++, b--) {
@@ -398,9 +410,7 @@ number_rows(Tree *tree, Stack *stack, WideTable *rows_wide, int64_t *root_incl)
             *root_incl = n->incl;
             continue;
         }
-        /* Its children are pushed: its links are read no more. */
-        ROW(n) = (uint32_t)k;
-        PARENT_ROW(n) = (uint32_t)item.value;
+        tree->first_child[item.number] = (uint32_t)k; /* ROW */
         if (n->calls == WIDE) {
             const WideEntry *e = wide_find(&tree->wide, item.number);
             WideEntry *r = wide_get(rows_wide, (uint32_t)k);
@@ -417,32 +427,39 @@ number_rows(Tree *tree, Stack *stack, WideTable *rows_wide, int64_t *root_incl)
 }
 
 /* Move each kept node to slot ROW-1, so the chunks hold rows 1.. in order: every swap
- * puts one node in its place. Slots of nodes not kept (KEPT 0) are free. */
+ * puts one node in its place, and its ROW with it. Slots of nodes not kept (KEPT 0) are
+ * free. */
 static void
 into_preorder(Tree *tree)
 {
+    uint32_t *row = tree->first_child; /* by slot + 1 */
     Node tmp;
     for (size_t g = 0; g < tree->used; g++) {
         Node *here = tree_slot(tree, g);
-        while (KEPT(here) > 0 && (size_t)ROW(here) - 1 != g) {
-            Node *there = tree_slot(tree, (size_t)ROW(here) - 1);
+        while (KEPT(here) > 0 && (size_t)row[g + 1] - 1 != g) {
+            size_t to = (size_t)row[g + 1] - 1;
+            Node *there = tree_slot(tree, to);
             tmp = *there;
             *there = *here;
             *here = tmp;
+            uint32_t r = row[to + 1];
+            row[to + 1] = row[g + 1];
+            row[g + 1] = r;
         }
     }
 }
 
-/* Row ``at``'s columns from its node (in pre-order by now). */
+/* Row ``at``'s columns from its node (in pre-order by now), under row ``parent``. */
 static inline void
-write_row(const FlatCols *c, size_t at, const Node *n, const WideTable *rows_wide)
+write_row(const FlatCols *c, size_t at, const Node *n, uint32_t parent,
+          const WideTable *rows_wide)
 {
     Stats s = {n->calls, n->min, n->max};
     if (n->calls == WIDE) {
-        const WideEntry *e = wide_find(rows_wide, ROW(n));
+        const WideEntry *e = wide_find(rows_wide, (uint32_t)at);
         s = (Stats){e->calls, e->min, e->max};
     }
-    c->parent[at] = (int32_t)PARENT_ROW(n);
+    c->parent[at] = (int32_t)parent;
     c->frame[at] = (int32_t)n->fid; /* below 2**31: merge_children checked */
     c->size[at] = (int32_t)KEPT(n);
     c->calls[at] = s.calls;
@@ -479,6 +496,7 @@ flatten(Tree *tree, Stack *stack, Siblings *h, const FidFrame *table, size_t nfr
     }
     wide_free(&tree->wide); /* by node number: the nodes move now */
     into_preorder(tree);
+    free_links(tree); /* a row's index is its place now, its parent's is on the stack */
     /* Rows 1.. are slots 0..rows-2: the chunks past them hold nothing kept. */
     size_t needed = ((size_t)rows - 1 + CHUNK_NODES - 1) / CHUNK_NODES;
     while (tree->nchunks > needed) {
@@ -498,11 +516,24 @@ flatten(Tree *tree, Stack *stack, Siblings *h, const FidFrame *table, size_t nfr
     out.size[0] = (int32_t)rows;
     out.calls[0] = out.excl[0] = out.min[0] = out.max[0] = 0;
     out.incl[0] = root_incl;
+    /* The rows whose subtrees hold the next row (number: row index, value: the row past
+     * its subtree), innermost on top: the root's, never popped, at the bottom. */
+    stack->top = 0;
+    if (push(stack, 0, rows) < 0) {
+        goto fail;
+    }
     size_t at = 1;
     for (size_t c = 0; c < tree->nchunks; c++) {
         Chunk *chunk = tree->chunks[c];
         for (size_t i = 0; i < CHUNK_NODES && at < (size_t)rows; i++, at++) {
-            write_row(&out, at, &chunk->nodes[i], &rows_wide);
+            const Node *n = &chunk->nodes[i];
+            while (stack->items[stack->top - 1].value <= (int64_t)at) {
+                stack->top--;
+            }
+            write_row(&out, at, n, stack->items[stack->top - 1].number, &rows_wide);
+            if (KEPT(n) > 1 && push(stack, (uint32_t)at, (int64_t)(at + KEPT(n))) < 0) {
+                goto fail;
+            }
         }
         chunk_free(chunk); /* its pages go back at once (arena.c) */
         tree->chunks[c] = NULL;
@@ -511,6 +542,10 @@ flatten(Tree *tree, Stack *stack, Siblings *h, const FidFrame *table, size_t nfr
     tree->nchunks = 0;
     tree->used = 0;
     return result;
+fail:
+    wide_free(&rows_wide);
+    Py_DECREF(result);
+    return NULL;
 }
 
 /* export_flat(now, frame_of) -> (closed, [(token, rows)]).
@@ -567,7 +602,9 @@ Recorder_export_flat(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
         }
     }
     for (size_t i = 0; i < n; i++) {
-        prepare_tree(&trees[i]);
+        if (prepare_tree(&trees[i]) < 0) {
+            goto done;
+        }
     }
     /* From here on only the export's own trees are used: frame_of runs Python code. */
     table = fid_table(trees, n, &nfids);

@@ -46,6 +46,10 @@ typedef struct {
     Chunk **chunks; /* creation order; all full but the last */
     size_t nchunks, used;
     WideTable wide; /* its wide nodes' numbers (by node number) */
+    /* Children lists by node number (0: the root), in creation order: nodes keep none
+     * (native.h), so flat.c links them once the node table is freed (see its comments);
+     * NULL until then, and again once the rows need them no more. */
+    uint32_t *first_child, *next_sibling;
 } Tree;
 
 /* The node in slot ``g`` (creation order, number g + 1) of a tree's chunks. */

@@ -110,19 +110,20 @@ intern_frames(const Tree *trees, size_t n, FidFrame *table, size_t nfids, PyObje
 {
     int status = -1;
     size_t cap = 1024, top = 0;
-    const Node **stack = PyMem_Malloc(cap * sizeof(Node *));
+    uint32_t *stack = PyMem_Malloc(cap * sizeof(uint32_t)); /* node numbers, 0: the root */
     if (stack == NULL) {
         PyErr_NoMemory();
         return -1;
     }
     for (size_t i = 0; i < n; i++) {
+        const Tree *tree = &trees[i];
         top = 0;
-        stack[top++] = &trees[i].root;
+        stack[top++] = 0;
         while (top > 0) {
-            const Node *at = stack[--top];
-            for (uint32_t number = at->first_child; number != 0;) {
-                const Node *ch = tree_node(&trees[i], number);
-                number = ch->next_sibling;
+            uint32_t at = stack[--top];
+            for (uint32_t number = tree->first_child[at]; number != 0;
+                 number = tree->next_sibling[number]) {
+                const Node *ch = tree_node(tree, number);
                 FidFrame *entry = (FidFrame *)frame_for(table, nfids, ch->fid);
                 if (entry->frame < 0) {
                     PyObject *key = PyLong_FromVoidPtr((void *)ch->fid);
@@ -143,7 +144,7 @@ intern_frames(const Tree *trees, size_t n, FidFrame *table, size_t nfids, PyObje
                     entry->frame = value;
                 }
                 if (top == cap) {
-                    const Node **grown = PyMem_Realloc(stack, 2 * cap * sizeof(Node *));
+                    uint32_t *grown = PyMem_Realloc(stack, 2 * cap * sizeof(uint32_t));
                     if (grown == NULL) {
                         PyErr_NoMemory();
                         goto done;
@@ -151,7 +152,7 @@ intern_frames(const Tree *trees, size_t n, FidFrame *table, size_t nfids, PyObje
                     stack = grown;
                     cap *= 2;
                 }
-                stack[top++] = ch;
+                stack[top++] = number;
             }
         }
     }

@@ -98,16 +98,18 @@
  * anyway: its row indices are 32-bit). */
 #define NUMBER_CAP ((size_t)NUMBER_MASK - CHUNK_NODES)
 
-/* One call-tree node, 48 bytes (it was 88: pytest on sympy's test_arit holds ~1.2 M of
- * them, and they were most of the recorder's memory). Links are node numbers (creation
- * order plus one; 0: none, and as a parent the thread's root), turned into nodes through
- * the thread's numbered chunks; names live in a side table (only event lines and C
- * calls have them); calls/min/max are 32-bit with the wide table behind them.
+/* One call-tree node, 40 bytes (it was 88, then 48: pytest on sympy's test_arit holds
+ * ~1.2 M of them, and they are most of the recorder's memory). Links are node numbers
+ * (creation order plus one; 0: none, and as a parent the thread's root), turned into
+ * nodes through the thread's numbered chunks; names live in a side table (only event
+ * lines and C calls have them); calls/min/max are 32-bit with the wide table behind them.
+ * A node keeps no children list: recording finds a child through the hit links and the
+ * node table, and the export, which walks children, links them itself in side arrays
+ * (flat.c, export.c), after the node table is freed.
  *
  * While recording an enter reads fid and hit; a leave writes incl, calls, min, max.
  * flat.c's export reuses fields the recording needed (see its comments): ``excl``
- * over hit, the kept subtree size in ``parent``, and, once numbered, the row index in
- * ``first_child`` and the parent's row in ``next_sibling``. */
+ * over hit, the kept subtree size in ``parent``. */
 typedef struct Node {
     uintptr_t fid;
     union {
@@ -120,11 +122,9 @@ typedef struct Node {
     int64_t incl;
     uint32_t calls, min, max;
     uint32_t parent; /* the parent's number (0: root) | NAMED; flat.c: kept subtree size */
-    uint32_t first_child;
-    uint32_t next_sibling;
 } Node;
 
-_Static_assert(sizeof(Node) == 48, "Node is 48 bytes");
+_Static_assert(sizeof(Node) == 40, "Node is 40 bytes");
 
 /* One wide node's numbers (arena.c). */
 typedef struct {
@@ -144,18 +144,19 @@ typedef struct {
     size_t mask, used;
 } NameTable;
 
-/* A slot of a thread's node table, 8 bytes: the key's hash's upper half beside the
- * node's number, so a probe compares in the table and reaches for a node only on a likely
- * match (the table and the nodes are far out of the cache on a large program: each reach
- * is a miss). A node's number is its creation order plus one (0: an empty slot); the
- * thread's ``numbered`` chunks turn it into the node. Half the 16-byte slot of a pointer
- * and a full hash: on pytest of sympy's test_arit (1.2 M nodes) the table was 64 MB. */
-typedef struct {
-    uint32_t tag;
-    uint32_t number;
-} Slot;
+/* A slot of a thread's node table, 4 bytes: the node's number in the bits the table's
+ * mask covers and, above them, the same bits of the key's hash (the tag), so a probe
+ * compares in the table and reaches for a node only on a likely match (the table and the
+ * nodes are far out of the cache on a large program: each reach is a miss). The table is
+ * filled to at most 3/4, so every number is below its size and fits under the mask; the
+ * tag is what is left: 11 bits at 2**21 slots, none at 2**31 (every probe then reaches
+ * for its node: slower, still right). A node's number is its creation order plus one
+ * (0: an empty slot); the thread's ``numbered`` chunks turn it into the node. It was 16
+ * bytes (a pointer and a full hash), then 8 (half a hash, a number): on pytest of sympy's
+ * test_arit (1.2 M nodes, 2**21 slots) 64, then 16.8, now 8.4 MB. */
+typedef uint32_t Slot;
 
-/* 1024 nodes, 48 KB: whole pages, mapped on their own (arena.c), so the export's freeing
+/* 1024 nodes, 40 KB: whole pages, mapped on their own (arena.c), so the export's freeing
  * them one by one gives the memory back at once, whatever else the heap holds. A
  * thread's chunks are all full but its last (``used % CHUNK_NODES`` nodes). */
 typedef struct Chunk {
@@ -314,7 +315,7 @@ ELT_HIDDEN Copy *copy_threads(Recorder *self, int64_t now, size_t *count, long l
 ELT_HIDDEN int close_open_calls(Recorder *self, Thread *t, int64_t now, long long *closed);
 ELT_HIDDEN PyObject *Recorder_stop(Recorder *self, PyObject *ignored);
 
-ELT_HIDDEN uint32_t child_of(Thread *t, Node *parent, uint32_t pnum, uintptr_t fid);
+ELT_HIDDEN uint32_t child_of(Thread *t, uint32_t pnum, uintptr_t fid);
 ELT_HIDDEN int close_frame(Recorder *self, Thread *t, int64_t now, int close_kind, int lines);
 ELT_HIDDEN int do_enter(Recorder *self, uintptr_t fid, int kind);
 ELT_HIDDEN int do_leave(Recorder *self, uintptr_t fid, int close_kind);

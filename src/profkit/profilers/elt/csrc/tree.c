@@ -34,19 +34,29 @@ hash_of(uint32_t parent, uintptr_t fid)
     return h ^ (h >> 29);
 }
 
+/* The slot of node ``number`` for hash ``h`` in a table of ``mask + 1`` slots: the number
+ * below, the hash's tag bits above (see Slot in native.h). The table is filled to at most
+ * 3/4, so ``number <= mask``; at 2**32 slots the tag is empty and the slot is the number. */
+static inline Slot
+slot_of(uint32_t number, uint64_t h, size_t mask)
+{
+    return number | ((uint32_t)(h >> 32) & ~(uint32_t)mask);
+}
+
 /* A free slot for hash ``h`` (linear probing). */
 static inline size_t
 free_slot(const Slot *table, size_t mask, uint64_t h)
 {
     size_t j = (size_t)h & mask;
-    while (table[j].number != 0) {
+    while (table[j] != 0) {
         j = (j + 1) & mask;
     }
     return j;
 }
 
 /* Twice the slots, filled from the nodes themselves in creation order (the slots keep
- * only half a hash: the nodes are read once, in order, rather than the old table). */
+ * only a few bits of a hash, and fewer at each size: the nodes are read once, in order,
+ * rather than the old table). */
 static int
 table_grow(Thread *t)
 {
@@ -58,7 +68,7 @@ table_grow(Thread *t)
     for (size_t g = 0; g < t->used; g++) {
         const Node *n = &t->numbered[g / CHUNK_NODES]->nodes[g % CHUNK_NODES];
         uint64_t h = hash_of(n->parent & NUMBER_MASK, n->fid);
-        table[free_slot(table, size - 1, h)] = (Slot){(uint32_t)(h >> 32), (uint32_t)(g + 1)};
+        table[free_slot(table, size - 1, h)] = slot_of((uint32_t)(g + 1), h, size - 1);
     }
     big_free(t->table, (t->mask + 1) * sizeof(Slot));
     t->table = table;
@@ -92,18 +102,20 @@ chunk_new(Thread *t)
     return c;
 }
 
-/* The number of the child of ``parent`` (node number ``pnum``, 0: the root) for ``fid``,
- * created on first use; 0 when out of memory. Nodes never move: pointers to them stay
- * valid across a creation. */
+/* The number of the child of node ``pnum`` (0: the root) for ``fid``, created on first
+ * use; 0 when out of memory. Nodes never move: pointers to them stay valid across a
+ * creation. */
 ELT_HIDDEN uint32_t
-child_of(Thread *t, Node *parent, uint32_t pnum, uintptr_t fid)
+child_of(Thread *t, uint32_t pnum, uintptr_t fid)
 {
     uint64_t h = hash_of(pnum, fid);
-    uint32_t tag = (uint32_t)(h >> 32);
+    uint32_t low = (uint32_t)t->mask; /* a slot's number bits; the tag's are above */
+    uint32_t tag = (uint32_t)(h >> 32) & ~low;
     size_t j = (size_t)h & t->mask;
-    uint32_t number;
-    while ((number = t->table[j].number) != 0) {
-        if (t->table[j].tag == tag) {
+    Slot slot;
+    while ((slot = t->table[j]) != 0) {
+        if ((slot & ~low) == tag) {
+            uint32_t number = slot & low;
             const Node *n = numbered_node(t->numbered, number);
             if (n->fid == fid && (n->parent & NUMBER_MASK) == pnum) {
                 return number;
@@ -122,10 +134,9 @@ child_of(Thread *t, Node *parent, uint32_t pnum, uintptr_t fid)
         return 0;
     }
     Node *n = &t->numbered[g / CHUNK_NODES]->nodes[g % CHUNK_NODES];
-    number = (uint32_t)(t->used + 1);
-    *n = (Node){.fid = fid, .min = MIN_NONE, .parent = pnum, .next_sibling = parent->first_child};
-    parent->first_child = number;
-    t->table[j] = (Slot){tag, number};
+    uint32_t number = (uint32_t)(t->used + 1);
+    *n = (Node){.fid = fid, .min = MIN_NONE, .parent = pnum};
+    t->table[j] = slot_of(number, h, t->mask);
     t->used++;
     return number;
 }
@@ -224,7 +235,7 @@ enter_call(Recorder *self, uintptr_t fid, int kind, uintptr_t caller, PyObject *
         num = last != NULL ? last->hit.next : 0;
         n = num != 0 ? numbered_node(t->numbered, num) : NULL;
         if (n == NULL || n->fid != fid) {
-            num = child_of(t, parent, pnum, fid);
+            num = child_of(t, pnum, fid);
             if (num == 0) {
                 PyErr_NoMemory();
                 return -1;
