@@ -150,6 +150,8 @@ def function_module(filename: str, module: str, main_module: tuple[str, str] | N
     (``myapp.cli``), so ``--prefix myapp`` keeps them."""
     if main_module is not None and filename == main_module[0]:
         return main_module[1]
+    if not filename.startswith("<frozen "):  # most files: no call more (the end of a run
+        return module  # names every function, ~5,000 on sympy)
     frozen = frozen_module(filename)
     return module if frozen is None else frozen
 

@@ -22,5 +22,5 @@ def module_of(info: FunctionInfo, main_module: tuple[str, str] | None = None) ->
 
 def full_name(info: FunctionInfo, main_module: tuple[str, str] | None = None) -> str:
     """``module.qualname`` as reports show it (see :func:`module_of`)."""
-    module = module_of(info, main_module)
+    module = function_module(info.filename, info.module, main_module)  # module_of's, inlined
     return f"{module}.{info.name}" if module else info.name
