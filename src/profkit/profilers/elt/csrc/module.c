@@ -1,5 +1,6 @@
 /* profkit.profilers.elt._native: the Recorder type and module (see native.h). */
 #include "native.h"
+#include "events.h"
 #include "../../../_pyerr_compat.h"
 #include "../../../_idcall.h"
 
@@ -54,11 +55,8 @@ fid_arg(PyObject *const *args, Py_ssize_t nargs, uintptr_t *fid)
         return -1;
     }
     void *p = PyLong_AsVoidPtr(args[0]);
-    if (p == NULL && PyErr_Occurred()) {
-        return -1;
-    }
     *fid = (uintptr_t)p;
-    return 0;
+    return p == NULL && PyErr_Occurred() ? -1 : 0;
 }
 
 /* -- methods ------------------------------------------------------------------------ */
@@ -74,10 +72,10 @@ fid_arg(PyObject *const *args, Py_ssize_t nargs, uintptr_t *fid)
         }                                                                               \
         Py_RETURN_NONE;                                                                 \
     }
-ID_METHOD(Recorder_enter, do_enter(self, fid, OPEN_ENTER))
-ID_METHOD(Recorder_resume, do_enter(self, fid, OPEN_RESUME))
-ID_METHOD(Recorder_leave, do_leave(self, fid, CLOSE_LEAVE))
-ID_METHOD(Recorder_yield, do_leave(self, fid, CLOSE_YIELD))
+ID_METHOD(Recorder_enter, enter_fast(self, fid, OPEN_ENTER))
+ID_METHOD(Recorder_resume, enter_fast(self, fid, OPEN_RESUME))
+ID_METHOD(Recorder_leave, leave_fast(self, fid, CLOSE_LEAVE))
+ID_METHOD(Recorder_yield, leave_fast(self, fid, CLOSE_YIELD))
 
 /* The same four as plain C functions, for a collector dispatching in C (the
  * ``__profkit_idcall__`` protocol, _idcall.h): no argument parsing, no returned None. */
@@ -88,10 +86,10 @@ ID_METHOD(Recorder_yield, do_leave(self, fid, CLOSE_YIELD))
         return CALL;                                                                    \
     }                                                                                   \
     static ProfkitIdCall NAME = {NAME##_c};
-static ProfkitIdCall idcall_enter = {idcall_enter_c};
-static ProfkitIdCall idcall_leave = {idcall_leave_c};
-ID_CALL(idcall_resume, do_enter(self, fid, OPEN_RESUME))
-ID_CALL(idcall_yield, do_leave(self, fid, CLOSE_YIELD))
+ID_CALL(idcall_enter, enter_fast(self, fid, OPEN_ENTER))
+ID_CALL(idcall_resume, enter_fast(self, fid, OPEN_RESUME))
+ID_CALL(idcall_leave, leave_fast(self, fid, CLOSE_LEAVE))
+ID_CALL(idcall_yield, leave_fast(self, fid, CLOSE_YIELD))
 
 static PyObject *
 Recorder_idcall(Recorder *Py_UNUSED(self), PyObject *name)
@@ -141,10 +139,10 @@ Recorder_idcall(Recorder *Py_UNUSED(self), PyObject *name)
         }                                                                               \
         return Py_XNewRef(result);                                                      \
     }
-MONITORING_METHOD(Recorder_py_start, do_enter(self, fid, OPEN_ENTER), "function_enter")
-MONITORING_METHOD(Recorder_py_resume, do_enter(self, fid, OPEN_RESUME), "function_resume")
-MONITORING_METHOD(Recorder_py_return, do_leave(self, fid, CLOSE_LEAVE), "function_leave")
-MONITORING_METHOD(Recorder_py_yield, do_leave(self, fid, CLOSE_YIELD), "function_yield")
+MONITORING_METHOD(Recorder_py_start, enter_fast(self, fid, OPEN_ENTER), "function_enter")
+MONITORING_METHOD(Recorder_py_resume, enter_fast(self, fid, OPEN_RESUME), "function_resume")
+MONITORING_METHOD(Recorder_py_return, leave_fast(self, fid, CLOSE_LEAVE), "function_leave")
+MONITORING_METHOD(Recorder_py_yield, leave_fast(self, fid, CLOSE_YIELD), "function_yield")
 
 static PyObject *
 Recorder_monitoring(Recorder *self, PyObject *args)

@@ -319,9 +319,8 @@ ELT_HIDDEN uint32_t child_of(Thread *t, uint32_t pnum, uintptr_t fid);
 ELT_HIDDEN int close_frame(Recorder *self, Thread *t, int64_t now, int close_kind, int lines);
 ELT_HIDDEN int do_enter(Recorder *self, uintptr_t fid, int kind);
 ELT_HIDDEN int do_leave(Recorder *self, uintptr_t fid, int close_kind);
-/* do_enter(OPEN_ENTER) and do_leave(CLOSE_LEAVE) shaped as _idcall.h's C form */
-ELT_HIDDEN int idcall_enter_c(PyObject *owner, uintptr_t fid);
-ELT_HIDDEN int idcall_leave_c(PyObject *owner, uintptr_t fid);
+/* do_leave past its clock reading (events.h's leave_fast reads it itself) */
+ELT_HIDDEN int leave_at(Recorder *self, uintptr_t fid, int close_kind, int64_t now);
 ELT_HIDDEN int do_c_enter(Recorder *self, uintptr_t fid, uintptr_t caller, PyObject *callable);
 ELT_HIDDEN int do_c_leave(Recorder *self, uintptr_t fid, uintptr_t caller);
 

@@ -330,16 +330,10 @@ do_c_leave(Recorder *self, uintptr_t fid, uintptr_t caller)
     return close_top(self, t, now, CLOSE_LEAVE);
 }
 
-ELT_ALWAYS_INLINE static inline int
-leave_call(Recorder *self, uintptr_t fid, int close_kind)
+/* A call ends at ``now`` (the clock is read first, before any bookkeeping). */
+ELT_HIDDEN int
+leave_at(Recorder *self, uintptr_t fid, int close_kind, int64_t now)
 {
-    if (gone(self)) {
-        return 0;
-    }
-    int64_t now = now_ns(self);
-    if (now == -1 && PyErr_Occurred()) {
-        return -1;
-    }
     /* May call new_thread(); without event lines no Python code runs after it. */
     Thread *t = current_thread(self);
     if (t == NULL) {
@@ -375,20 +369,12 @@ leave_call(Recorder *self, uintptr_t fid, int close_kind)
 ELT_HIDDEN int
 do_leave(Recorder *self, uintptr_t fid, int close_kind)
 {
-    return leave_call(self, fid, close_kind);
-}
-
-/* The C forms of enter and leave (the ``__profkit_idcall__`` protocol, _idcall.h) with
- * the event's work inlined: the dispatcher's one call reaches the tree (a wrapper in
- * module.c calling do_enter calling enter_call cost ~25 instructions an event). */
-ELT_HIDDEN int
-idcall_enter_c(PyObject *owner, uintptr_t fid)
-{
-    return enter_call((Recorder *)owner, fid, OPEN_ENTER, 0, NULL);
-}
-
-ELT_HIDDEN int
-idcall_leave_c(PyObject *owner, uintptr_t fid)
-{
-    return leave_call((Recorder *)owner, fid, CLOSE_LEAVE);
+    if (gone(self)) {
+        return 0;
+    }
+    int64_t now = now_ns(self);
+    if (now == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    return leave_at(self, fid, close_kind, now);
 }
