@@ -59,17 +59,16 @@ def run(target: Target, settings: Settings, say: Callable[[str], None]) -> Resul
             running.execute()
         except BaseException as exc:
             ended = exc
-    with _no_collections():
-        return session.finish(ended)
+    return session.finish(ended)
 
 
 @contextlib.contextmanager
 def _no_collections() -> Iterator[None]:
-    """The garbage collector off for profkit's end of run (stop, build, save, print), as the
-    program left it afterwards: that work allocates thousands of objects (the tree's shown
-    nodes, frames, names) and so set off dozens of collections, each walking the program's
-    whole heap (sympy: 33 of them, ~64 M instructions, issue #26). Deferred, not skipped:
-    what is garbage then is collected later, at the latest at exit."""
+    """The garbage collector off while the profile is saved and printed, as the program
+    left it afterwards: that work allocates thousands of objects (the tree's shown nodes,
+    names, lines), and each collection they set off walks the program's whole heap (issue
+    #26; the profile's build does the same, elt/profiler.py). Deferred, not skipped: what
+    is garbage then is collected later, at the latest at exit."""
     import gc
 
     enabled = gc.isenabled()
@@ -199,7 +198,8 @@ class Run:
         settings, say, path = self.settings, self.say, self.path
         profile = finished.profile
         save_error = "no profile was recorded" if profile is None else None
-        with output.ordinary_recursion_limit():
+        # recording stopped (engine.end): nothing of ours here is the program's profile
+        with output.ordinary_recursion_limit(), _no_collections():
             # First: the profile matters more than the messages. Absolute, as decided at
             # the start, in case the program changed directory.
             if profile is not None:

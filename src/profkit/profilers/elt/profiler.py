@@ -313,7 +313,7 @@ class EltProfiler(Results, SettingsProfiler):
             self._flusher.close()
         if self._recorder is not None:
             self._recorder.stop()
-        self.profile = self.build_profile()
+        self.profile = self.build_stopped()
         if self.on_profile is not None:
             self.on_profile(self.profile)
 
