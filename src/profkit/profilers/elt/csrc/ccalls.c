@@ -20,6 +20,7 @@
  * prefix filter, profkit's own code) stay in that caller's time, as its Python calls do.
  */
 #include "native.h"
+#include "events.h"
 
 #define C_FID_TAG 1u
 
@@ -126,7 +127,7 @@ Recorder_c_call(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
         uintptr_t fid = c_fid(args[2]);
         if (fid != 0) {
             Py_INCREF(self);
-            int failed = do_c_enter(self, fid, (uintptr_t)args[0], args[2]) < 0
+            int failed = c_enter_fast(self, fid, (uintptr_t)args[0], args[2]) < 0
                          && report(self, "function_enter") < 0;
             Py_DECREF(self);
             if (failed) {
@@ -144,7 +145,7 @@ Recorder_c_return(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
         uintptr_t fid = c_fid(args[2]);
         if (fid != 0) {
             Py_INCREF(self);
-            int failed = do_c_leave(self, fid, (uintptr_t)args[0]) < 0
+            int failed = c_leave_fast(self, fid, (uintptr_t)args[0]) < 0
                          && report(self, "function_leave") < 0;
             Py_DECREF(self);
             if (failed) {

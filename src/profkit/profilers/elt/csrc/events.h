@@ -68,4 +68,63 @@ leave_fast(Recorder *self, uintptr_t fid, int close_kind)
     return leave_at(self, fid, close_kind, now);
 }
 
+/* do_c_enter(self, fid, caller, callable) (ccalls.c: a C call by ``caller``), its plain
+ * case inline: as enter_fast, with the caller on top of the stack and the node named
+ * already. 0, or -1 with an exception set. */
+static inline int
+c_enter_fast(Recorder *self, uintptr_t fid, uintptr_t caller, PyObject *callable)
+{
+    if (self->clock == NULL && self->emit == NULL && tls_serial == self->serial
+        && !gone(self)) {
+        Thread *t = tls_thread;
+        if (t == &SILENT || t->depth == 0 || t->frames[t->depth - 1].fid != caller) {
+            return 0; /* as enter_call: a C call of a caller not on top is not recorded */
+        }
+        if (t->depth < t->cap) {
+            Frame *top = &t->frames[t->depth - 1];
+            Node *parent = top->node;
+            uint32_t num = parent->hit.last;
+            Node *n = num != 0 ? numbered_node(t->numbered, num) : NULL;
+            if (n != NULL && n->fid != fid) {
+                num = n->hit.next;
+                n = num != 0 ? numbered_node(t->numbered, num) : NULL;
+                if (n != NULL && n->fid == fid) {
+                    parent->hit.last = num;
+                }
+            }
+            if (n != NULL && n->fid == fid && (n->parent & NAMED)) {
+                Frame *f = top + 1;
+                t->depth++;
+                f->node = n;
+                f->fid = fid;
+                f->number = num;
+                f->kind = OPEN_ENTER;
+                f->start = monotonic_ns();
+                return 0;
+            }
+        }
+    }
+    return do_c_enter(self, fid, caller, callable);
+}
+
+/* do_c_leave(self, fid, caller), its plain case inline: the clock first, then closed
+ * only when it is the top of the stack and was called by ``caller``. */
+static inline int
+c_leave_fast(Recorder *self, uintptr_t fid, uintptr_t caller)
+{
+    if (self->clock != NULL || self->emit != NULL || self->span_cap >= 0 || gone(self)
+        || tls_serial != self->serial) {
+        return do_c_leave(self, fid, caller);
+    }
+    int64_t now = monotonic_ns();
+    Thread *t = tls_thread;
+    if (t == &SILENT || t->depth < 2 || t->frames[t->depth - 1].fid != fid
+        || t->frames[t->depth - 2].fid != caller) {
+        return 0;
+    }
+    t->depth--;
+    const Frame *f = &t->frames[t->depth];
+    return close_call(t, f->node, f->number, wrap_sub(now, f->start), self->basetime);
+}
+
 #endif /* PROFKIT_ELT_EVENTS_H */
