@@ -50,6 +50,9 @@ TESTS = (
     "tests/profilers/elt/test_native.py",
     "tests/profilers/elt/test_native_lines.py",
     "tests/profilers/elt/test_native_stress.py",
+    "tests/profilers/elt/test_flat_export.py",
+    "tests/profilers/elt/test_children_order.py",
+    "tests/profilers/elt/test_rowsums.py",
     "tests/heap/test_sampler.py",
     "tests/monitor/test_functions.py",
 )
