@@ -160,7 +160,8 @@ def _trees(draw: st.DrawFn) -> bytes:
             chain.append(p)
             p = fixed[p]
         fixed.append(chain[parents[i] % len(chain)])
-    excl = [0] + [draw(st.integers(0, 10**6)) for _ in range(1, n)]
+    scale = draw(st.sampled_from([1, 1, 1, 2**13]))  # 2**13: calls of 4.29 s and more
+    excl = [0] + [draw(st.integers(0, 10**6)) * scale for _ in range(1, n)]
     incl = excl[:]
     for i in range(n - 1, 0, -1):
         if fixed[i] > 0:
@@ -184,8 +185,32 @@ def _trees(draw: st.DrawFn) -> bytes:
     st.sets(st.integers(0, 6), max_size=4),
 )
 def test_the_c_rule_is_the_python_rule(data: bytes, values: list[float], c: set[int]) -> None:
-    """Number for number (whole nanoseconds; costs rounded as Python rounds)."""
-    assert _compensated(data, Costs(*values), c) == _model(data, Costs(*values), c)
+    """Number for number (whole nanoseconds; costs rounded as Python rounds), in rows
+    whose shortest and longest calls fit 32 bits or not (flatrows.h's wide rows)."""
+    got, model = _compensated(data, Costs(*values), c), _model(data, Costs(*values), c)
+    assert flat.unpack(got) == flat.unpack(model)
+
+
+@needs_c
+def test_a_min_and_max_that_outgrow_32_bits_get_a_wide_row() -> None:
+    """A caller shorter than its callee (a clock that went back): its inclusive time grows
+    to the callee's, and its shortest and longest call with it, past 32 bits. The rows
+    grow by the row's wide entry, in row order among the others; the numbers are the
+    rule's."""
+    data = _rows(
+        [
+            (-1, -1, 0, 2**32 - 10, 0, 0, 0),
+            (0, 0, 1, 2**32 - 10, 0, 2**32 - 10, 2**32 - 10),
+            (1, 1, 1, 2**33, 2**33, 2**33, 2**33),
+            (1, 2, 3, 1, 1, 0, 2**32 - 2),
+        ]
+    )
+    assert flat.counts(data) == (4, 1)
+    got = _compensated(data, ZERO, set())
+    assert flat.counts(got) == (4, 2)
+    assert list(flat.wide_column(got, "row")) == [1, 2]
+    assert flat.unpack(got) == flat.unpack(_model(data, ZERO, set()))
+    assert flat.unpack(got)[1][2:7] == (1, 2**33 + 1, 0, 2**33 + 1, 2**33 + 1)
 
 
 @needs_c

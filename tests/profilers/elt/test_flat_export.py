@@ -140,7 +140,7 @@ def test_many_chunks_of_nodes_give_the_general_rows(stop: bool) -> None:
     assert closed == 1
     (tree,), general_frames = _general(events, 0, now + 5, name)
     assert frames == general_frames
-    assert len(data) // flat.ROW_BYTES > 3 * 1024 // 8  # several chunks' worth, merged
+    assert flat.counts(data)[0] > 3 * 1024 // 8  # several chunks' worth, merged
     assert flat.tree(data) == tree
 
 
@@ -157,7 +157,7 @@ def test_an_export_running_python_refuses_a_second_one() -> None:
         return 0
 
     _, ((_, data),) = rec.export_flat(now, frame_of)
-    assert seen == ["refused"] and len(data) == 2 * flat.ROW_BYTES
+    assert seen == ["refused"] and flat.counts(data) == (2, 0)
 
 
 def test_frame_indices_fit_the_int32_column() -> None:
@@ -171,13 +171,13 @@ def test_frame_indices_fit_the_int32_column() -> None:
 
 
 def test_rows_are_stored_column_by_column() -> None:
-    """pack/unpack (flat.py) and the C export agree on the layout: int64 columns, then
-    int32 ones, 52 bytes a row."""
+    """pack/unpack (flat.py) and the C export agree on the layout: a header, int64 columns,
+    then 32-bit ones, 40 bytes a row."""
     rec, now = _record([("enter", 1, 0), ("enter", 2, 3), ("leave", 2, 4), ("leave", 1, 5)], 0)
     _, ((_, data),) = rec.export_flat(now, lambda f: f + 10)
     rows = [(-1, -1, 0, 12, 0, 0, 0, 3), (0, 11, 1, 12, 8, 12, 12, 2), (1, 12, 1, 4, 4, 4, 4, 1)]
     assert flat.unpack(data) == rows
-    assert data == flat.pack(rows) and len(data) == 3 * flat.ROW_BYTES == 3 * 52
+    assert data == flat.pack(rows) and len(data) == 16 + 3 * flat.ROW_BYTES == 16 + 3 * 40
     assert native.rows_json is not None
     assert native.rows_json(data) == b"[-1,-1,0,12,0,0,0],[0,11,1,12,8,12,12],[1,12,1,4,4,4,4]"
 
@@ -204,6 +204,27 @@ def test_rows_json_pieces_join_into_the_whole_text(
     pieces = [rows_json(data, a, b) for a, b in itertools.pairwise(bounds)]
     assert b",".join(p for p in pieces if p) == whole
     assert rows_json(data, 50, 10) == b"" and rows_json(data, -5, 0) == b""
+
+
+@settings(max_examples=100, deadline=None)
+@given(rows=st.lists(row, max_size=40))
+def test_rows_of_any_numbers_round_trip_through_the_layout(rows: list[tuple[int, ...]]) -> None:
+    """Calls, min and max of any int64 (past 32 bits: the wide rows after the columns)
+    come back as they went in, through flat.py (unpack, a tree's node) and through the C
+    readers (rows_json's text is the saved file's JSON of them)."""
+    data = flat.pack(rows)
+    assert flat.counts(data) == (len(rows), sum(not _narrow(r) for r in rows))
+    assert flat.unpack(data) == rows
+    assert native.rows_json is not None
+    text = ",".join("[" + ",".join(map(str, r[:7])) + "]" for r in rows)
+    assert native.rows_json(bytes(data)) == text.encode()
+    if rows:
+        root = flat.tree(data)
+        assert (root.calls, root.min_ns, root.max_ns) == (rows[0][2], rows[0][5], rows[0][6])
+
+
+def _narrow(r: tuple[int, ...]) -> bool:
+    return r[2] != flat.WIDE_ROW and all(0 <= v < 2**32 for v in (r[2], r[5], r[6]))
 
 
 def test_a_large_tree_saves_in_pieces_as_the_file_module_saves(
@@ -286,7 +307,7 @@ def test_the_stopped_export_holds_no_copy_of_the_tree() -> None:
     finally:
         tracemalloc.stop()
     (taken, taken_chunks, rows), (_, copied_chunks, _) = results
-    assert rows == 30_101 * flat.ROW_BYTES
+    assert rows == flat.HEADER_BYTES + 30_101 * flat.ROW_BYTES
     assert taken <= rows + 512 * 1024, (taken, rows)
     assert taken_chunks == 0
     assert copied_chunks == 30  # the tree's 30,100 nodes, copied: the bound tells them apart

@@ -304,7 +304,7 @@ def _frames_used(data: bytearray) -> Iterable[int]:
     ``frame_sums`` (one pass, no int object a row), else the whole frame column."""
     if native.frame_sums is not None:
         with contextlib.suppress(ValueError, OverflowError):
-            return native.frame_sums(flat.column(data, "frame"), flat.column(data, "calls"))
+            return native.frame_sums(flat.column(data, "frame"), flat.column(data, "incl"))
     return flat.column(data, "frame")
 
 

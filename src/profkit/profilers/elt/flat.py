@@ -7,9 +7,11 @@ the rows as they are (:mod:`profkit.calltree.stream_writer`), the end-of-run tre
 descends only into hot nodes — so a node's children are made on first access, from the
 rows :meth:`Recorder.export_flat` returned (pre-order, each with its subtree size, so a
 node's children are found by skipping over their subtrees). The rows are stored column by
-column (``csrc/flatrows.h``): five int64 columns, then three int32 ones, 52 bytes a row
+column (``csrc/flatrows.h``): two int64 columns, then six 32-bit ones, 40 bytes a row
 where 8 int64s took 64 — at the end of a long run they are the largest thing the process
-holds.
+holds. A row's calls, shortest and longest call are 32-bit, as in the recorder's nodes;
+the rare row whose numbers do not fit (a call of 4.29 s or more) keeps them, as int64s,
+in the wide rows after the columns.
 
 A :class:`LazyCallNode` is a ``CallNode`` in every way that matters to readers
 (``isinstance``, equality, ``children``, ``walk``); a tree whose nodes were never read is
@@ -26,13 +28,22 @@ TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit
 if TYPE_CHECKING:
     from typing import Any
 
-#: The int64 columns, in their order in the buffer (times in ns; min/max of one call).
-WIDE = ("calls", "incl", "excl", "min", "max")
-#: The int32 columns after them: the parent's row (-1 for the root), the frame index in
+#: The int64 columns, in their order in the buffer after its header (times in ns).
+WIDE = ("incl", "excl")
+#: The uint32 columns after them: calls, the shortest and the longest call (ns), each
+#: :data:`WIDE_ROW` in ``calls`` when the row's three are in the wide rows instead.
+STATS = ("calls", "min", "max")
+#: The int32 columns after those: the parent's row (-1 for the root), the frame index in
 #: the profile (-1 for the root), the row's subtree size (itself included).
 NARROW = ("parent", "frame", "size")
-#: Bytes of one row.
-ROW_BYTES = 8 * len(WIDE) + 4 * len(NARROW)
+#: The wide rows' int64 columns, last: the row (ascending) and its calls, min, max.
+WIDE_ROWS = ("row", "calls", "min", "max")
+#: ``calls`` of a row whose numbers are in the wide rows (the recorder's ``WIDE``).
+WIDE_ROW = 2**32 - 1
+#: Bytes of one row, of the header (the row count, the wide row count), of one wide row.
+ROW_BYTES = 8 * len(WIDE) + 4 * len(STATS) + 4 * len(NARROW)
+HEADER_BYTES = 16
+WIDE_ROW_BYTES = 8 * len(WIDE_ROWS)
 #: A row as :func:`pack` takes it and :func:`unpack` gives it (the saved file's order).
 ROW = ("parent", "frame", "calls", "incl", "excl", "min", "max", "size")
 #: Rows per piece of saved JSON text (about 1 MB).
@@ -42,40 +53,91 @@ _CHILDREN: Any = CallNode.__dict__["children"]
 _new = object.__new__
 
 
+def counts(data: bytes | bytearray) -> tuple[int, int]:
+    """(rows, wide rows) of ``data``, checked against its length."""
+    if len(data) >= HEADER_BYTES:
+        count, wide = memoryview(data)[:HEADER_BYTES].cast("q").tolist()
+        if min(count, wide) >= 0 and len(data) == _size(count, wide):
+            return count, wide
+    raise ValueError("flat rows: not whole rows")
+
+
+def _size(count: int, wide: int) -> int:
+    return HEADER_BYTES + ROW_BYTES * count + WIDE_ROW_BYTES * wide
+
+
 def column(data: bytes | bytearray, name: str) -> memoryview:
-    """Column ``name`` (of :data:`WIDE` or :data:`NARROW`) of the rows in ``data``, as a
-    view (writable when ``data`` is): one value a row."""
-    count, extra = divmod(len(data), ROW_BYTES)
-    if extra:
-        raise ValueError("flat rows: not whole rows")
+    """Column ``name`` (of :data:`WIDE`, :data:`STATS` or :data:`NARROW`) of the rows in
+    ``data``, as a view (writable when ``data`` is): one value a row. A :data:`STATS`
+    column is the rows' raw 32-bit one (see :func:`values` for every row's number)."""
+    count, _ = counts(data)
+    start = HEADER_BYTES
     if name in WIDE:
-        start = 8 * count * WIDE.index(name)
+        start += 8 * count * WIDE.index(name)
         return memoryview(data)[start : start + 8 * count].cast("q")
-    start = 8 * count * len(WIDE) + 4 * count * NARROW.index(name)
+    start += 8 * count * len(WIDE)
+    if name in STATS:
+        start += 4 * count * STATS.index(name)
+        return memoryview(data)[start : start + 4 * count].cast("I")
+    start += 4 * count * (len(STATS) + NARROW.index(name))
     return memoryview(data)[start : start + 4 * count].cast("i")
 
 
+def wide_column(data: bytes | bytearray, name: str) -> memoryview:
+    """Column ``name`` of :data:`WIDE_ROWS` of the rows in ``data``: one value a wide row."""
+    count, wide = counts(data)
+    start = HEADER_BYTES + ROW_BYTES * count + 8 * wide * WIDE_ROWS.index(name)
+    return memoryview(data)[start : start + 8 * wide].cast("q")
+
+
+def values(data: bytes | bytearray, name: str) -> list[int]:
+    """Every row's ``name`` (any column but the subtree size's order: :data:`ROW`), the wide
+    rows' numbers in their places."""
+    out = column(data, name).tolist()
+    if name in STATS:
+        for row, number in zip(wide_column(data, "row"), wide_column(data, name), strict=True):
+            out[row] = number
+    return out
+
+
 def pack(rows: list[tuple[int, ...]]) -> bytearray:
-    """Rows given as :data:`ROW` tuples, in export_flat's layout (tests, hand-made rows)."""
+    """Rows given as :data:`ROW` tuples, in export_flat's layout (tests, hand-made rows):
+    a row whose calls, min or max does not fit 32 bits (or whose calls is
+    :data:`WIDE_ROW`) goes to the wide rows, as the export puts it."""
     from array import array
 
-    out = bytearray()
-    for name in (*WIDE, *NARROW):
+    stats = [ROW.index(name) for name in STATS]
+    wide = [
+        at
+        for at, row in enumerate(rows)
+        if row[stats[0]] == WIDE_ROW or not all(0 <= row[k] < 2**32 for k in stats)
+    ]
+    out = bytearray(array("q", [len(rows), len(wide)]).tobytes())
+    for name in (*WIDE, *STATS, *NARROW):
         k = ROW.index(name)
-        out += array("q" if name in WIDE else "i", [row[k] for row in rows]).tobytes()
+        if name in STATS:
+            column = [row[k] for row in rows]
+            for at in wide:
+                column[at] = WIDE_ROW if name == "calls" else 0
+            out += array("I", column).tobytes()
+        else:
+            out += array("q" if name in WIDE else "i", [row[k] for row in rows]).tobytes()
+    out += array("q", wide).tobytes()
+    for k in stats:
+        out += array("q", [rows[at][k] for at in wide]).tobytes()
     return out
 
 
 def unpack(data: bytes | bytearray) -> list[tuple[int, ...]]:
     """export_flat's rows as :data:`ROW` tuples."""
-    columns = [column(data, name) for name in ROW]
+    columns = [values(data, name) for name in ROW]
     return list(zip(*columns, strict=True))
 
 
 def interleaved(data: bytes | bytearray, names: tuple[str, ...]) -> list[int]:
     """Columns ``names`` of every row, row after row (a small tree's rows for a reader that
     wants them so: the calibration's)."""
-    columns = [column(data, name) for name in names]
+    columns = [values(data, name) for name in names]
     return [value for row in zip(*columns, strict=True) for value in row]
 
 
@@ -94,6 +156,7 @@ class FlatRows:
         "parent",
         "pristine",
         "size",
+        "wide",
     )
 
     def __init__(self, data: bytes | bytearray) -> None:
@@ -106,11 +169,20 @@ class FlatRows:
         self.excl = column(data, "excl")
         self.min = column(data, "min")
         self.max = column(data, "max")
+        self.wide: dict[int, tuple[int, int, int]] | None = None
         #: True until a node below the root was made (a reader might then change it)
         self.pristine = True
 
     def __len__(self) -> int:
         return len(self.size)
+
+    def wide_row(self, at: int) -> tuple[int, int, int]:
+        """(calls, min, max) of row ``at``, one of the wide rows (a call of 4.29 s or
+        more): a dict of them made on the first ask (they are few)."""
+        if self.wide is None:
+            numbers = [wide_column(self.data, name) for name in WIDE_ROWS]
+            self.wide = {row: (calls, lo, hi) for row, calls, lo, hi in zip(*numbers, strict=True)}
+        return self.wide[at]
 
 
 class LazyCallNode(CallNode):
@@ -187,11 +259,15 @@ class LazyCallNode(CallNode):
 def _node(rows: FlatRows, at: int) -> LazyCallNode:
     node: LazyCallNode = _new(LazyCallNode)
     node.frame = rows.frame[at]
-    node.calls = rows.calls[at]
+    calls = rows.calls[at]
+    if calls == WIDE_ROW:
+        node.calls, node.min_ns, node.max_ns = rows.wide_row(at)
+    else:
+        node.calls = calls
+        node.min_ns = rows.min[at]
+        node.max_ns = rows.max[at]
     node.inclusive_ns = rows.incl[at]
     node.exclusive_ns = rows.excl[at]
-    node.min_ns = rows.min[at]
-    node.max_ns = rows.max[at]
     node._rows = rows
     node._at = at
     return node
@@ -212,7 +288,7 @@ def native_rows_json() -> Callable[..., bytes] | None:
 def _json_pieces(data: bytes | bytearray) -> Iterator[bytes]:
     rows_json = native_rows_json()
     assert rows_json is not None
-    count = len(data) // ROW_BYTES
+    count, _ = counts(data)
     for start in range(0, count, JSON_ROWS):
         text = rows_json(data, start, start + JSON_ROWS)
         yield b"," + text if start else text

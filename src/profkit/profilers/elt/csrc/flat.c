@@ -21,7 +21,7 @@
  * two side arrays of node numbers (8 bytes a node), made after the node table (4 bytes
  * a slot, at least 5.3 a node) is freed and freed before the rows are made, so the
  * tree's part of the export's peak is what the recording's was. Peak: the larger of the
- * tree (40 bytes a node, 48 with its links) and its rows (52 bytes a row, stored column
+ * tree (40 bytes a node, 48 with its links) and its rows (40 bytes a row, stored column
  * by column: flatrows.h), plus a few MB, not the tree plus its rows. frames.c asks for
  * the frames, export.c closes the open calls, rowsjson.c writes the rows as JSON.
  */
@@ -449,24 +449,30 @@ into_preorder(Tree *tree)
     }
 }
 
-/* Row ``at``'s columns from its node (in pre-order by now), under row ``parent``. */
+/* Row ``at``'s columns from its node (in pre-order by now), under row ``parent``; a wide
+ * node's numbers go to the next wide row's entry (rows come in order: the entries are
+ * ascending). */
 static inline void
 write_row(const FlatCols *c, size_t at, const Node *n, uint32_t parent,
-          const WideTable *rows_wide)
+          const WideTable *rows_wide, size_t *wide_next)
 {
-    Stats s = {n->calls, n->min, n->max};
-    if (n->calls == WIDE) {
-        const WideEntry *e = wide_find(rows_wide, (uint32_t)at);
-        s = (Stats){e->calls, e->min, e->max};
-    }
     c->parent[at] = (int32_t)parent;
     c->frame[at] = (int32_t)n->fid; /* below 2**31: merge_children checked */
     c->size[at] = (int32_t)KEPT(n);
-    c->calls[at] = s.calls;
     c->incl[at] = n->incl;
     c->excl[at] = n->excl;
-    c->min[at] = s.min;
-    c->max[at] = s.max;
+    c->calls[at] = n->calls;
+    c->min[at] = n->min;
+    c->max[at] = n->max;
+    if (n->calls == WIDE) {
+        const WideEntry *e = wide_find(rows_wide, (uint32_t)at);
+        size_t w = (*wide_next)++;
+        c->min[at] = c->max[at] = 0;
+        c->wrow[w] = (int64_t)at;
+        c->wcalls[w] = e->calls;
+        c->wmin[w] = e->min;
+        c->wmax[w] = e->max;
+    }
 }
 
 /* One thread's rows as a ``bytearray``, None when nothing is kept; NULL with an exception
@@ -505,16 +511,20 @@ flatten(Tree *tree, Stack *stack, Siblings *h, const FidFrame *table, size_t nfr
     /* A bytearray: compensate_rows (compensate.c) then works on it in place. Its pages
      * are touched (made resident) only as the rows are written, while the chunks behind
      * them are freed. */
+    const size_t nk[2] = {(size_t)rows, rows_wide.used}; /* every wide row has an entry */
+    size_t wide_next = 0;
     PyObject *result =
-        PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)((size_t)rows * FLAT_ROW_BYTES));
+        PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)flat_bytes(nk[0], nk[1]));
     if (result == NULL) {
         wide_free(&rows_wide);
         return NULL;
     }
-    FlatCols out = flat_cols(PyByteArray_AS_STRING(result), (size_t)rows);
+    FlatCols out = {0};
+    (void)flat_cols(PyByteArray_AS_STRING(result), flat_bytes(nk[0], nk[1]), &out, nk);
     out.parent[0] = out.frame[0] = -1;
     out.size[0] = (int32_t)rows;
-    out.calls[0] = out.excl[0] = out.min[0] = out.max[0] = 0;
+    out.calls[0] = out.min[0] = out.max[0] = 0;
+    out.excl[0] = 0;
     out.incl[0] = root_incl;
     /* The rows whose subtrees hold the next row (number: row index, value: the row past
      * its subtree), innermost on top: the root's, never popped, at the bottom. */
@@ -530,7 +540,8 @@ flatten(Tree *tree, Stack *stack, Siblings *h, const FidFrame *table, size_t nfr
             while (stack->items[stack->top - 1].value <= (int64_t)at) {
                 stack->top--;
             }
-            write_row(&out, at, n, stack->items[stack->top - 1].number, &rows_wide);
+            write_row(&out, at, n, stack->items[stack->top - 1].number, &rows_wide,
+                      &wide_next);
             if (KEPT(n) > 1 && push(stack, (uint32_t)at, (int64_t)(at + KEPT(n))) < 0) {
                 goto fail;
             }

@@ -7,34 +7,108 @@
 /* -- flat.c, frames.c, rowsjson.c, compensate.c -------------------------------------- */
 
 /* One thread's exported rows are stored column by column, not row by row, so that a row
- * takes 52 bytes, not 64 (pytest on sympy's test_arit: 1.2 million rows, 62 MB instead
- * of 77 MB; a 64-byte row outgrew the 48-byte node it was made from, and the rows were
- * the end of the run's peak memory). For ``n`` rows: five int64 columns of ``n`` values
- * each (FLAT_CALLS..FLAT_MAX), then three int32 ones (FLAT_PARENT, FLAT_FRAME, FLAT_SIZE:
- * row and frame indices, which flat.c keeps below 2**31). The int64 columns come first,
- * so every column is aligned when the buffer is. FLAT_SIZE is a row's subtree size. */
-enum { FLAT_CALLS, FLAT_INCL, FLAT_EXCL, FLAT_MIN, FLAT_MAX, FLAT_WIDE_COLS };
+ * takes 40 bytes (pytest on sympy's test_arit: 1.2 million rows, 48 MB; they were 64,
+ * then 52 bytes, and were the end of the run's peak memory, above the recorder's tree of
+ * 40-byte nodes and 4-byte table slots they are made from). For ``n`` rows and ``k``
+ * wide ones, after a header of two int64s (n, k): two int64 columns of ``n`` values each
+ * (FLAT_INCL, FLAT_EXCL), then three uint32 ones (FLAT_CALLS, FLAT_MIN, FLAT_MAX: as in
+ * a node, a row whose three do not all fit has ``calls == WIDE`` and its min and max
+ * columns unused), then three int32 ones (FLAT_PARENT, FLAT_FRAME, FLAT_SIZE: row and
+ * frame indices, which flat.c keeps below 2**31; FLAT_SIZE is a row's subtree size);
+ * then the wide rows, four int64 columns of ``k`` values (FLAT_WROW, ascending, and the
+ * row's calls, min, max). Every column is aligned when the buffer is (the header and the
+ * 40 bytes a row keep 8-byte columns on 8 bytes). Wide rows are rare: a call of 4.29 s or
+ * more, 2**32 - 1 calls or more. */
+enum { FLAT_INCL, FLAT_EXCL, FLAT_WIDE_COLS };
+enum { FLAT_CALLS, FLAT_MIN, FLAT_MAX, FLAT_STAT_COLS };
 enum { FLAT_PARENT, FLAT_FRAME, FLAT_SIZE, FLAT_NARROW_COLS };
-#define FLAT_ROW_BYTES (FLAT_WIDE_COLS * sizeof(int64_t) + FLAT_NARROW_COLS * sizeof(int32_t))
+enum { FLAT_WROW, FLAT_WCALLS, FLAT_WMIN, FLAT_WMAX, FLAT_WENTRY_COLS };
+#define FLAT_HEADER_BYTES (2 * sizeof(int64_t))
+#define FLAT_ROW_BYTES                                                                  \
+    (FLAT_WIDE_COLS * sizeof(int64_t)                                                   \
+     + (FLAT_STAT_COLS + FLAT_NARROW_COLS) * sizeof(int32_t))
+#define FLAT_WENTRY_BYTES (FLAT_WENTRY_COLS * sizeof(int64_t))
 
-/* The columns of ``n`` rows at ``buf`` (aligned to 8 bytes). */
+_Static_assert(FLAT_ROW_BYTES % sizeof(int64_t) == 0, "the wide rows' columns stay aligned");
+
+/* The columns of ``n`` rows and ``k`` wide ones at ``buf`` (aligned to 8 bytes). */
 typedef struct {
-    int64_t *calls, *incl, *excl, *min, *max;
+    int64_t *incl, *excl;
+    uint32_t *calls, *min, *max;
     int32_t *parent, *frame, *size;
-    size_t n;
+    int64_t *wrow, *wcalls, *wmin, *wmax;
+    size_t n, k;
 } FlatCols;
 
-static inline FlatCols
-flat_cols(void *buf, size_t n)
+/* Bytes of ``n`` rows with ``k`` wide ones. */
+static inline size_t
+flat_bytes(size_t n, size_t k)
 {
-    int64_t *w = buf;
-    int32_t *narrow = (int32_t *)(w + FLAT_WIDE_COLS * n);
-    return (FlatCols){
-        .calls = w + FLAT_CALLS * n, .incl = w + FLAT_INCL * n, .excl = w + FLAT_EXCL * n,
-        .min = w + FLAT_MIN * n, .max = w + FLAT_MAX * n,
+    return FLAT_HEADER_BYTES + n * FLAT_ROW_BYTES + k * FLAT_WENTRY_BYTES;
+}
+
+/* The columns of the rows in ``buf`` (``len`` bytes), the header read (written first when
+ * ``n`` and ``k`` are given: flat.c's new rows); -1 when ``buf`` is not such rows (the
+ * header and the length disagree, or it is not aligned), with no exception set. */
+static inline int
+flat_cols(void *buf, size_t len, FlatCols *c, const size_t *nk)
+{
+    int64_t *head = buf;
+    if ((uintptr_t)buf % sizeof(int64_t) != 0 || len < FLAT_HEADER_BYTES) {
+        return -1;
+    }
+    if (nk != NULL) {
+        head[0] = (int64_t)nk[0];
+        head[1] = (int64_t)nk[1];
+    }
+    if (head[0] < 0 || head[1] < 0 || (uint64_t)head[0] > len / FLAT_ROW_BYTES
+        || (uint64_t)head[1] > len / FLAT_WENTRY_BYTES
+        || flat_bytes((size_t)head[0], (size_t)head[1]) != len) {
+        return -1;
+    }
+    size_t n = (size_t)head[0], k = (size_t)head[1];
+    int64_t *w = head + 2;
+    uint32_t *stats = (uint32_t *)(w + FLAT_WIDE_COLS * n);
+    int32_t *narrow = (int32_t *)(stats + FLAT_STAT_COLS * n);
+    int64_t *wide = (int64_t *)(narrow + FLAT_NARROW_COLS * n);
+    *c = (FlatCols){
+        .incl = w + FLAT_INCL * n, .excl = w + FLAT_EXCL * n,
+        .calls = stats + FLAT_CALLS * n, .min = stats + FLAT_MIN * n, .max = stats + FLAT_MAX * n,
         .parent = narrow + FLAT_PARENT * n, .frame = narrow + FLAT_FRAME * n,
-        .size = narrow + FLAT_SIZE * n, .n = n,
+        .size = narrow + FLAT_SIZE * n,
+        .wrow = wide + FLAT_WROW * k, .wcalls = wide + FLAT_WCALLS * k,
+        .wmin = wide + FLAT_WMIN * k, .wmax = wide + FLAT_WMAX * k, .n = n, .k = k,
     };
+    return 0;
+}
+
+/* The wide entry of row ``at`` (whose calls are WIDE), by bisection; k when it has none
+ * (rows not made by flat.c or flat.py's pack). */
+static inline size_t
+flat_wide_at(const FlatCols *c, size_t at)
+{
+    size_t lo = 0, hi = c->k;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->wrow[mid] < (int64_t)at) {
+            lo = mid + 1;
+        }
+        else {
+            hi = mid;
+        }
+    }
+    return lo < c->k && c->wrow[lo] == (int64_t)at ? lo : c->k;
+}
+
+/* Row ``at``'s calls, min and max as int64 (a wide row without its entry: zeros). */
+static inline Stats
+flat_stats(const FlatCols *c, size_t at)
+{
+    if (c->calls[at] != WIDE) {
+        return (Stats){c->calls[at], c->min[at], c->max[at]};
+    }
+    size_t e = flat_wide_at(c, at);
+    return e < c->k ? (Stats){c->wcalls[e], c->wmin[e], c->wmax[e]} : (Stats){0, 0, 0};
 }
 
 /* One thread's call tree while export_flat turns it into rows: its own nodes (taken from

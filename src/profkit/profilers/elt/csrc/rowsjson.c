@@ -63,12 +63,13 @@ native_rows_json(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
         return NULL;
     }
-    if ((size_t)view.len % FLAT_ROW_BYTES != 0 || ((uintptr_t)view.buf % sizeof(int64_t)) != 0) {
+    FlatCols r = {0};
+    if (flat_cols(view.buf, (size_t)view.len, &r, NULL) < 0) {
         PyBuffer_Release(&view);
         PyErr_SetString(PyExc_ValueError, "rows_json: not whole, aligned rows");
         return NULL;
     }
-    Py_ssize_t count = view.len / (Py_ssize_t)FLAT_ROW_BYTES, start = 0, stop = count;
+    Py_ssize_t count = (Py_ssize_t)r.n, start = 0, stop = count;
     if (nargs == 3) {
         start = PyLong_AsSsize_t(args[1]);
         if (args[2] != Py_None) {
@@ -89,7 +90,6 @@ native_rows_json(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyBuffer_Release(&view);
         return NULL;
     }
-    FlatCols r = flat_cols(view.buf, (size_t)count);
     char *first = PyBytes_AS_STRING(out), *p = first;
     for (size_t at = (size_t)start; at < (size_t)stop; at++) {
         if (at > (size_t)start) {
@@ -99,10 +99,11 @@ native_rows_json(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         p = put_i64(p, r.parent[at]);
         *p++ = ',';
         p = put_i64(p, r.frame[at]);
-        const int64_t wide[] = {r.calls[at], r.incl[at], r.excl[at], r.min[at], r.max[at]};
-        for (int k = 0; k < FLAT_WIDE_COLS; k++) {
+        Stats st = flat_stats(&r, at);
+        const int64_t numbers[] = {st.calls, r.incl[at], r.excl[at], st.min, st.max};
+        for (int k = 0; k < 5; k++) {
             *p++ = ',';
-            p = put_i64(p, wide[k]);
+            p = put_i64(p, numbers[k]);
         }
         *p++ = ']';
     }
