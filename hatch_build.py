@@ -49,6 +49,7 @@ EXTENSIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
                 "compensate",
                 "rowsums",
                 "ccalls",
+                "hooks",
                 "forks",
             )
         ),

@@ -84,9 +84,11 @@ class MonitoringHook:
         tool = free[2]
         mon.use_tool_id(tool, "profkit-c-calls")
         ev = mon.events
-        mon.register_callback(tool, ev.CALL, self.recorder.c_call)
-        mon.register_callback(tool, ev.C_RETURN, self.recorder.c_return)
-        mon.register_callback(tool, ev.C_RAISE, self.recorder.c_return)
+        # The methods as callbacks of their own (csrc/hooks.c: no method call per event)
+        on_return = self.recorder.hook("c_return")
+        mon.register_callback(tool, ev.CALL, self.recorder.hook("c_call"))
+        mon.register_callback(tool, ev.C_RETURN, on_return)
+        mon.register_callback(tool, ev.C_RAISE, on_return)
         mon.set_events(tool, ev.CALL | ev.C_RETURN | ev.C_RAISE)
         self.tool = tool
         self.pid = os.getpid()

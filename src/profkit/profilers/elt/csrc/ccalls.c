@@ -22,21 +22,6 @@
 #include "native.h"
 #include "events.h"
 
-#define C_FID_TAG 1u
-
-/* The PyMethodDef of a C callable (tagged: the node's fid), or 0 for anything else. */
-static inline uintptr_t
-c_fid(PyObject *callable)
-{
-    if (PyCFunction_Check(callable)) {
-        return (uintptr_t)((PyCFunctionObject *)callable)->m_ml | C_FID_TAG;
-    }
-    if (Py_IS_TYPE(callable, &PyMethodDescr_Type)) {
-        return (uintptr_t)((PyMethodDescrObject *)callable)->d_method | C_FID_TAG;
-    }
-    return 0;
-}
-
 static const char *
 short_type_name(PyTypeObject *type)
 {

@@ -168,7 +168,7 @@ Recorder_monitoring(Recorder *self, PyObject *args)
         Py_RETURN_NONE;
     }
     Py_XSETREF(self->on_error, on_error == Py_None ? NULL : Py_NewRef(on_error));
-    return PyObject_GetAttrString((PyObject *)self, method);
+    return new_hook(self, method); /* hooks.c: the method without a method call */
 }
 
 /* -- type --------------------------------------------------------------------------- */
@@ -318,6 +318,9 @@ static PyMethodDef Recorder_methods[] = {
     {"__profkit_idcall__", (PyCFunction)Recorder_idcall, METH_O,
      "__profkit_idcall__(name): the id-shaped method ``name`` (enter, resume, leave,\n"
      "yield_) as a C function in a capsule, for a collector dispatching in C; or None."},
+    {"hook", (PyCFunction)Recorder_hook, METH_O,
+     "hook(name): the method ``name`` (py_start, py_resume, py_return, py_yield, c_call,\n"
+     "c_return) as a sys.monitoring callback of its own (hooks.c); or None."},
     {"c_call", (PyCFunction)(void (*)(void))Recorder_c_call, METH_FASTCALL,
      "sys.monitoring CALL callback (never raises): a C call by recorded code starts a node."},
     {"c_return", (PyCFunction)(void (*)(void))Recorder_c_return, METH_FASTCALL,
@@ -379,7 +382,7 @@ static struct PyModuleDef native_module = {
 PyMODINIT_FUNC
 PyInit__native(void)
 {
-    if (PyType_Ready(&RecorderType) < 0 || elt_watch_forks() < 0) {
+    if (PyType_Ready(&RecorderType) < 0 || elt_hooks_ready() < 0 || elt_watch_forks() < 0) {
         return NULL;
     }
     PyObject *m = PyModule_Create(&native_module);

@@ -12,7 +12,8 @@
  *   frames.c    flat.c's function -> frame index (frame_of), asked once per function;
  *   rowsjson.c  flat.c's rows as the saved file's JSON text (rows_json);
  *   compensate.c the profiler's own cost per call taken out of flat.c's rows, in place;
- *   ccalls.c    C functions as nodes of their own (sys.monitoring CALL/C_RETURN/C_RAISE).
+ *   ccalls.c    C functions as nodes of their own (sys.monitoring CALL/C_RETURN/C_RAISE);
+ *   hooks.c     the sys.monitoring callbacks as vectorcall objects (no method call each).
  * hatch_build.py compiles them into one extension.
  *
  * Why it exists: in pure Python every call costs the collector's callback frame, the
