@@ -113,6 +113,55 @@ def test_stopped_export_takes_the_trees_and_gives_the_same_rows(
     assert stopped.export_flat(now + 20, lambda f: 0) == (0, [])
 
 
+class _Many:
+    """A ``frame_of`` with ``many``: the export asks it once, for every function."""
+
+    def __init__(self, answer: Callable[[list[int]], Any]) -> None:
+        self.answer = answer
+        self.asked: list[list[int]] = []
+
+    def __call__(self, fid: int) -> int:
+        raise AssertionError("asked one by one")
+
+    def many(self, fids: list[int]) -> Any:
+        self.asked.append(list(fids))
+        return self.answer(fids)
+
+
+def test_frame_of_many_is_asked_once_in_the_one_by_one_order() -> None:
+    """``frame_of.many(fids)``: every function in one call, in the order (and with the
+    rows) of one call a function (csrc/frames.c)."""
+    events = _wide_events(60)
+    one, now = _record(events, 0)
+    both, _ = _record(events, 0)
+    asked: list[int] = []
+
+    def frame_of(fid: int) -> int:
+        asked.append(fid)
+        return fid % 5
+
+    _, rows = one.export_flat(now, frame_of)
+    many = _Many(lambda fids: [fid % 5 for fid in fids])
+    _, rows_many = both.export_flat(now, many)
+    assert many.asked == [asked]
+    assert [data for _, data in rows_many] == [data for _, data in rows]
+
+
+@pytest.mark.parametrize(
+    ("answer", "error"),
+    [
+        (lambda fids: [0] * (len(fids) - 1), ValueError),  # one short
+        (lambda fids: [-1] * len(fids), ValueError),
+        (lambda fids: 7, TypeError),  # not a sequence
+        (lambda fids: ["x"] * len(fids), TypeError),
+    ],
+)
+def test_frame_of_many_answers_are_checked(answer: Callable[[list[int]], Any], error: type) -> None:
+    rec, now = _record([("enter", 1, 1), ("enter", 2, 1)], 0)
+    with pytest.raises(error):
+        rec.export_flat(now, _Many(answer))
+
+
 def _wide_events(paths: int) -> Events:
     """Calls down ``paths`` distinct paths three levels deep, revisiting earlier subtrees
     later (so creation order is not pre-order), over several thousand nodes."""

@@ -145,34 +145,13 @@ class Results:
         thread_index: dict[int, int] = {}
         cal = self._calibration
         c_names: dict[int, str] = self._recorder.c_names
-        #: frame indices of C functions (compensated by their own costs)
-        c_frames: set[int] = set()
-        #: the calibration's functions: indices past every real frame, never interned
-        cal_frames: dict[int, str] = {}
-
-        intern = _interner(profile)  # not profile.frame_id: see _interner
         assert self._info is not None
-        info_of = self._info.get_function_info  # once a function (the base's is a call more)
-        display_name = self._display_name
-
-        def frame_index(fid: int) -> int:
-            c_name = c_names.get(fid)
-            if c_name is not None:
-                index = intern(c_name, "", 0)
-                c_frames.add(index)
-                return index
-            info = info_of(fid)  # type: ignore[arg-type]
-            if cal is not None and info.filename == calibrate.FILE:
-                index = _CALIBRATION_FRAMES + len(cal_frames)
-                cal_frames[index] = info.name
-                return index
-            index = intern(display_name(info), info.filename, info.first_line)
-            if info.is_native:  # 3.11: C calls come from the collector's transitions
-                c_frames.add(index)
-            return index
-
+        frames_of = _frames_of(
+            profile, c_names, self._info.get_function_info, self._display_name, cal
+        )
+        c_frames, cal_frames = frames_of.c_frames, frames_of.cal_frames
         # The C export: rows in the file's layout, nodes made only when read (flat.py).
-        closed, flat_threads = self._recorder.export_flat(now, frame_index)
+        closed, flat_threads = self._recorder.export_flat(now, frames_of)
         self._closed_open_calls += closed
         profile._frame_index = {}  # rebuilt from profile.frames when next asked
         costs = None
@@ -308,24 +287,69 @@ def _frames_used(data: bytearray) -> Iterable[int]:
     return flat.column(data, "frame")
 
 
-def _interner(profile: CallProfile) -> Callable[[str, str, int], int]:
-    """``intern(name, file, line)``: the index of that frame in ``profile.frames``, added
-    if new, as ``profile.frame_id(Frame(name, file, line))`` gives it (same frames, same
-    order), by a tuple key: a Frame's hash is Python code (``_record``), and the export
-    asks once per function (sympy: ~5,000, issue #26). ``profile.frame_id`` rebuilds its
-    index from ``profile.frames`` when next asked (the caller empties it)."""
+class _FramesOf:
+    """export_flat's ``frame_of`` (csrc/frames.c): each function's index in
+    ``profile.frames``, added if new as ``profile.frame_id`` would add it, by a tuple key
+    (a Frame's hash is Python code, ``_record``). The export asks :meth:`many` for every
+    function at once: sympy names ~5,000, and a call from C apiece cost more than the
+    naming (issue #26)."""
+
+    __slots__ = ("c_frames", "cal_frames", "many")
+
+    def __init__(
+        self,
+        many: Callable[[list[int]], list[int]],
+        c_frames: set[int],
+        cal_frames: dict[int, str],
+    ) -> None:
+        self.many = many
+        #: frame indices of C functions (compensated by their own costs)
+        self.c_frames = c_frames
+        #: the calibration's functions: indices past every real frame, never interned
+        self.cal_frames = cal_frames
+
+    def __call__(self, fid: int) -> int:
+        return self.many([fid])[0]
+
+
+def _frames_of(
+    profile: CallProfile,
+    c_names: dict[int, str],
+    info_of: Callable[[FunctionId], FunctionInfo],
+    display_name: Callable[[FunctionInfo], str],
+    cal: calibrate.Calibration | None,
+) -> _FramesOf:
+    """The namer of :meth:`Results._build_native`'s export (see :class:`_FramesOf`)."""
     frames = profile.frames
     known = {(f.name, f.file, f.line): i for i, f in enumerate(frames)}
+    c_frames: set[int] = set()
+    cal_frames: dict[int, str] = {}
 
-    def intern(name: str, file: str, line: int) -> int:
-        key = (name, file, line)
-        index = known.get(key)
-        if index is None:
-            index = known[key] = len(frames)
-            frames.append(Frame(name, file, line))
-        return index
+    def many(fids: list[int]) -> list[int]:
+        indices: list[int] = []
+        for fid in fids:
+            c_name = c_names.get(fid)
+            if c_name is not None:
+                key = (c_name, "", 0)
+                native_frame = True
+            else:
+                info = info_of(fid)  # type: ignore[arg-type]
+                if cal is not None and info.filename == calibrate.FILE:
+                    indices.append(_CALIBRATION_FRAMES + len(cal_frames))
+                    cal_frames[indices[-1]] = info.name
+                    continue
+                key = (display_name(info), info.filename, info.first_line)
+                native_frame = info.is_native  # 3.11: C calls from the collector
+            index = known.get(key)
+            if index is None:
+                index = known[key] = len(frames)
+                frames.append(Frame(*key))
+            if native_frame:
+                c_frames.add(index)
+            indices.append(index)
+        return indices
 
-    return intern
+    return _FramesOf(many, c_frames, cal_frames)
 
 
 #: First frame index given to the calibration's functions (never a real frame's; below

@@ -2,9 +2,10 @@
  * flat.c's export.
  *
  * Why a unit of its own: it is the one step of the flat export that runs Python code
- * (``frame_of(fid)``, once per distinct function), so it only reads trees that are the
- * export's own (see Tree in native.h); and the order it asks in is a contract of its own
- * (the frames table must come out as calltree's general path makes it).
+ * (``frame_of.many(fids)`` once, or ``frame_of(fid)`` once per distinct function), so it
+ * only reads trees that are the export's own (see Tree in native.h); and the order it asks
+ * in is a contract of its own (the frames table must come out as calltree's general path
+ * makes it).
  */
 #include "native.h"
 
@@ -101,19 +102,18 @@ fid_table(const Tree *trees, size_t n, size_t *out)
     return table;
 }
 
-/* Ask frame_of(fid) for each distinct function, in the order tree.py's convert() meets
- * them (each node's children in creation order, nodes taken last-in first-out), so the
- * frames table comes out as the general path makes it. Runs Python code: the trees are
- * the export's own (prepared: children in creation order). -1 with an exception set. */
-ELT_HIDDEN int
-intern_frames(const Tree *trees, size_t n, FidFrame *table, size_t nfids, PyObject *frame_of)
+/* The table's entries in the order tree.py's convert() meets their functions (each
+ * node's children in creation order, nodes taken last-in first-out), each once, marked
+ * asked (frame -2). Plain C: the trees are the export's own (prepared: children in
+ * creation order). NULL with MemoryError set; *count entries. */
+static FidFrame **
+ask_order(const Tree *trees, size_t n, FidFrame *table, size_t nfids, size_t *count)
 {
-    int status = -1;
-    size_t cap = 1024, top = 0;
+    size_t cap = 1024, top = 0, k = 0;
     uint32_t *stack = PyMem_Malloc(cap * sizeof(uint32_t)); /* node numbers, 0: the root */
-    if (stack == NULL) {
-        PyErr_NoMemory();
-        return -1;
+    FidFrame **order = PyMem_Malloc((nfids ? nfids : 1) * sizeof(FidFrame *));
+    if (stack == NULL || order == NULL) {
+        goto nomem;
     }
     for (size_t i = 0; i < n; i++) {
         const Tree *tree = &trees[i];
@@ -125,29 +125,14 @@ intern_frames(const Tree *trees, size_t n, FidFrame *table, size_t nfids, PyObje
                  number = tree->next_sibling[number]) {
                 const Node *ch = tree_node(tree, number);
                 FidFrame *entry = (FidFrame *)frame_for(table, nfids, ch->fid);
-                if (entry->frame < 0) {
-                    PyObject *key = PyLong_FromVoidPtr((void *)ch->fid);
-                    PyObject *frame = key == NULL ? NULL : PyObject_CallOneArg(frame_of, key);
-                    Py_XDECREF(key);
-                    if (frame == NULL) {
-                        goto done;
-                    }
-                    long long value = PyLong_AsLongLong(frame);
-                    Py_DECREF(frame);
-                    if (value == -1 && PyErr_Occurred()) {
-                        goto done;
-                    }
-                    if (value < 0) {
-                        PyErr_SetString(PyExc_ValueError, "frame_of must return an index >= 0");
-                        goto done;
-                    }
-                    entry->frame = value;
+                if (entry->frame == -1) {
+                    entry->frame = -2;
+                    order[k++] = entry;
                 }
                 if (top == cap) {
                     uint32_t *grown = PyMem_Realloc(stack, 2 * cap * sizeof(uint32_t));
                     if (grown == NULL) {
-                        PyErr_NoMemory();
-                        goto done;
+                        goto nomem;
                     }
                     stack = grown;
                     cap *= 2;
@@ -156,8 +141,97 @@ intern_frames(const Tree *trees, size_t n, FidFrame *table, size_t nfids, PyObje
             }
         }
     }
-    status = 0;
-done:
     PyMem_Free(stack);
+    *count = k;
+    return order;
+nomem:
+    PyErr_NoMemory();
+    PyMem_Free(stack);
+    PyMem_Free(order);
+    return NULL;
+}
+
+/* entry's frame from what frame_of answered for it: an int >= 0. -1 with an exception set. */
+static int
+set_frame(FidFrame *entry, PyObject *answer)
+{
+    long long value = PyLong_AsLongLong(answer);
+    if (value == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (value < 0) {
+        PyErr_SetString(PyExc_ValueError, "frame_of must return an index >= 0");
+        return -1;
+    }
+    entry->frame = value;
+    return 0;
+}
+
+/* frame_of.many(fids) -> a sequence of as many frame indices: every function in one call
+ * (sympy names ~5,000: a call into Python each cost more than the naming, issue #26). */
+static int
+ask_many(PyObject *many, FidFrame **order, size_t count)
+{
+    PyObject *fids = PyList_New((Py_ssize_t)count);
+    if (fids == NULL) {
+        return -1;
+    }
+    for (size_t i = 0; i < count; i++) {
+        PyObject *key = PyLong_FromVoidPtr((void *)order[i]->fid);
+        if (key == NULL) {
+            Py_DECREF(fids);
+            return -1;
+        }
+        PyList_SET_ITEM(fids, (Py_ssize_t)i, key);
+    }
+    PyObject *got = PyObject_CallOneArg(many, fids);
+    Py_DECREF(fids);
+    PyObject *seq = got == NULL ? NULL : PySequence_Fast(got, "frame_of.many: not a sequence");
+    Py_XDECREF(got);
+    if (seq == NULL) {
+        return -1;
+    }
+    int status = 0;
+    if ((size_t)PySequence_Fast_GET_SIZE(seq) != count) {
+        PyErr_SetString(PyExc_ValueError, "frame_of.many must return one index per fid");
+        status = -1;
+    }
+    for (size_t i = 0; status == 0 && i < count; i++) {
+        status = set_frame(order[i], PySequence_Fast_GET_ITEM(seq, (Py_ssize_t)i));
+    }
+    Py_DECREF(seq);
+    return status;
+}
+
+/* Ask for each distinct function's frame in ask_order's order, so the frames table comes
+ * out as the general path makes it: all at once through ``frame_of.many(fids)`` when
+ * frame_of has it, else ``frame_of(fid)`` one by one. Runs Python code (the trees are the
+ * export's own). -1 with an exception set. */
+ELT_HIDDEN int
+intern_frames(const Tree *trees, size_t n, FidFrame *table, size_t nfids, PyObject *frame_of)
+{
+    size_t count = 0;
+    FidFrame **order = ask_order(trees, n, table, nfids, &count);
+    if (order == NULL) {
+        return -1;
+    }
+    int status = -1;
+    PyObject *many = PyObject_GetAttrString(frame_of, "many");
+    if (many != NULL) {
+        status = ask_many(many, order, count);
+        Py_DECREF(many);
+    }
+    else if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        PyErr_Clear();
+        status = 0;
+        for (size_t i = 0; status == 0 && i < count; i++) {
+            PyObject *key = PyLong_FromVoidPtr((void *)order[i]->fid);
+            PyObject *frame = key == NULL ? NULL : PyObject_CallOneArg(frame_of, key);
+            Py_XDECREF(key);
+            status = frame == NULL ? -1 : set_frame(order[i], frame);
+            Py_XDECREF(frame);
+        }
+    }
+    PyMem_Free(order);
     return status;
 }
