@@ -61,6 +61,11 @@ EXTENSIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
             for unit in ("module", "dispatch", "codes", "natives")
         ),
     ),
+    # 3.11's evalframe backend; on 3.12+ a stub that says why it is unavailable
+    (
+        "profkit.collect._evalframe",
+        tuple(f"src/profkit/collect/csrc/{unit}.c" for unit in ("evalframe", "evalframe_type")),
+    ),
     (
         "profkit.sampler._walker",
         ("src/profkit/sampler/_walker.c", "src/profkit/sampler/_walker_chain.c"),

@@ -7,7 +7,7 @@ import pytest
 from profkit.collect import detach, setprofile
 from profkit.collect.select import unavailable
 
-TRACING = [b for b in ("monitoring", "setprofile") if unavailable(b) is None]
+TRACING = [b for b in ("monitoring", "evalframe", "setprofile") if unavailable(b) is None]
 #: setprofile twice where its C dispatcher (_profhook) is built: in C, and in Python.
 DISPATCHERS = [
     *TRACING,

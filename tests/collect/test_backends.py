@@ -23,14 +23,16 @@ def test_every_row_names_a_class_with_the_rows_capabilities() -> None:
 
 def test_unknown_names_are_refused_with_the_tables_names() -> None:
     why = backends.unavailable("dtrace")
-    assert why is not None and "monitoring, setprofile, sampler" in why
+    assert why is not None and "monitoring, evalframe, setprofile, sampler" in why
     assert select.unavailable("dtrace") == why
-    assert select.BACKENDS == backends.NAMES == ("monitoring", "setprofile", "sampler")
+    assert select.BACKENDS == backends.NAMES == ("monitoring", "evalframe", "setprofile", "sampler")
 
 
 def test_auto_takes_the_first_tracing_row_that_can_run() -> None:
     choice = select.choose("auto", EventMask.ENTER_LEAVE)
-    first = next(r for r in backends.TABLE.values() if r.tracing and r.unavailable() is None)
+    first = next(
+        r for r in backends.TABLE.values() if r.tracing and r.auto and r.unavailable() is None
+    )
     assert choice.name == first.name
     if first.name != "monitoring":
         assert choice.reason.startswith("monitoring refused: ")

@@ -7,6 +7,7 @@ import threading
 
 from profkit.api import EventMask
 from profkit.collect import attach, current_session, detach
+from tests.collect.capable import require
 from tests.collect.recording import Recorder
 
 
@@ -84,6 +85,7 @@ def test_generator_yield_resume(backend: str) -> None:
 
 def test_exception_unwinds_pair_up(backend: str) -> None:
     mask = EventMask.ENTER_LEAVE | EventMask.EXCEPTIONS
+    require(backend, mask)
     rec, result = run(backend, mask, catcher)
     assert result == "caught"
     assert rec.calls({"catcher", "boom"}) == [
@@ -96,6 +98,7 @@ def test_exception_unwinds_pair_up(backend: str) -> None:
 
 
 def test_shadow_stack_tracks_calls(backend: str) -> None:
+    require(backend, EventMask.ENTER_LEAVE | EventMask.ENABLE_SHADOW_STACK)
     seen: list[tuple[str, ...]] = []
 
     class Shadow(Recorder):
@@ -159,6 +162,7 @@ def interrupted() -> None:
 def test_system_exit_and_interrupt_unwind(backend: str) -> None:
     import pytest
 
+    require(backend, EventMask.ENTER_LEAVE | EventMask.EXCEPTIONS)
     rec = Recorder(EventMask.ENTER_LEAVE | EventMask.EXCEPTIONS)
     attach(rec, backend)
     with pytest.raises(SystemExit):
@@ -197,6 +201,8 @@ def test_raising_profiler_reported_once_and_detached(backend: str, capsys) -> No
 
 def test_async_coroutines(backend: str) -> None:
     import asyncio
+
+    require(backend, EventMask.ENTER_LEAVE | EventMask.ENABLE_SHADOW_STACK)
 
     async def child(i: int) -> int:
         await asyncio.sleep(0)
@@ -275,6 +281,7 @@ def test_everything_paired_under_load(backend: str) -> None:
 
 def test_shadow_stack_semantics(backend: str) -> None:
     """Generators are on the stack only while running; unwound frames are gone; other threads."""
+    require(backend, EventMask.ENTER_LEAVE | EventMask.ENABLE_SHADOW_STACK)
     captured: dict[str, tuple[str, ...]] = {}
     session_box: list[object] = []
 

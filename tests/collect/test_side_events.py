@@ -13,6 +13,7 @@ import pytest
 from profkit.api import EventMask
 from profkit.api.errors import ImmutableFlagError, NotAvailableError, ProfilerApiError
 from profkit.collect import attach, backends, detach
+from tests.collect.capable import require
 from tests.collect.recording import Recorder
 
 
@@ -75,6 +76,7 @@ def test_gc(backend: str) -> None:
 
 
 def test_transitions(backend: str) -> None:
+    require(backend, EventMask.CODE_TRANSITIONS)
     rec = Recorder(EventMask.ENTER_LEAVE | EventMask.CODE_TRANSITIONS)
     attach(rec, backend)
     uses_c([1, 2])
@@ -87,6 +89,7 @@ def test_transitions(backend: str) -> None:
 
 def test_arguments_and_return_value(backend: str) -> None:
     mask = EventMask.ENTER_LEAVE | EventMask.FUNCTION_ARGS | EventMask.FUNCTION_RETVAL
+    require(backend, mask)
     rec = Recorder(mask)
     attach(rec, backend)
     add(1, 5, 7, k=3)
@@ -223,6 +226,7 @@ def handles() -> str:
 
 
 def test_exception_notifications(backend: str) -> None:
+    require(backend, EventMask.EXCEPTIONS)
     rec = Recorder(EventMask.ENTER_LEAVE | EventMask.EXCEPTIONS)
     attach(rec, backend)
     assert handles() == "handled"

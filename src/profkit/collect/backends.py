@@ -34,6 +34,14 @@ def _monitoring_unavailable() -> str | None:
     return reason_unavailable()
 
 
+def _evalframe_unavailable() -> str | None:
+    if sys.version_info[:2] != (3, 11):  # the answer without importing the module
+        return "the evalframe backend is for Python 3.11 only (3.12+ has sys.monitoring)"
+    from profkit.collect.evalframe import reason_unavailable
+
+    return reason_unavailable()
+
+
 class BackendRow:
     """One backend: where it lives and whether it can run here.
 
@@ -42,6 +50,7 @@ class BackendRow:
     """
 
     __slots__ = (
+        "auto",
         "chosen_because",
         "cls",
         "module",
@@ -61,6 +70,7 @@ class BackendRow:
         takes_context: bool = True,
         tracing: bool = True,
         chosen_because: str = "",
+        auto: bool = True,
     ) -> None:
         self.name = name
         #: module holding the class and its ``CAPABILITIES``
@@ -75,6 +85,8 @@ class BackendRow:
         self.tracing = tracing
         #: the reason ``select.choose`` gives when it picks this one first
         self.chosen_because = chosen_because
+        #: whether ``select.choose`` may pick it without being asked by name
+        self.auto = auto
 
     @property
     def capabilities(self) -> Capabilities:
@@ -99,6 +111,14 @@ TABLE: dict[str, BackendRow] = {
             "MonitoringBackend",
             _monitoring_unavailable,
             chosen_because="sys.monitoring is available",
+        ),
+        BackendRow(
+            "evalframe",
+            "profkit.collect.evalframe",
+            "EvalframeBackend",
+            _evalframe_unavailable,
+            chosen_because="a frame-evaluation function (3.11) serves the mask",
+            auto=False,  # opt-in: PROFKIT_BACKEND=evalframe
         ),
         BackendRow(
             "setprofile",

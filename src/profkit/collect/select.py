@@ -53,7 +53,7 @@ def choose(requested: str, mask: EventMask) -> Choice:
         return Choice(sampling_only.name, "the event mask selects sampling and no tracing event")
     refused: list[str] = []
     for row in TABLE.values():
-        if not row.tracing:
+        if not row.tracing or not row.auto:
             continue
         why = row.unavailable()
         if why is None:

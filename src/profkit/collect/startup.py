@@ -14,7 +14,8 @@ that is not profiled pays one dict lookup. When the variable is set, it calls
                                or, if it offers ``from_settings``, built by
                                :func:`profkit.runner.activation.build` from the ``PROFKIT_*``
                                settings (profkit's own profilers: they then save at exit)
-``PROFKIT_BACKEND``            ``auto`` (default), ``monitoring``, ``setprofile``, ``sampler``
+``PROFKIT_BACKEND``            ``auto`` (default), ``monitoring``, ``evalframe`` (3.11),
+                               ``setprofile``, ``sampler``
 ``PROFKIT_SAMPLE_INTERVAL``    seconds between samples (default ``0.001``)
 ``PROFKIT_INTERVAL``           the same as a duration (``1ms``, ``250us``), used when
                                ``PROFKIT_SAMPLE_INTERVAL`` is unset

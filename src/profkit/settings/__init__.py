@@ -167,7 +167,7 @@ ACTIVATION: tuple[Setting, ...] = (
     Setting("profiler", "PROFKIT_PROFILER", "", stripped, _str, "",
             "pkg.module:Class or a name in entry-point group profkit.profilers"),
     Setting("backend", "PROFKIT_BACKEND", "", stripped, _str, "",
-            "the collector backend: auto (default), monitoring, setprofile, sampler"),
+            "the collector backend: auto (default), monitoring, evalframe (3.11), setprofile, sampler"),
     Setting("sample_interval_s", "PROFKIT_SAMPLE_INTERVAL", "", parse_seconds, repr, None,
             "the collector's sampling interval in seconds; wins over PROFKIT_INTERVAL"),
     Setting("debug", "PROFKIT_DEBUG", "", stripped, _str, "",

@@ -1,0 +1,178 @@
+"""ELT trace mode on 3.11 without C-call nodes: the evalframe backend against its peers.
+
+Usage::
+
+    python bench/elt_evalframe.py             # sympy under callgrind (minutes)
+    python bench/elt_evalframe.py --counts    # call counts per function vs cProfile
+
+On 3.11 a profile function (cProfile's, or profkit's setprofile backend) makes the
+interpreter trace every bytecode; the evalframe backend (a PEP 523 frame-evaluation
+function, ``collect/csrc/evalframe.h``) does not, but it cannot see C calls, so it serves
+``--no-c-calls`` only. The fair peer is then cProfile with ``builtins=False`` (no C-call
+entries either); plain cProfile is printed too. Instructions (callgrind, whole process)
+decide: each tool's total and its instructions added over bare ÷ each cProfile's, from the
+same run. ``--counts`` checks the profile: calls per function against
+``cProfile.Profile(builtins=False)`` on the same program (profkit's own start-up frames
+aside).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pstats
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from elt_bench import REAL_PROGRAMS, _callgrind_total
+
+#: cProfile as ``-m cProfile -o`` runs it, with its ``builtins`` flag given
+CPROFILE = """\
+import cProfile, runpy, sys
+script, out, builtins = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+sys.argv = [script]
+prof = cProfile.Profile(builtins=builtins)
+prof.enable()
+try:
+    runpy.run_path(script, run_name="__main__")
+finally:
+    prof.disable()
+    prof.dump_stats(out)
+"""
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROFKIT_")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONHASHSEED"] = "0"  # sympy's work follows set and dict order
+    return env | extra
+
+
+def commands(python: str, script: str, tmp: str) -> dict[str, tuple[list[str], dict[str, str]]]:
+    """tool -> (command, environment)."""
+    profkit = [python, "-m", "profkit", "run", "--no-tree", "--no-subprocesses", "--no-c-calls"]
+    return {
+        "bare": ([python, script], _env()),
+        "cProfile": ([python, "-c", CPROFILE, script, f"{tmp}/c.pstats", "1"], _env()),
+        "cProfile nobuiltins": (
+            [python, "-c", CPROFILE, script, f"{tmp}/cnb.pstats", "0"],
+            _env(),
+        ),
+        "profkit setprofile": (
+            [*profkit, "-o", f"{tmp}/sp.json", script],
+            _env(PROFKIT_BACKEND="setprofile"),
+        ),
+        "profkit evalframe": (
+            [*profkit, "-o", f"{tmp}/ef.json", script],
+            _env(PROFKIT_BACKEND="evalframe"),
+        ),
+    }
+
+
+def instructions(python: str) -> None:
+    """Every tool under callgrind: totals, × bare, added ÷ each cProfile's added."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("needs valgrind (callgrind)")
+    counts: dict[str, int] = {}
+    with tempfile.TemporaryDirectory(prefix="profkit-ef-") as tmp:
+        script = os.path.join(tmp, "sympy_work.py")
+        Path(script).write_text(REAL_PROGRAMS["sympy"])
+        for tool, (cmd, env) in commands(python, script, tmp).items():
+            subprocess.run(cmd, env=env, capture_output=True, check=True)  # warm caches
+            out = os.path.join(tmp, f"cg.{len(counts)}")
+            grind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
+            subprocess.run([*grind, *cmd], env=env, capture_output=True, check=True)
+            counts[tool] = _callgrind_total(Path(out))
+            print(f"  {tool:<22}{counts[tool] / 1e9:>8.3f}G", flush=True)
+    bare = counts["bare"]
+    peers = {p: counts[p] - bare for p in ("cProfile", "cProfile nobuiltins")}
+    print(f"\n{sys.version.split()[0]} sympy: instructions (callgrind), whole process")
+    print(f"  {'tool':<22}{'total':>9}{'× bare':>8}{'added':>9}{'/cP':>7}{'/cP nob':>9}")
+    for tool, total in counts.items():
+        added = total - bare
+        ratios = [added / peer if peer > 0 else 0.0 for peer in peers.values()]
+        print(
+            f"  {tool:<22}{total / 1e9:>8.3f}G{total / bare:>7.3f}×{added / 1e9:>8.3f}G"
+            f"{ratios[0]:>6.2f}×{ratios[1]:>8.2f}×"
+        )
+
+
+def _profkit_calls(path: str) -> dict[tuple[str, int, str], int]:
+    """(file, first line, name) -> calls, over every thread's tree."""
+    from profkit.calltree import file as profile_file
+
+    profile = profile_file.load(Path(path))
+    out: dict[tuple[str, int, str], int] = {}
+    for thread in profile.threads:
+        for _, node in thread.root.walk():
+            if node.frame is not None:
+                frame = profile.frames[node.frame]
+                key = (frame.file or "", frame.line or 0, frame.name.rpartition(".")[2])
+                out[key] = out.get(key, 0) + node.calls
+    return out
+
+
+def _cprofile_calls(path: str) -> dict[tuple[str, int, str], int]:
+    """(file, first line, name) -> calls of a cProfile dump (C functions left out)."""
+    stats = pstats.Stats(path).stats  # type: ignore[attr-defined]
+    out: dict[tuple[str, int, str], int] = {}
+    for (file, line, name), (_cc, calls, *_rest) in stats.items():
+        if file != "~":
+            out[(file, line, name)] = out.get((file, line, name), 0) + calls
+    return out
+
+
+def counts_check(python: str) -> None:
+    """Calls per function: profkit evalframe (and setprofile) vs cProfile(builtins=False)."""
+    with tempfile.TemporaryDirectory(prefix="profkit-efc-") as tmp:
+        script = os.path.join(tmp, "sympy_work.py")
+        Path(script).write_text(REAL_PROGRAMS["sympy"])
+        cmds = commands(python, script, tmp)
+        for tool in ("cProfile nobuiltins", "profkit setprofile", "profkit evalframe"):
+            cmd, env = cmds[tool]
+            subprocess.run(cmd, env=env, capture_output=True, check=True)
+        theirs = _cprofile_calls(f"{tmp}/cnb.pstats")
+        # the noise floor: sympy's work follows object addresses (caches keyed by
+        # identity hashes), which any tool in the process moves; cProfile run again
+        again, env = cmds["cProfile nobuiltins"]
+        subprocess.run([*again[:-2], f"{tmp}/cnb2.pstats", "0"], env=env, check=True)
+        for tool, out in (
+            ("cProfile nobuiltins again", "cnb2"),
+            ("profkit setprofile", "sp"),
+            ("profkit evalframe", "ef"),
+        ):
+            if out == "cnb2":
+                ours = _cprofile_calls(f"{tmp}/{out}.pstats")
+            else:
+                ours = _profkit_calls(f"{tmp}/{out}.json")
+            keys = {k for k in set(ours) | set(theirs) if "sympy" in k[0] or k[0] == script}
+            differ = {k: (ours.get(k, 0), theirs.get(k, 0)) for k in keys}
+            differ = {k: v for k, v in differ.items() if v[0] != v[1]}
+            total = sum(theirs.get(k, 0) for k in keys)
+            mine = sum(ours.get(k, 0) for k in keys)
+            print(
+                f"{tool}: {len(keys)} sympy/script functions, {mine} calls vs cProfile's "
+                f"{total}; {len(differ)} functions differ"
+            )
+            for k, (a, b) in sorted(differ.items(), key=lambda kv: -abs(kv[1][0] - kv[1][1]))[:8]:
+                print(f"    {json.dumps(k)}: profkit {a}, cProfile {b}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--counts", action="store_true", help="compare calls per function")
+    args = parser.parse_args()
+    if args.counts:
+        counts_check(args.python)
+    else:
+        instructions(args.python)
+
+
+if __name__ == "__main__":
+    main()
