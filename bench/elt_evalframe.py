@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from elt_bench import REAL_PROGRAMS, _callgrind_total
@@ -44,6 +45,9 @@ finally:
     prof.disable()
     prof.dump_stats(out)
 """
+
+
+_QUIET: dict[str, Any] = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -82,11 +86,19 @@ def instructions(python: str) -> None:
     with tempfile.TemporaryDirectory(prefix="profkit-ef-") as tmp:
         script = os.path.join(tmp, "sympy_work.py")
         Path(script).write_text(REAL_PROGRAMS["sympy"])
-        for tool, (cmd, env) in commands(python, script, tmp).items():
-            subprocess.run(cmd, env=env, capture_output=True, check=True)  # warm caches
-            out = os.path.join(tmp, f"cg.{len(counts)}")
+        cmds = commands(python, script, tmp)
+        for cmd, env in cmds.values():  # byte code written, calibration cached
+            subprocess.run(cmd, env=env, capture_output=True, check=True)
+        # all at once: instruction counts do not depend on the load, and each run takes
+        # minutes under valgrind
+        running = {}
+        for i, (tool, (cmd, env)) in enumerate(cmds.items()):
+            out = os.path.join(tmp, f"cg.{i}")
             grind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
-            subprocess.run([*grind, *cmd], env=env, capture_output=True, check=True)
+            running[tool] = (out, subprocess.Popen([*grind, *cmd], env=env, **_QUIET))
+        for tool, (out, proc) in running.items():
+            if proc.wait() != 0:
+                raise SystemExit(f"{tool} failed under callgrind")
             counts[tool] = _callgrind_total(Path(out))
             print(f"  {tool:<22}{counts[tool] / 1e9:>8.3f}G", flush=True)
     bare = counts["bare"]
