@@ -41,15 +41,29 @@ c_fid(PyObject *callable)
     return 0;
 }
 
-/* do_enter(self, fid, kind)'s plain case: 1 when the call was recorded here, 0 when it is
- * not the plain case (nothing done: do_enter decides). */
-ELT_ALWAYS_INLINE static inline int
-enter_plain(Recorder *self, uintptr_t fid, int kind)
+/* A simple recorder: the C clock, no event lines, no timeline. Fixed when it is made
+ * (Recorder_clear only makes it gone()), so hooks.c asks once, when it makes a hook, and
+ * the ``simple`` forms below (``simple`` a constant where they are inlined) skip those
+ * tests per event. */
+static inline int
+simple_recorder(Recorder *self)
 {
-    if (self->clock == NULL && self->emit == NULL && tls_serial == self->serial
+    return self->clock == NULL && self->emit == NULL && self->span_cap < 0;
+}
+
+/* In the plain cases below, a depth test also turns SILENT away: its depth is 0 for good
+ * (threads.c: nothing is ever pushed on it). */
+
+/* do_enter(self, fid, kind)'s plain case: 1 when the call was recorded here, 0 when it is
+ * not the plain case (nothing done: do_enter decides). ``simple``: simple_recorder(self)
+ * is known to hold. */
+ELT_ALWAYS_INLINE static inline int
+enter_plain_as(Recorder *self, uintptr_t fid, int kind, int simple)
+{
+    if ((simple || (self->clock == NULL && self->emit == NULL)) && tls_serial == self->serial
         && !gone(self)) {
         Thread *t = tls_thread;
-        if (t != &SILENT && t->depth > 0 && t->depth < t->cap) {
+        if (t->depth > 0 && t->depth < t->cap) {
             Frame *top = &t->frames[t->depth - 1];
             Node *parent = top->node;
             uint32_t num = parent->hit.last;
@@ -76,6 +90,8 @@ enter_plain(Recorder *self, uintptr_t fid, int kind)
     return 0;
 }
 
+#define enter_plain(self, fid, kind) enter_plain_as(self, fid, kind, 0)
+
 /* do_enter(self, fid, kind), its plain case inline: 0, or -1 with an exception set. */
 static inline int
 enter_fast(Recorder *self, uintptr_t fid, int kind)
@@ -86,24 +102,27 @@ enter_fast(Recorder *self, uintptr_t fid, int kind)
 /* Whether a leave may read the C clock itself (leave_at then does the rest): the C clock
  * and a recorder not gone. */
 static inline int
-leave_reads_clock(Recorder *self)
+leave_reads_clock_as(Recorder *self, int simple)
 {
-    return self->clock == NULL && !gone(self);
+    return (simple || self->clock == NULL) && !gone(self);
 }
 
 /* leave_at's plain case, past the clock: the calling thread when the top of its stack is
  * ``fid`` (close_plain closes it), else NULL (nothing done: leave_at decides). */
 ELT_ALWAYS_INLINE static inline Thread *
-leave_plain(Recorder *self, uintptr_t fid)
+leave_plain_as(Recorder *self, uintptr_t fid, int simple)
 {
-    if (self->emit == NULL && self->span_cap < 0 && tls_serial == self->serial) {
+    if ((simple || (self->emit == NULL && self->span_cap < 0)) && tls_serial == self->serial) {
         Thread *t = tls_thread;
-        if (t != &SILENT && t->depth > 0 && t->frames[t->depth - 1].fid == fid) {
+        if (t->depth > 0 && t->frames[t->depth - 1].fid == fid) {
             return t;
         }
     }
     return NULL;
 }
+
+#define leave_reads_clock(self) leave_reads_clock_as(self, 0)
+#define leave_plain(self, fid) leave_plain_as(self, fid, 0)
 
 /* Close the top of ``t``'s stack at ``now``: statistics only (no timeline, no event
  * lines: leave_plain's and c_leave_plain's case). 0, or -1 with an exception set. */
@@ -133,12 +152,12 @@ leave_fast(Recorder *self, uintptr_t fid, int close_kind)
  * 1 when done here (recorded, or not to be: its caller is not on top), 0 when it is not
  * the plain case (nothing done: do_c_enter decides). */
 ELT_ALWAYS_INLINE static inline int
-c_enter_plain(Recorder *self, uintptr_t fid, uintptr_t caller)
+c_enter_plain_as(Recorder *self, uintptr_t fid, uintptr_t caller, int simple)
 {
-    if (self->clock == NULL && self->emit == NULL && tls_serial == self->serial
+    if ((simple || (self->clock == NULL && self->emit == NULL)) && tls_serial == self->serial
         && !gone(self)) {
         Thread *t = tls_thread;
-        if (t == &SILENT || t->depth == 0 || t->frames[t->depth - 1].fid != caller) {
+        if (t->depth == 0 || t->frames[t->depth - 1].fid != caller) {
             return 1; /* as enter_call: a C call of a caller not on top is not recorded */
         }
         if (t->depth < t->cap) {
@@ -168,6 +187,8 @@ c_enter_plain(Recorder *self, uintptr_t fid, uintptr_t caller)
     return 0;
 }
 
+#define c_enter_plain(self, fid, caller) c_enter_plain_as(self, fid, caller, 0)
+
 /* do_c_enter(...), its plain case inline: 0, or -1 with an exception set. */
 static inline int
 c_enter_fast(Recorder *self, uintptr_t fid, uintptr_t caller, PyObject *callable)
@@ -178,11 +199,12 @@ c_enter_fast(Recorder *self, uintptr_t fid, uintptr_t caller, PyObject *callable
 /* Whether do_c_leave's plain case applies (c_leave_plain then does it all): the C clock,
  * no event lines, no timeline, the thread decided. */
 static inline int
-c_leave_is_plain(Recorder *self)
+c_leave_is_plain_as(Recorder *self, int simple)
 {
-    return self->clock == NULL && self->emit == NULL && self->span_cap < 0 && !gone(self)
-           && tls_serial == self->serial;
+    return (simple || simple_recorder(self)) && !gone(self) && tls_serial == self->serial;
 }
+
+#define c_leave_is_plain(self) c_leave_is_plain_as(self, 0)
 
 /* do_c_leave's plain case (c_leave_is_plain), past the clock: closed only when it is the
  * top of the stack and was called by ``caller``. 0, or -1 with an exception set. */
@@ -190,7 +212,7 @@ static inline int
 c_leave_plain(Recorder *self, uintptr_t fid, uintptr_t caller, int64_t now)
 {
     Thread *t = tls_thread;
-    if (t == &SILENT || t->depth < 2 || t->frames[t->depth - 1].fid != fid
+    if (t->depth < 2 || t->frames[t->depth - 1].fid != fid
         || t->frames[t->depth - 2].fid != caller) {
         return 0;
     }

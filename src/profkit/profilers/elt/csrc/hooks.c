@@ -90,34 +90,40 @@ held_failure(Recorder *self, const char *where)
 
 /* -- the callbacks ------------------------------------------------------------------- */
 
+/* Each callback comes in two forms: for a simple recorder (events.h's simple_recorder:
+ * the C clock, no event lines, no timeline, as ``profkit run`` records) the plain cases
+ * skip those tests; the general form makes them per event. new_hook picks one. */
+
 /* PY_START / PY_RESUME (code, offset): the module.c methods' MONITORING_METHOD. */
-#define ENTER_HOOK(NAME, KIND, WHERE)                                                   \
+#define ENTER_HOOK(NAME, KIND, WHERE, SIMPLE)                                           \
     static PyObject *NAME(PyObject *hook, PyObject *const *args, size_t nargsf,         \
                           PyObject *Py_UNUSED(kwnames))                                 \
     {                                                                                   \
         Recorder *self = RECORDER(hook);                                                \
         if (NARGS(nargsf) >= 1 && self->fork_generation == elt_fork_generation         \
-            && !enter_plain(self, (uintptr_t)args[0], KIND)) {                          \
+            && !enter_plain_as(self, (uintptr_t)args[0], KIND, SIMPLE)) {               \
             return held_enter(self, (uintptr_t)args[0], KIND, WHERE);                   \
         }                                                                               \
         Py_RETURN_NONE;                                                                 \
     }
-ENTER_HOOK(hook_py_start, OPEN_ENTER, "function_enter")
-ENTER_HOOK(hook_py_resume, OPEN_RESUME, "function_resume")
+ENTER_HOOK(hook_py_start, OPEN_ENTER, "function_enter", 0)
+ENTER_HOOK(hook_py_resume, OPEN_RESUME, "function_resume", 0)
+ENTER_HOOK(simple_py_start, OPEN_ENTER, "function_enter", 1)
+ENTER_HOOK(simple_py_resume, OPEN_RESUME, "function_resume", 1)
 
 /* PY_RETURN / PY_YIELD (code, offset, value): leave_fast, its slow paths held. */
-#define LEAVE_HOOK(NAME, KIND, WHERE)                                                   \
+#define LEAVE_HOOK(NAME, KIND, WHERE, SIMPLE)                                           \
     static PyObject *NAME(PyObject *hook, PyObject *const *args, size_t nargsf,         \
                           PyObject *Py_UNUSED(kwnames))                                 \
     {                                                                                   \
         Recorder *self = RECORDER(hook);                                                \
         if (NARGS(nargsf) >= 1 && self->fork_generation == elt_fork_generation) {      \
             uintptr_t fid = (uintptr_t)args[0];                                         \
-            if (!leave_reads_clock(self)) {                                             \
+            if (!leave_reads_clock_as(self, SIMPLE)) {                                  \
                 return held_leave(self, fid, KIND, 0, 0, WHERE);                        \
             }                                                                           \
             int64_t now = monotonic_ns();                                               \
-            Thread *t = leave_plain(self, fid);                                         \
+            Thread *t = leave_plain_as(self, fid, SIMPLE);                              \
             if (t == NULL) {                                                            \
                 return held_leave(self, fid, KIND, 1, now, WHERE);                      \
             }                                                                           \
@@ -127,53 +133,62 @@ ENTER_HOOK(hook_py_resume, OPEN_RESUME, "function_resume")
         }                                                                               \
         Py_RETURN_NONE;                                                                 \
     }
-LEAVE_HOOK(hook_py_return, CLOSE_LEAVE, "function_leave")
-LEAVE_HOOK(hook_py_yield, CLOSE_YIELD, "function_yield")
+LEAVE_HOOK(hook_py_return, CLOSE_LEAVE, "function_leave", 0)
+LEAVE_HOOK(hook_py_yield, CLOSE_YIELD, "function_yield", 0)
+LEAVE_HOOK(simple_py_return, CLOSE_LEAVE, "function_leave", 1)
+LEAVE_HOOK(simple_py_yield, CLOSE_YIELD, "function_yield", 1)
 
 /* CALL (code, offset, callable, arg0): ccalls.c's Recorder_c_call. */
-static PyObject *
-hook_c_call(PyObject *hook, PyObject *const *args, size_t nargsf,
-            PyObject *Py_UNUSED(kwnames))
-{
-    if (NARGS(nargsf) >= 3) {
-        uintptr_t fid = c_fid(args[2]);
-        Recorder *self = RECORDER(hook);
-        if (fid != 0 && !c_enter_plain(self, fid, (uintptr_t)args[0])) {
-            return held_c_enter(self, fid, (uintptr_t)args[0], args[2]);
-        }
+#define C_CALL_HOOK(NAME, SIMPLE)                                                       \
+    static PyObject *NAME(PyObject *hook, PyObject *const *args, size_t nargsf,         \
+                          PyObject *Py_UNUSED(kwnames))                                 \
+    {                                                                                   \
+        if (NARGS(nargsf) >= 3) {                                                       \
+            uintptr_t fid = c_fid(args[2]);                                             \
+            Recorder *self = RECORDER(hook);                                            \
+            if (fid != 0 && !c_enter_plain_as(self, fid, (uintptr_t)args[0], SIMPLE)) { \
+                return held_c_enter(self, fid, (uintptr_t)args[0], args[2]);            \
+            }                                                                           \
+        }                                                                               \
+        Py_RETURN_NONE;                                                                 \
     }
-    Py_RETURN_NONE;
-}
+C_CALL_HOOK(hook_c_call, 0)
+C_CALL_HOOK(simple_c_call, 1)
 
 /* C_RETURN / C_RAISE (code, offset, callable, arg0): ccalls.c's Recorder_c_return. */
-static PyObject *
-hook_c_return(PyObject *hook, PyObject *const *args, size_t nargsf,
-              PyObject *Py_UNUSED(kwnames))
-{
-    if (NARGS(nargsf) >= 3) {
-        uintptr_t fid = c_fid(args[2]);
-        Recorder *self = RECORDER(hook);
-        if (fid != 0) {
-            if (!c_leave_is_plain(self)) {
-                return held_c_leave(self, fid, (uintptr_t)args[0]);
-            }
-            if (c_leave_plain(self, fid, (uintptr_t)args[0], monotonic_ns()) < 0) {
-                return held_failure(self, "function_leave");
-            }
-        }
+#define C_RETURN_HOOK(NAME, SIMPLE)                                                     \
+    static PyObject *NAME(PyObject *hook, PyObject *const *args, size_t nargsf,         \
+                          PyObject *Py_UNUSED(kwnames))                                 \
+    {                                                                                   \
+        if (NARGS(nargsf) >= 3) {                                                       \
+            uintptr_t fid = c_fid(args[2]);                                             \
+            Recorder *self = RECORDER(hook);                                            \
+            if (fid != 0) {                                                             \
+                if (!c_leave_is_plain_as(self, SIMPLE)) {                               \
+                    return held_c_leave(self, fid, (uintptr_t)args[0]);                 \
+                }                                                                       \
+                if (c_leave_plain(self, fid, (uintptr_t)args[0], monotonic_ns()) < 0) { \
+                    return held_failure(self, "function_leave");                        \
+                }                                                                       \
+            }                                                                           \
+        }                                                                               \
+        Py_RETURN_NONE;                                                                 \
     }
-    Py_RETURN_NONE;
-}
+C_RETURN_HOOK(hook_c_return, 0)
+C_RETURN_HOOK(simple_c_return, 1)
 
 /* -- the type ------------------------------------------------------------------------ */
 
 static const struct {
     const char *name;
-    vectorcallfunc call;
+    vectorcallfunc call, simple;
 } FORMS[] = {
-    {"py_start", hook_py_start},   {"py_resume", hook_py_resume},
-    {"py_return", hook_py_return}, {"py_yield", hook_py_yield},
-    {"c_call", hook_c_call},       {"c_return", hook_c_return},
+    {"py_start", hook_py_start, simple_py_start},
+    {"py_resume", hook_py_resume, simple_py_resume},
+    {"py_return", hook_py_return, simple_py_return},
+    {"py_yield", hook_py_yield, simple_py_yield},
+    {"c_call", hook_c_call, simple_c_call},
+    {"c_return", hook_c_return, simple_c_return},
 };
 
 static int
@@ -240,7 +255,7 @@ new_hook(Recorder *self, const char *name)
             if (hook == NULL) {
                 return NULL;
             }
-            hook->vectorcall = FORMS[i].call;
+            hook->vectorcall = simple_recorder(self) ? FORMS[i].simple : FORMS[i].call;
             hook->recorder = (Recorder *)Py_NewRef((PyObject *)self);
             hook->name = FORMS[i].name;
             PyObject_GC_Track(hook);

@@ -1,6 +1,8 @@
 /* profkit.profilers.elt._native: which Thread an event belongs to (see native.h). */
 #include "native.h"
 
+/* A thread that records nothing; its depth stays 0 (nothing is ever pushed on it), which
+ * events.h's plain cases rely on to turn it away with their depth tests. */
 Thread SILENT;
 _Thread_local uint64_t tls_serial FAST_TLS;
 _Thread_local Thread *tls_thread FAST_TLS;
