@@ -102,6 +102,9 @@ fid_table(const Tree *trees, size_t n, size_t *out)
     return table;
 }
 
+/* Slots of ask_order's cache of entries (a power of two). */
+#define ASK_CACHE 4096
+
 /* The table's entries in the order tree.py's convert() meets their functions (each
  * node's children in creation order, nodes taken last-in first-out), each once, marked
  * asked (frame -2). Plain C: the trees are the export's own (prepared: children in
@@ -112,7 +115,11 @@ ask_order(const Tree *trees, size_t n, FidFrame *table, size_t nfids, size_t *co
     size_t cap = 1024, top = 0, k = 0;
     uint32_t *stack = PyMem_Malloc(cap * sizeof(uint32_t)); /* node numbers, 0: the root */
     FidFrame **order = PyMem_Malloc((nfids ? nfids : 1) * sizeof(FidFrame *));
-    if (stack == NULL || order == NULL) {
+    /* The entries last found, by a hash of their fid: most nodes' functions are there, and
+     * a probe is cheaper than the table's binary search (sympy: ~150,000 nodes, ~4,000
+     * functions). NULL: nothing found at that slot yet. */
+    FidFrame **seen = PyMem_Calloc(ASK_CACHE, sizeof(FidFrame *));
+    if (stack == NULL || order == NULL || seen == NULL) {
         goto nomem;
     }
     for (size_t i = 0; i < n; i++) {
@@ -123,8 +130,12 @@ ask_order(const Tree *trees, size_t n, FidFrame *table, size_t nfids, size_t *co
             uint32_t at = stack[--top];
             for (uint32_t number = tree->first_child[at]; number != 0;
                  number = tree->next_sibling[number]) {
-                const Node *ch = tree_node(tree, number);
-                FidFrame *entry = (FidFrame *)frame_for(table, nfids, ch->fid);
+                uintptr_t fid = tree_node(tree, number)->fid;
+                FidFrame **slot = &seen[fid_slot(fid, ASK_CACHE - 1)];
+                FidFrame *entry = *slot;
+                if (entry == NULL || entry->fid != fid) {
+                    entry = *slot = (FidFrame *)frame_for(table, nfids, fid);
+                }
                 if (entry->frame == -1) {
                     entry->frame = -2;
                     order[k++] = entry;
@@ -142,12 +153,14 @@ ask_order(const Tree *trees, size_t n, FidFrame *table, size_t nfids, size_t *co
         }
     }
     PyMem_Free(stack);
+    PyMem_Free(seen);
     *count = k;
     return order;
 nomem:
     PyErr_NoMemory();
     PyMem_Free(stack);
     PyMem_Free(order);
+    PyMem_Free(seen);
     return NULL;
 }
 
