@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from profkit.api import EventMask
-from profkit.collect import attach, backends, detach, evalframe
+from profkit.collect import attach, backends, detach, evalframe, select
 from tests.collect import test_fork_reset
 from tests.collect.recording import Recorder
 
@@ -197,3 +197,30 @@ def test_forks(case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     env = test_fork_reset.ENV | {"PROFKIT_BACKEND": "evalframe", "PROFKIT_C_CALLS": "0"}
     monkeypatch.setattr(test_fork_reset, "ENV", env)
     getattr(test_fork_reset, case)(tmp_path)
+
+
+@needs_it
+def test_auto_takes_it_when_the_mask_needs_no_c_calls() -> None:
+    assert select.choose("auto", EventMask.ENTER_LEAVE).name == "evalframe"
+    assert select.choose("auto", EventMask.ENTER_LEAVE | EventMask.FIRST_EXECUTION).name == (
+        "evalframe"
+    )
+    for needs in (EventMask.CODE_TRANSITIONS, EventMask.EXCEPTIONS, EventMask.FUNCTION_ARGS):
+        choice = select.choose("auto", EventMask.ENTER_LEAVE | needs)
+        assert choice.name == "setprofile"
+        assert "evalframe refused: the mask needs" in choice.reason
+
+
+@needs_it
+def test_auto_leaves_it_to_another_frame_evaluation_function(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(evalframe, "conflict", lambda: "a JIT is installed")
+    choice = select.choose("auto", EventMask.ENTER_LEAVE)
+    assert choice.name == "setprofile"
+    assert "evalframe refused: a JIT is installed" in choice.reason
+
+
+def test_auto_never_takes_it_off_3_11() -> None:
+    if sys.version_info[:2] != (3, 11):
+        assert select.choose("auto", EventMask.ENTER_LEAVE).name != "evalframe"

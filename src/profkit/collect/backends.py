@@ -13,6 +13,7 @@ import importlib
 import sys
 from collections.abc import Callable
 
+from profkit.api.events import EventMask
 from profkit.collect.base import Backend, Capabilities
 
 TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
@@ -40,6 +41,19 @@ def _evalframe_unavailable() -> str | None:
     from profkit.collect.evalframe import reason_unavailable
 
     return reason_unavailable()
+
+
+def _evalframe_refuses(mask: EventMask) -> str | None:
+    """Why ``auto`` does not take evalframe for ``mask``: it needs events a frame-evaluation
+    function cannot see (C calls above all: ELT trace mode takes it with ``--no-c-calls``),
+    or another frame-evaluation function is installed."""
+    from profkit.collect import evalframe
+    from profkit.collect.select import TRACING_BITS
+
+    missing = mask & TRACING_BITS & ~evalframe.CAPABILITIES.events
+    if missing:
+        return f"the mask needs {EventMask(missing)!r}"
+    return evalframe.conflict()
 
 
 class BackendRow:
@@ -70,7 +84,7 @@ class BackendRow:
         takes_context: bool = True,
         tracing: bool = True,
         chosen_because: str = "",
-        auto: bool = True,
+        auto: Callable[[EventMask], str | None] | None = None,
     ) -> None:
         self.name = name
         #: module holding the class and its ``CAPABILITIES``
@@ -85,7 +99,8 @@ class BackendRow:
         self.tracing = tracing
         #: the reason ``select.choose`` gives when it picks this one first
         self.chosen_because = chosen_because
-        #: whether ``select.choose`` may pick it without being asked by name
+        #: why ``select.choose`` may not pick it for a mask without being asked by name,
+        #: or None; no test: it may always
         self.auto = auto
 
     @property
@@ -118,7 +133,7 @@ TABLE: dict[str, BackendRow] = {
             "EvalframeBackend",
             _evalframe_unavailable,
             chosen_because="a frame-evaluation function (3.11) serves the mask",
-            auto=False,  # opt-in: PROFKIT_BACKEND=evalframe
+            auto=_evalframe_refuses,
         ),
         BackendRow(
             "setprofile",

@@ -7,8 +7,8 @@ call, which alone costs ~0.8x cProfile's whole overhead. A frame-evaluation func
 each Python frame evaluated (a call, a generator's resume) for ~60 instructions and
 leaves the specializing interpreter alone. It never sees C calls, line events or
 exceptions beyond a frame's unwinding, so it serves only masks without those
-(:data:`CAPABILITIES`): ELT trace mode with ``--no-c-calls``. Opt-in with
-``PROFKIT_BACKEND=evalframe`` (or ``attach(backend="evalframe")``).
+(:data:`CAPABILITIES`): ELT trace mode with ``--no-c-calls``. ``auto`` takes it on 3.11
+for such masks (``select.choose``); ``PROFKIT_BACKEND=evalframe`` forces it.
 
 What it reports is what the setprofile backend reports for the same program:
 
@@ -27,8 +27,8 @@ What it reports is what the setprofile backend reports for the same program:
 
 The frame-evaluation function is the interpreter's, so every thread is covered, those
 running at attach included. If another one is installed (a debugger, a JIT), or the C
-part is not built or not allowed (``PROFKIT_NATIVE=off``), the backend runs the setprofile
-backend instead and says why on stderr.
+part is not built, the backend runs the setprofile backend instead and says why on
+stderr (and silently under ``PROFKIT_NATIVE=off``, which asks for the pure-Python one).
 
 Trade-off: with a frame-evaluation function set, 3.11 evaluates every Python call in a
 C call of its own (as 3.10 did), so deep recursion takes more C stack; the recursion
@@ -90,6 +90,11 @@ def reason_unavailable() -> str | None:
     return why
 
 
+def conflict() -> str | None:
+    """Another frame-evaluation function is installed (a debugger, a JIT), or None."""
+    return None if _evalframe is None else _evalframe.conflict()
+
+
 def _classifier(ctx: BackendContext) -> Any:
     """First sight of a code object: ``(status, index of its first RESUME)``."""
     discover = ctx.discover
@@ -145,7 +150,8 @@ class EvalframeBackend:
             self._hook = None
         from profkit.collect.setprofile import SetprofileBackend
 
-        print(f"profkit: evalframe backend refused ({why}); using setprofile", file=sys.stderr)
+        if self.ctx.native:  # (PROFKIT_NATIVE=off asked for the pure-Python collector)
+            print(f"profkit: evalframe backend refused ({why}); using setprofile", file=sys.stderr)
         self._fallback = SetprofileBackend(self.ctx)
         self._fallback.start()
 

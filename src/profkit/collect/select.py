@@ -1,8 +1,10 @@
 """Backend choice in one place, with the reason for it (coverage's ``core.py``).
 
 Order: ``monitoring`` (3.12+, cheapest, filtered code runs at full speed), then
-``setprofile`` (any version, every call pays a Python callback). A profiler that selects
-sampling and no tracing event gets the ``sampler`` backend and no tracing hook at all.
+``evalframe`` (3.11, when the mask needs no C calls, arguments, return values or exception
+events: a frame-evaluation function, no profile function), then ``setprofile`` (any
+version, every call pays a Python callback). A profiler that selects sampling and no
+tracing event gets the ``sampler`` backend and no tracing hook at all.
 ``PROFKIT_BACKEND`` or ``attach(backend=...)`` forces one; an impossible choice fails.
 What each backend is and whether it can run here comes from the table in ``backends.py``.
 """
@@ -53,9 +55,11 @@ def choose(requested: str, mask: EventMask) -> Choice:
         return Choice(sampling_only.name, "the event mask selects sampling and no tracing event")
     refused: list[str] = []
     for row in TABLE.values():
-        if not row.tracing or not row.auto:
+        if not row.tracing:
             continue
         why = row.unavailable()
+        if why is None and row.auto is not None:
+            why = row.auto(mask)
         if why is None:
             return Choice(row.name, "; ".join(refused) or row.chosen_because)
         refused.append(f"{row.name} refused: {why}")
