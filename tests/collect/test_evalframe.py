@@ -183,6 +183,28 @@ def test_stop_from_inside_a_callback() -> None:
 
 
 @needs_it
+def test_a_failing_enter_is_handled_once_outside_the_hook(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The failure rule's own Python code (and what it imports) runs with the hook mute:
+    seen by it, each of its frames would fail the enter again before the failure is
+    claimed, recursing without end (a process's start-up hung so)."""
+
+    class Bad(Recorder):
+        enters = 0
+
+        def function_enter(self, fid: int) -> None:
+            Bad.enters += 1
+            raise ValueError("kaput")
+
+    session = attach(Bad(EventMask.ENTER_LEAVE), "evalframe")
+    assert ef_recurse(5) == 5  # the program is unaffected
+    assert Bad.enters == 1
+    assert not session.active
+    assert capsys.readouterr().err.count("failed in function_enter: ValueError: kaput") == 1
+
+
+@needs_it
 @pytest.mark.parametrize(
     "case",
     [

@@ -67,9 +67,12 @@ reserve(EvalHook *self)
 
 /* The failure rule (profhook's ``contain``): the exception set now, raised by the
  * profiler's ``what``, goes to fail(exc, what); a RecursionError is the program's and is
- * dropped. -1 with an exception set only for what must reach the program. */
+ * dropped. -1 with an exception set only for what must reach the program. fail() runs
+ * with ``tracing`` raised, as it does inside a profile function: else its own frames
+ * (and the imports it makes) would pass through this hook, whose enter fails again
+ * before fail() has claimed the failure, recursing without end. */
 static int
-contain(EvalHook *self, const char *what)
+contain(EvalHook *self, PyThreadState *ts, const char *what)
 {
     if (PyErr_ExceptionMatches(PyExc_RecursionError)) {
         PyErr_Clear();
@@ -79,7 +82,9 @@ contain(EvalHook *self, const char *what)
     if (exc == NULL) {
         return 0;
     }
+    ts->tracing++;
     PyObject *r = PyObject_CallFunction(self->fail, "Os", exc, what);
+    ts->tracing--;
     Py_DECREF(exc);
     if (r == NULL) {
         if (PyErr_ExceptionMatches(PyExc_RecursionError)) {
@@ -107,7 +112,7 @@ classify(EvalHook *self, PyThreadState *ts, void *code)
     ts->tracing--;
     if (r == NULL || !PyArg_ParseTuple(r, "ii", &status, &first)) {
         Py_XDECREF(r);
-        if (contain(self, "function_enter") < 0) {
+        if (contain(self, ts, "function_enter") < 0) {
             Py_XDECREF(type);
             Py_XDECREF(value);
             Py_XDECREF(tb);
@@ -149,21 +154,21 @@ deliver(EvalHook *self, PyThreadState *ts, EfTarget *t, void *code, const char *
         ts->tracing++;
         int rc = t->direct(t->owner, (uintptr_t)code);
         ts->tracing--;
-        return rc < 0 ? contain(self, what) : 0;
+        return rc < 0 ? contain(self, ts, what) : 0;
     }
     if (t->obj == NULL) {
         return 0;
     }
     PyObject *fid = PyLong_FromVoidPtr(code);
     if (fid == NULL) {
-        return contain(self, what);
+        return contain(self, ts, what);
     }
     ts->tracing++;
     PyObject *r = PyObject_CallOneArg(t->obj, fid);
     ts->tracing--;
     Py_DECREF(fid);
     if (r == NULL) {
-        return contain(self, what);
+        return contain(self, ts, what);
     }
     Py_DECREF(r);
     return 0;
