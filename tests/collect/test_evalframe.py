@@ -204,6 +204,56 @@ def test_a_failing_enter_is_handled_once_outside_the_hook(
     assert capsys.readouterr().err.count("failed in function_enter: ValueError: kaput") == 1
 
 
+def ef_rearming(session: Any, it: Generator[int, None, None]) -> int:
+    next(it)
+    session.info.set_function_filter(lambda info: True)  # a rearm, this frame open
+    return ef_leaf(0)
+
+
+def ef_waiting(ready: threading.Event, go: threading.Event) -> int:
+    ready.set()
+    go.wait()
+    return ef_leaf(1)
+
+
+def _across_a_rearm(backend: str) -> list[tuple[Any, ...]]:
+    rec = Recorder(EventMask.ENTER_LEAVE)
+    session = attach(rec, backend)
+    ready, go = threading.Event(), threading.Event()
+    t = threading.Thread(target=ef_waiting, args=(ready, go))
+    try:
+        t.start()
+        ready.wait()
+        it = ef_gen(3)
+        ef_rearming(session, it)  # suspended in ef_gen, open in ef_waiting (other thread)
+        go.set()
+        t.join()
+        assert list(it) == [2, 3]
+        ef_recurse(1)
+    finally:
+        detach()
+    return [e for e in rec.events if e[0] != "shutdown" and str(e[1]).startswith("ef_")]
+
+
+@needs_it
+def test_frames_open_at_a_rearm_as_setprofile() -> None:
+    """A rearm ends the old hook's frames as setprofile's does: frames open then get no
+    leave (setprofile tracks their codes as running before it; the profiler closes them
+    at its end), a suspended generator resumes, yields and leaves under the new hook,
+    and frames entered after it pair up."""
+    expected = _across_a_rearm("setprofile")
+    got = _across_a_rearm("evalframe")
+    assert got == expected
+    assert ("leave", "ef_rearming") not in got and ("leave", "ef_waiting") not in got
+    assert got[-4:] == [
+        ("enter", "ef_recurse"),
+        ("enter", "ef_recurse"),
+        ("leave", "ef_recurse"),
+        ("leave", "ef_recurse"),
+    ]
+    assert ("resume", "ef_gen") in got and ("leave", "ef_gen") in got
+
+
 @needs_it
 @pytest.mark.parametrize(
     "case",

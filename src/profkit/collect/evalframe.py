@@ -20,7 +20,10 @@ What it reports is what the setprofile backend reports for the same program:
   ``RESUME``) and a ``throw()`` into an unstarted one run none of its code and report
   nothing;
 * frames running at attach never pass through the hook: their returns are not reported,
-  as the other backends report no leave without its enter;
+  as the other backends report no leave without its enter; frames open at a rearm (a
+  mask or filter change) end without a leave, as under setprofile, whose new hook takes
+  their codes for running before it (the profiler closes them at its end, as at
+  detach); a generator suspended then resumes, yields and leaves under the new hook;
 * code run by the profiler or by this backend's slow path (and, as under any profile
   function, by a trace function) is not reported: the hook raises the thread's
   ``tracing`` counter around it.
@@ -185,6 +188,8 @@ class EvalframeBackend:
             _evalframe.resume_after_fork(self._hook)
 
     def rearm(self) -> None:
-        """Rebuild the hook from the new plan (frames open now get no leave from it)."""
+        """Rebuild the hook from the new plan. A frame's leave comes only from the hook
+        that delivered its enter, while it runs: frames open now get none, as under
+        setprofile (test_evalframe.py::test_frames_open_at_a_rearm_as_setprofile)."""
         self.stop()
         self.start()
