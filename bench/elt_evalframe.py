@@ -8,10 +8,15 @@ Usage::
 On 3.11 a profile function (cProfile's, or profkit's setprofile backend) makes the
 interpreter trace every bytecode; the evalframe backend (a PEP 523 frame-evaluation
 function, ``collect/csrc/evalframe.h``) does not, but it cannot see C calls, so it serves
-``--no-c-calls`` only. The fair peer is then cProfile with ``builtins=False`` (no C-call
-entries either); plain cProfile is printed too. Instructions (callgrind, whole process)
-decide: each tool's total and its instructions added over bare ÷ each cProfile's, from the
-same run. ``--counts`` checks the profile: calls per function against
+``--no-c-calls`` only, where ``auto`` takes it on 3.11. The fair peer is then cProfile with
+``builtins=False`` (no C-call entries either); plain cProfile is printed too. The rows:
+bare, both cProfiles, ``profkit run`` as it comes (setprofile on 3.11: C-call nodes) and
+``profkit run --no-c-calls`` (evalframe). Each profkit row names the backend it must run
+and the bench checks it in the saved profile's ``metadata["backend"]`` (after the callgrind
+runs too), so a row can no longer run another backend than it says (it once did: ``profkit
+run`` ignored ``PROFKIT_BACKEND``). Instructions (callgrind, whole process) decide: each
+tool's total and its instructions added over bare ÷ each cProfile's, from the same run.
+``--counts`` checks the profile: calls per function against
 ``cProfile.Profile(builtins=False)`` on the same program (profkit's own start-up frames
 aside).
 """
@@ -57,25 +62,41 @@ def _env(**extra: str) -> dict[str, str]:
     return env | extra
 
 
+#: profkit rows: tool -> (extra ``profkit run`` options, output stem, the backend it must
+#: run: checked in the saved profile's metadata)
+PROFKIT_ROWS: dict[str, tuple[list[str], str, str]] = {
+    "profkit (setprofile)": ([], "sp", "setprofile"),
+    "profkit --no-c-calls": (["--no-c-calls"], "ef", "evalframe"),
+}
+
+
 def commands(python: str, script: str, tmp: str) -> dict[str, tuple[list[str], dict[str, str]]]:
     """tool -> (command, environment)."""
-    profkit = [python, "-m", "profkit", "run", "--no-tree", "--no-subprocesses", "--no-c-calls"]
-    return {
+    profkit = [python, "-m", "profkit", "run", "--no-tree", "--no-subprocesses"]
+    cmds = {
         "bare": ([python, script], _env()),
         "cProfile": ([python, "-c", CPROFILE, script, f"{tmp}/c.pstats", "1"], _env()),
         "cProfile nobuiltins": (
             [python, "-c", CPROFILE, script, f"{tmp}/cnb.pstats", "0"],
             _env(),
         ),
-        "profkit setprofile": (
-            [*profkit, "-o", f"{tmp}/sp.json", script],
-            _env(PROFKIT_BACKEND="setprofile"),
-        ),
-        "profkit evalframe": (
-            [*profkit, "-o", f"{tmp}/ef.json", script],
-            _env(PROFKIT_BACKEND="evalframe"),
-        ),
     }
+    # the calibration's costs in a cache of the bench's own (filled by the warm-up runs)
+    cache = _env(PROFKIT_CALIBRATION_CACHE=f"{tmp}/calibration")
+    for tool, (options, stem, _backend) in PROFKIT_ROWS.items():
+        cmds[tool] = ([*profkit, *options, "-o", f"{tmp}/{stem}.json", script], cache)
+    return cmds
+
+
+def check_backends(tmp: str) -> None:
+    """Each profkit row ran the backend it names (its saved profile's metadata)."""
+    from profkit.calltree import file as profile_file
+
+    for tool, (_options, stem, backend) in PROFKIT_ROWS.items():
+        ran = profile_file.load(Path(f"{tmp}/{stem}.json")).metadata.get("backend")
+        if ran != backend:
+            raise SystemExit(f"{tool}: ran the {ran} backend, not {backend}")
+        print(f"  {tool}: backend {ran} (saved profile's metadata)", flush=True)
 
 
 def instructions(python: str) -> None:
@@ -87,8 +108,10 @@ def instructions(python: str) -> None:
         script = os.path.join(tmp, "sympy_work.py")
         Path(script).write_text(REAL_PROGRAMS["sympy"])
         cmds = commands(python, script, tmp)
-        for cmd, env in cmds.values():  # byte code written, calibration cached
-            subprocess.run(cmd, env=env, capture_output=True, check=True)
+        for tool, (cmd, env) in cmds.items():  # byte code written, calibration cached
+            for _ in range(4 if tool in PROFKIT_ROWS else 1):  # (calcache.MIN_RUNS measure)
+                subprocess.run(cmd, env=env, capture_output=True, check=True)
+        check_backends(tmp)
         # all at once: instruction counts do not depend on the load, and each run takes
         # minutes under valgrind
         running = {}
@@ -101,6 +124,7 @@ def instructions(python: str) -> None:
                 raise SystemExit(f"{tool} failed under callgrind")
             counts[tool] = _callgrind_total(Path(out))
             print(f"  {tool:<22}{counts[tool] / 1e9:>8.3f}G", flush=True)
+        check_backends(tmp)  # the callgrind runs' own profiles
     bare = counts["bare"]
     peers = {p: counts[p] - bare for p in ("cProfile", "cProfile nobuiltins")}
     print(f"\n{sys.version.split()[0]} sympy: instructions (callgrind), whole process")
@@ -140,14 +164,15 @@ def _cprofile_calls(path: str) -> dict[tuple[str, int, str], int]:
 
 
 def counts_check(python: str) -> None:
-    """Calls per function: profkit evalframe (and setprofile) vs cProfile(builtins=False)."""
+    """Calls per function: each profkit row vs cProfile(builtins=False)."""
     with tempfile.TemporaryDirectory(prefix="profkit-efc-") as tmp:
         script = os.path.join(tmp, "sympy_work.py")
         Path(script).write_text(REAL_PROGRAMS["sympy"])
         cmds = commands(python, script, tmp)
-        for tool in ("cProfile nobuiltins", "profkit setprofile", "profkit evalframe"):
+        for tool in ("cProfile nobuiltins", *PROFKIT_ROWS):
             cmd, env = cmds[tool]
             subprocess.run(cmd, env=env, capture_output=True, check=True)
+        check_backends(tmp)
         theirs = _cprofile_calls(f"{tmp}/cnb.pstats")
         # the noise floor: sympy's work follows object addresses (caches keyed by
         # identity hashes), which any tool in the process moves; cProfile run again
@@ -155,8 +180,7 @@ def counts_check(python: str) -> None:
         subprocess.run([*again[:-2], f"{tmp}/cnb2.pstats", "0"], env=env, check=True)
         for tool, out in (
             ("cProfile nobuiltins again", "cnb2"),
-            ("profkit setprofile", "sp"),
-            ("profkit evalframe", "ef"),
+            *((tool, stem) for tool, (_o, stem, _b) in PROFKIT_ROWS.items()),
         ):
             if out == "cnb2":
                 ours = _cprofile_calls(f"{tmp}/{out}.pstats")

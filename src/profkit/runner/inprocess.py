@@ -67,6 +67,13 @@ class InProcessEngine:
         clock = job.settings.sample_clock
         if job.settings.mode == "sample" and clock not in IN_PROCESS_CLOCKS:
             return f"the in-process sampler cannot measure --sample-clock {clock} (wall, cpu)"
+        backend = _backend()
+        if backend != "auto":
+            from profkit.collect.backends import unavailable
+
+            why = unavailable(backend)
+            if why is not None:
+                return f"PROFKIT_BACKEND={backend}: {why}"
         return None
 
     def prepare(self, job: Job) -> tuple[str, ...]:
@@ -124,6 +131,7 @@ class InProcessEngine:
 
         self._collect = (current_session, detach)
         guard = self._guard = HookGuard()
+        backend = _backend()  # children read the same variable (collect/startup.py)
         handover = None
         if settings.subprocesses:
             # A forked child attaches its own profiler through the start-up hook, which
@@ -150,6 +158,7 @@ class InProcessEngine:
                 detach()
             attached = attach(
                 cast("ProfilerCallback", profiler),
+                backend,
                 sample_interval=settings.interval_ns / 1e9,
                 sample_clock=settings.sample_clock,
                 native=settings.native != "off",
@@ -242,3 +251,10 @@ class InProcessEngine:
         if program.kind == "code":
             profile.metadata["argv"] = ["-c", *program.args]
         return profile
+
+
+def _backend() -> str:
+    """The collector backend ``PROFKIT_BACKEND`` forces, or ``auto`` (``collect.select``)."""
+    from profkit.settings import read
+
+    return str(read(os.environ, "backend") or "auto")
