@@ -69,11 +69,16 @@ class InProcessEngine:
             return f"the in-process sampler cannot measure --sample-clock {clock} (wall, cpu)"
         backend = _backend()
         if backend != "auto":
-            from profkit.collect.backends import unavailable
+            from profkit.api import EventMask
+            from profkit.collect.backends import capabilities, unavailable
 
             why = unavailable(backend)
             if why is not None:
                 return f"PROFKIT_BACKEND={backend}: {why}"
+            c_calls = job.settings.mode == "trace" and job.settings.c_calls
+            if c_calls and not capabilities(backend).events & EventMask.CODE_TRANSITIONS:
+                # (else the profiler's initialize fails, and the program runs unprofiled)
+                return f"PROFKIT_BACKEND={backend}: it cannot see C calls (add --no-c-calls)"
         return None
 
     def prepare(self, job: Job) -> tuple[str, ...]:
