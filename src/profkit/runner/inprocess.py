@@ -136,7 +136,6 @@ class InProcessEngine:
 
         self._collect = (current_session, detach)
         guard = self._guard = HookGuard()
-        backend = _backend()  # children read the same variable (collect/startup.py)
         handover = None
         if settings.subprocesses:
             # A forked child attaches its own profiler through the start-up hook, which
@@ -163,7 +162,7 @@ class InProcessEngine:
                 detach()
             attached = attach(
                 cast("ProfilerCallback", profiler),
-                backend,
+                _backend(),  # as children read it (collect/startup.py)
                 sample_interval=settings.interval_ns / 1e9,
                 sample_clock=settings.sample_clock,
                 native=settings.native != "off",
