@@ -184,6 +184,7 @@ def _handler(args: argparse.Namespace) -> int:
         # under its <module> shows in inspect.stack() and counts against its recursion
         # limit (this frame and the launcher's few remain; python has none).
         try:
+            running.import_package()  # -m pkg.mod: pkg's code is the program's, recorded
             if running.code is not None:
                 exec(running.code, running.globals)
             else:  # a directory or zip app

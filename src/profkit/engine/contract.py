@@ -200,11 +200,17 @@ class Finished:
 class Running(Protocol):
     """An in-process program between :meth:`Engine.begin` and :meth:`Engine.end`: the caller
     executes :attr:`code` in :attr:`globals` in its own frame (or ``runpy.run_path`` of
-    :attr:`path` when there is no code: a directory or zip app), or calls :meth:`execute`."""
+    :attr:`path` when there is no code: a directory or zip app), after
+    :meth:`import_package`, or calls :meth:`execute`, which does both."""
 
     code: CodeType | None
     path: str
     globals: dict[str, Any]
+
+    def import_package(self) -> None:
+        """``-m pkg.mod``: import ``pkg`` (its code is the program's), as ``python -m``
+        does first; may change :attr:`code` and :attr:`globals`. No-op otherwise."""
+        ...
 
     def execute(self) -> None: ...
 

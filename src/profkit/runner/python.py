@@ -23,6 +23,7 @@ from types import FrameType, TracebackType
 
 from profkit._record import record
 from profkit.api.names import is_profkit_module
+from profkit.engine import modspec
 from profkit.errors import NoSuchModuleError, UsageError
 from profkit.runner import signals
 from profkit.runner.outcome import Outcome, Terminated, outcome_of
@@ -122,7 +123,7 @@ class Program:
         """
         running = Running(self, prepared)
         argv0 = {"script": self.target, "module": "-m", "code": "-c"}[self.kind]
-        if self.kind == "module":
+        if self.kind == "module" and prepared.package is None:  # else: once it is imported
             argv0 = str(prepared.globals.get("__file__") or argv0)
         sys.argv = [argv0, *self.args]
         if not sys.flags.safe_path and sys.path:
@@ -158,6 +159,12 @@ class Running:
     def __init__(self, program: Program, prepared: Prepared) -> None:
         self.code = prepared.code
         self.path = program.target
+        #: the package still to import before :attr:`code` runs (see :meth:`import_package`)
+        self.package = prepared.package
+        spec = prepared.globals.get("__spec__")
+        self._spec_name: str | None = spec.name if spec is not None else None
+        self._found_in = modspec.found_in(spec) if spec is not None else None
+        self._argv0: str = prepared.globals.get("__file__") or "-m"
         self.globals: dict[str, Any] = {}
         self._file_run = program.kind == "script" and prepared.code is not None
         self._saved_argv = sys.argv[:]
@@ -170,8 +177,33 @@ class Running:
         """The recursion limit before the program ran (profkit's own work needs it)."""
         return self._limit
 
+    def import_package(self) -> None:
+        """``-m pkg.mod``: import ``pkg`` as ``python -m`` does before running the module
+        (runpy's ``__import__``), inside the recording: its ``__init__`` is the program's
+        code (pytest's whole import under ``-m pytest``). What it raises is the program's,
+        as under python (a traceback, status 1). ``sys.argv[0]`` is ``-m`` meanwhile, then
+        the module's file, as runpy leaves them. Nothing of profkit's is called on the way
+        (it would be recorded) but where the package moved the module (a rewritten
+        ``__path__``): then the module is found again, where python would find it."""
+        package, self.package = self.package, None
+        if package is None:
+            return
+        __import__(package)
+        try:
+            moved = self._found_in is None or self._found_in not in sys.modules[package].__path__
+        except (KeyError, AttributeError):
+            moved = True
+        if moved and self._spec_name:
+            found = _module_details(self._spec_name)
+            self.code = found.code
+            self.globals.update(found.globals)
+            self._argv0 = found.globals["__file__"] or "-m"
+        if sys.argv:
+            sys.argv[0] = self._argv0
+
     def execute(self) -> None:
         """Run the program's main code (in a frame of this method: :meth:`Program.run`)."""
+        self.import_package()
         if self.code is None:
             import runpy  # a directory or zip app only (the console script never loads it)
 
@@ -289,6 +321,10 @@ class Prepared:
 
     code: types.CodeType | None
     globals: dict[str, Any]
+    #: ``-m pkg.mod``: the package ``python -m`` imports (so runs) before the module, not
+    #: imported yet. Its code is the program's: it runs in the recording, first
+    #: (:meth:`Running.import_package`), not while profkit finds the module.
+    package: str | None = None
 
 
 def _need_main(target: str) -> None:
@@ -309,7 +345,9 @@ def _module_details(name: str, package: str | None = None) -> Prepared:
     import importlib.util  # -m only
 
     try:
-        spec = importlib.util.find_spec(name)
+        # First without running the packages (their code belongs in the profile); only
+        # what that cannot find is looked up the importing way, as before.
+        spec = modspec.spec_without_running(name) or importlib.util.find_spec(name)
     except Exception as exc:  # (importing a parent package runs its code, which may fail)
         hint = ""
         if isinstance(exc, ModuleNotFoundError) and name.endswith(".py"):
@@ -350,6 +388,7 @@ def _module_details(name: str, package: str | None = None) -> Prepared:
             "__package__": spec.parent,
             "__spec__": spec,
         },
+        modspec.pending_package(spec),
     )
 
 

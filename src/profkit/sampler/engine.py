@@ -123,10 +123,12 @@ class OutOfProcessEngine(ChildEngine):
         if program.kind == "code":
             program.prepare()  # a syntax error fails now
             return ()
-        import importlib.util
+        from profkit.engine.modspec import spec_without_running
 
         try:
-            spec = importlib.util.find_spec(program.target)
+            # Not importlib's find_spec: it would run the module's packages here, in
+            # profkit's process, and their prints would come out twice.
+            spec = spec_without_running(program.target)
         except (ImportError, ValueError):
             spec = None
         origin = spec.origin if spec is not None else None
