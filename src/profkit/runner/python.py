@@ -24,8 +24,9 @@ from types import FrameType, TracebackType
 from profkit._record import record
 from profkit.api.names import is_profkit_module
 from profkit.engine import modspec
-from profkit.errors import NoSuchModuleError, UsageError
+from profkit.errors import UsageError
 from profkit.runner import signals
+from profkit.runner.finding import Prepared, compile_source, module_details, need_main
 from profkit.runner.outcome import Outcome, Terminated, outcome_of
 
 TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
@@ -64,7 +65,7 @@ class Program:
             if not os.path.exists(self.target):
                 raise UsageError(f"can't open file {self.target!r}: No such file or directory")
             if os.path.isdir(self.target):
-                _need_main(self.target)
+                need_main(self.target)
                 return Prepared(None, {})  # a directory app: runpy.run_path runs it
             path = os.path.abspath(self.target)  # __main__.__file__ is absolute since 3.9
             try:
@@ -78,9 +79,9 @@ class Program:
                 import zipfile
 
                 if zipfile.is_zipfile(path):
-                    _need_main(self.target)
+                    need_main(self.target)
                     return Prepared(None, {})  # a zip app: runpy.run_path runs it
-            code = _compile(source, path, self.target)
+            code = compile_source(source, path, self.target)
             loader = importlib.machinery.SourceFileLoader("__main__", path)
             return Prepared(code, {"__file__": path, "__loader__": loader})
         if self.kind == "module":
@@ -88,10 +89,10 @@ class Program:
             if not sys.flags.safe_path and sys.path:
                 sys.path[0] = self._path0()  # `python -m` looks the module up from here
             try:
-                return _module_details(self.target)
+                return module_details(self.target)
             finally:
                 sys.path[:] = saved
-        return Prepared(_compile(self.target, "<string>", "-c"), {})
+        return Prepared(compile_source(self.target, "<string>", "-c"), {})
 
     def run(
         self,
@@ -194,7 +195,7 @@ class Running:
         except (KeyError, AttributeError):
             moved = True
         if moved and self._spec_name:
-            found = _module_details(self._spec_name)
+            found = module_details(self._spec_name)
             self.code = found.code
             self.globals.update(found.globals)
             self._argv0 = found.globals["__file__"] or "-m"
@@ -313,98 +314,6 @@ def _main_module(prepared: Prepared) -> types.ModuleType:
     main.__dict__.update(prepared.globals)
     sys.modules["__main__"] = main
     return main
-
-
-@record(frozen=True)
-class Prepared:
-    """A compiled program and the extra ``__main__`` globals it runs with."""
-
-    code: types.CodeType | None
-    globals: dict[str, Any]
-    #: ``-m pkg.mod``: the package ``python -m`` imports (so runs) before the module, not
-    #: imported yet. Its code is the program's: it runs in the recording, first
-    #: (:meth:`Running.import_package`), not while profkit finds the module.
-    package: str | None = None
-
-
-def _need_main(target: str) -> None:
-    """A directory or zip app must hold a ``__main__`` module: without one, python's one
-    line and exit status 1 (runpy's 13-line traceback came out instead, issue #22)."""
-    import pkgutil  # directory and zip apps only
-
-    importer = pkgutil.get_importer(target)
-    find = getattr(importer, "find_spec", None)
-    if find is None or find("__main__") is None:
-        # python names sys.path[0], the app's absolute path
-        raise NoSuchModuleError(f"can't find '__main__' module in {os.path.abspath(target)!r}")
-
-
-def _module_details(name: str, package: str | None = None) -> Prepared:
-    """Find ``name`` (or ``name.__main__`` for a package) as ``python -m`` does, failing
-    with its words and its exit status (1)."""
-    import importlib.util  # -m only
-
-    try:
-        # First without running the packages (their code belongs in the profile); only
-        # what that cannot find is looked up the importing way, as before.
-        spec = modspec.spec_without_running(name) or importlib.util.find_spec(name)
-    except Exception as exc:  # (importing a parent package runs its code, which may fail)
-        hint = ""
-        if isinstance(exc, ModuleNotFoundError) and name.endswith(".py"):
-            hint = f". Try using {name[:-3]!r} instead of {name!r} as the module name."
-        raise NoSuchModuleError(
-            f"Error while finding module specification for {name!r} "
-            f"({type(exc).__name__}: {exc}){hint}"
-        ) from None
-    if spec is None:
-        if package is not None:
-            raise NoSuchModuleError(
-                f"No module named {name}; {package!r} is a package and cannot be directly executed"
-            )
-        raise NoSuchModuleError(f"No module named {name}")
-    if spec.submodule_search_locations is not None:  # a package: run its __main__
-        if package is not None:
-            raise NoSuchModuleError(f"Cannot use package as __main__ module ({name!r})")
-        return _module_details(name + ".__main__", name)
-    loader = spec.loader
-    try:
-        code = (
-            loader.get_code(spec.name)
-            if loader is not None and hasattr(loader, "get_code")
-            else None
-        )
-    except SyntaxError as exc:
-        raise UsageError(_syntax_error(exc, spec.origin or name)) from None
-    except (ImportError, OSError, ValueError) as exc:
-        raise UsageError(f"cannot load module {name!r}: {exc}") from None
-    if code is None:
-        raise UsageError(f"no code object available for module {name!r}")
-    return Prepared(
-        code,
-        {
-            "__file__": spec.origin,
-            "__cached__": spec.cached,
-            "__loader__": loader,
-            "__package__": spec.parent,
-            "__spec__": spec,
-        },
-        modspec.pending_package(spec),
-    )
-
-
-def _compile(source: str | bytes, filename: str, shown: str) -> types.CodeType:
-    """``compile``, with a syntax error (or NUL byte, bad encoding) as one usage line."""
-    try:
-        return compile(source, filename, "exec")
-    except SyntaxError as exc:
-        raise UsageError(_syntax_error(exc, shown)) from None
-    except ValueError as exc:  # "source code string cannot contain null bytes" (3.11)
-        raise UsageError(f"{shown}: {exc}") from None
-
-
-def _syntax_error(exc: SyntaxError, shown: str) -> str:
-    where = f"{shown}, line {exc.lineno}" if exc.lineno else shown
-    return f"{where}: {type(exc).__name__}: {exc.msg}"
 
 
 def _join_threads() -> None:
