@@ -125,6 +125,8 @@ def instructions(python: str) -> None:
             counts[tool] = _callgrind_total(Path(out))
             print(f"  {tool:<22}{counts[tool] / 1e9:>8.3f}G", flush=True)
         check_backends(tmp)  # the callgrind runs' own profiles
+        print("\ncalls per function in those same runs:")
+        compare_counts(tmp, script, [(t, stem) for t, (_o, stem, _b) in PROFKIT_ROWS.items()], 3)
     bare = counts["bare"]
     peers = {p: counts[p] - bare for p in ("cProfile", "cProfile nobuiltins")}
     print(f"\n{sys.version.split()[0]} sympy: instructions (callgrind), whole process")
@@ -163,8 +165,33 @@ def _cprofile_calls(path: str) -> dict[tuple[str, int, str], int]:
     return out
 
 
+def compare_counts(tmp: str, script: str, rows: list[tuple[str, str]], top: int = 8) -> None:
+    """Calls per sympy/script function of each (tool, output stem) in ``tmp`` (a ``.json``
+    profile, or a ``.pstats`` dump) against ``cnb.pstats``, cProfile(builtins=False)'s."""
+    theirs = _cprofile_calls(f"{tmp}/cnb.pstats")
+    for tool, out in rows:
+        pstats_file = f"{tmp}/{out}.pstats"
+        if os.path.exists(pstats_file):
+            ours = _cprofile_calls(pstats_file)
+        else:
+            ours = _profkit_calls(f"{tmp}/{out}.json")
+        keys = {k for k in set(ours) | set(theirs) if "sympy" in k[0] or k[0] == script}
+        differ = {k: (ours.get(k, 0), theirs.get(k, 0)) for k in keys}
+        differ = {k: v for k, v in differ.items() if v[0] != v[1]}
+        total = sum(theirs.get(k, 0) for k in keys)
+        mine = sum(ours.get(k, 0) for k in keys)
+        print(
+            f"{tool}: {len(keys)} sympy/script functions, {mine} calls vs cProfile "
+            f"nobuiltins' {total} ({mine / total:.4f}×); {len(differ)} functions differ"
+        )
+        for k, (a, b) in sorted(differ.items(), key=lambda kv: -abs(kv[1][0] - kv[1][1]))[:top]:
+            print(f"    {json.dumps(k)}: {a}, cProfile {b}")
+
+
 def counts_check(python: str) -> None:
-    """Calls per function: each profkit row vs cProfile(builtins=False)."""
+    """Calls per function: each profkit row vs cProfile(builtins=False), beside the noise
+    floor: sympy's work follows object addresses (caches keyed by identity hashes), which
+    any tool in the process moves; so cProfile(builtins=False) runs twice."""
     with tempfile.TemporaryDirectory(prefix="profkit-efc-") as tmp:
         script = os.path.join(tmp, "sympy_work.py")
         Path(script).write_text(REAL_PROGRAMS["sympy"])
@@ -173,30 +200,11 @@ def counts_check(python: str) -> None:
             cmd, env = cmds[tool]
             subprocess.run(cmd, env=env, capture_output=True, check=True)
         check_backends(tmp)
-        theirs = _cprofile_calls(f"{tmp}/cnb.pstats")
-        # the noise floor: sympy's work follows object addresses (caches keyed by
-        # identity hashes), which any tool in the process moves; cProfile run again
         again, env = cmds["cProfile nobuiltins"]
         subprocess.run([*again[:-2], f"{tmp}/cnb2.pstats", "0"], env=env, check=True)
-        for tool, out in (
-            ("cProfile nobuiltins again", "cnb2"),
-            *((tool, stem) for tool, (_o, stem, _b) in PROFKIT_ROWS.items()),
-        ):
-            if out == "cnb2":
-                ours = _cprofile_calls(f"{tmp}/{out}.pstats")
-            else:
-                ours = _profkit_calls(f"{tmp}/{out}.json")
-            keys = {k for k in set(ours) | set(theirs) if "sympy" in k[0] or k[0] == script}
-            differ = {k: (ours.get(k, 0), theirs.get(k, 0)) for k in keys}
-            differ = {k: v for k, v in differ.items() if v[0] != v[1]}
-            total = sum(theirs.get(k, 0) for k in keys)
-            mine = sum(ours.get(k, 0) for k in keys)
-            print(
-                f"{tool}: {len(keys)} sympy/script functions, {mine} calls vs cProfile's "
-                f"{total}; {len(differ)} functions differ"
-            )
-            for k, (a, b) in sorted(differ.items(), key=lambda kv: -abs(kv[1][0] - kv[1][1]))[:8]:
-                print(f"    {json.dumps(k)}: profkit {a}, cProfile {b}")
+        rows = [("cProfile nobuiltins again", "cnb2")]
+        rows += [(tool, stem) for tool, (_o, stem, _b) in PROFKIT_ROWS.items()]
+        compare_counts(tmp, script, rows)
 
 
 def main() -> None:
