@@ -148,5 +148,13 @@ class ProfilerInfo(Protocol):
 
     @property
     def backend_name(self) -> str:
-        """The collector in use: ``"monitoring"``, ``"setprofile"`` or ``"sampler"``."""
+        """The collector in use: ``"monitoring"``, ``"setprofile"``, ``"evalframe"`` or
+        ``"sampler"`` (before one runs: the one requested, e.g. ``"auto"``)."""
+        ...
+
+    def backend_for(self, mask: EventMask) -> str:
+        """The collector that runs with ``mask``: the one in use, else the one the
+        requested backend (``auto`` too) would pick for it. Why: a profiler that keeps
+        per-collector measurements (the ELT profiler's calibration cache) must know in
+        ``initialize``, before any collector runs, which one its events will come from."""
         ...

@@ -45,6 +45,19 @@ class SessionInfo:
         """The collector in use."""
         return self._session.backend_name
 
+    def backend_for(self, mask: EventMask) -> str:
+        """The collector in use, else the one the requested backend picks for ``mask``
+        (its name, unchanged, when none can deliver it: the attach then says why)."""
+        session = self._session
+        if session.backend is not None:
+            return session.backend.name
+        from profkit.collect.select import choose
+
+        try:
+            return choose(session.requested_backend, mask).name
+        except UnsupportedEventError:
+            return session.requested_backend
+
     @property
     def native(self) -> bool:
         """Whether the collector may use its C parts (``attach(native=)``)."""

@@ -11,11 +11,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from profkit.api.events import EventMask
 from profkit.calltree.file import load
 from profkit.profilers.elt import calcache, native
 from profkit.profilers.elt.calcache import CostCache
@@ -191,3 +193,44 @@ def test_profkit_run_with_an_unwritable_cache_still_compensates(tmp_path: Path) 
     blocker.write_text("")
     meta = _run(tmp_path, blocker)
     assert meta["applied"] is True and "bare_ns" in meta["calibration"]  # type: ignore[operator]
+
+
+class _Info:
+    """What for_run asks of a ProfilerInfo: the collector for a mask, recorded."""
+
+    def __init__(self) -> None:
+        self.asked: list[object] = []
+
+    def backend_for(self, mask: object) -> str:
+        self.asked.append(mask)
+        return "evalframe" if mask == EventMask.ENTER_LEAVE else "setprofile"
+
+
+@pytest.mark.parametrize(("c_calls", "backend"), [(False, "evalframe"), (True, "setprofile")])
+def test_the_key_names_the_collector_auto_will_pick(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, c_calls: bool, backend: str
+) -> None:
+    # At initialize the session's backend_name is still "auto": on 3.11 that is evalframe
+    # without C calls but setprofile with them (or beside another eval-frame function).
+    monkeypatch.setenv(calcache.ENV, str(tmp_path / "cache"))
+    info = _Info()
+    cache = calcache.for_run(info, SimpleNamespace(c_calls=c_calls, timeline=False))  # type: ignore[arg-type]
+    assert cache is not None
+    assert info.asked == [EventMask.ENTER_LEAVE | (EventMask.CODE_TRANSITIONS * c_calls)]
+    assert cache.key.endswith(f" | {backend} c_calls={c_calls:d} timeline=0"), cache.key
+
+
+def test_a_session_s_info_answers_for_the_mask_before_it_runs() -> None:
+    from profkit.collect.info import SessionInfo
+    from profkit.collect.select import choose
+
+    class _Session:
+        backend = None
+        requested_backend = "auto"
+        catalog = None
+
+    info = SessionInfo(_Session())  # type: ignore[arg-type]
+    for mask in (EventMask.ENTER_LEAVE, EventMask.ENTER_LEAVE | EventMask.CODE_TRANSITIONS):
+        assert info.backend_for(mask) == choose("auto", mask).name
+    _Session.requested_backend = "nosuch"
+    assert info.backend_for(EventMask.ENTER_LEAVE) == "nosuch"  # the attach says why

@@ -33,6 +33,7 @@ import time
 from collections.abc import Mapping
 
 from profkit import __version__
+from profkit.api.events import EventMask
 from profkit.profilers.elt.calibrate import Costs
 
 TYPE_CHECKING = False  # typing's, without importing typing at run time (profkit run's start-up)
@@ -194,9 +195,18 @@ class CostCache:
 
 
 def for_run(info: ProfilerInfo, settings: EltSettings) -> CostCache | None:
-    """The cache for a run of the C recorder with these settings (None: turned off)."""
+    """The cache for a run of the C recorder with these settings (None: turned off).
+
+    Keyed by the collector the run's events will come from, asked for the mask the
+    profiler is about to set: at ``initialize`` ``backend_name`` is still ``"auto"``, and
+    on 3.11 auto means evalframe without C calls but setprofile when another
+    frame-evaluation function is installed, with very different costs a call."""
+    c_calls = getattr(settings, "c_calls", True)
+    mask = EventMask.ENTER_LEAVE | (EventMask.CODE_TRANSITIONS if c_calls else EventMask.NONE)
+    ask = getattr(info, "backend_for", None)  # (an info of before it: its backend_name)
+    backend = ask(mask) if ask is not None else info.backend_name
     variant = (
-        f"{info.backend_name} c_calls={getattr(settings, 'c_calls', True):d} "
+        f"{backend} c_calls={c_calls:d} "
         f"timeline={getattr(settings, 'timeline', False):d}"
     )
     recorder = sys.modules.get("profkit.profilers.elt._native")
