@@ -205,9 +205,6 @@ def for_run(info: ProfilerInfo, settings: EltSettings) -> CostCache | None:
     mask = EventMask.ENTER_LEAVE | (EventMask.CODE_TRANSITIONS if c_calls else EventMask.NONE)
     ask = getattr(info, "backend_for", None)  # (an info of before it: its backend_name)
     backend = ask(mask) if ask is not None else info.backend_name
-    variant = (
-        f"{backend} c_calls={c_calls:d} "
-        f"timeline={getattr(settings, 'timeline', False):d}"
-    )
+    variant = f"{backend} c_calls={c_calls:d} timeline={getattr(settings, 'timeline', False):d}"
     recorder = sys.modules.get("profkit.profilers.elt._native")
     return CostCache.open(variant, getattr(recorder, "__file__", None))
