@@ -1,6 +1,7 @@
 /* One event: the failure rule, the fast paths, and the slow path's call (see profhook.h). */
 #include "profhook.h"
 #include "natives.h"
+#include "failrule.h"
 
 PH_HIDDEN PyObject *event_names[8]; /* PyTrace_CALL .. PyTrace_OPCODE -> interned str */
 
@@ -14,33 +15,11 @@ PH_HIDDEN PyObject *event_names[8]; /* PyTrace_CALL .. PyTrace_OPCODE -> interne
 #define PH_INLINE inline
 #endif
 
-/* The failure rule for the exception set now, raised by the profiler's ``what``: it goes
- * to fail(exc, what) (KeyboardInterrupt and SystemExit too: fail raises them again once the
- * program runs and contains them during start-up, failure.py says why); a RecursionError
- * (the program's, at its limit) is dropped. Returns -1 with an exception set only for what
- * must reach the program (anything ``fail`` raises). */
+/* The failure rule (failrule.h) for the profiler's ``what``. */
 PH_HIDDEN int
 contain(Hook *self, const char *what)
 {
-    if (PyErr_ExceptionMatches(PyExc_RecursionError)) {
-        PyErr_Clear();
-        return 0;
-    }
-    PyObject *exc = take_raised_exception();
-    if (exc == NULL) {
-        return 0;
-    }
-    PyObject *r = PyObject_CallFunction(self->fail, "Os", exc, what);
-    Py_DECREF(exc);
-    if (r == NULL) {
-        if (PyErr_ExceptionMatches(PyExc_RecursionError)) {
-            PyErr_Clear();
-            return 0;
-        }
-        return -1;
-    }
-    Py_DECREF(r);
-    return 0;
+    return contain_failure(self->fail, what);
 }
 
 /* target(arg): straight through the target's vectorcall slot when it has one (the

@@ -1,5 +1,6 @@
 /* The frame-evaluation function and its per-code cache (see evalframe.h). */
 #include "evalframe.h"
+#include "failrule.h"
 
 #if EF_SUPPORTED
 
@@ -65,36 +66,17 @@ reserve(EvalHook *self)
     return 0;
 }
 
-/* The failure rule (profhook's ``contain``): the exception set now, raised by the
- * profiler's ``what``, goes to fail(exc, what); a RecursionError is the program's and is
- * dropped. -1 with an exception set only for what must reach the program. fail() runs
- * with ``tracing`` raised, as it does inside a profile function: else its own frames
- * (and the imports it makes) would pass through this hook, whose enter fails again
- * before fail() has claimed the failure, recursing without end. */
+/* The failure rule (failrule.h) for the profiler's ``what``. fail() runs with ``tracing``
+ * raised, as it does inside a profile function: else its own frames (and the imports it
+ * makes) would pass through this hook, whose enter fails again before fail() has claimed
+ * the failure, recursing without end. */
 static int
 contain(EvalHook *self, PyThreadState *ts, const char *what)
 {
-    if (PyErr_ExceptionMatches(PyExc_RecursionError)) {
-        PyErr_Clear();
-        return 0;
-    }
-    PyObject *exc = take_raised_exception();
-    if (exc == NULL) {
-        return 0;
-    }
     ts->tracing++;
-    PyObject *r = PyObject_CallFunction(self->fail, "Os", exc, what);
+    int status = contain_failure(self->fail, what);
     ts->tracing--;
-    Py_DECREF(exc);
-    if (r == NULL) {
-        if (PyErr_ExceptionMatches(PyExc_RecursionError)) {
-            PyErr_Clear();
-            return 0;
-        }
-        return -1;
-    }
-    Py_DECREF(r);
-    return 0;
+    return status;
 }
 
 /* First sight of a code object: the slow path's verdict, cached. Python code runs here,
