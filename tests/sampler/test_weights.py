@@ -4,6 +4,7 @@ machine): a deterministic reader and clock, no target process, no timing asserti
 from __future__ import annotations
 
 import os
+import random
 from collections.abc import Callable
 
 import pytest
@@ -279,3 +280,64 @@ def test_a_child_found_is_read_once_at_once(monkeypatch):
         (child_pid, "b"): 21 * MS,
     }
     sess.close()
+
+
+class _FakeCpuClock:
+    """A thread always on a CPU: its CPU time is the fake wall clock."""
+
+    def __init__(self, clock: list[int]) -> None:
+        self.clock = clock
+        self.last = clock[0]
+
+    def read(self) -> int:
+        return self.clock[0]
+
+    def delta_to(self, now: int | None) -> int:
+        used, self.last = (now or self.last) - self.last, now or self.last
+        return used
+
+    def delta(self) -> int:
+        return self.delta_to(self.read())
+
+    def running(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("mode", ["wall", "gil", "active", "cpu"])
+def test_a_read_slow_for_one_stack_does_not_weigh_that_stack_more(monkeypatch, mode):
+    """Reading ``a`` takes the sampler 4 ms, any other read 50 us (a new stack is named
+    with a read per frame, each of which may wait for the target's mmap lock: sympy's
+    monomial_mul, called at a data-stack chunk boundary, session 14); ``a`` is an eighth
+    of the reads. Its share of the weight stays near an eighth: the time after the read
+    is the sampler's own, as long as it is because of what the read saw, and went half to
+    ``a`` before (wall: 12 % of the samples, 28 % of the weight)."""
+    box: list[list[int]] = []
+    draw = random.Random(14).random  # where a read lands does not follow the schedule
+
+    def script(n: int) -> tuple[list[ThreadStack], int]:
+        slow = draw() < 1 / 8
+        box[0][0] += 4 * MS if slow else MS // 20  # what the read itself takes
+        return [_stack(os.getpid(), "main", "a" if slow else "b")], 0
+
+    clocks: dict[int, _FakeCpuClock] = {}
+
+    def fake_clock(self, tid):
+        return self.clocks.setdefault(tid, clocks.setdefault(tid, _FakeCpuClock(box[0])))
+
+    monkeypatch.setattr(session_mod.ProcessRecorder, "clock", fake_clock)
+    sess, clock = _fake_session(monkeypatch, script, mode=mode, duration=2.0)
+    box.append(clock)
+    stats = sess.run()
+    sess.close()
+    rec = sess.recorders[os.getpid()]
+    w = _weights(rec)
+    a, b = w[(os.getpid(), "a")], w[(os.getpid(), "b")]
+    samples = {e.stack[0][0].name: e.samples for e in rec.entries.values()}
+    share = samples["__main__.a"] / (samples["__main__.a"] + samples["__main__.b"])
+    assert 0.1 < share < 0.15
+    assert abs(a / (a + b) - share) < 0.03, (a / (a + b), share)
+    total = a + b
+    assert stats.elapsed_ns - 6 * MS <= total <= stats.elapsed_ns  # nothing lost

@@ -224,7 +224,11 @@ class ThreadClock:
 
     def delta(self) -> int:
         """CPU time used since the previous call (0 once the thread has gone)."""
-        now = self.read()
+        return self.delta_to(self.read())
+
+    def delta_to(self, now: int | None) -> int:
+        """CPU time used from the previous call up to ``now``, a :meth:`read` taken
+        earlier (0 when it was None: the thread had gone)."""
         if now is None:
             return 0
         used, self.last = now - self.last, now

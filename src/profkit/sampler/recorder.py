@@ -23,6 +23,9 @@ from profkit.sampler.reader import StackReader, ThreadStack
 
 #: Distinct (thread, stack) entries kept per process before new ones go to a catch-all.
 MAX_STACKS = 500_000
+#: The sampler's own time after a read (naming, recording: see :meth:`ProcessRecorder.add_wall`)
+#: is paid out over the following reads, 1/SPREAD_READS of what is pending at each.
+SPREAD_READS = 32
 _monotonic_ns = time.monotonic_ns
 
 
@@ -58,10 +61,18 @@ class ProcessRecorder:
     #: yet, or the last one was torn): where the first half of a late gap goes
     last: dict[int, _Entry] | None = None
     owed_ns: int = 0  #: wall time of reads that failed (torn), charged at the next good one
+    owed_own_ns: int = 0  #: the sampler's own part of ``owed_ns``
+    #: per thread: the sampler's own time (or the thread's CPU in it) not yet paid out,
+    #: and the entry that took the last payment (where the rest goes at close)
+    pending: dict[int, int] = field(default_factory=dict)
+    tails: dict[int, _Entry] = field(default_factory=dict)
 
-    def add_wall(self, stacks: list[ThreadStack], wall_ns: int, interval_ns: int) -> None:
+    def add_wall(
+        self, stacks: list[ThreadStack], wall_ns: int, interval_ns: int, own_ns: int = 0
+    ) -> None:
         """Count ``stacks`` (this read's counted threads) with ``wall_ns``, the wall time
-        since the previous read, ``interval_ns`` being what was asked between reads.
+        since the previous read, ``interval_ns`` being what was asked between reads and
+        ``own_ns`` the part of ``wall_ns`` the sampler spent on the previous read itself.
 
         Why split a late gap: nobody looked during it (the machine kept the sampler off
         the CPU), so charging it all to the stack seen at its end over-weights whatever
@@ -73,37 +84,65 @@ class ProcessRecorder:
         share. A thread counted at only one end (it started or ended, took or released
         the GIL, became idle) gets only the half at that end. A thread counted at both
         ends gets the whole gap, as the clock says; none of it is dropped.
+
+        Why ``own_ns`` is apart: that part of the gap is as long as it is *because of* the
+        stack the previous read saw (a new stack is named with a read per frame; a read
+        waits for the target's mmap lock while it maps or unmaps a data-stack chunk), so
+        neither end may have it. Charged to the previous stack, half of it went to
+        sympy's ``monomial_mul``, called at a chunk boundary: twice py-spy's and perf's
+        share (bench/sampler_shares.py). The sampler cannot know what ran then, so it is
+        paid out over the next reads (:meth:`_paid`), like time nobody looked at.
         """
         wall_ns += self.owed_ns
-        self.owed_ns = 0
+        own_ns = min(max(own_ns, 0) + self.owed_own_ns, wall_ns)
+        self.owed_ns = self.owed_own_ns = 0
+        wall_ns -= own_ns
         prev = self.last
         now: dict[int, _Entry] = {}
         half = (wall_ns - interval_ns) // 2 if prev is not None and wall_ns > interval_ns else 0
-        if not half:
-            for s in stacks:
-                now[s.native_id] = self.add(s, wall_ns)
-        else:
-            assert prev is not None
-            for s in stacks:
-                tid = s.native_id
-                now[tid] = self.add(s, wall_ns - half)
-                before = prev.get(tid)
-                if before is not None:
-                    before.weight_ns += half  # the same entry when the stack is unchanged
+        for s in stacks:
+            tid = s.native_id
+            now[tid] = self.add(s, wall_ns - half + self._paid(tid, own_ns))
+            before = prev.get(tid) if half and prev is not None else None
+            if before is not None:
+                before.weight_ns += half  # the same entry when the stack is unchanged
+        if half and prev is not None:
             for tid, before in prev.items():
                 if tid not in now:
                     before.weight_ns += half
         self.last = now
 
-    def missed(self, wall_ns: int) -> None:
+    def add_cpu(self, stack: ThreadStack, used_ns: int, own_share: float) -> None:
+        """Count ``stack`` with ``used_ns``, its thread's CPU time since its previous
+        sample; ``own_share`` of it (the sampler's own part of the wall time between the
+        reads) is paid out over the next reads, for the reason given in :meth:`add_wall`."""
+        own = min(int(used_ns * own_share), used_ns)
+        self.add(stack, used_ns - own + self._paid(stack.native_id, own))
+
+    def _paid(self, tid: int, own_ns: int) -> int:
+        """Add ``own_ns`` to thread ``tid``'s pending own time; what this read gets of it.
+
+        1/SPREAD_READS at a time: a steady cost (~50-100 us a read) is paid back about as
+        it accrues, while a long one (a read that waited 20 ms) is spread over the ~30
+        reads after it instead of landing on the stack seen next, which can be as tied
+        to it as the one before (the wait ends when the target unlocks).
+        """
+        pending = self.pending.get(tid, 0) + own_ns
+        pay = pending // SPREAD_READS
+        self.pending[tid] = pending - pay
+        return pay
+
+    def missed(self, wall_ns: int, own_ns: int = 0) -> None:
         """A read failed (a torn stack): its wall time is charged at the next good read."""
         self.owed_ns += wall_ns
+        self.owed_own_ns += min(max(own_ns, 0), wall_ns)
 
     def add(self, stack: ThreadStack, weight_ns: int) -> _Entry:
         entry = self._entry(stack)
         entry.samples += 1
         entry.weight_ns += weight_ns
         self.samples += 1
+        self.tails[stack.native_id] = entry
         return entry
 
     def baseline(self, stacks: list[ThreadStack]) -> None:
@@ -142,6 +181,13 @@ class ProcessRecorder:
         return found
 
     def close(self, why: str) -> None:
+        # own time still pending goes to each thread's last counted stack: totals stay
+        # true to the clock
+        for tid, pending in self.pending.items():
+            tail = self.tails.get(tid)
+            if tail is not None:
+                tail.weight_ns += pending
+        self.pending.clear()
         if not self.ended:
             self.ended = why
             self.ended_ns = _monotonic_ns()

@@ -150,6 +150,7 @@ class SamplerSession:
         deadline = start + int(self.options.duration * 1e9) if self.options.duration else None
         next_tick = start
         last = start
+        own = 0  #: ns the previous tick took after its read began (see add_wall's own_ns)
         next_scan = start + int(CHILD_SCAN_S * 1e9)
         next_look = start
         next_call = start + int(every_s * 1e9)
@@ -169,7 +170,7 @@ class SamplerSession:
                     gap = STALL_NS
                 if gap > 2 * interval:
                     stats.late_ns += gap - interval
-                self.tick(gap, interval)
+                self.tick(gap, interval, own)
                 last = now
                 if now >= next_scan:
                     self.scan()
@@ -186,6 +187,7 @@ class SamplerSession:
                     next_call = now + int(every_s * 1e9)
                 next_tick += interval
                 after = _monotonic_ns()
+                own = after - now
                 if next_tick < after - max(CATCH_UP_NS, 20 * interval):
                     next_tick = after  # far behind (a stall): start the schedule again
                 wait = next_tick - after
@@ -199,9 +201,10 @@ class SamplerSession:
             stats.asked = max(int(stats.elapsed_ns * self.options.rate / 1e9), 1)
         return stats
 
-    def tick(self, wall_ns: int, interval_ns: int | None = None) -> None:
+    def tick(self, wall_ns: int, interval_ns: int | None = None, own_ns: int = 0) -> None:
         """One sample of every live process, ``wall_ns`` after the previous one
-        (``interval_ns``: the schedule's; by default the rate's)."""
+        (``interval_ns``: the schedule's; by default the rate's), ``own_ns`` of which the
+        previous tick took (paid out over later reads: :meth:`ProcessRecorder.add_wall`)."""
         if interval_ns is None:
             interval_ns = max(int(1e9 / self.options.rate), 1)
         mode = self.options.mode
@@ -209,6 +212,10 @@ class SamplerSession:
             reader = rec.reader
             if rec.ended or reader is None:
                 continue
+            # cpu: the clocks are read before the walk, which may wait for the target
+            # (its mmap lock) and end when the target's call does: the CPU it used
+            # meanwhile is the next read's, and paid out from there (see add_cpu).
+            cpu_at = {t: c.read() for t, c in rec.clocks.items()} if mode == "cpu" else {}
             try:
                 stacks = reader.sample(want_gil=mode == "gil")
             except ProcessGone:
@@ -222,22 +229,25 @@ class SamplerSession:
             rec.ticks += 1
             if not stacks:
                 rec.torn_ticks += 1
-                rec.missed(wall_ns)
+                rec.missed(wall_ns, own_ns)
                 if not is_alive(rec.pid):
                     rec.close("exited")
                 continue
             if mode == "wall":
-                rec.add_wall(stacks, wall_ns, interval_ns)
+                rec.add_wall(stacks, wall_ns, interval_ns, own_ns)
             elif mode == "gil":
-                rec.add_wall([s for s in stacks if s.holds_gil], wall_ns, interval_ns)
+                rec.add_wall([s for s in stacks if s.holds_gil], wall_ns, interval_ns, own_ns)
             elif mode == "cpu":
+                share = min(own_ns / wall_ns, 1.0) if wall_ns > 0 else 0.0
                 for s in stacks:
-                    used = rec.clock(s.native_id).delta()
+                    tid = s.native_id
+                    clock = rec.clock(tid)
+                    used = clock.delta_to(cpu_at[tid]) if tid in cpu_at else clock.delta()
                     if used > 0:
-                        rec.add(s, used)
+                        rec.add_cpu(s, used, share)
             else:  # active
                 running = [s for s in stacks if rec.clock(s.native_id).running()]
-                rec.add_wall(running, wall_ns, interval_ns)
+                rec.add_wall(running, wall_ns, interval_ns, own_ns)
 
     def scan(self) -> None:
         """Notice exec, and end processes that have gone (every ``CHILD_SCAN_S``)."""
