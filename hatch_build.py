@@ -40,6 +40,7 @@ EXTENSIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
                 "threads",
                 "tree",
                 "arena",
+                "fids",
                 "export",
                 "lines",
                 "timeline",

@@ -1,8 +1,10 @@
-"""The C recorder's 48-byte nodes (csrc/native.h): calls, min and max are 32-bit in the
-node, and a node whose numbers do not fit (a call of 2**32 ns or more, a negative
-duration from a Python clock, 2**32 - 1 calls or more) keeps them exactly in its thread's
-wide table. These tests drive such nodes through every path that reads or writes them:
-recording, export(), export_flat's merge of functions sharing a frame, and its rows.
+"""The C recorder's 32-byte nodes (csrc/native.h): calls, min, max and the inclusive time
+are 32-bit in the node, and a node whose numbers do not fit (a call of 2**32 ns or more,
+calls adding up to that, a negative duration from a Python clock, 2**32 - 1 calls or more)
+keeps them exactly in its thread's wide table; its function is a 32-bit index into its
+thread's function table. These tests drive such nodes through every path that reads or
+writes them: recording, export(), export_flat's merge of functions sharing a frame, and
+its rows.
 """
 
 from __future__ import annotations
@@ -121,3 +123,65 @@ def test_calls_past_32_bits_are_counted_exactly() -> None:
         7,
     )
     assert (nodes["app.same"].calls, nodes["app.same"].inclusive_ns) == (2**32 + 7, 4)
+
+
+def test_short_calls_adding_up_past_32_bits_keep_their_exact_total() -> None:
+    """Each call fits in 32 bits, their total does not: the node goes wide on the call that
+    passes 2**32 - 1 ns, and both exports give the exact sums; export_flat's merge of two
+    such functions of one frame adds past 32 bits too."""
+    from profkit.profilers.elt.flat import tree
+
+    step = 2**31 + 11
+    now = [0]
+    rec = _recorder(clock=lambda: now[0])
+    for fid in (1, 1, 1, 2, 3, 3):
+        rec.enter(fid)
+        now[0] += step
+        rec.leave(fid)
+    rec.enter(4)  # just under the edge: stays narrow
+    now[0] += 2**32 - 2
+    rec.leave(4)
+    _, ((_, rows),) = rec.export(now[0])
+    by_fid = {row[1]: row[2:] for row in rows[1:]}
+    assert by_fid[1] == (3, 3 * step, step, step)
+    assert by_fid[2] == (1, step, step, step)
+    assert by_fid[3] == (2, 2 * step, step, step)
+    assert by_fid[4] == (1, 2**32 - 2, 2**32 - 2, 2**32 - 2)
+    profile = CallProfile("trace")
+    names = {1: "app.one", 2: "app.same", 3: "app.same", 4: "app.edge"}
+    rec.stop()
+    _, ((_, data),) = rec.export_flat(now[0], lambda f: profile.frame_id(Frame(names[f])))
+    root = tree(data)
+    nodes = {profile.frames[k].name: n for k, n in root.children.items()}
+    assert (nodes["app.one"].calls, nodes["app.one"].inclusive_ns) == (3, 3 * step)
+    assert (nodes["app.same"].calls, nodes["app.same"].inclusive_ns) == (3, 3 * step)
+    assert (nodes["app.same"].min_ns, nodes["app.same"].max_ns) == (step, step)
+    assert nodes["app.edge"].inclusive_ns == 2**32 - 2
+    assert root.inclusive_ns == 6 * step + 2**32 - 2
+
+
+def test_functions_are_told_apart_by_every_bit_of_their_id() -> None:
+    """Nodes keep a 32-bit index into their thread's functions, not the id: ids equal in
+    their low 32 bits (or in every bit but the top one) stay distinct functions, in both
+    exports, through the function table's growth (thousands of functions)."""
+    from profkit.profilers.elt.flat import tree
+
+    base = [5, 5 + 2**32, 5 + 2**47, 5 + 2**63, 2**64 - 3]
+    fids = base + [2**40 + 16 * k for k in range(5000)]
+    now = [0]
+    rec = _recorder(clock=lambda: now[0])
+    for _ in range(2):
+        for k, fid in enumerate(fids):
+            rec.enter(fid)
+            now[0] += 1 + k % 7
+            rec.leave(fid)
+    _, ((_, rows),) = rec.export(now[0])
+    got = {row[1]: row[2:4] for row in rows[1:]}
+    assert got == {fid: (2, 2 * (1 + k % 7)) for k, fid in enumerate(fids)}
+    rec.stop()
+    index = {fid: k for k, fid in enumerate(fids)}
+    _, ((_, data),) = rec.export_flat(now[0], index.__getitem__)
+    children = tree(data).children
+    assert {k: (n.calls, n.inclusive_ns) for k, n in children.items()} == {
+        k: (2, 2 * (1 + k % 7)) for k in range(len(fids))
+    }

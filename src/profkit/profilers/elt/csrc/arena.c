@@ -1,6 +1,6 @@
 /* profkit.profilers.elt._native: the recorder's storage beside its node chunks: big
  * blocks (the node tables) in huge pages where the system offers them, and the side
- * tables of what does not fit in a 40-byte Node (wide numbers, names).
+ * tables of what does not fit in a 32-byte Node (wide numbers, names).
  *
  * Why: on a large program (sympy: 150k nodes, a 16 MB node table) nearly every table
  * probe and many node reads miss the cache *and* the TLB, and under virtualisation a TLB
@@ -130,10 +130,11 @@ big_free(void *block, size_t size)
 /* -- side tables ----------------------------------------------------------------------
  *
  * Why: nodes are most of the recorder's memory on a large program (pytest on sympy's
- * test_arit: ~1.2 M nodes), so a node keeps calls, min and max in 32 bits and no name.
- * The rare node whose numbers do not fit (a call of 4.29 s or more, a negative duration
- * from a Python clock, 2**32 - 1 calls) keeps them in a wide table, exactly, as int64;
- * names (event lines and C calls only) are kept by node in a name table. Both are small
+ * test_arit: ~1.2 M nodes), so a node keeps calls, min, max and incl in 32 bits and no
+ * name. The rare node whose numbers do not fit (a call of 4.29 s or more, calls adding up
+ * to that, a negative duration from a Python clock, 2**32 - 1 calls) keeps them in a wide
+ * table, exactly, as int64; names (event lines and C calls only) are kept by node in a
+ * name table. Both are small
  * open-addressing tables, never looked up on the hot path.
  */
 
@@ -201,7 +202,7 @@ wide_get(WideTable *w, uint32_t key)
     while (w->entries[j].key != 0) {
         j = (j + 1) & w->mask;
     }
-    w->entries[j] = (WideEntry){key, 0, NO_MIN, 0};
+    w->entries[j] = (WideEntry){key, 0, NO_MIN, 0, 0};
     w->used++;
     return &w->entries[j];
 }
@@ -245,8 +246,9 @@ widen(WideTable *w, Node *n, uint32_t number)
     e->calls = n->calls;
     e->min = n->min == MIN_NONE ? NO_MIN : n->min;
     e->max = n->max;
+    e->incl = n->incl;
     n->calls = WIDE;
-    n->min = n->max = 0;
+    n->min = n->max = n->incl = 0;
     return e;
 }
 
@@ -258,7 +260,7 @@ wide_close(WideTable *w, Node *n, uint32_t number, int64_t duration)
         PyErr_NoMemory();
         return -1;
     }
-    n->incl = wrap_add(n->incl, duration);
+    e->incl = wrap_add(e->incl, duration);
     e->calls = wrap_add(e->calls, 1);
     if (duration > e->max) {
         e->max = duration;
@@ -270,14 +272,16 @@ wide_close(WideTable *w, Node *n, uint32_t number, int64_t duration)
 }
 
 ELT_HIDDEN int
-node_set_stats(WideTable *w, Node *n, uint32_t number, Stats s)
+node_set_stats(WideTable *w, Node *n, uint32_t number, Stats s, int64_t incl)
 {
     if (n->calls != WIDE && s.calls >= 0 && s.calls < (int64_t)WIDE && s.max >= 0
         && s.max < (int64_t)MIN_NONE
-        && (s.min == NO_MIN || (s.min >= 0 && s.min < (int64_t)MIN_NONE))) {
+        && (s.min == NO_MIN || (s.min >= 0 && s.min < (int64_t)MIN_NONE)) && incl >= 0
+        && incl <= (int64_t)UINT32_MAX) {
         n->calls = (uint32_t)s.calls;
         n->min = s.min == NO_MIN ? MIN_NONE : (uint32_t)s.min;
         n->max = (uint32_t)s.max;
+        n->incl = (uint32_t)incl;
         return 0;
     }
     WideEntry *e = widen(w, n, number);
@@ -287,6 +291,7 @@ node_set_stats(WideTable *w, Node *n, uint32_t number, Stats s)
     e->calls = s.calls;
     e->min = s.min;
     e->max = s.max;
+    e->incl = incl;
     return 0;
 }
 

@@ -43,7 +43,7 @@ ELT_HIDDEN int
 name_c_node(Recorder *self, Thread *t, Node *n, PyObject *callable)
 {
     if (self->emit == NULL && self->c_names != NULL) {
-        PyObject *key = PyLong_FromVoidPtr((void *)n->fid);
+        PyObject *key = PyLong_FromVoidPtr((void *)fid_of(&t->fids, n));
         if (key == NULL) {
             return -1;
         }
@@ -83,7 +83,7 @@ name_c_node(Recorder *self, Thread *t, Node *n, PyObject *callable)
     if (name == NULL) {
         return -1;
     }
-    PyObject *key = PyLong_FromVoidPtr((void *)n->fid);
+    PyObject *key = PyLong_FromVoidPtr((void *)fid_of(&t->fids, n));
     int status = key == NULL || self->c_names == NULL
                      ? (key == NULL ? -1 : 0)
                      : PyDict_SetDefault(self->c_names, key, name) == NULL ? -1 : 0;

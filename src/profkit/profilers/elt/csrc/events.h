@@ -68,14 +68,14 @@ enter_plain_as(Recorder *self, uintptr_t fid, int kind, int simple)
             Node *parent = top->node;
             uint32_t num = parent->hit.last;
             Node *n = num != 0 ? numbered_node(t->numbered, num) : NULL;
-            if (n != NULL && n->fid != fid) {
+            if (n != NULL && fid_of(&t->fids, n) != fid) {
                 num = n->hit.next; /* the callee that came after it last time */
                 n = num != 0 ? numbered_node(t->numbered, num) : NULL;
-                if (n != NULL && n->fid == fid) {
+                if (n != NULL && fid_of(&t->fids, n) == fid) {
                     parent->hit.last = num;
                 }
             }
-            if (n != NULL && n->fid == fid) {
+            if (n != NULL && fid_of(&t->fids, n) == fid) {
                 Frame *f = top + 1;
                 t->depth++;
                 f->node = n;
@@ -165,14 +165,14 @@ c_enter_plain_as(Recorder *self, uintptr_t fid, uintptr_t caller, int simple)
             Node *parent = top->node;
             uint32_t num = parent->hit.last;
             Node *n = num != 0 ? numbered_node(t->numbered, num) : NULL;
-            if (n != NULL && n->fid != fid) {
+            if (n != NULL && fid_of(&t->fids, n) != fid) {
                 num = n->hit.next;
                 n = num != 0 ? numbered_node(t->numbered, num) : NULL;
-                if (n != NULL && n->fid == fid) {
+                if (n != NULL && fid_of(&t->fids, n) == fid) {
                     parent->hit.last = num;
                 }
             }
-            if (n != NULL && n->fid == fid && (n->parent & NAMED)) {
+            if (n != NULL && fid_of(&t->fids, n) == fid && (n->parent & NAMED)) {
                 Frame *f = top + 1;
                 t->depth++;
                 f->node = n;

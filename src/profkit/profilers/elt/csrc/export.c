@@ -9,7 +9,21 @@
  */
 #include "native.h"
 
-ELT_HIDDEN void
+/* One exported thread, copied out in plain C: (parent index, fid, calls, incl, min,
+ * max) rows in pre-order, and a strong reference to its token. */
+typedef struct {
+    Py_ssize_t parent;
+    uintptr_t fid;
+    int64_t calls, incl, min, max;
+} Row;
+
+typedef struct {
+    PyObject *token;
+    Row *rows;
+    size_t count;
+} Copy;
+
+static void
 free_copies(Copy *copies, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -29,7 +43,7 @@ close_open_calls(Recorder *self, Thread *t, int64_t now, long long *closed)
             return -1; /* MemoryError set */
         }
         if (self->span_cap >= 0 && duration >= self->basetime
-            && add_span(self, t, f->node->fid, f->start, now, t->depth) < 0) {
+            && add_span(self, t, f->fid, f->start, now, t->depth) < 0) {
             return -1; /* PyErr_NoMemory already set */
         }
         (*closed)++;
@@ -68,7 +82,7 @@ link_children(const Thread *t, uint32_t *first, uint32_t *next)
  * and copy its tree. Plain C only (PyMem, no object allocation, so no collection and no
  * Python code): the trees cannot change under the walk. NULL with an exception set when
  * out of memory. */
-ELT_HIDDEN Copy *
+static Copy *
 copy_threads(Recorder *self, int64_t now, size_t *count, long long *closed)
 {
     size_t n = 0, most = 0;
@@ -112,9 +126,9 @@ copy_threads(Recorder *self, int64_t now, size_t *count, long long *closed)
             Stats s = node_stats(&t->wide, node, number);
             Row *row = &c->rows[c->count];
             row->parent = parents[top];
-            row->fid = node->fid;
+            row->fid = fid_of(&t->fids, node);
             row->calls = s.calls;
-            row->incl = node->incl;
+            row->incl = node_incl(&t->wide, node, number);
             row->min = s.min;
             row->max = s.max;
             Py_ssize_t index = (Py_ssize_t)c->count++;
@@ -215,7 +229,8 @@ Recorder_set_calls(Recorder *self, PyObject *arg)
     Frame *f = &t->frames[t->depth - 1];
     Stats s = node_stats(&t->wide, f->node, f->number);
     s.calls = count;
-    if (node_set_stats(&t->wide, f->node, f->number, s) < 0) {
+    if (node_set_stats(&t->wide, f->node, f->number, s,
+                       node_incl(&t->wide, f->node, f->number)) < 0) {
         return PyErr_NoMemory();
     }
     Py_RETURN_NONE;

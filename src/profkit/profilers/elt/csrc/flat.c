@@ -21,7 +21,7 @@
  * two side arrays of node numbers (8 bytes a node), made after the node table (4 bytes
  * a slot, at least 5.3 a node) is freed and freed before the rows are made, so the
  * tree's part of the export's peak is what the recording's was. Peak: the larger of the
- * tree (40 bytes a node, 48 with its links) and its rows (40 bytes a row, stored column
+ * tree (32 bytes a node, 40 with its links) and its rows (40 bytes a row, stored column
  * by column: flatrows.h), plus a few MB, not the tree plus its rows. frames.c asks for
  * the frames, export.c closes the open calls, rowsjson.c writes the rows as JSON.
  */
@@ -60,6 +60,7 @@ free_nodes(Tree *tree)
     tree->chunks = NULL;
     tree->nchunks = tree->used = 0;
     wide_free(&tree->wide);
+    fids_free(&tree->fids);
     free_links(tree);
 }
 
@@ -71,7 +72,9 @@ static int
 take_tree(Thread *t, Tree *tree)
 {
     Slot *table = big_alloc(64 * sizeof(Slot));
-    if (table == NULL) {
+    FidTable fids;
+    if (table == NULL || fids_init(&fids) < 0) {
+        big_free(table, 64 * sizeof(Slot));
         PyErr_NoMemory();
         return -1;
     }
@@ -83,6 +86,8 @@ take_tree(Thread *t, Tree *tree)
     tree->root = t->root;
     tree->wide = t->wide;
     t->wide = (WideTable){NULL, 0, 0};
+    tree->fids = t->fids; /* the thread's functions, its new nodes' from index 1 again */
+    t->fids = fids;
     names_free(&t->names); /* strs: no Python code runs */
     t->used = 0; /* numbered[] is made anew from number 0 */
     memset(&t->root, 0, sizeof(Node));
@@ -102,7 +107,8 @@ copy_tree(const Thread *t, Tree *tree)
 {
     size_t nchunks = (t->used + CHUNK_NODES - 1) / CHUNK_NODES;
     tree->chunks = PyMem_Calloc(nchunks ? nchunks : 1, sizeof(Chunk *));
-    if (tree->chunks == NULL || wide_copy(&tree->wide, &t->wide) < 0) {
+    if (tree->chunks == NULL || wide_copy(&tree->wide, &t->wide) < 0
+        || fids_copy(&tree->fids, &t->fids) < 0) {
         PyErr_NoMemory();
         return -1;
     }
@@ -131,8 +137,7 @@ own_numbers(Tree *tree, Node *n, uint32_t number, int root)
     KEPT(n) = 0;
     WideEntry *e = n->calls == WIDE ? wide_find(&tree->wide, number) : NULL;
     if (root || n->calls == 0 || (e != NULL && e->calls <= 0)) {
-        n->calls = n->min = n->max = 0;
-        n->incl = 0;
+        n->calls = n->min = n->max = n->incl = 0;
         return;
     }
     if (e != NULL) {
@@ -169,11 +174,12 @@ prepare_tree(Tree *tree)
     for (size_t g = tree->used; g-- > 0;) {
         uint32_t number = (uint32_t)(g + 1);
         Node *n = tree_slot(tree, g);
-        int64_t excl = first[number] == 0 ? n->incl : n->excl;
+        int64_t incl = node_incl(&tree->wide, n, number);
+        int64_t excl = first[number] == 0 ? incl : n->excl;
         n->excl = n->calls != 0 && excl > 0 ? excl : 0;
         uint32_t p = n->parent & NUMBER_MASK;
         Node *up = tree_node(tree, p);
-        up->excl = wrap_sub(first[p] == 0 ? up->incl : up->excl, n->incl);
+        up->excl = wrap_sub(first[p] == 0 ? node_incl(&tree->wide, up, p) : up->excl, incl);
         next[number] = first[p];
         first[p] = number;
         own_numbers(tree, n, number, 0);
@@ -267,8 +273,9 @@ fold(Tree *tree, uint32_t anum, uint32_t dnum)
             sa.max = sd.max;
         }
         sa.calls = wrap_add(sa.calls, sd.calls);
-        a->incl = wrap_add(a->incl, d->incl);
-        if (node_set_stats(&tree->wide, a, anum, sa) < 0) {
+        int64_t incl =
+            wrap_add(node_incl(&tree->wide, a, anum), node_incl(&tree->wide, d, dnum));
+        if (node_set_stats(&tree->wide, a, anum, sa, incl) < 0) {
             PyErr_NoMemory();
             return -1;
         }
@@ -305,15 +312,15 @@ merge_children(Tree *tree, uint32_t parent, Siblings *h, const FidFrame *table, 
     while (*link != 0) {
         uint32_t number = *link;
         Node *ch = tree_node(tree, number);
-        int64_t frame = frame_for(table, nframes, ch->fid)->frame;
+        int64_t frame = frame_for(table, nframes, tree_fid(tree, ch))->frame;
         if (frame > IDX_MAX) { /* the rows' frame column is int32 */
             PyErr_SetString(PyExc_ValueError, "export_flat: a frame index past 2**31 - 1");
             return -1;
         }
-        ch->fid = (uintptr_t)frame;
+        ch->fn = (uint32_t)frame;
         uint64_t hv = (uint64_t)frame * 0xC2B2AE3D27D4EB4FULL;
         size_t s = (size_t)(hv ^ (hv >> 29)) & h->mask;
-        while (h->stamp[s] == h->now && (int64_t)tree_node(tree, h->node[s])->fid != frame) {
+        while (h->stamp[s] == h->now && (int64_t)tree_node(tree, h->node[s])->fn != frame) {
             s = (s + 1) & h->mask;
         }
         if (h->stamp[s] == h->now) {
@@ -363,11 +370,11 @@ merge_and_size(Tree *tree, Stack *stack, Siblings *h, const FidFrame *table, siz
             const Node *c = tree_node(tree, ch);
             below += KEPT(c);
             if (n == &tree->root && KEPT(c) > 0) {
-                root_incl = wrap_add(root_incl, c->incl);
+                root_incl = wrap_add(root_incl, node_incl(&tree->wide, c, ch));
             }
         }
         if (n == &tree->root) {
-            n->incl = root_incl;
+            tree->root_incl = root_incl;
             rows = below + 1;
         }
         else if (n->calls != 0 || below > 0) {
@@ -407,7 +414,7 @@ number_rows(Tree *tree, Stack *stack, WideTable *rows_wide, int64_t *root_incl)
             stack->items[b - 1] = tmp;
         }
         if (item.number == 0) {
-            *root_incl = n->incl;
+            *root_incl = tree->root_incl;
             continue;
         }
         tree->first_child[item.number] = (uint32_t)k; /* ROW */
@@ -421,6 +428,7 @@ number_rows(Tree *tree, Stack *stack, WideTable *rows_wide, int64_t *root_incl)
             r->calls = e->calls;
             r->min = e->min;
             r->max = e->max;
+            r->incl = e->incl;
         }
     }
     return 0;
@@ -457,7 +465,7 @@ write_row(const FlatCols *c, size_t at, const Node *n, uint32_t parent,
           const WideTable *rows_wide, size_t *wide_next)
 {
     c->parent[at] = (int32_t)parent;
-    c->frame[at] = (int32_t)n->fid; /* below 2**31: merge_children checked */
+    c->frame[at] = (int32_t)n->fn; /* below 2**31: merge_children checked */
     c->size[at] = (int32_t)KEPT(n);
     c->incl[at] = n->incl;
     c->excl[at] = n->excl;
@@ -468,6 +476,7 @@ write_row(const FlatCols *c, size_t at, const Node *n, uint32_t parent,
         const WideEntry *e = wide_find(rows_wide, (uint32_t)at);
         size_t w = (*wide_next)++;
         c->min[at] = c->max[at] = 0;
+        c->incl[at] = e->incl;
         c->wrow[w] = (int64_t)at;
         c->wcalls[w] = e->calls;
         c->wmin[w] = e->min;

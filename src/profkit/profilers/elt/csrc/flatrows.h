@@ -120,6 +120,8 @@ typedef struct {
     Chunk **chunks; /* creation order; all full but the last */
     size_t nchunks, used;
     WideTable wide; /* its wide nodes' numbers (by node number) */
+    FidTable fids;  /* its nodes' functions (by a node's fn, until merge_children) */
+    int64_t root_incl; /* the root's inclusive time (flat.c: its kept children's) */
     /* Children lists by node number (0: the root), in creation order: nodes keep none
      * (native.h), so flat.c links them once the node table is freed (see its comments);
      * NULL until then, and again once the rows need them no more. */
@@ -131,6 +133,13 @@ static inline Node *
 tree_slot(const Tree *tree, size_t g)
 {
     return &tree->chunks[g / CHUNK_NODES]->nodes[g % CHUNK_NODES];
+}
+
+/* The function of a tree's node (before merge_children makes ``fn`` its frame). */
+static inline uintptr_t
+tree_fid(const Tree *tree, const Node *n)
+{
+    return fid_of(&tree->fids, n);
 }
 
 /* A tree's node by number (0: its root). */

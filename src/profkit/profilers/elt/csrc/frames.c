@@ -39,7 +39,7 @@ fid_table(const Tree *trees, size_t n, size_t *out)
     }
     for (size_t i = 0; i < n; i++) {
         for (size_t g = 0; g < trees[i].used; g++) {
-            uintptr_t fid = tree_slot(&trees[i], g)->fid;
+            uintptr_t fid = tree_fid(&trees[i], tree_slot(&trees[i], g));
             if (fid == 0) {
                 zero = 1;
                 continue;
@@ -130,7 +130,7 @@ ask_order(const Tree *trees, size_t n, FidFrame *table, size_t nfids, size_t *co
             uint32_t at = stack[--top];
             for (uint32_t number = tree->first_child[at]; number != 0;
                  number = tree->next_sibling[number]) {
-                uintptr_t fid = tree_node(tree, number)->fid;
+                uintptr_t fid = tree_fid(tree, tree_node(tree, number));
                 FidFrame **slot = &seen[fid_slot(fid, ASK_CACHE - 1)];
                 FidFrame *entry = *slot;
                 if (entry == NULL || entry->fid != fid) {

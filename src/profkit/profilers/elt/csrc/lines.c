@@ -62,7 +62,7 @@ name_of(Recorder *self, Thread *t, Node *n)
     if (namer == NULL) {
         return PyUnicode_FromString("?");
     }
-    PyObject *fid = PyLong_FromVoidPtr((void *)n->fid);
+    PyObject *fid = PyLong_FromVoidPtr((void *)fid_of(&t->fids, n));
     PyObject *name = fid == NULL ? NULL : PyObject_CallOneArg(namer, fid);
     Py_XDECREF(fid);
     Py_DECREF(namer);

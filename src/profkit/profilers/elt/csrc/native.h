@@ -85,10 +85,11 @@
 #define CHUNK_NODES 1024
 #define NO_MIN ((int64_t)1 << 62) /* trace.py's tree.NO_MIN */
 
-/* A node's completed calls, min and max, in 32 bits while they fit (the hot path's
- * case: durations under 4.29 s, fewer than 2**32 - 1 calls); a node whose value does not
- * fit has ``calls == WIDE`` and keeps all three, as int64, in its thread's (or tree's)
- * wide table (arena.c), keyed by its number. ``min == MIN_NONE``: no call yet (NO_MIN). */
+/* A node's completed calls, min, max and inclusive time, in 32 bits while they fit (the
+ * hot path's case: durations under 4.29 s, fewer than 2**32 - 1 calls, a total under
+ * 4.29 s); a node whose value does not fit has ``calls == WIDE`` and keeps all four, as
+ * int64, in its thread's (or tree's) wide table (arena.c), keyed by its number.
+ * ``min == MIN_NONE``: no call yet (NO_MIN). */
 #define WIDE UINT32_MAX
 #define MIN_NONE UINT32_MAX
 /* The top bit of ``parent`` while recording: the node has a name in its thread's name
@@ -99,20 +100,18 @@
  * anyway: its row indices are 32-bit). */
 #define NUMBER_CAP ((size_t)NUMBER_MASK - CHUNK_NODES)
 
-/* One call-tree node, 40 bytes (it was 88, then 48: pytest on sympy's test_arit holds
- * ~1.2 M of them, and they are most of the recorder's memory). Links are node numbers
- * (creation order plus one; 0: none, and as a parent the thread's root), turned into
- * nodes through the thread's numbered chunks; names live in a side table (only event
- * lines and C calls have them); calls/min/max are 32-bit with the wide table behind them.
- * A node keeps no children list: recording finds a child through the hit links and the
- * node table, and the export, which walks children, links them itself in side arrays
- * (flat.c, export.c), after the node table is freed.
- *
- * While recording an enter reads fid and hit; a leave writes incl, calls, min, max.
- * flat.c's export reuses fields the recording needed (see its comments): ``excl``
- * over hit, the kept subtree size in ``parent``. */
+/* One call-tree node, 32 bytes (it was 88, 48, then 40: pytest on sympy's test_arit holds
+ * ~1.2 M of them, most of the recorder's memory). Links are node numbers (creation order
+ * plus one; 0: none, and as a parent the thread's root), turned into nodes through the
+ * thread's numbered chunks; the function is an index into the thread's FidTable (an event
+ * compares its fid with ``fids.ids[node->fn]``: one load, no lookup); names live in a side
+ * table (event lines and C calls only); incl, calls, min and max are 32-bit with the wide
+ * table behind them. No children list: recording finds a child through the hit links and
+ * the node table; the export links children itself in side arrays (flat.c, export.c).
+ * An enter reads fn and hit; a leave writes incl, calls, min, max. flat.c's export reuses
+ * fields (see its comments): ``excl`` over hit, the frame in ``fn``, the kept subtree size
+ * in ``parent``. */
 typedef struct Node {
-    uintptr_t fid;
     union {
         struct {
             uint32_t last; /* the child found last time: loops call the same callee */
@@ -120,17 +119,26 @@ typedef struct Node {
         } hit;
         int64_t excl; /* flat.c, once the tree is the export's: self time */
     };
-    int64_t incl;
+    uint32_t fn;   /* the function: its index in the thread's FidTable; flat.c: the frame */
+    uint32_t incl; /* completed calls' total time (ns) unless the node is wide */
     uint32_t calls, min, max;
     uint32_t parent; /* the parent's number (0: root) | NAMED; flat.c: kept subtree size */
 } Node;
 
-_Static_assert(sizeof(Node) == 40, "Node is 40 bytes");
+_Static_assert(sizeof(Node) == 32, "Node is 32 bytes");
+
+/* A thread's functions by index (fids.c): ids[0] is fid 0 (the root's); the others are
+ * interned as nodes are made, through ``slots`` (open addressing on the fid, 0: empty). */
+typedef struct {
+    uintptr_t *ids;
+    uint32_t *slots;
+    size_t count, cap, mask; /* ids[0..count); slots: mask + 1 */
+} FidTable;
 
 /* One wide node's numbers (arena.c). */
 typedef struct {
     uint32_t key; /* node number (a tree's: row index during flat.c's copy-out); 0: empty */
-    int64_t calls, min, max;
+    int64_t calls, min, max, incl;
 } WideEntry;
 
 typedef struct {
@@ -147,17 +155,14 @@ typedef struct {
 
 /* A slot of a thread's node table, 4 bytes: the node's number in the bits the table's
  * mask covers and, above them, the same bits of the key's hash (the tag), so a probe
- * compares in the table and reaches for a node only on a likely match (the table and the
- * nodes are far out of the cache on a large program: each reach is a miss). The table is
- * filled to at most 3/4, so every number is below its size and fits under the mask; the
- * tag is what is left: 11 bits at 2**21 slots, none at 2**31 (every probe then reaches
- * for its node: slower, still right). A node's number is its creation order plus one
- * (0: an empty slot); the thread's ``numbered`` chunks turn it into the node. It was 16
- * bytes (a pointer and a full hash), then 8 (half a hash, a number): on pytest of sympy's
- * test_arit (1.2 M nodes, 2**21 slots) 64, then 16.8, now 8.4 MB. */
+ * compares in the table and reaches for a node (a cache miss on a large program) only on a
+ * likely match. Filled to at most 3/4, so every number fits under the mask; the tag is the
+ * rest: 11 bits at 2**21 slots, none at 2**31 (every probe then reaches for its node:
+ * slower, still right). 0: an empty slot. It was 16 bytes, then 8: on pytest of sympy's
+ * test_arit (2**21 slots) 64, then 16.8, now 8.4 MB. */
 typedef uint32_t Slot;
 
-/* 1024 nodes, 40 KB: whole pages, mapped on their own (arena.c), so the export's freeing
+/* 1024 nodes, 32 KB: whole pages, mapped on their own (arena.c), so the export's freeing
  * them one by one gives the memory back at once, whatever else the heap holds. A
  * thread's chunks are all full but its last (``used % CHUNK_NODES`` nodes). */
 typedef struct Chunk {
@@ -196,6 +201,7 @@ typedef struct Thread {
     size_t numbered_cap;
     WideTable wide;
     NameTable names;
+    FidTable fids;
     struct Thread *next; /* creation order */
 } Thread;
 
@@ -294,23 +300,6 @@ known_thread(Recorder *self)
 
 /* -- tree.c -------------------------------------------------------------------------- */
 
-/* One exported thread, copied out in plain C: (parent index, fid, calls, incl, min,
- * max) rows in pre-order, and a strong reference to its token. */
-typedef struct {
-    Py_ssize_t parent;
-    uintptr_t fid;
-    int64_t calls, incl, min, max;
-} Row;
-
-typedef struct {
-    PyObject *token;
-    Row *rows;
-    size_t count;
-} Copy;
-
-ELT_HIDDEN void free_copies(Copy *copies, size_t n);
-/* Close every recording thread's open calls at ``now`` and copy its tree (plain C). */
-ELT_HIDDEN Copy *copy_threads(Recorder *self, int64_t now, size_t *count, long long *closed);
 /* Close one thread's open calls at ``now`` (adding their number to *closed); -1 with
  * MemoryError set when a timeline span could not be added. */
 ELT_HIDDEN int close_open_calls(Recorder *self, Thread *t, int64_t now, long long *closed);

@@ -17,7 +17,8 @@ thread_new(PyObject *token)
         return NULL;
     }
     t->table = big_alloc(64 * sizeof(Slot));
-    if (t->table == NULL) {
+    if (t->table == NULL || fids_init(&t->fids) < 0) {
+        big_free(t->table, 64 * sizeof(Slot));
         PyMem_Free(t);
         return NULL;
     }
@@ -36,6 +37,7 @@ thread_free(Thread *t)
     }
     names_free(&t->names);
     wide_free(&t->wide);
+    fids_free(&t->fids);
     big_free(t->table, (t->mask + 1) * sizeof(Slot));
     PyMem_Free(t->numbered);
     PyMem_Free(t->frames);

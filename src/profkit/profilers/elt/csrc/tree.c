@@ -67,7 +67,7 @@ table_grow(Thread *t)
     }
     for (size_t g = 0; g < t->used; g++) {
         const Node *n = &t->numbered[g / CHUNK_NODES]->nodes[g % CHUNK_NODES];
-        uint64_t h = hash_of(n->parent & NUMBER_MASK, n->fid);
+        uint64_t h = hash_of(n->parent & NUMBER_MASK, fid_of(&t->fids, n));
         table[free_slot(table, size - 1, h)] = slot_of((uint32_t)(g + 1), h, size - 1);
     }
     big_free(t->table, (t->mask + 1) * sizeof(Slot));
@@ -117,7 +117,7 @@ child_of(Thread *t, uint32_t pnum, uintptr_t fid)
         if ((slot & ~low) == tag) {
             uint32_t number = slot & low;
             const Node *n = numbered_node(t->numbered, number);
-            if (n->fid == fid && (n->parent & NUMBER_MASK) == pnum) {
+            if (fid_of(&t->fids, n) == fid && (n->parent & NUMBER_MASK) == pnum) {
                 return number;
             }
         }
@@ -130,12 +130,13 @@ child_of(Thread *t, uint32_t pnum, uintptr_t fid)
         j = free_slot(t->table, t->mask, h);
     }
     size_t g = t->used;
-    if (g % CHUNK_NODES == 0 && chunk_new(t) == NULL) {
+    uint32_t fn = fid_intern(&t->fids, fid);
+    if (fn == UINT32_MAX || (g % CHUNK_NODES == 0 && chunk_new(t) == NULL)) {
         return 0;
     }
     Node *n = &t->numbered[g / CHUNK_NODES]->nodes[g % CHUNK_NODES];
     uint32_t number = (uint32_t)(t->used + 1);
-    *n = (Node){.fid = fid, .min = MIN_NONE, .parent = pnum};
+    *n = (Node){.fn = fn, .min = MIN_NONE, .parent = pnum};
     t->table[j] = slot_of(number, h, t->mask);
     t->used++;
     return number;
@@ -154,7 +155,7 @@ close_frame(Recorder *self, Thread *t, int64_t now, int close_kind, int lines)
         return -1;
     }
     if (self->span_cap >= 0 && duration >= self->basetime
-        && add_span(self, t, f.node->fid, f.start, now, t->depth) < 0) {
+        && add_span(self, t, f.fid, f.start, now, t->depth) < 0) {
         return -1;
     }
     if (lines && self->emit != NULL) {
@@ -223,18 +224,18 @@ enter_call(Recorder *self, uintptr_t fid, int kind, uintptr_t caller, PyObject *
         parent = t->frames[t->depth - 1].node;
         pnum = t->frames[t->depth - 1].number;
     }
-    if (caller != 0 && parent->fid != caller) {
+    if (caller != 0 && fid_of(&t->fids, parent) != caller) {
         return 0;
     }
     uint32_t num = parent->hit.last;
     Node *n = num != 0 ? numbered_node(t->numbered, num) : NULL;
-    if (n == NULL || n->fid != fid) {
+    if (n == NULL || fid_of(&t->fids, n) != fid) {
         /* Callers repeat sequences of callees (a, b, c, a, b, c): the callee that came
          * after the last one last time is the next guess, before the node table. */
         Node *last = n;
         num = last != NULL ? last->hit.next : 0;
         n = num != 0 ? numbered_node(t->numbered, num) : NULL;
-        if (n == NULL || n->fid != fid) {
+        if (n == NULL || fid_of(&t->fids, n) != fid) {
             num = child_of(t, pnum, fid);
             if (num == 0) {
                 PyErr_NoMemory();

@@ -1,5 +1,6 @@
-/* Included by native.h only, after its types: a node's numbers beyond 32 bits and its
- * name (arena.c), apart from native.h to keep each header to one concern. */
+/* Included by native.h only, after its types: what a 32-bit node keeps beside it: its
+ * numbers beyond 32 bits and its name (arena.c), its function by index (fids.c); apart
+ * from native.h to keep each header to one concern. */
 
 #ifndef PROFKIT_ELT_WIDE_H
 #define PROFKIT_ELT_WIDE_H
@@ -33,9 +34,16 @@ node_stats(const WideTable *w, const Node *n, uint32_t number)
     return (Stats){n->calls, n->min == MIN_NONE ? NO_MIN : n->min, n->max};
 }
 
-/* Store a node's numbers, in the node when they fit, else in ``w``; -1 when out of
- * memory (no exception set). */
-ELT_HIDDEN int node_set_stats(WideTable *w, Node *n, uint32_t number, Stats s);
+/* A node's inclusive time as int64. */
+static inline int64_t
+node_incl(const WideTable *w, const Node *n, uint32_t number)
+{
+    return n->calls == WIDE ? wide_find(w, number)->incl : (int64_t)n->incl;
+}
+
+/* Store a node's numbers and inclusive time, in the node when they all fit, else in
+ * ``w``; -1 when out of memory (no exception set). */
+ELT_HIDDEN int node_set_stats(WideTable *w, Node *n, uint32_t number, Stats s, int64_t incl);
 
 ELT_HIDDEN PyObject *name_find(const NameTable *t, const Node *n); /* borrowed, or NULL */
 /* Give ``name`` (a reference, taken either way) to node ``n``; -1 when out of memory. */
@@ -53,7 +61,8 @@ numbered_node(Chunk *const *chunks, uint32_t number)
 }
 
 /* A completed call of ``n`` (node ``number`` of thread ``t``) lasting ``duration``: the
- * statistics of trace.py's tree, in 32 bits while they fit. */
+ * statistics of trace.py's tree, in 32 bits while they fit (the total too: a node whose
+ * calls add up to 4.29 s goes wide, as one call of that length does). */
 static inline int
 close_call(Thread *t, Node *n, uint32_t number, int64_t duration, int64_t basetime)
 {
@@ -62,17 +71,39 @@ close_call(Thread *t, Node *n, uint32_t number, int64_t duration, int64_t baseti
     }
     if ((uint64_t)duration < MIN_NONE && n->calls < WIDE - 1) { /* not wide, room for one */
         uint32_t d = (uint32_t)duration;
-        n->incl = wrap_add(n->incl, duration);
-        n->calls++;
-        if (d > n->max) {
-            n->max = d;
+        uint32_t incl = n->incl + d;
+        if (incl >= d) { /* the total still fits in 32 bits */
+            n->incl = incl;
+            n->calls++;
+            if (d > n->max) {
+                n->max = d;
+            }
+            if (d < n->min) {
+                n->min = d;
+            }
+            return 0;
         }
-        if (d < n->min) {
-            n->min = d;
-        }
-        return 0;
     }
     return wide_close(&t->wide, n, number, duration);
+}
+
+/* -- fids.c: a thread's functions by index -------------------------------------------- */
+
+/* An empty table holding fid 0 at index 0; -1 when out of memory (no exception set). */
+ELT_HIDDEN int fids_init(FidTable *f);
+ELT_HIDDEN void fids_free(FidTable *f);
+/* ``to`` becomes a copy of ``from``'s functions (no slots: a tree's table is only read
+ * by index); -1 when out of memory (no exception set). */
+ELT_HIDDEN int fids_copy(FidTable *to, const FidTable *from);
+/* The index of ``fid``, added when new; 0 for fid 0; UINT32_MAX when out of memory (no
+ * exception set). Called when a node is made, never by an event. */
+ELT_HIDDEN uint32_t fid_intern(FidTable *f, uintptr_t fid);
+
+/* The function of node ``n`` of a thread whose table is ``f``. */
+static inline uintptr_t
+fid_of(const FidTable *f, const Node *n)
+{
+    return f->ids[n->fn];
 }
 
 #endif
