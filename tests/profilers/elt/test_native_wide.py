@@ -126,9 +126,9 @@ def test_calls_past_32_bits_are_counted_exactly() -> None:
 
 
 def test_short_calls_adding_up_past_32_bits_keep_their_exact_total() -> None:
-    """Each call fits in 32 bits, their total does not: the node goes wide on the call that
-    passes 2**32 - 1 ns, and both exports give the exact sums; export_flat's merge of two
-    such functions of one frame adds past 32 bits too."""
+    """Each call fits in 32 bits, their total does not: the node keeps the low 32 bits and
+    its high part in the wide table (CARRIED), and both exports give the exact sums;
+    export_flat's merge of two such functions of one frame adds past 32 bits too."""
     from profkit.profilers.elt.flat import tree
 
     step = 2**31 + 11
@@ -185,3 +185,41 @@ def test_functions_are_told_apart_by_every_bit_of_their_id() -> None:
     assert {k: (n.calls, n.inclusive_ns) for k, n in children.items()} == {
         k: (2, 2 * (1 + k % 7)) for k in range(len(fids))
     }
+
+
+@pytest.mark.parametrize("stop", [True, False])
+def test_a_carried_total_then_a_long_call_keeps_every_number(stop: bool) -> None:
+    """A node whose total carried past 32 bits (short calls), then a call of 5 s (the node
+    goes wide, its high part with it), then short calls again; a second node carried
+    under a caller still open (export closes it): exact in both exports."""
+    from profkit.profilers.elt.flat import tree
+
+    step = 3 * 10**9  # each under 2**32 ns, two add up past it
+    now = [0]
+    rec = _recorder(clock=lambda: now[0])
+    rec.enter(9)
+    for d in (step, step, step, 5 * 10**9, 4, step):
+        rec.enter(1)
+        now[0] += d
+        rec.leave(1)
+    for _ in range(3):
+        rec.enter(2)
+        now[0] += step
+        rec.leave(2)
+    total_one = 4 * step + 5 * 10**9 + 4
+    end = now[0] + 1
+    _, ((_, rows),) = rec.export(end)  # closes the open call too, as export_flat would
+    by_fid = {row[1]: row[2:] for row in rows[1:]}
+    assert by_fid[1] == (6, total_one, 4, 5 * 10**9)
+    assert by_fid[2] == (3, 3 * step, step, step)
+    if stop:
+        rec.stop()  # the trees are taken, not copied
+    profile = CallProfile("trace")
+    _, ((_, data),) = rec.export_flat(end, lambda f: profile.frame_id(Frame(f"app.f{f}")))
+    (outer,) = tree(data).children.values()
+    assert (outer.calls, outer.inclusive_ns) == (1, total_one + 3 * step + 1)
+    nodes = {profile.frames[k].name: n for k, n in outer.children.items()}
+    one, two = nodes["app.f1"], nodes["app.f2"]
+    assert (one.calls, one.inclusive_ns, one.min_ns, one.max_ns) == (6, total_one, 4, 5 * 10**9)
+    assert (two.calls, two.inclusive_ns, two.exclusive_ns) == (3, 3 * step, 3 * step)
+    assert outer.exclusive_ns == 1

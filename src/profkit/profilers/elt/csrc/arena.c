@@ -2,17 +2,15 @@
  * blocks (the node tables) in huge pages where the system offers them, and the side
  * tables of what does not fit in a 32-byte Node (wide numbers, names).
  *
- * Why: on a large program (sympy: 150k nodes, a 16 MB node table) nearly every table
- * probe and many node reads miss the cache *and* the TLB, and under virtualisation a TLB
- * miss costs a two-level page walk: measured, the one table load of a lookup took ~170 ns.
- * 2 MB pages (Linux transparent huge pages, asked for with madvise) make those walks
- * rare (table lookups: 443 -> 188 perf samples on sympy). Small blocks stay with PyMem:
- * a huge page is 2 MB of memory at first touch, which a small table must not pay. (The
- * node chunks are not in huge pages: they measured no faster, and flat.c's export frees
- * them one by one. They are mapped on their own, though, in whole pages: from the heap,
- * interleaved with the program's own blocks, the freed chunks did not all go back, and
- * the export's rows grew on top of them: pytest on sympy's test_arit peaked ~20 MB
- * higher.)
+ * Why: on a large program (sympy: 150k nodes) nearly every table probe and many node
+ * reads miss the cache *and* the TLB, and under virtualisation a TLB miss costs a
+ * two-level page walk (measured: ~170 ns for the one table load of a lookup). 2 MB pages
+ * (transparent huge pages, asked for with madvise) make those walks rare (table lookups:
+ * 443 -> 188 perf samples on sympy). Small blocks stay with PyMem: a huge page is 2 MB
+ * at first touch. Node chunks are not in huge pages (no faster, measured) but mapped on
+ * their own, in whole pages: from the heap, interleaved with the program's blocks, the
+ * export's freed chunks did not all go back (pytest on sympy's test_arit peaked ~20 MB
+ * higher).
  */
 #include "native.h"
 
@@ -127,16 +125,11 @@ big_free(void *block, size_t size)
 #endif
 }
 
-/* -- side tables ----------------------------------------------------------------------
- *
- * Why: nodes are most of the recorder's memory on a large program (pytest on sympy's
- * test_arit: ~1.2 M nodes), so a node keeps calls, min, max and incl in 32 bits and no
- * name. The rare node whose numbers do not fit (a call of 4.29 s or more, calls adding up
- * to that, a negative duration from a Python clock, 2**32 - 1 calls) keeps them in a wide
- * table, exactly, as int64; names (event lines and C calls only) are kept by node in a
- * name table. Both are small
- * open-addressing tables, never looked up on the hot path.
- */
+/* -- side tables: nodes are most of the recorder's memory on a large program, so a node
+ * keeps its numbers in 32 bits and no name; the rare node whose numbers do not fit (a call
+ * of 4.29 s or more, a negative duration from a Python clock, 2**32 - 1 calls; a total's
+ * carries) keeps them here, exactly, as int64, and names (event lines, C calls) are kept
+ * by node. Small open-addressing tables, never looked up on the hot path. */
 
 static inline size_t
 key_slot(uint64_t key, size_t mask)
@@ -255,10 +248,19 @@ widen(WideTable *w, Node *n, uint32_t number)
 ELT_HIDDEN int
 wide_close(WideTable *w, Node *n, uint32_t number, int64_t duration)
 {
+    int64_t high = 0; /* a CARRIED node's high part (widen keeps the low 32 bits) */
+    int carried = n->calls != WIDE && (n->parent & CARRIED);
+    if (carried) {
+        high = wide_find(w, number)->incl;
+    }
     WideEntry *e = widen(w, n, number);
     if (e == NULL) {
         PyErr_NoMemory();
         return -1;
+    }
+    if (carried) {
+        e->incl = wrap_add(e->incl, high);
+        n->parent &= ~CARRIED;
     }
     e->incl = wrap_add(e->incl, duration);
     e->calls = wrap_add(e->calls, 1);
@@ -271,6 +273,23 @@ wide_close(WideTable *w, Node *n, uint32_t number, int64_t duration)
     return 0;
 }
 
+ELT_HIDDEN int
+wide_carry(WideTable *w, Node *n, uint32_t number)
+{
+    WideEntry *e = wide_get(w, number);
+    if (e == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (!(n->parent & CARRIED)) {
+        e->incl = 0;
+        n->parent |= CARRIED;
+    }
+    e->incl = wrap_add(e->incl, (int64_t)1 << 32);
+    return 0;
+}
+
+/* (not for a CARRIED node: its callers take the mark off first) */
 ELT_HIDDEN int
 node_set_stats(WideTable *w, Node *n, uint32_t number, Stats s, int64_t incl)
 {

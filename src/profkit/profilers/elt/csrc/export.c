@@ -228,9 +228,10 @@ Recorder_set_calls(Recorder *self, PyObject *arg)
     }
     Frame *f = &t->frames[t->depth - 1];
     Stats s = node_stats(&t->wide, f->node, f->number);
+    int64_t incl = node_incl(&t->wide, f->node, f->number);
     s.calls = count;
-    if (node_set_stats(&t->wide, f->node, f->number, s,
-                       node_incl(&t->wide, f->node, f->number)) < 0) {
+    f->node->parent &= ~CARRIED; /* its total, high part included, is set whole below */
+    if (node_set_stats(&t->wide, f->node, f->number, s, incl) < 0) {
         return PyErr_NoMemory();
     }
     Py_RETURN_NONE;

@@ -131,14 +131,23 @@ copy_tree(const Thread *t, Tree *tree)
  * unfinished node's min is 0), and no kept size yet (``parent``'s place: the export never
  * needs the parent once the children are linked, nor the recording's NAMED mark). A node
  * left wide has completed calls (a node without any is made narrow: zeros fit). */
-static void
+static int
 own_numbers(Tree *tree, Node *n, uint32_t number, int root)
 {
+    if (n->parent & CARRIED) { /* a total past 32 bits: the node goes wide, kept whole */
+        int64_t incl = node_incl(&tree->wide, n, number);
+        n->parent &= ~CARRIED;
+        if (node_set_stats(&tree->wide, n, number, node_stats(&tree->wide, n, number), incl)
+            < 0) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
     KEPT(n) = 0;
     WideEntry *e = n->calls == WIDE ? wide_find(&tree->wide, number) : NULL;
     if (root || n->calls == 0 || (e != NULL && e->calls <= 0)) {
         n->calls = n->min = n->max = n->incl = 0;
-        return;
+        return 0;
     }
     if (e != NULL) {
         if (e->min == NO_MIN) {
@@ -148,6 +157,7 @@ own_numbers(Tree *tree, Node *n, uint32_t number, int root)
             e->max = 0;
         }
     }
+    return 0;
 }
 
 /* One pass over the nodes in reverse creation order (a child's number is always above
@@ -182,11 +192,12 @@ prepare_tree(Tree *tree)
         up->excl = wrap_sub(first[p] == 0 ? node_incl(&tree->wide, up, p) : up->excl, incl);
         next[number] = first[p];
         first[p] = number;
-        own_numbers(tree, n, number, 0);
+        if (own_numbers(tree, n, number, 0) < 0) {
+            return -1;
+        }
     }
     tree->root.excl = 0;
-    own_numbers(tree, &tree->root, 0, 1);
-    return 0;
+    return own_numbers(tree, &tree->root, 0, 1);
 }
 
 /* -- merge, prune, number ------------------------------------------------------------ */
@@ -274,7 +285,7 @@ fold(Tree *tree, uint32_t anum, uint32_t dnum)
         }
         sa.calls = wrap_add(sa.calls, sd.calls);
         int64_t incl =
-            wrap_add(node_incl(&tree->wide, a, anum), node_incl(&tree->wide, d, dnum));
+            wrap_add(tree_incl(&tree->wide, a, anum), tree_incl(&tree->wide, d, dnum));
         if (node_set_stats(&tree->wide, a, anum, sa, incl) < 0) {
             PyErr_NoMemory();
             return -1;
@@ -370,7 +381,7 @@ merge_and_size(Tree *tree, Stack *stack, Siblings *h, const FidFrame *table, siz
             const Node *c = tree_node(tree, ch);
             below += KEPT(c);
             if (n == &tree->root && KEPT(c) > 0) {
-                root_incl = wrap_add(root_incl, node_incl(&tree->wide, c, ch));
+                root_incl = wrap_add(root_incl, tree_incl(&tree->wide, c, ch));
             }
         }
         if (n == &tree->root) {

@@ -86,17 +86,21 @@
 #define NO_MIN ((int64_t)1 << 62) /* trace.py's tree.NO_MIN */
 
 /* A node's completed calls, min, max and inclusive time, in 32 bits while they fit (the
- * hot path's case: durations under 4.29 s, fewer than 2**32 - 1 calls, a total under
- * 4.29 s); a node whose value does not fit has ``calls == WIDE`` and keeps all four, as
- * int64, in its thread's (or tree's) wide table (arena.c), keyed by its number.
- * ``min == MIN_NONE``: no call yet (NO_MIN). */
+ * hot path's case: durations under 4.29 s, fewer than 2**32 - 1 calls); a node whose
+ * value does not fit has ``calls == WIDE`` and keeps all four, as int64, in its thread's
+ * (or tree's) wide table (arena.c), keyed by its number. A total past 32 bits only
+ * (CARRIED) keeps its high part there. ``min == MIN_NONE``: no call yet (NO_MIN). */
 #define WIDE UINT32_MAX
 #define MIN_NONE UINT32_MAX
-/* The top bit of ``parent`` while recording: the node has a name in its thread's name
- * table (event lines, C calls). Node numbers stay below it (NUMBER_CAP). */
+/* The top bits of ``parent`` while recording: NAMED, the node has a name in its thread's
+ * name table (event lines, C calls); CARRIED, its total passed 32 bits: ``incl`` holds
+ * the low 32, its wide entry's incl the rest (a multiple of 2**32), so a hot node with a
+ * large total pays the wide table once per 4.29 s of it, not on every call. Node numbers
+ * stay below them (NUMBER_CAP). */
 #define NAMED 0x80000000u
-#define NUMBER_MASK 0x7FFFFFFFu
-/* The most nodes of a thread: numbers below NAMED (flat.c's export refuses 2**31 rows
+#define CARRIED 0x40000000u
+#define NUMBER_MASK 0x3FFFFFFFu
+/* The most nodes of a thread: numbers below CARRIED (flat.c's export refuses 2**31 rows
  * anyway: its row indices are 32-bit). */
 #define NUMBER_CAP ((size_t)NUMBER_MASK - CHUNK_NODES)
 
@@ -122,7 +126,7 @@ typedef struct Node {
     uint32_t fn;   /* the function: its index in the thread's FidTable; flat.c: the frame */
     uint32_t incl; /* completed calls' total time (ns) unless the node is wide */
     uint32_t calls, min, max;
-    uint32_t parent; /* the parent's number (0: root) | NAMED; flat.c: kept subtree size */
+    uint32_t parent; /* the parent's number (0: root) | NAMED | CARRIED; flat.c: kept size */
 } Node;
 
 _Static_assert(sizeof(Node) == 32, "Node is 32 bytes");

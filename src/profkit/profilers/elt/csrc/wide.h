@@ -18,6 +18,9 @@ ELT_HIDDEN void wide_free(WideTable *w);
  * wide): recorded with the wide table. -1 with MemoryError set when out of memory (the
  * call is then not recorded at all, as an enter out of memory records none). */
 ELT_HIDDEN int wide_close(WideTable *w, Node *n, uint32_t number, int64_t duration);
+/* Node ``n``'s 32-bit total just wrapped: 2**32 more in its entry's high part (CARRIED).
+ * -1 with MemoryError set (the call is then not recorded). */
+ELT_HIDDEN int wide_carry(WideTable *w, Node *n, uint32_t number);
 
 /* A node's completed calls, min and max as int64 (min NO_MIN: none yet). */
 typedef struct {
@@ -34,9 +37,23 @@ node_stats(const WideTable *w, const Node *n, uint32_t number)
     return (Stats){n->calls, n->min == MIN_NONE ? NO_MIN : n->min, n->max};
 }
 
-/* A node's inclusive time as int64. */
+/* A recording's node's inclusive time as int64 (CARRIED: high part in the wide entry). */
 static inline int64_t
 node_incl(const WideTable *w, const Node *n, uint32_t number)
+{
+    if (n->calls == WIDE) {
+        return wide_find(w, number)->incl;
+    }
+    if (n->parent & CARRIED) {
+        return wrap_add(wide_find(w, number)->incl, (int64_t)n->incl);
+    }
+    return n->incl;
+}
+
+/* The same for flat.c's nodes once prepared (no CARRIED node left: ``parent`` is then
+ * the kept size, its bits no marks). */
+static inline int64_t
+tree_incl(const WideTable *w, const Node *n, uint32_t number)
 {
     return n->calls == WIDE ? wide_find(w, number)->incl : (int64_t)n->incl;
 }
@@ -61,8 +78,8 @@ numbered_node(Chunk *const *chunks, uint32_t number)
 }
 
 /* A completed call of ``n`` (node ``number`` of thread ``t``) lasting ``duration``: the
- * statistics of trace.py's tree, in 32 bits while they fit (the total too: a node whose
- * calls add up to 4.29 s goes wide, as one call of that length does). */
+ * statistics of trace.py's tree, in 32 bits while they fit (the total's carries past 32
+ * bits go to the wide table: CARRIED). */
 static inline int
 close_call(Thread *t, Node *n, uint32_t number, int64_t duration, int64_t basetime)
 {
@@ -72,17 +89,18 @@ close_call(Thread *t, Node *n, uint32_t number, int64_t duration, int64_t baseti
     if ((uint64_t)duration < MIN_NONE && n->calls < WIDE - 1) { /* not wide, room for one */
         uint32_t d = (uint32_t)duration;
         uint32_t incl = n->incl + d;
-        if (incl >= d) { /* the total still fits in 32 bits */
-            n->incl = incl;
-            n->calls++;
-            if (d > n->max) {
-                n->max = d;
-            }
-            if (d < n->min) {
-                n->min = d;
-            }
-            return 0;
+        if (incl < d && wide_carry(&t->wide, n, number) < 0) { /* wrapped: rare */
+            return -1;
         }
+        n->incl = incl;
+        n->calls++;
+        if (d > n->max) {
+            n->max = d;
+        }
+        if (d < n->min) {
+            n->min = d;
+        }
+        return 0;
     }
     return wide_close(&t->wide, n, number, duration);
 }
