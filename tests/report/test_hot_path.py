@@ -315,6 +315,24 @@ def test_the_programs_own_frames_are_never_folded() -> None:
     assert "helpers.h2" not in installed and "2 frames folded (helpers)" in installed
 
 
+def test_a_dash_m_module_s_own_directory_is_the_program_s() -> None:
+    # profkit run -m pkg.app: the frames are pkg.app.*, never __main__; argv[0] is the file
+    p = CallProfile("trace")
+    t = ThreadTree(1, "MainThread")
+    p.threads.append(t)
+    node = t.root
+    for depth in range(8):
+        node = node.child(p.frame_id(Frame(f"pkg.app.f{depth}", "/home/u/pkg/app.py", depth)))
+        node.add_call(1000, 0)
+    node.child(p.frame_id(Frame("pkg.app.leaf", "/home/u/pkg/app.py", 99))).add_call(1000, 1000)
+    assert "frames folded" in render_tree(p, width=None, fold=True)  # no argv: a library
+    p.metadata["argv"] = ["/home/u/pkg/app.py"]
+    text = render_tree(p, width=None, fold=True)
+    assert "frames folded" not in text and "pkg.app.f5" in text, text
+    p.metadata["argv"] = ["/venv/lib/python3.11/site-packages/pkg/app.py"]  # -m pytest's kind
+    assert "frames folded" in render_tree(p, width=None, fold=True)
+
+
 def test_prefix_modules_are_never_folded() -> None:
     text = render_tree(_chain_profile(12), width=None, fold=True, prefix="pkg1,app")
     assert "frames folded" not in text and "pkg1.f10" in text

@@ -207,17 +207,23 @@ _INSTALLED = ("site-packages", "dist-packages")
 def own_frames(profile: CallProfile, prefixes: tuple[str, ...] = ()) -> list[bool]:
     """Which frames are the program's own code, never folded: ``__main__`` (and
     multiprocessing's ``__mp_main__``), modules in the script's directory (the directory
-    of a ``__main__`` frame's file, and below it, unless that is an installed package, as
+    of a ``__main__`` frame's file or of the profile's ``argv[0]``, ``-m``'s module, and below it, unless that is an installed package, as
     ``-m pytest``'s is, or a virtual environment's), and ``prefixes`` (``--prefix``). Read from the profile itself, so a saved profile
     folds the same way wherever it is reported."""
     frames = profile.frames
     main = prefix_test(_MAIN_MODULES)
     given = prefix_test(prefixes)
+    mains = {f.file for f in frames if main(f.name)}
+    # `profkit run -m pkg.mod` names mod's frames after it, not __main__: its file is the
+    # profile's argv[0] (the bundled demo's fib recursion folded as a library's)
+    argv = profile.metadata.get("argv")
+    if isinstance(argv, list) and argv and isinstance(argv[0], str) and argv[0].endswith(".py"):
+        mains.add(argv[0])
     dirs = tuple(
         {
-            os.path.dirname(f.file) + os.sep
-            for f in frames
-            if main(f.name) and os.path.isabs(f.file) and not _installed(f.file)
+            os.path.dirname(file) + os.sep
+            for file in mains
+            if os.path.isabs(file) and not _installed(file)
         }
     )
     return [
