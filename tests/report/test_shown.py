@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from profkit.calltree.model import CallNode, CallProfile, Frame, ThreadTree
+from profkit.profilers.elt import native
 from profkit.report.shown import Hiding, ShownNode, self_times, shown_tree
 from profkit.report.text import render_tree
 from profkit.report.tree import filter_tree
@@ -162,3 +163,18 @@ def test_self_times_over_rows_are_the_row_by_row_rule(
         )
         got = _self_times_rows(*views, hiding)
         assert list(got.items()) == list(want.items())
+        if native.frame_sums is not None:  # the C pass of the row-by-row rule (rowsums.c)
+            got = _self_times_rows(*views, hiding, _refusing_none(native.frame_sums))
+            assert list(got.items()) == list(want.items())
+
+
+def _refusing_none(frame_sums: Any) -> Any:
+    """``frame_sums`` answering None where it refuses the rows, as elt/flat.py's wrapper."""
+
+    def sums(*columns: Any) -> Any:
+        try:
+            return frame_sums(*columns)
+        except (ValueError, OverflowError):
+            return None
+
+    return sums

@@ -216,19 +216,21 @@ def _self_times_rows(
 ) -> dict[int, int]:
     """:func:`self_times` over pre-order rows (row 0 the root; parents before children).
 
-    Why two paths: the row-by-row rule (:func:`_self_times_each`) tracks every row's
-    nearest shown frame, and was half of the end-of-run tree's instructions (sympy:
-    153,000 rows, issue #26). When no row's frame is dropped anywhere (the hot spots'
-    usual rules: profkit's frames are not in a run's rows), the only dropped rows are
-    C functions directly under the root or under other such rows; those few are found
-    by searching the parent column for their parents (C-level ``bytes.find``), and every
-    other row adds its self time to its own frame in one tight loop. Same result, keys
-    in the same order (hot spots of equal time keep theirs). ``sums`` (the rows' own C
-    pass, elt/flat.py's ``flat_sums``) does that loop, or answers None."""
+    ``sums`` (elt/flat.py's ``flat_sums``: C; None where it refuses) runs the row-by-row
+    rule (:func:`_self_times_each`, half the end-of-run tree's instructions in Python) over
+    a depth-sized stack: its owner array, or the parent column's copy below, was the run's
+    peak (test_arit: 1.2 M rows; issue #26). Else, when no row's frame is dropped anywhere,
+    the only dropped rows are C functions under the root (or under such rows), found in the
+    parent column (``bytes.find``); every other row adds its self time to its own frame in
+    one tight loop. Same result, keys in the same order (equal hot spots keep theirs)."""
     count = len(frames)
     if count < 2:
         return {}
     anywhere, under_root = hiding.anywhere, hiding.under_root
+    if sums is not None:
+        found = sums(frames, exclusive, None, parents, bytes(anywhere), bytes(under_root))
+        if found is not None:
+            return found
     known = len(anywhere)
     whole = sums(frames, exclusive) if sums is not None else None  # keys: the frames used
     used = whole if whole is not None else set(frames[1:])  # set(): one C pass
@@ -285,11 +287,9 @@ def _self_times_each(
 ) -> dict[int, int]:
     """:func:`_self_times_rows` row by row: each row's nearest shown frame, kept."""
     out: dict[int, int] = {}
-    # Each row's nearest shown frame (itself when shown), in an int32 array (the rows'
-    # frame indices are int32): a list held an int object a row, 40 bytes, and was the
-    # end-of-run peak on large trees (pytest of sympy's test_arit, 1.2 M rows: +35 MB).
-    # A cast memoryview, as fast as an array.array: loading the array module cost ~1 M
-    # instructions of every end-of-run tree (issue #26). Every byte 0xff: each row ROOT.
+    # Each row's nearest shown frame (itself when shown), int32 (a list's int objects took
+    # +35 MB on test_arit); a cast memoryview, not array.array (loading the array module
+    # cost ~1 M instructions of every end-of-run tree; issue #26). 0xff bytes: ROOT.
     owners = memoryview(bytearray(b"\xff" * (4 * len(frames)))).cast("i")
     anywhere, under_root = hiding.anywhere, hiding.under_root
     known = len(anywhere)

@@ -75,6 +75,43 @@ def test_frame_sums_are_the_python_rules(data: bytearray, skip: set[int], wanted
     assert below == _subtree_model(list(parents), list(frames), list(excl), wanted)
 
 
+@settings(max_examples=200, deadline=None)
+@given(_rows(), st.lists(st.booleans(), max_size=12), st.lists(st.booleans(), max_size=12))
+def test_frame_sums_of_owners_are_the_hot_spots_rule(
+    data: bytearray, hidden: list[bool], c_at_root: list[bool]
+) -> None:
+    """With ``under_root``: report/shown.py's row-by-row rule (each row's self time to its
+    nearest shown frame), keys in the same order, over a depth-sized stack (issue #26)."""
+    from profkit.report.shown import Hiding, _self_times_each
+
+    frames, excl = flat.column(data, "frame"), flat.column(data, "excl")
+    parents = flat.column(data, "parent")
+    hiding = Hiding(len(hidden), hidden, (), c_at_root)
+    want = _self_times_each(list(parents), list(frames), list(excl), hiding)
+    anywhere, under_root = bytes(hiding.anywhere), bytes(hiding.under_root)
+    got = native.frame_sums(frames, excl, None, parents, anywhere, under_root)
+    assert list(got.items()) == list(want.items())
+
+
+def test_frame_sums_over_parents_refuse_rows_out_of_pre_order() -> None:
+    """A parent before its row but off the path to the row before (not pre-order): the
+    stack cannot follow, so ValueError (the callers then take their Python loops)."""
+    rows = [(-1, -1, 0, 0, 0, 0, 0, 5), (0, 1, 1, 0, 1, 0, 0, 2), (1, 2, 1, 0, 1, 0, 0, 1)]
+    data = flat.pack([*rows, (0, 3, 1, 0, 1, 0, 0, 1), (1, 4, 1, 0, 1, 0, 0, 1)])
+    frames, excl = flat.column(data, "frame"), flat.column(data, "excl")
+    parents = flat.column(data, "parent")
+    with pytest.raises(ValueError, match="pre-order"):
+        native.frame_sums(frames, excl, None, parents, b"\1" * 5)
+    with pytest.raises(ValueError, match="pre-order"):
+        native.frame_sums(frames, excl, None, parents, bytes(5), bytes(5))
+    chain: list[tuple[int, ...]] = [(r - 1, 1, 1, 0, 1, 0, 0, 3000 - r) for r in range(1, 3000)]
+    deep = flat.pack([(-1, -1, 0, 0, 0, 0, 0, 3000), *chain])
+    frames, excl = flat.column(deep, "frame"), flat.column(deep, "excl")
+    parents = flat.column(deep, "parent")
+    assert native.frame_sums(frames, excl, None, parents, b"\0\1") == {1: sum(range(3000))}
+    assert native.frame_sums(frames, excl, None, parents, bytes(2), bytes(2)) == {1: 2999}
+
+
 def test_frame_sums_refuse_what_they_cannot_read() -> None:
     data = flat.pack([(-1, -1, 0, 0, 0, 0, 0, 2), (0, -3, 1, 5, 5, 5, 5, 1)])
     with pytest.raises(ValueError, match="below 0"):

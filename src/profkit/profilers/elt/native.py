@@ -55,8 +55,8 @@ rows_json: Callable[..., bytes] | None = None if _IMPORT_ERROR else _native.rows
 #: ``compensate_rows(rows, c_mask, python_callee, python_caller, c_callee, c_caller)``:
 #: elt/compensate.py's rule in place on export_flat's rows, or None (not built).
 compensate_rows: Callable[..., None] | None = None if _IMPORT_ERROR else _native.compensate_rows
-#: ``frame_sums(frames, values, skip=None, parents=None, wanted=None) -> dict``: sums of a
-#: column of export_flat's rows by frame (csrc/rowsums.c), or None (not built).
+#: ``frame_sums(frames, values, skip=None, parents=None, wanted=None, under_root=None)
+#: -> dict``: sums of a column of export_flat's rows by frame (csrc/rowsums.c), or None.
 frame_sums: Callable[..., dict[int, int]] | None = None if _IMPORT_ERROR else _native.frame_sums
 #: ``renumber_frames(frames, table)``: the rows' frame column through ``table``, in place,
 #: or None (not built).

@@ -171,8 +171,8 @@ ELT_HIDDEN PyObject *native_renumber_frames(PyObject *module, PyObject *const *a
     {"rows_json", (PyCFunction)(void (*)(void))native_rows_json, METH_FASTCALL,             \
      "rows_json(rows, start=0, stop=None) -> bytes: export_flat's rows as saved nodes."},   \
     {"frame_sums", (PyCFunction)(void (*)(void))native_frame_sums, METH_FASTCALL,           \
-     "frame_sums(frames, values, skip=None, parents=None, wanted=None) -> dict: a column "  \
-     "of export_flat's rows summed by frame (see rowsums.c)."},                             \
+     "frame_sums(frames, values, skip=None, parents=None, wanted=None, under_root=None) "  \
+     "-> dict: a column of export_flat's rows summed by frame (see rowsums.c)."},           \
     {"renumber_frames", (PyCFunction)(void (*)(void))native_renumber_frames, METH_FASTCALL, \
      "renumber_frames(frames, table): the rows' frame column renumbered in place."}
 /* The distinct fids of every tree, sorted, each with frame -1; NULL with MemoryError set. */
