@@ -46,8 +46,9 @@ HEADER_BYTES = 16
 WIDE_ROW_BYTES = 8 * len(WIDE_ROWS)
 #: A row as :func:`pack` takes it and :func:`unpack` gives it (the saved file's order).
 ROW = ("parent", "frame", "calls", "incl", "excl", "min", "max", "size")
-#: Rows per piece of saved JSON text (about 1 MB).
-JSON_ROWS = 32768
+#: Rows per piece of saved JSON text (~350 KB: 1 MB pieces, each copied to put a comma
+#: before it, were ~3 MB of the save's peak on test_arit's 1.2 M rows; issue #26).
+JSON_ROWS = 8192
 #: The base class's ``children`` slot, which the property below fills on first access.
 _CHILDREN: Any = CallNode.__dict__["children"]
 _new = object.__new__
@@ -290,8 +291,9 @@ def _json_pieces(data: bytes | bytearray) -> Iterator[bytes]:
     assert rows_json is not None
     count, _ = counts(data)
     for start in range(0, count, JSON_ROWS):
-        text = rows_json(data, start, start + JSON_ROWS)
-        yield b"," + text if start else text
+        if start:
+            yield b","  # apart: ``b"," + text`` would copy the piece
+        yield rows_json(data, start, start + JSON_ROWS)
 
 
 def pristine_rows(root: CallNode) -> FlatRows | None:
