@@ -207,9 +207,10 @@ _INSTALLED = ("site-packages", "dist-packages")
 def own_frames(profile: CallProfile, prefixes: tuple[str, ...] = ()) -> list[bool]:
     """Which frames are the program's own code, never folded: ``__main__`` (and
     multiprocessing's ``__mp_main__``), modules in the script's directory (the directory
-    of a ``__main__`` frame's file or of the profile's ``argv[0]``, ``-m``'s module, and below it, unless that is an installed package, as
-    ``-m pytest``'s is, or a virtual environment's), and ``prefixes`` (``--prefix``). Read from the profile itself, so a saved profile
-    folds the same way wherever it is reported."""
+    of a ``__main__`` frame's file or of the profile's ``argv[0]``, ``-m``'s module, and
+    below it, unless that is an installed package, as ``-m pytest``'s is, or a virtual
+    environment's), and ``prefixes`` (``--prefix``). Read from the profile itself, so a
+    saved profile folds the same way wherever it is reported."""
     frames = profile.frames
     main = prefix_test(_MAIN_MODULES)
     given = prefix_test(prefixes)
